@@ -1,0 +1,84 @@
+"""The exception tree of hindsight.
+
+Every exception the library raises on purpose derives from :class:`HindsightError`::
+
+    HindsightError
+    +-- UsageError (also ValueError)          the caller passed something wrong; fix the call
+    |   +-- TenantRequiredError               a tenant filter was empty or missing (case C17)
+    |   +-- InvalidTrajectoryError            a trajectory/log could not be parsed or validated
+    +-- NotFoundError (also LookupError)      an id names nothing (in this tenant)
+    +-- StoreError                            the storage layer failed at run time
+    |   +-- EmbedderMismatchError             store opened with another embedding model (case C07)
+    |   +-- StoreLockedError                  another live process owns the embedded store (C09)
+    +-- EmbeddingError                        an embedder failed to produce vectors
+    +-- ReviewError                           a review could not produce lessons
+
+User errors (``UsageError`` and its children) are separate from run-time errors, as in
+pydantic-ai. None of the names shadow a builtin.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EmbedderMismatchError",
+    "EmbeddingError",
+    "HindsightError",
+    "InvalidTrajectoryError",
+    "NotFoundError",
+    "ReviewError",
+    "StoreError",
+    "StoreLockedError",
+    "TenantRequiredError",
+    "UsageError",
+]
+
+
+class HindsightError(Exception):
+    """Root of every exception hindsight raises on purpose."""
+
+
+class UsageError(HindsightError, ValueError):
+    """The caller passed an invalid argument. The message says which one and why."""
+
+
+class TenantRequiredError(UsageError):
+    """A tenant id was ``None``, empty, blank or not a string.
+
+    Every read, write and delete is scoped to exactly one tenant; an empty filter is never
+    treated as "all tenants" (MISSION S9, cases C02 and C17).
+    """
+
+
+class InvalidTrajectoryError(UsageError):
+    """A trajectory, event or log record failed validation or could not be parsed."""
+
+
+class NotFoundError(HindsightError, LookupError):
+    """An id (experience, trajectory, job) does not exist in the caller's tenant."""
+
+
+class StoreError(HindsightError):
+    """The SQL store or the vector index failed at run time."""
+
+
+class EmbedderMismatchError(StoreError):
+    """The data dir was built with another embedding model or dimension (case C07).
+
+    Raised at open, naming both models and the command that rebuilds the vectors.
+    """
+
+
+class StoreLockedError(StoreError):
+    """Another live process holds the embedded data dir (case C09).
+
+    The message names that process (pid, host, command) and says how to share one store
+    between processes: run ``hindsight serve`` and connect through HTTP or MCP.
+    """
+
+
+class EmbeddingError(HindsightError):
+    """An embedder could not produce vectors (model missing, provider error, bad reply)."""
+
+
+class ReviewError(HindsightError):
+    """A reviewer could not turn a trajectory into lessons."""

@@ -1,0 +1,77 @@
+"""Identifier and tenant helpers shared by every entry point."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from hindsight._errors import TenantRequiredError, UsageError
+
+__all__ = ["new_id", "normalize_id", "stable_id", "validate_namespace", "validate_tenant"]
+
+_NAMESPACE = uuid.UUID("6f0c3a4e-3a55-4b8e-9a0e-7d2f1c0b9e11")
+
+
+def new_id() -> str:
+    """A new random id: a canonical lower-case UUID4 string (36 characters)."""
+    return str(uuid.uuid4())
+
+
+def stable_id(*parts: str) -> str:
+    """A deterministic id (UUID5 string) from ``parts``; used to make ingest idempotent."""
+    return str(uuid.uuid5(_NAMESPACE, "\x1f".join(parts)))
+
+
+def normalize_id(value: Any, what: str = "id") -> str:
+    """Return ``value`` as a canonical lower-case UUID string.
+
+    Accepts a :class:`uuid.UUID`, or a string in any case, with or without braces, dashes or the
+    ``urn:uuid:`` prefix (case C03).
+
+    Raises:
+        UsageError: ``value`` is not a UUID; the message names ``what``.
+    """
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, str):
+        try:
+            return str(uuid.UUID(value.strip()))
+        except ValueError:
+            pass
+    raise UsageError(f"{what} must be a UUID (string or uuid.UUID), got {value!r:.80}")
+
+
+def validate_tenant(tenant_id: Any) -> str:
+    """Check a tenant id and return it stripped.
+
+    A tenant is a non-empty string of at most 200 characters. ``None``, ``""``, blanks, lists
+    and other types are refused, never read as "all tenants" (MISSION S9, cases C02/C17).
+
+    Raises:
+        TenantRequiredError: the tenant is missing, empty or not a string.
+    """
+    if tenant_id is None:
+        raise TenantRequiredError("tenant_id is required: pass the tenant to scope this call to")
+    if not isinstance(tenant_id, str):
+        raise TenantRequiredError(
+            f"tenant_id must be a non-empty string, got {type(tenant_id).__name__}"
+        )
+    value = tenant_id.strip()
+    if not value:
+        raise TenantRequiredError("tenant_id must be a non-empty string, got an empty one")
+    if len(value) > 200:
+        raise TenantRequiredError("tenant_id must be at most 200 characters")
+    return value
+
+
+def validate_namespace(namespace: Any) -> str:
+    """Check a namespace (non-empty string, at most 200 characters) and return it stripped.
+
+    Raises:
+        UsageError: the namespace is empty or not a string.
+    """
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise UsageError(f"namespace must be a non-empty string, got {namespace!r:.80}")
+    if len(namespace) > 200:
+        raise UsageError("namespace must be at most 200 characters")
+    return namespace.strip()

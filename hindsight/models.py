@@ -1,0 +1,286 @@
+"""The data model: events, trajectories, experiences and recall hits (MISSION S1-S5, S13).
+
+All timestamps are timezone-aware UTC. A naive ``datetime`` given to any model is taken to be
+UTC already (it is not converted from local time); an aware one is converted to UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+)
+
+from hindsight._ids import new_id, normalize_id, validate_namespace, validate_tenant
+
+__all__ = [
+    "Event",
+    "EventStatus",
+    "EventType",
+    "Experience",
+    "ExperienceKind",
+    "ExperienceStatus",
+    "Outcome",
+    "Provenance",
+    "RecallHit",
+    "ScoreBreakdown",
+    "Trajectory",
+    "content_to_text",
+    "utcnow",
+]
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def _to_utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
+
+
+def content_to_text(value: Any) -> str:
+    """Flatten message content to plain text.
+
+    ``None`` -> ``""``; a string is kept as is; a list of content parts (OpenAI / LangChain
+    style ``{"type": "text", "text": ...}`` or plain strings) is joined with newlines, skipping
+    parts without text; any other value is JSON-ish ``str()``-ed. Used for case C05.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts: list[str] = []
+        for part in value:
+            if isinstance(part, str):
+                text = part
+            elif isinstance(part, dict):
+                raw = part.get("text", part.get("content"))
+                text = content_to_text(raw) if raw is not None else ""
+            else:
+                text = str(part)
+            if text.strip():
+                parts.append(text)
+        return "\n".join(parts)
+    return str(value)
+
+
+Text = Annotated[str, BeforeValidator(content_to_text)]
+
+
+class EventType(StrEnum):
+    """Kinds of trajectory events (MISSION S1)."""
+
+    USER_MESSAGE = "user_message"
+    MODEL_THOUGHT = "model_thought"
+    MODEL_CALL = "model_call"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    FINAL_ANSWER = "final_answer"
+    ERROR = "error"
+
+
+class EventStatus(StrEnum):
+    """Status of a step; set on tool results, model calls and errors."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    TIMEOUT = "timeout"
+
+
+class Outcome(StrEnum):
+    """How a run ended, as far as anyone knows."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    PARTIAL = "partial"
+    UNKNOWN = "unknown"
+
+
+class Provenance(StrEnum):
+    """Where the evidence for a run or lesson came from (MISSION S8, provenance trust)."""
+
+    SYSTEM = "system"
+    USER = "user"
+    TOOL = "tool"
+    UNKNOWN = "unknown"
+
+
+class ExperienceKind(StrEnum):
+    """What a lesson is about; one per answer of the review (MISSION S2)."""
+
+    OUTCOME = "outcome"
+    KEY_STEP = "key_step"
+    FAILURE_CAUSE = "failure_cause"
+    TOOL_RELIABILITY = "tool_reliability"
+    ANTI_PATTERN = "anti_pattern"
+    IMPROVEMENT = "improvement"
+    RULE = "rule"
+    TASK_SCOPE = "task_scope"
+
+
+class ExperienceStatus(StrEnum):
+    """Lifecycle state; only ``active`` experiences are recalled."""
+
+    ACTIVE = "active"
+    QUARANTINED = "quarantined"
+    ARCHIVED = "archived"
+    DELETED = "deleted"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_enum_values=False)
+
+
+class Event(_Model):
+    """One structured step of a run (MISSION S1).
+
+    ``latency_ms`` is in milliseconds; ``tool_args`` is the parsed argument object of a tool
+    call. ``content`` accepts ``None`` (stored as ``""``) and lists of content parts.
+    """
+
+    event_id: str = Field(default_factory=new_id)
+    trajectory_id: str | None = None
+    parent_id: str | None = None
+    event_type: EventType
+    timestamp: UtcDatetime = Field(default_factory=utcnow)
+    content: Text = ""
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    tool_args: dict[str, Any] | None = None
+    status: EventStatus | None = None
+    latency_ms: float | None = Field(default=None, ge=0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Trajectory(_Model):
+    """A whole run: its task, its ordered events and its outcome (episodic memory, S4).
+
+    ``reward`` is the environment's reward when there is one (e.g. tau-bench's 0.0/1.0).
+    ``trust`` in [0,1] weighs the lessons learned from it at recall (S8).
+    """
+
+    id: str = Field(default_factory=new_id)
+    tenant_id: str
+    namespace: str = "default"
+    task: Text = ""
+    task_type: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    outcome: Outcome = Outcome.UNKNOWN
+    reward: float | None = None
+    source: Provenance = Provenance.USER
+    trust: float = Field(default=1.0, ge=0.0, le=1.0)
+    started_at: UtcDatetime = Field(default_factory=utcnow)
+    ended_at: UtcDatetime | None = None
+    events: list[Event] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _check_tenant = field_validator("tenant_id")(classmethod(lambda cls, v: validate_tenant(v)))
+    _check_ns = field_validator("namespace")(classmethod(lambda cls, v: validate_namespace(v)))
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _norm_id(cls, value: Any) -> str:
+        return normalize_id(value, "trajectory id")
+
+    def is_empty(self) -> bool:
+        """True when no event carries any content, tool name or status (case C05)."""
+        return not any(
+            e.content.strip() or e.tool_name or e.status is not None for e in self.events
+        )
+
+
+class Experience(_Model):
+    """A lesson abstracted from one or more runs (semantic memory, S3/S4).
+
+    ``confidence``, ``importance`` and ``trust`` are in [0,1]. ``version`` starts at 1 and
+    ``parent_id`` points to the version it replaced. Counters: ``recall_count`` (times
+    recalled), ``helped_count`` / ``misled_count`` (recalled by runs that then succeeded /
+    failed), ``support_count`` (runs that produced the same lesson).
+    """
+
+    id: str = Field(default_factory=new_id)
+    tenant_id: str
+    namespace: str = "default"
+    task_type: str | None = None
+    kind: ExperienceKind
+    content: str = Field(min_length=1)
+    tools: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    trust: float = Field(default=1.0, ge=0.0, le=1.0)
+    provenance: Provenance = Provenance.USER
+    source_trajectory_ids: list[str] = Field(default_factory=list)
+    status: ExperienceStatus = ExperienceStatus.ACTIVE
+    version: int = Field(default=1, ge=1)
+    parent_id: str | None = None
+    created_at: UtcDatetime = Field(default_factory=utcnow)
+    updated_at: UtcDatetime = Field(default_factory=utcnow)
+    last_recalled_at: UtcDatetime | None = None
+    recall_count: int = Field(default=0, ge=0)
+    helped_count: int = Field(default=0, ge=0)
+    misled_count: int = Field(default=0, ge=0)
+    support_count: int = Field(default=1, ge=1)
+    embedding_model: str | None = None
+    reviewer: str = "manual"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _check_tenant = field_validator("tenant_id")(classmethod(lambda cls, v: validate_tenant(v)))
+    _check_ns = field_validator("namespace")(classmethod(lambda cls, v: validate_namespace(v)))
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _norm_id(cls, value: Any) -> str:
+        return normalize_id(value, "experience id")
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, value: str) -> str:
+        text = value.strip()
+        if not text or text.lower() in {"none", "null", "n/a"}:
+            raise ValueError("experience content must be a non-empty lesson")
+        return text
+
+
+class ScoreBreakdown(_Model):
+    """Why an experience was recalled (MISSION S13).
+
+    ``score = w_similarity*similarity + w_confidence*confidence + w_recency*recency``,
+    multiplied by ``trust`` and plus ``boost`` (tag / task_type matches). ``similarity`` is the
+    cosine similarity in [-1,1] (1.0 in exact task_type mode), ``recency`` is
+    ``0.5 ** (age_days / half_life_days)`` in (0,1].
+    """
+
+    similarity: float
+    confidence: float
+    recency: float
+    trust: float
+    boost: float
+    weights: dict[str, float]
+    age_days: float
+    namespace: str
+    mode: str
+    reasons: list[str] = Field(default_factory=list)
+
+
+class RecallHit(_Model):
+    """One recalled experience, its final score and the breakdown of that score."""
+
+    experience: Experience
+    score: float
+    breakdown: ScoreBreakdown

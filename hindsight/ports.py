@@ -1,0 +1,172 @@
+"""The narrow ports the engine is built on: embedder, vector index, reviewer, clock.
+
+Each port is a :class:`typing.Protocol`; the shipped implementations live in
+``hindsight.embedders``, ``hindsight.vectors``, ``hindsight.reviewers`` and ``hindsight.clock``,
+and a fake of each in :mod:`hindsight.testing`. The SQL store (the source of truth) is
+:class:`hindsight.store.SqlStore`; its fake is the same class on an in-memory SQLite database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
+
+from hindsight.models import ExperienceKind, Trajectory
+
+__all__ = [
+    "Clock",
+    "Embedder",
+    "Lesson",
+    "Reviewer",
+    "VectorHit",
+    "VectorIndex",
+    "VectorPoint",
+]
+
+FloatMatrix = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Source of the current time (timezone-aware UTC)."""
+
+    def now(self) -> datetime: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors.
+
+    Attributes:
+        name: stable model identifier recorded in the store, e.g. ``"hash-384"``; opening a
+            store with another name or dimension fails (case C07).
+        dimension: vector length.
+        similarity_floor: default minimum cosine similarity for vector recall with this model.
+    """
+
+    name: str
+    dimension: int
+    similarity_floor: float
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Embed ``texts``; returns a float32 array of shape ``(len(texts), dimension)``.
+
+        Raises:
+            EmbeddingError: the model or provider failed.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class VectorPoint:
+    """A vector with the payload the index filters on.
+
+    ``payload`` always holds ``tenant_id``, ``namespace``, ``task_type`` (or ``None``),
+    ``status``, ``kind`` and ``tags`` (list of strings).
+    """
+
+    id: str
+    vector: Sequence[float] | FloatMatrix
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """One nearest neighbour: the point id and its cosine similarity in [-1, 1]."""
+
+    id: str
+    similarity: float
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Stores vectors with payloads; every search is scoped to one tenant (MISSION S9)."""
+
+    dimension: int
+
+    def upsert(self, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points by id (idempotent)."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete points by id; unknown ids are ignored (idempotent)."""
+        ...
+
+    def set_status(self, ids: Sequence[str], status: str) -> None:
+        """Set the ``status`` payload of the given points."""
+        ...
+
+    def search(
+        self,
+        vector: Sequence[float] | FloatMatrix,
+        *,
+        tenant_id: str,
+        namespaces: Sequence[str],
+        limit: int,
+        task_type: str | None = None,
+        statuses: Sequence[str] = ("active",),
+    ) -> list[VectorHit]:
+        """The ``limit`` nearest active points of ``tenant_id`` in ``namespaces``.
+
+        Raises:
+            TenantRequiredError: ``tenant_id`` is empty or missing.
+        """
+        ...
+
+    def count(self, tenant_id: str | None = None) -> int:
+        """Number of points, of one tenant or (``None``, maintenance only) of all tenants."""
+        ...
+
+    def all_ids(self) -> set[str]:
+        """Every point id in the index (maintenance: consistency checks and repair)."""
+        ...
+
+    def delete_tenant(self, tenant_id: str) -> None:
+        """Delete every point of ``tenant_id``; refuses an empty tenant."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release files and locks."""
+        ...
+
+
+class Lesson(BaseModel):
+    """One lesson a reviewer drew from a trajectory, before it becomes an Experience.
+
+    ``confidence`` in [0,1] is the reviewer's self-assessment (MISSION S3).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ExperienceKind
+    content: str = Field(min_length=1)
+    confidence: float = Field(ge=0.0, le=1.0)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    tools: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class Reviewer(Protocol):
+    """Post-hoc review (MISSION S2): a finished trajectory in, lessons out.
+
+    ``name`` is recorded on each experience (e.g. ``"heuristic"``). An empty or content-free
+    trajectory must yield ``[]`` without calling any model (case C05).
+    """
+
+    name: str
+
+    async def review(self, trajectory: Trajectory) -> list[Lesson]:
+        """Review ``trajectory``.
+
+        Raises:
+            ReviewError: the review failed; the job keeps the error.
+        """
+        ...
