@@ -1,0 +1,77 @@
+"""hindsight: experience memory for LLM agents.
+
+Capture each run as a structured trajectory, review it after it ends, write the lessons back as
+experiences whose confidence outcomes adjust, and recall the relevant ones into the tail of the
+next run's system prompt.
+"""
+
+from hindsight._errors import (
+    EmbedderMismatchError,
+    EmbeddingError,
+    HindsightError,
+    InvalidTrajectoryError,
+    NotFoundError,
+    ReviewError,
+    StoreError,
+    StoreLockedError,
+    TenantRequiredError,
+    UsageError,
+)
+from hindsight.capture import RunRecorder
+from hindsight.config import MemoryConfig, RecallWeights
+from hindsight.engine import AsyncMemory, EpisodeReceipt
+from hindsight.memory import Memory
+from hindsight.models import (
+    Event,
+    EventStatus,
+    EventType,
+    Experience,
+    ExperienceKind,
+    ExperienceStatus,
+    Outcome,
+    Provenance,
+    RecallHit,
+    ScoreBreakdown,
+    Trajectory,
+)
+from hindsight.ports import Lesson
+from hindsight.recall import Exclusion, RecallResult
+from hindsight.render import BLOCK_END, BLOCK_START
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BLOCK_END",
+    "BLOCK_START",
+    "AsyncMemory",
+    "EmbedderMismatchError",
+    "EmbeddingError",
+    "EpisodeReceipt",
+    "Event",
+    "EventStatus",
+    "EventType",
+    "Exclusion",
+    "Experience",
+    "ExperienceKind",
+    "ExperienceStatus",
+    "HindsightError",
+    "InvalidTrajectoryError",
+    "Lesson",
+    "Memory",
+    "MemoryConfig",
+    "NotFoundError",
+    "Outcome",
+    "Provenance",
+    "RecallHit",
+    "RecallResult",
+    "RecallWeights",
+    "ReviewError",
+    "RunRecorder",
+    "ScoreBreakdown",
+    "StoreError",
+    "StoreLockedError",
+    "TenantRequiredError",
+    "Trajectory",
+    "UsageError",
+    "__version__",
+]

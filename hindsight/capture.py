@@ -1,0 +1,223 @@
+"""Capture without a framework: a recorder that turns calls into structured events (S1).
+
+``with memory.record("book a flight", tenant_id="acme") as run:`` (or ``async with`` on
+:class:`hindsight.AsyncMemory`) collects events in memory; leaving the block stores the
+trajectory and queues its review in the background. An exception escaping the block marks the
+run failed (and is re-raised untouched).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+from hindsight._errors import UsageError
+from hindsight._ids import new_id, validate_namespace, validate_tenant
+from hindsight.models import (
+    Event,
+    EventStatus,
+    EventType,
+    Outcome,
+    Provenance,
+    Trajectory,
+    utcnow,
+)
+
+__all__ = ["RunRecorder"]
+
+_STATUS = {s.value: s for s in EventStatus}
+_OUTCOME = {o.value: o for o in Outcome}
+
+
+def _status(value: str | EventStatus | None) -> EventStatus | None:
+    if value is None or isinstance(value, EventStatus):
+        return value
+    try:
+        return _STATUS[value]
+    except KeyError:
+        raise UsageError(
+            f"status must be one of success, failure, timeout; got {value!r}"
+        ) from None
+
+
+class RunRecorder:
+    """Records one run as a :class:`~hindsight.models.Trajectory`.
+
+    Create it with ``Memory.record(...)`` / ``AsyncMemory.record(...)``, not directly. Every
+    method returns the :class:`~hindsight.models.Event` it appended.
+
+    Attributes:
+        trajectory_id: the id the stored trajectory will have (usable for ``record_outcome``
+            and recall attribution while the run is going on).
+    """
+
+    def __init__(
+        self,
+        task: str,
+        *,
+        tenant_id: str,
+        namespace: str = "default",
+        task_type: str | None = None,
+        tags: Sequence[str] = (),
+        source: Provenance | str = Provenance.USER,
+        metadata: dict[str, Any] | None = None,
+        finish: Callable[[Trajectory], Any] | None = None,
+        afinish: Callable[[Trajectory], Awaitable[Any]] | None = None,
+    ) -> None:
+        if not isinstance(task, str):
+            raise UsageError(f"task must be a string, got {type(task).__name__}")
+        self.trajectory_id = new_id()
+        self._tenant_id = validate_tenant(tenant_id)
+        self._namespace = validate_namespace(namespace)
+        self._task = task
+        self._task_type = task_type
+        self._tags = list(tags)
+        self._source = Provenance(source)
+        self._metadata = dict(metadata or {})
+        self._events: list[Event] = []
+        self._outcome: Outcome = Outcome.UNKNOWN
+        self._reward: float | None = None
+        self._started = utcnow()
+        self._open_calls: dict[str, tuple[str, float]] = {}
+        self._finish = finish
+        self._afinish = afinish
+        self._closed = False
+        self.receipt: Any = None
+
+    # -- events -------------------------------------------------------------------------
+    def _add(self, event_type: EventType, content: Any = "", **fields: Any) -> Event:
+        if self._closed:
+            raise UsageError("this run has ended; start a new one with memory.record(...)")
+        event = Event(
+            trajectory_id=self.trajectory_id, event_type=event_type, content=content, **fields
+        )
+        self._events.append(event)
+        return event
+
+    def user_message(self, content: Any, **metadata: Any) -> Event:
+        """Append a user message."""
+        return self._add(EventType.USER_MESSAGE, content, metadata=metadata)
+
+    def model_thought(self, content: Any, **metadata: Any) -> Event:
+        """Append the model's reasoning / a plan step."""
+        return self._add(EventType.MODEL_THOUGHT, content, metadata=metadata)
+
+    def model_call(self, content: Any = "", *, latency_ms: float | None = None,
+                   status: str | EventStatus | None = None, **metadata: Any) -> Event:
+        """Append a model call (its output text); ``latency_ms`` in milliseconds."""
+        return self._add(EventType.MODEL_CALL, content, latency_ms=latency_ms,
+                         status=_status(status), metadata=metadata)
+
+    def tool_call(self, tool_name: str, args: dict[str, Any] | None = None, *,
+                  tool_call_id: str | None = None, **metadata: Any) -> Event:
+        """Append a tool call; returns the event, whose ``tool_call_id`` pairs the result."""
+        if not isinstance(tool_name, str) or not tool_name.strip():
+            raise UsageError("tool_name must be a non-empty string")
+        if args is not None and not isinstance(args, dict):
+            raise UsageError(f"args must be a dict, got {type(args).__name__}")
+        call_id = tool_call_id or new_id()
+        self._open_calls[call_id] = (tool_name, time.perf_counter())
+        return self._add(EventType.TOOL_CALL, "", tool_name=tool_name, tool_call_id=call_id,
+                         tool_args=args or {}, metadata=metadata)
+
+    def tool_result(self, tool_name: str | None = None, content: Any = "", *,
+                    status: str | EventStatus = EventStatus.SUCCESS,
+                    tool_call_id: str | None = None, latency_ms: float | None = None,
+                    **metadata: Any) -> Event:
+        """Append a tool result; ``status`` is success, failure or timeout.
+
+        With ``tool_call_id`` of an earlier :meth:`tool_call`, the tool name and the latency
+        (milliseconds since the call) are filled in when not given.
+        """
+        if tool_call_id is None and tool_name is not None:
+            for cid in reversed(list(self._open_calls)):
+                if self._open_calls[cid][0] == tool_name:
+                    tool_call_id = cid
+                    break
+        if tool_call_id is not None and tool_call_id in self._open_calls:
+            name, started = self._open_calls.pop(tool_call_id)
+            tool_name = tool_name or name
+            if latency_ms is None:
+                latency_ms = (time.perf_counter() - started) * 1000.0
+        if not tool_name:
+            raise UsageError("tool_result needs tool_name or the tool_call_id of a tool_call")
+        return self._add(EventType.TOOL_RESULT, content, tool_name=tool_name,
+                         tool_call_id=tool_call_id, status=_status(status),
+                         latency_ms=latency_ms, metadata=metadata)
+
+    def final_answer(self, content: Any, **metadata: Any) -> Event:
+        """Append the run's final answer."""
+        return self._add(EventType.FINAL_ANSWER, content, metadata=metadata)
+
+    def error(self, error: BaseException | str, **metadata: Any) -> Event:
+        """Append an error (an exception's type and message, or a text)."""
+        if isinstance(error, BaseException):
+            text = f"{type(error).__name__}: {error}"
+            metadata.setdefault("error_type", type(error).__name__)
+        else:
+            text = str(error)
+        return self._add(EventType.ERROR, text, status=EventStatus.FAILURE, metadata=metadata)
+
+    def set_outcome(self, outcome: str | Outcome, reward: float | None = None) -> None:
+        """Declare how the run ended: success, failure, partial or unknown."""
+        if isinstance(outcome, str) and outcome not in _OUTCOME:
+            raise UsageError(
+                f"outcome must be one of success, failure, partial, unknown; got {outcome!r}"
+            )
+        self._outcome = Outcome(outcome)
+        self._reward = reward
+
+    # -- result -------------------------------------------------------------------------
+    @property
+    def events(self) -> list[Event]:
+        """The events so far (a copy)."""
+        return list(self._events)
+
+    def to_trajectory(self) -> Trajectory:
+        """The trajectory as recorded so far."""
+        return Trajectory(
+            id=self.trajectory_id, tenant_id=self._tenant_id, namespace=self._namespace,
+            task=self._task or next(
+                (e.content for e in self._events if e.event_type is EventType.USER_MESSAGE), ""
+            ),
+            task_type=self._task_type, tags=self._tags, outcome=self._outcome,
+            reward=self._reward, source=self._source, started_at=self._started,
+            ended_at=utcnow(), events=self._events, metadata=self._metadata,
+        )
+
+    def _close(self, exc: BaseException | None) -> Trajectory:
+        if exc is not None:
+            self.error(exc, traceback="".join(traceback.format_exception(exc))[-2000:])
+            if self._outcome is Outcome.UNKNOWN:
+                self._outcome = Outcome.FAILURE
+        # Tool calls that never got a result were cut off: keep them visible.
+        for cid, (name, _) in list(self._open_calls.items()):
+            self._add(EventType.TOOL_RESULT, "no result recorded", tool_name=name,
+                      tool_call_id=cid, status=EventStatus.FAILURE,
+                      metadata={"incomplete": True})
+        self._open_calls.clear()
+        self._closed = True
+        return self.to_trajectory()
+
+    def __enter__(self) -> RunRecorder:
+        if self._finish is None:
+            raise UsageError("use 'async with' on a recorder from AsyncMemory.record()")
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        assert self._finish is not None
+        self.receipt = self._finish(self._close(exc))
+
+    async def __aenter__(self) -> RunRecorder:
+        if self._afinish is None:
+            raise UsageError("use 'with' on a recorder from Memory.record()")
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        assert self._afinish is not None
+        self.receipt = await self._afinish(self._close(exc))

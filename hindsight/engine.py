@@ -1,0 +1,736 @@
+"""The async engine: capture -> review -> write-back -> recall (MISSION S1-S6).
+
+:class:`AsyncMemory` is the one implementation; :class:`hindsight.Memory` is a thin sync facade
+over it. The SQL store is the source of truth; vectors follow it through an outbox, so a crash
+between the two writes is repaired on the next open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import re
+import threading
+import unicodedata
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from hindsight._errors import (
+    EmbedderMismatchError,
+    InvalidTrajectoryError,
+    NotFoundError,
+    UsageError,
+)
+from hindsight._ids import normalize_id, stable_id, validate_namespace, validate_tenant
+from hindsight._runtime import BackgroundLoop
+from hindsight._worker import ReviewWorker
+from hindsight.capture import RunRecorder
+from hindsight.clock import SystemClock
+from hindsight.config import MemoryConfig
+from hindsight.models import (
+    Experience,
+    ExperienceKind,
+    ExperienceStatus,
+    Provenance,
+    Trajectory,
+)
+from hindsight.ports import Clock, Embedder, Lesson, Reviewer, VectorIndex, VectorPoint
+from hindsight.recall import Candidate, RecallMode, RecallResult, score_candidates, select_hits
+
+__all__ = ["AsyncMemory", "EpisodeReceipt", "validation_message"]
+
+log = logging.getLogger("hindsight")
+
+PROVENANCE_TRUST: Mapping[Provenance, float] = {
+    Provenance.SYSTEM: 1.0,
+    Provenance.USER: 1.0,
+    Provenance.TOOL: 0.7,
+    Provenance.UNKNOWN: 0.5,
+}
+"""Trust weight of a lesson by where its evidence came from (MISSION S8: system > user >
+unknown); multiplied with the trajectory's own ``trust``."""
+
+CANDIDATE_FACTOR = 4
+"""Vector recall fetches ``max(CANDIDATE_FACTOR * top_k, 20)`` neighbours before re-ranking."""
+
+
+def validation_message(err: ValidationError) -> str:
+    """One line from a pydantic error: ``field: message`` of the first problem (+ count)."""
+    errors = err.errors()
+    first = errors[0]
+    loc = ".".join(str(p) for p in first.get("loc", ())) or "value"
+    msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return f"{loc}: {msg}{more}"
+
+
+class EpisodeReceipt(dict[str, Any]):
+    """What :meth:`AsyncMemory.store_episode` returns: a dict with ``trajectory_id`` (str),
+    ``stored`` (False when the trajectory was already there) and ``review_queued`` (bool)."""
+
+    @property
+    def trajectory_id(self) -> str:
+        return str(self["trajectory_id"])
+
+
+_NORM_WS = re.compile(r"\s+")
+
+
+def _norm_text(text: str) -> str:
+    return _NORM_WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
+def _default_reviewer(config: MemoryConfig) -> Reviewer:
+    from hindsight.reviewers import HeuristicReviewer
+
+    if config.reviewer != "heuristic":
+        raise UsageError(f"unknown reviewer {config.reviewer!r}; available: heuristic")
+    return HeuristicReviewer()
+
+
+class AsyncMemory:
+    """Experience memory for agents, async API.
+
+    Opening is synchronous (it creates folders, applies SQL migrations, opens the vector index)
+    and may raise:
+
+    Raises:
+        EmbedderMismatchError: the store was built with another embedding model (case C07).
+        StoreLockedError: another live process owns the embedded data dir (case C09).
+        UsageError: invalid configuration.
+
+    Args:
+        config: a :class:`MemoryConfig`; default: read from the environment.
+        store, index, embedder, reviewer, clock: replace a port (see :mod:`hindsight.testing`).
+        **overrides: :class:`MemoryConfig` fields, e.g. ``data_dir="./mem"``.
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | None = None,
+        *,
+        store: Any | None = None,
+        index: VectorIndex | None = None,
+        embedder: Embedder | None = None,
+        reviewer: Reviewer | None = None,
+        clock: Clock | None = None,
+        **overrides: Any,
+    ) -> None:
+        try:
+            if config is None:
+                config = MemoryConfig(**overrides)
+            elif overrides:
+                config = config.model_copy(update=overrides)
+        except ValidationError as err:
+            raise UsageError(f"invalid configuration: {validation_message(err)}") from None
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self._closed = False
+        self._lock: Any = None
+        self._vector_sync = threading.Lock()
+        self._runtime = BackgroundLoop()
+        self._worker: ReviewWorker | None = None
+
+        from hindsight.embedders import make_embedder
+
+        self.embedder: Embedder = embedder or make_embedder(
+            config.embedding_model, api_base=config.llm_base_url, api_key=config.llm_api_key
+        )
+        embedded = index is None and config.uses_embedded_vectors()
+        sqlite_in_dir = store is None and config.database_url is None
+        try:
+            if embedded or sqlite_in_dir:
+                from hindsight._lock import DataDirLock
+
+                Path(config.data_dir).mkdir(parents=True, exist_ok=True)
+                self._lock = DataDirLock(Path(config.data_dir))
+                self._lock.acquire()
+            if store is None:
+                from hindsight.store import SqlStore
+
+                store = SqlStore(config.sql_url(), clock=self.clock)
+            self.store = store
+            self._check_embedder()
+            if index is None:
+                from hindsight.vectors import open_vector_index
+
+                index = open_vector_index(
+                    config.vector_db_url,
+                    data_dir=Path(config.data_dir),
+                    dimension=self.embedder.dimension,
+                    api_key=config.vector_db_api_key,
+                )
+            self.index: VectorIndex = index
+            self.reviewer: Reviewer = reviewer or _default_reviewer(config)
+            self.sync_vectors()  # repair a crash between an SQL write and its vector write
+        except BaseException:
+            self._release_partial()
+            raise
+        _OPEN.add(self)
+        if config.background_review and self.store.count_review_jobs(state="pending"):
+            self._ensure_worker()  # resume jobs a previous process left pending (case C16)
+
+    # -- opening / closing ----------------------------------------------------------------
+    def _check_embedder(self) -> None:
+        name, dim = self.embedder.name, self.embedder.dimension
+        stored_name = self.store.get_meta("embedding_model")
+        stored_dim = self.store.get_meta("embedding_dimension")
+        if stored_name is None:
+            self.store.set_meta("embedding_model", name)
+            self.store.set_meta("embedding_dimension", str(dim))
+            return
+        if stored_name != name or stored_dim != str(dim):
+            raise EmbedderMismatchError(
+                f"this store was built with embedding model {stored_name} ({stored_dim}-d) but "
+                f"was opened with {name} ({dim}-d): open it with EMBEDDING_MODEL matching "
+                f"{stored_name}, or rebuild its vectors with `hindsight reembed --embedder "
+                f"<spec>` (data: {self.config.sql_url()})"
+            )
+
+    def _release_partial(self) -> None:
+        for closer in (
+            getattr(getattr(self, "index", None), "close", None),
+            getattr(getattr(self, "store", None), "close", None),
+        ):
+            if closer is not None:
+                try:
+                    closer()
+                except Exception:
+                    log.debug("hindsight: error while closing after a failed open", exc_info=True)
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the review worker (an interrupted job goes back to pending), flush vectors,
+        release files and locks. Safe to call twice. ``timeout`` in seconds."""
+        if self._closed:
+            return
+        self._closed = True
+        worker = self._worker
+        self._runtime.stop(timeout, drain=worker.stop if worker is not None else None)
+        self._worker = None
+        self._release_partial()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError("this memory is closed; open a new one")
+
+    # -- vectors follow SQL ---------------------------------------------------------------
+    def sync_vectors(self) -> int:
+        """Apply pending outbox operations to the vector index; returns how many.
+
+        Called after every write and at open, so SQL and vectors never diverge for long.
+        """
+        applied = 0
+        with self._vector_sync:
+            while True:
+                items = self.store.pending_outbox(limit=1000)
+                if not items:
+                    return applied
+                self._apply_outbox(items)
+                self.store.ack_outbox([item.id for item in items])
+                applied += len(items)
+
+    def _apply_outbox(self, items: Sequence[Any]) -> None:
+        by_tenant_upserts: dict[str, list[str]] = {}
+        for item in items:
+            if item.op in ("upsert", "set_status"):
+                by_tenant_upserts.setdefault(item.tenant_id, []).append(item.experience_id)
+        # Upserts carry the current row, so replaying them in any order converges.
+        current: dict[str, Experience] = {}
+        vectors: dict[str, Any] = {}
+        for tenant, ids in by_tenant_upserts.items():
+            current.update(self.store.get_experiences(tenant, ids))
+            vectors.update(self.store.get_vectors(ids))
+        for item in items:
+            if item.op in ("upsert", "set_status"):
+                exp = current.get(item.experience_id)
+                if exp is None or exp.status is ExperienceStatus.DELETED:
+                    self.index.delete([item.experience_id])
+                elif item.experience_id in vectors:
+                    self.index.upsert([self._point(exp, vectors[item.experience_id])])
+            elif item.op == "delete":
+                self.index.delete([item.experience_id])
+            elif item.op == "delete_tenant":
+                self.index.delete_tenant(item.tenant_id)
+            else:
+                log.warning("hindsight: unknown outbox op %r skipped", item.op)
+
+    @staticmethod
+    def _point(exp: Experience, vector: Any) -> VectorPoint:
+        return VectorPoint(
+            id=exp.id,
+            vector=vector,
+            payload={
+                "tenant_id": exp.tenant_id,
+                "namespace": exp.namespace,
+                "task_type": exp.task_type,
+                "status": exp.status.value,
+                "kind": exp.kind.value,
+                "tags": list(exp.tags),
+            },
+        )
+
+    # -- capture ----------------------------------------------------------------------------
+    def record(
+        self,
+        task: str = "",
+        *,
+        tenant_id: str,
+        namespace: str = "default",
+        task_type: str | None = None,
+        tags: Sequence[str] = (),
+        source: Provenance | str = Provenance.USER,
+        metadata: dict[str, Any] | None = None,
+    ) -> RunRecorder:
+        """A recorder for one run: ``async with memory.record(task, tenant_id=...) as run:``.
+
+        Leaving the block stores the trajectory and queues its review (not awaited).
+        """
+        self._check_open()
+        return RunRecorder(
+            task, tenant_id=tenant_id, namespace=namespace, task_type=task_type, tags=tags,
+            source=source, metadata=metadata, afinish=self.store_episode,
+        )
+
+    async def store_episode(
+        self, trajectory: Trajectory | Mapping[str, Any], *, review: bool = True
+    ) -> EpisodeReceipt:
+        """Store a finished trajectory and queue its post-hoc review (S2) in the background.
+
+        Idempotent: storing a trajectory whose id exists changes nothing. Empty trajectories
+        (no content anywhere) are stored but never reviewed (case C05).
+
+        Args:
+            trajectory: a :class:`Trajectory` or a dict of its fields.
+            review: queue a review job (default True).
+
+        Returns:
+            :class:`EpisodeReceipt` (``trajectory_id``, ``stored``, ``review_queued``).
+
+        Raises:
+            InvalidTrajectoryError: the trajectory does not validate (one-line reason).
+            TenantRequiredError: the trajectory has no tenant.
+        """
+        self._check_open()
+        traj = self._coerce_trajectory(trajectory)
+        queue = review and not traj.is_empty()
+        stored = await asyncio.to_thread(self.store.add_trajectory, traj, enqueue_review=queue)
+        if stored and queue and self.config.background_review:
+            self._ensure_worker()
+        return EpisodeReceipt(
+            trajectory_id=traj.id, stored=stored, review_queued=bool(stored and queue)
+        )
+
+    @staticmethod
+    def _coerce_trajectory(trajectory: Trajectory | Mapping[str, Any]) -> Trajectory:
+        if isinstance(trajectory, Trajectory):
+            return trajectory
+        if not isinstance(trajectory, Mapping):
+            raise InvalidTrajectoryError(
+                f"trajectory must be a Trajectory or a dict, got {type(trajectory).__name__}"
+            )
+        if not trajectory.get("tenant_id"):
+            validate_tenant(trajectory.get("tenant_id"))
+        try:
+            return Trajectory.model_validate(dict(trajectory))
+        except ValidationError as err:
+            raise InvalidTrajectoryError(f"invalid trajectory: {validation_message(err)}") from None
+
+    # -- review ------------------------------------------------------------------------------
+    def _ensure_worker(self) -> None:
+        def start() -> None:
+            if self._worker is None:
+                self._worker = ReviewWorker(
+                    self.store, self._handle_job, lease_seconds=self.config.review_timeout + 30
+                )
+            self._worker.wake()
+
+        self._runtime.call_soon(start) if self._runtime_started() else self._start_runtime(start)
+
+    def _runtime_started(self) -> bool:
+        return self._runtime._loop is not None
+
+    def _start_runtime(self, fn: Any) -> None:
+        _ = self._runtime.loop
+        self._runtime.call_soon(fn)
+
+    async def _handle_job(self, job: Any) -> None:
+        traj = await asyncio.to_thread(self.store.get_trajectory, job.tenant_id, job.trajectory_id)
+        lessons = await asyncio.wait_for(
+            self.reviewer.review(traj), timeout=self.config.review_timeout
+        )
+        await asyncio.to_thread(self._write_lessons, traj, lessons)
+
+    def _write_lessons(self, traj: Trajectory, lessons: Sequence[Lesson]) -> list[Experience]:
+        """Turn lessons into experiences, embed and store them (idempotent per trajectory)."""
+        if not lessons:
+            return []
+        now = self.clock.now()
+        trust = traj.trust * PROVENANCE_TRUST.get(traj.source, 0.5)
+        exps: dict[str, Experience] = {}
+        for lesson in lessons:
+            content = _norm_text(lesson.content)
+            if not content:
+                continue
+            exp_id = stable_id(traj.id, self.reviewer.name, lesson.kind.value, content.lower())
+            exps[exp_id] = Experience(
+                id=exp_id,
+                tenant_id=traj.tenant_id,
+                namespace=traj.namespace,
+                task_type=traj.task_type,
+                kind=lesson.kind,
+                content=content,
+                tools=lesson.tools,
+                tags=sorted({*lesson.tags, *traj.tags}),
+                confidence=lesson.confidence,
+                importance=lesson.importance,
+                trust=round(trust, 4),
+                provenance=traj.source,
+                source_trajectory_ids=[traj.id],
+                created_at=now,
+                updated_at=now,
+                embedding_model=self.embedder.name,
+                reviewer=self.reviewer.name,
+                metadata=lesson.metadata,
+            )
+        existing = self.store.get_experiences(traj.tenant_id, list(exps))
+        new = [e for i, e in exps.items() if i not in existing]
+        if new:
+            vectors = self.embedder.embed([e.content for e in new])
+            self.store.add_experiences(new, vectors)
+            self.sync_vectors()
+        return new
+
+    async def review_now(self, trajectory_id: Any, *, tenant_id: str) -> list[Experience]:
+        """Review a stored trajectory now, write its lessons and return them.
+
+        Raises:
+            NotFoundError: no such trajectory in this tenant.
+            ReviewError: the reviewer failed.
+        """
+        self._check_open()
+        tenant = validate_tenant(tenant_id)
+        tid = normalize_id(trajectory_id, "trajectory_id")
+        traj = await asyncio.to_thread(self.store.get_trajectory, tenant, tid)
+        lessons = await asyncio.wait_for(
+            self.reviewer.review(traj), timeout=self.config.review_timeout
+        )
+        await asyncio.to_thread(self._write_lessons, traj, lessons)
+        ids = [stable_id(tid, self.reviewer.name, ls.kind.value, _norm_text(ls.content).lower())
+               for ls in lessons if _norm_text(ls.content)]
+        found = await asyncio.to_thread(self.store.get_experiences, tenant, ids)
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    async def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until no queued review is ready to run (``timeout`` in seconds).
+
+        Returns:
+            True when the queue drained, False on timeout (jobs stay queued, nothing is lost).
+        """
+        self._check_open()
+        if not self.store.count_review_jobs(state="pending") and self._worker is None:
+            return True
+        self._ensure_worker()
+        while self._worker is None:
+            await asyncio.sleep(0.005)
+        fut = self._runtime.submit(self._worker.wait_idle(timeout))
+        return await asyncio.wrap_future(fut)
+
+    # -- write-back (manual) -----------------------------------------------------------------
+    async def add_experience(
+        self,
+        content: str,
+        *,
+        tenant_id: str,
+        namespace: str = "default",
+        kind: ExperienceKind | str = ExperienceKind.RULE,
+        task_type: str | None = None,
+        tools: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        confidence: float = 0.5,
+        importance: float = 0.5,
+        source: Provenance | str = Provenance.USER,
+        metadata: dict[str, Any] | None = None,
+    ) -> Experience:
+        """Store a lesson directly (no review). ``confidence``/``importance`` in [0,1].
+
+        Raises:
+            UsageError: an argument is invalid (one-line reason).
+        """
+        self._check_open()
+        now = self.clock.now()
+        try:
+            prov = Provenance(source)
+            exp = Experience(
+                tenant_id=tenant_id, namespace=namespace, kind=ExperienceKind(kind),
+                content=_norm_text(content) if isinstance(content, str) else content,
+                task_type=task_type, tools=list(tools), tags=list(tags), confidence=confidence,
+                importance=importance, trust=PROVENANCE_TRUST[prov], provenance=prov,
+                created_at=now, updated_at=now, embedding_model=self.embedder.name,
+                reviewer="manual", metadata=dict(metadata or {}),
+            )
+        except ValidationError as err:
+            raise UsageError(validation_message(err)) from None
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+
+        def write() -> None:
+            self.store.add_experiences([exp], self.embedder.embed([exp.content]))
+            self.sync_vectors()
+
+        await asyncio.to_thread(write)
+        return exp
+
+    # -- recall ----------------------------------------------------------------------------------
+    async def recall(
+        self,
+        query: str,
+        *,
+        tenant_id: str,
+        namespace: str = "default",
+        include_shared: bool = True,
+        task_type: str | None = None,
+        tags: Sequence[str] = (),
+        top_k: int | None = None,
+        mode: RecallMode | None = None,
+        similarity_floor: float | None = None,
+        trajectory_id: str | None = None,
+        token_budget: int | None = None,
+    ) -> RecallResult:
+        """Recall the experiences most useful for ``query`` (MISSION S5, S13, S16).
+
+        Args:
+            query: the task or latest user message (may be empty in ``task_type`` mode).
+            tenant_id: required; ``None``/``""``/non-strings are refused (case C17).
+            namespace: the private namespace, searched first; then ``config.shared_namespace``
+                when ``include_shared``.
+            task_type: exact filter on task_type.
+            tags: soft boost, +0.05 per matching tag (max +0.15).
+            top_k: 1..1000, default ``config.top_k`` (5).
+            mode: ``"vector"`` (similarity; default) or ``"task_type"`` (exact task_type match,
+                no vectors: S16; default when ``query`` is empty and ``task_type`` is given).
+            similarity_floor: cosine floor; default ``config.similarity_floor`` or the
+                embedder's own.
+            trajectory_id: the run asking, recorded for outcome attribution.
+            token_budget: budget of :meth:`RecallResult.render` (default 2000 tokens).
+
+        Returns:
+            :class:`RecallResult` with hits (score breakdown each) and exclusions.
+
+        Raises:
+            TenantRequiredError: missing or empty tenant.
+            UsageError: invalid query, top_k, mode or task_type.
+        """
+        self._check_open()
+        tenant = validate_tenant(tenant_id)
+        ns = validate_namespace(namespace)
+        if not isinstance(query, str):
+            raise UsageError(f"query must be a string, got {type(query).__name__}")
+        k = self.config.top_k if top_k is None else top_k
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
+            raise UsageError(f"top_k must be an integer from 1 to 1000, got {top_k!r}")
+        if task_type is not None and (not isinstance(task_type, str) or not task_type.strip()):
+            raise UsageError("task_type must be a non-empty string or None")
+        if isinstance(tags, str):
+            tags = [tags]
+        if mode is None:
+            mode = "task_type" if (not query.strip() and task_type) else "vector"
+        if mode not in ("vector", "task_type"):
+            raise UsageError(f"mode must be 'vector' or 'task_type', got {mode!r}")
+        if mode == "vector" and not query.strip():
+            raise UsageError("query must not be empty (or pass task_type for exact recall)")
+        if mode == "task_type" and not task_type:
+            raise UsageError("mode 'task_type' needs task_type")
+        namespaces = [ns]
+        if include_shared and self.config.shared_namespace != ns:
+            namespaces.append(self.config.shared_namespace)
+        floor = similarity_floor
+        if floor is None:
+            floor = self.config.similarity_floor
+        if floor is None and mode == "vector":
+            floor = self.embedder.similarity_floor
+        tid = normalize_id(trajectory_id, "trajectory_id") if trajectory_id else None
+        return await asyncio.to_thread(
+            self._recall_sync, query, tenant, namespaces, task_type, list(tags), k, mode,
+            floor if mode == "vector" else None, tid, token_budget or self.config.token_budget,
+        )
+
+    def _recall_sync(
+        self, query: str, tenant: str, namespaces: list[str], task_type: str | None,
+        tags: list[str], top_k: int, mode: RecallMode, floor: float | None,
+        trajectory_id: str | None, token_budget: int,
+    ) -> RecallResult:
+        limit = max(CANDIDATE_FACTOR * top_k, 20)
+        tier = {ns: i for i, ns in enumerate(namespaces)}
+        candidates: list[Candidate] = []
+        if mode == "vector":
+            vec = self.embedder.embed([query])[0]
+            found = self.index.search(
+                vec, tenant_id=tenant, namespaces=namespaces, limit=limit, task_type=task_type
+            )
+            rows = self.store.get_experiences(tenant, [h.id for h in found])
+            for h in found:
+                exp = rows.get(h.id)
+                # Defence in depth: the SQL row decides tenant and status, not the index.
+                if (exp is None or exp.tenant_id != tenant
+                        or exp.status is not ExperienceStatus.ACTIVE
+                        or exp.namespace not in tier):
+                    continue
+                candidates.append(Candidate(exp, float(h.similarity), tier[exp.namespace]))
+        else:
+            rows_list = self.store.list_experiences(
+                tenant, namespaces=namespaces, task_type=task_type, limit=limit
+            )
+            candidates = [Candidate(e, 1.0, tier[e.namespace]) for e in rows_list]
+        scored = score_candidates(
+            candidates, weights=self.config.weights, half_life_days=self.config.half_life_days,
+            now=self.clock.now(), tags=tags, mode=mode,
+        )
+        hits, excluded = select_hits(
+            scored, top_k=top_k, similarity_floor=floor, max_per_source=self.config.max_per_source
+        )
+        if hits:
+            self.store.record_recall(
+                tenant, [h.experience.id for h in hits], self.clock.now(), trajectory_id
+            )
+        return RecallResult(
+            query=query, tenant_id=tenant, namespaces=namespaces, mode=mode, hits=hits,
+            excluded=excluded, token_budget=token_budget, similarity_floor=floor,
+        )
+
+    # -- reading and deleting -------------------------------------------------------------------
+    async def get_experience(self, experience_id: Any, *, tenant_id: str) -> Experience:
+        """The experience with this id (any UUID form, case C03).
+
+        Raises:
+            NotFoundError: no such experience in this tenant.
+        """
+        self._check_open()
+        tenant = validate_tenant(tenant_id)
+        eid = normalize_id(experience_id, "experience_id")
+        return await asyncio.to_thread(self.store.get_experience, tenant, eid)
+
+    async def list_experiences(
+        self, *, tenant_id: str, namespace: str | None = None, task_type: str | None = None,
+        status: str = "active", limit: int = 100, offset: int = 0,
+    ) -> list[Experience]:
+        """Experiences of a tenant, most confident first (``limit`` 1..10000)."""
+        self._check_open()
+        tenant = validate_tenant(tenant_id)
+        if not 1 <= limit <= 10000:
+            raise UsageError(f"limit must be from 1 to 10000, got {limit}")
+        try:
+            st = ExperienceStatus(status)
+        except ValueError:
+            raise UsageError(
+                f"status must be one of {', '.join(s.value for s in ExperienceStatus)}"
+            ) from None
+        nss = [validate_namespace(namespace)] if namespace is not None else None
+        return await asyncio.to_thread(
+            self.store.list_experiences, tenant, namespaces=nss, task_type=task_type,
+            statuses=(st.value,), limit=limit, offset=offset,
+        )
+
+    async def get_trajectory(self, trajectory_id: Any, *, tenant_id: str) -> Trajectory:
+        """The stored trajectory with its events. Raises NotFoundError when absent."""
+        self._check_open()
+        tenant = validate_tenant(tenant_id)
+        tid = normalize_id(trajectory_id, "trajectory_id")
+        return await asyncio.to_thread(self.store.get_trajectory, tenant, tid)
+
+    async def delete_experience(self, experience_id: Any, *, tenant_id: str) -> None:
+        """Soft-delete an experience: never recalled again, row kept for audit, vector removed.
+
+        Raises:
+            NotFoundError: no such (non-deleted) experience in this tenant (case C03).
+        """
+        self._check_open()
+        tenant = validate_tenant(tenant_id)
+        eid = normalize_id(experience_id, "experience_id")
+
+        def delete() -> int:
+            n: int = self.store.delete_experiences(tenant, [eid])
+            self.sync_vectors()
+            return n
+
+        if not await asyncio.to_thread(delete):
+            raise NotFoundError(f"experience {eid} not found in tenant {tenant!r}")
+
+    async def forget(
+        self, *, tenant_id: str, experience_id: Any | None = None,
+        trajectory_id: Any | None = None, everything: bool = False,
+    ) -> int:
+        """Hard-delete rows and vectors: one experience, what one trajectory taught, or
+        ``everything=True`` of the tenant. Returns the number of experiences removed.
+
+        Raises:
+            UsageError: no filter given, or more than one (an empty filter is never "all").
+            TenantRequiredError: missing or empty tenant (case C02).
+        """
+        self._check_open()
+        tenant = validate_tenant(tenant_id)
+        chosen = sum(x is not None and x is not False
+                     for x in (experience_id, trajectory_id, everything or None))
+        if chosen != 1:
+            raise UsageError(
+                "forget needs exactly one of experience_id, trajectory_id or everything=True"
+            )
+        kwargs: dict[str, Any] = {}
+        if experience_id is not None:
+            kwargs["experience_ids"] = [normalize_id(experience_id, "experience_id")]
+        elif trajectory_id is not None:
+            kwargs["trajectory_id"] = normalize_id(trajectory_id, "trajectory_id")
+        else:
+            kwargs["everything"] = True
+
+        def run() -> int:
+            n: int = self.store.forget(tenant, **kwargs)
+            self.sync_vectors()
+            return n
+
+        n = await asyncio.to_thread(run)
+        if experience_id is not None and n == 0:
+            raise NotFoundError(f"experience {kwargs['experience_ids'][0]} not found")
+        return n
+
+    async def stats(self, *, tenant_id: str | None = None) -> dict[str, Any]:
+        """Counts of trajectories, events, experiences (by status/kind) and jobs.
+
+        ``tenant_id=None`` reports the whole store (operators only; the CLI ``stats``).
+        """
+        self._check_open()
+        tenant = validate_tenant(tenant_id) if tenant_id is not None else None
+        data: dict[str, Any] = await asyncio.to_thread(self.store.stats, tenant)
+        data["vectors"] = await asyncio.to_thread(self.index.count, tenant)
+        data["embedding_model"] = self.embedder.name
+        data["embedding_dimension"] = self.embedder.dimension
+        return data
+
+
+def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter exit
+    for mem in list(_OPEN):
+        try:
+            mem.close(timeout=2.0)
+        except Exception:
+            pass
+
+
+_OPEN: weakref.WeakSet[AsyncMemory] = weakref.WeakSet()
+atexit.register(_close_all_at_exit)
