@@ -1,0 +1,160 @@
+"""Parse real trajectory logs into :class:`~hindsight.models.Trajectory` objects (no writes).
+
+Formats:
+
+* ``openai``: a JSON array or JSON Lines of records ``{"messages": [...], "reward"?,
+  "outcome"?, "task_id"?, "task_type"?, "id"?}`` or bare message lists
+  (:mod:`hindsight.ingest.openai`);
+* ``tau-bench``: tau-bench result files ``[{"task_id", "trial", "reward", "info", "traj"}]``
+  (:mod:`hindsight.ingest.tau_bench`);
+* ``events``: our own JSON Lines of events or whole trajectories
+  (:mod:`hindsight.ingest.events`).
+
+Trajectory ids are deterministic (format, tenant, namespace, record content), so ingesting a
+file twice gives the same ids and the store can skip what it has. Unparsable JSON raises
+:class:`~hindsight.InvalidTrajectoryError` naming the file and line; a record without messages
+gives an empty trajectory, which review turns into no lessons (case C05).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+from hindsight._errors import InvalidTrajectoryError
+from hindsight._ids import validate_namespace, validate_tenant
+from hindsight.ingest._detect import Format, ResolvedFormat, format_of_record
+from hindsight.ingest._reader import RawRecord, count_raw_records, iter_raw_records
+from hindsight.ingest.events import events_records_to_trajectories
+from hindsight.ingest.openai import openai_record_to_trajectory
+from hindsight.ingest.tau_bench import tau_bench_record_to_trajectory
+from hindsight.models import Trajectory
+
+__all__ = ["Format", "ResolvedFormat", "count_records", "detect_format", "iter_trajectories"]
+
+_FORMATS = ("auto", "openai", "tau-bench", "events")
+# How many leading records auto-detection looks at before giving up.
+_DETECT_WINDOW = 20
+
+
+def _peek(records: Iterator[RawRecord]) -> list[RawRecord]:
+    """Read records until one tells the format (at most the detection window)."""
+    head: list[RawRecord] = []
+    for raw in records:
+        head.append(raw)
+        if format_of_record(raw.value) is not None or len(head) >= _DETECT_WINDOW:
+            break
+    return head
+
+
+def _resolve(records: list[RawRecord]) -> ResolvedFormat:
+    for raw in records:
+        found = format_of_record(raw.value)
+        if found is not None:
+            return found
+    if not records:
+        return "openai"
+    raise InvalidTrajectoryError(
+        f"{records[0].where}: cannot tell the log format (expected tau-bench records with "
+        "'traj', OpenAI records with 'messages' or message lists, or events with "
+        "'event_type'); pass the format explicitly"
+    )
+
+
+def _check_path(path: Path) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidTrajectoryError(f"{path}: no such file")
+    return path
+
+
+def detect_format(path: Path) -> ResolvedFormat:
+    """The format of the log at ``path``, from its first records.
+
+    An empty file is ``"openai"`` (it holds no trajectories either way).
+
+    Raises:
+        InvalidTrajectoryError: the file is missing, unreadable, not JSON, or of no known
+            format.
+    """
+    path = _check_path(path)
+    return _resolve(_peek(iter_raw_records(path)))
+
+
+def iter_trajectories(
+    path: Path,
+    *,
+    format: Format = "auto",
+    tenant_id: str,
+    namespace: str = "default",
+    task_type: str | None = None,
+) -> Iterator[Trajectory]:
+    """Parse the log at ``path`` into trajectories, in file order, lazily.
+
+    Args:
+        path: a JSON or JSON Lines file (JSON Lines are streamed line by line).
+        format: ``"auto"`` (see :func:`detect_format`), ``"openai"``, ``"tau-bench"`` or
+            ``"events"``.
+        tenant_id: tenant the trajectories belong to (part of their ids).
+        namespace: namespace within the tenant (part of their ids).
+        task_type: overrides the records' own task_type (tau-bench default ``"tau-bench"``).
+
+    Yields:
+        One :class:`Trajectory` per record (events format: per trajectory id), with
+        deterministic ids, ``source=Provenance.USER`` and tool results classified as success,
+        failure or timeout.
+
+    Raises:
+        TenantRequiredError: ``tenant_id`` is empty or missing (before the file is read).
+        UsageError: ``format`` or ``namespace`` is invalid.
+        InvalidTrajectoryError: the file is missing or not valid JSON, or a record is
+            malformed; the message names the file and the line or record number.
+    """
+    tenant_id = validate_tenant(tenant_id)
+    namespace = validate_namespace(namespace)
+    if format not in _FORMATS:
+        raise InvalidTrajectoryError(f"format must be one of {', '.join(_FORMATS)}, got {format!r}")
+    path = _check_path(path)
+    records: Iterator[RawRecord] = iter_raw_records(path)
+    resolved: ResolvedFormat
+    if format == "auto":
+        head = _peek(records)
+        resolved = _resolve(head)
+        records = itertools.chain(head, records)
+    else:
+        resolved = format
+    if resolved == "events":
+        yield from events_records_to_trajectories(
+            records, tenant_id=tenant_id, namespace=namespace, task_type=task_type
+        )
+        return
+    convert = (
+        tau_bench_record_to_trajectory if resolved == "tau-bench" else openai_record_to_trajectory
+    )
+    for raw in records:
+        yield convert(raw, tenant_id=tenant_id, namespace=namespace, task_type=task_type)
+
+
+def count_records(path: Path, format: Format = "auto") -> int:
+    """How many trajectories :func:`iter_trajectories` will yield (a progress-bar total).
+
+    JSON Lines of the openai and tau-bench formats are counted without parsing; events logs
+    are parsed to count distinct trajectory ids.
+
+    Raises:
+        InvalidTrajectoryError: as :func:`iter_trajectories`.
+    """
+    path = _check_path(path)
+    resolved = detect_format(path) if format == "auto" else format
+    if resolved != "events":
+        return count_raw_records(path)
+    ids: set[str] = set()
+    whole = 0
+    for raw in iter_raw_records(path):
+        value = raw.value
+        if isinstance(value, dict) and "events" in value:
+            whole += 1
+        elif isinstance(value, dict) and value.get("trajectory_id") is not None:
+            ids.add(str(value["trajectory_id"]))
+    return whole + len(ids)

@@ -1,0 +1,200 @@
+"""Our own events logs -> trajectories.
+
+Each record (a JSON Lines line or an item of a JSON array) is either
+
+* one :class:`~hindsight.models.Event` as JSON with a ``trajectory_id``; events are grouped by
+  it, in the order the ids first appear (so the whole file is held in memory). Event lines may
+  also carry the trajectory-level keys ``task``, ``task_type``, ``outcome``, ``reward`` and
+  ``tags``; the first value seen for each wins; or
+* one whole :class:`~hindsight.models.Trajectory` as JSON (an object with an ``events`` list).
+
+Ids are re-derived (see :func:`~hindsight.ingest._common.trajectory_id`) so that ingest is
+idempotent and tenants never share ids; the file's own ids are kept in metadata
+(``source_trajectory_id``, and ``source_event_id`` on events). The tenant and namespace always
+come from the caller, and the source is always :attr:`Provenance.USER`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from hindsight._errors import InvalidTrajectoryError
+from hindsight.ingest._common import (
+    SYNTHETIC_BASE,
+    SYNTHETIC_STEP,
+    event_id,
+    outcome_from,
+    parse_reward,
+    trajectory_id,
+)
+from hindsight.ingest._reader import RawRecord
+from hindsight.models import Event, EventType, Provenance, Trajectory
+
+__all__ = ["events_records_to_trajectories"]
+
+_TRAJECTORY_KEYS = ("task", "task_type", "outcome", "reward", "tags")
+
+
+@dataclass
+class _Group:
+    where: str
+    number: int
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    hints: dict[str, Any] = field(default_factory=dict)
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(part) for part in err.get("loc", ()))
+    return f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid"))
+
+
+def _events(raw_events: list[Any], traj_id: str, where: str) -> list[Event]:
+    """Validate and re-id events; missing timestamps come from the synthetic clock."""
+    id_map: dict[str, str] = {}
+    rows: list[dict[str, Any]] = []
+    for index, raw in enumerate(raw_events):
+        if not isinstance(raw, dict):
+            raise InvalidTrajectoryError(f"{where}: event {index} is not an object")
+        row = {k: v for k, v in raw.items() if k not in _TRAJECTORY_KEYS}
+        new_id = event_id(traj_id, index)
+        original = row.get("event_id")
+        if original is not None:
+            id_map[str(original)] = new_id
+            row["metadata"] = {**(row.get("metadata") or {}), "source_event_id": str(original)}
+        row["event_id"] = new_id
+        row["trajectory_id"] = traj_id
+        if row.get("timestamp") is None:
+            row["timestamp"] = SYNTHETIC_BASE + index * SYNTHETIC_STEP
+        rows.append(row)
+    events: list[Event] = []
+    for index, row in enumerate(rows):
+        parent = row.get("parent_id")
+        if parent is not None:
+            row["parent_id"] = id_map.get(str(parent), str(parent))
+        try:
+            events.append(Event.model_validate(row))
+        except ValidationError as exc:
+            raise InvalidTrajectoryError(
+                f"{where}: event {index} is invalid: {_first_error(exc)}"
+            ) from exc
+    return events
+
+
+def _task_of(events: list[Event]) -> str:
+    return next(
+        (
+            e.content.strip()
+            for e in events
+            if e.event_type is EventType.USER_MESSAGE and e.content.strip()
+        ),
+        "",
+    )
+
+
+def _trajectory(
+    record_for_id: Any,
+    raw_events: list[Any],
+    hints: dict[str, Any],
+    *,
+    where: str,
+    number: int,
+    tenant_id: str,
+    namespace: str,
+    task_type: str | None,
+    metadata: dict[str, Any],
+) -> Trajectory:
+    traj_id = trajectory_id("events", tenant_id, namespace, record_for_id)
+    events = _events(raw_events, traj_id, where)
+    reward = parse_reward(hints.get("reward"), where)
+    task = hints.get("task") if isinstance(hints.get("task"), str) else _task_of(events)
+    raw_tags = hints.get("tags")
+    tags: list[Any] = raw_tags if isinstance(raw_tags, list) else []
+    own_type = hints.get("task_type")
+    start = events[0].timestamp if events else SYNTHETIC_BASE
+    return Trajectory(
+        id=traj_id,
+        tenant_id=tenant_id,
+        namespace=namespace,
+        task=task or "",
+        task_type=task_type or (str(own_type) if own_type else None),
+        tags=[str(t) for t in tags if str(t).strip()],
+        outcome=outcome_from(hints.get("outcome"), reward, where),
+        reward=reward,
+        source=Provenance.USER,
+        started_at=start,
+        ended_at=events[-1].timestamp if events else start,
+        events=events,
+        metadata={"source_format": "events", "source_record": number, **metadata},
+    )
+
+
+def _whole(raw: RawRecord, **kw: Any) -> Trajectory:
+    value: dict[str, Any] = raw.value
+    if not isinstance(value.get("events"), list):
+        raise InvalidTrajectoryError(f"{raw.where}: 'events' must be a list")
+    hints = {k: value.get(k) for k in _TRAJECTORY_KEYS}
+    metadata = dict(value.get("metadata") or {})
+    if value.get("id") is not None:
+        metadata["source_trajectory_id"] = str(value["id"])
+    return _trajectory(
+        value,
+        value["events"],
+        hints,
+        where=raw.where,
+        number=raw.number,
+        metadata=metadata,
+        **kw,
+    )
+
+
+def events_records_to_trajectories(
+    records: Iterable[RawRecord],
+    *,
+    tenant_id: str,
+    namespace: str,
+    task_type: str | None,
+) -> Iterator[Trajectory]:
+    """Trajectories from events-format records (see the module docstring).
+
+    Whole-trajectory records are yielded as they are read; grouped event lines after the last
+    record, one trajectory per ``trajectory_id`` in order of first appearance.
+
+    Raises:
+        InvalidTrajectoryError: a record is not an object, an event line has no
+            ``trajectory_id``, or an event or field is invalid; the message names the file
+            and line or record.
+    """
+    kw: dict[str, Any] = {"tenant_id": tenant_id, "namespace": namespace, "task_type": task_type}
+    groups: dict[str, _Group] = {}
+    for raw in records:
+        value = raw.value
+        if not isinstance(value, dict):
+            raise InvalidTrajectoryError(
+                f"{raw.where}: expected an event or trajectory object, got {type(value).__name__}"
+            )
+        if "events" in value:
+            yield _whole(raw, **kw)
+            continue
+        tid = value.get("trajectory_id")
+        if tid is None or not str(tid).strip():
+            raise InvalidTrajectoryError(f"{raw.where}: event has no trajectory_id to group by")
+        group = groups.setdefault(str(tid), _Group(raw.where, raw.number))
+        group.lines.append(value)
+        for key in _TRAJECTORY_KEYS:
+            if value.get(key) is not None:
+                group.hints.setdefault(key, value[key])
+    for tid, group in groups.items():
+        yield _trajectory(
+            {"trajectory_id": tid, "events": group.lines},
+            group.lines,
+            group.hints,
+            where=group.where,
+            number=group.number,
+            metadata={"source_trajectory_id": tid},
+            **kw,
+        )

@@ -1,0 +1,133 @@
+"""OpenAI-format records -> trajectories.
+
+A record is a bare message list or an object
+``{"messages": [...], "reward"?: float, "outcome"?: str, "task"?: str, "task_id"?: any,
+"task_type"?: str, "tags"?: [str], "id"?: str, "timestamp"?: ISO-8601 | Unix seconds}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hindsight._errors import InvalidTrajectoryError
+from hindsight.ingest._common import (
+    SYNTHETIC_BASE,
+    outcome_from,
+    parse_reward,
+    parse_timestamp,
+    trajectory_id,
+)
+from hindsight.ingest._messages import parse_messages
+from hindsight.ingest._reader import RawRecord
+from hindsight.models import Provenance, Trajectory
+
+__all__ = ["MAX_TASK_CHARS", "build_trajectory", "openai_record_to_trajectory"]
+
+#: The task text is the first user message, cut to this many characters.
+MAX_TASK_CHARS = 2000
+
+
+def build_trajectory(
+    raw: RawRecord,
+    messages: Any,
+    *,
+    kind: str,
+    tenant_id: str,
+    namespace: str,
+    task_type: str | None,
+    fields: dict[str, Any],
+    tags: Sequence[str] = (),
+    metadata: dict[str, Any] | None = None,
+) -> Trajectory:
+    """Build one trajectory from a message list and the record's other ``fields``.
+
+    ``fields`` may hold ``reward``, ``outcome``, ``task``, ``tags`` and ``timestamp``. The id is
+    :func:`trajectory_id` of ``kind``, tenant, namespace and the whole record; the source is
+    :attr:`Provenance.USER`. ``messages`` ``None`` gives an empty trajectory (case C05).
+
+    Raises:
+        InvalidTrajectoryError: ``messages`` is not a list, or a message or field is malformed.
+    """
+    if messages is None:
+        messages = []
+    if not isinstance(messages, list):
+        raise InvalidTrajectoryError(f"{raw.where}: messages must be a list")
+    traj_id = trajectory_id(kind, tenant_id, namespace, raw.value)
+    base = parse_timestamp(fields.get("timestamp")) or SYNTHETIC_BASE
+    parsed = parse_messages(messages, traj_id=traj_id, where=raw.where, base_time=base)
+    reward = parse_reward(fields.get("reward"), raw.where)
+    task = fields.get("task") if isinstance(fields.get("task"), str) else parsed.task
+    own_tags = fields.get("tags")
+    all_tags = list(dict.fromkeys([*tags, *(own_tags if isinstance(own_tags, list) else [])]))
+    events = parsed.events
+    return Trajectory(
+        id=traj_id,
+        tenant_id=tenant_id,
+        namespace=namespace,
+        task=(task or "")[:MAX_TASK_CHARS],
+        task_type=task_type,
+        tags=[str(t) for t in all_tags if str(t).strip()],
+        outcome=outcome_from(fields.get("outcome"), reward, raw.where),
+        reward=reward,
+        source=Provenance.USER,
+        started_at=events[0].timestamp if events else base,
+        ended_at=events[-1].timestamp if events else base,
+        events=events,
+        metadata={
+            "source_format": kind,
+            "source_record": raw.number,
+            **parsed.metadata,
+            **(metadata or {}),
+        },
+    )
+
+
+def openai_record_to_trajectory(
+    raw: RawRecord,
+    *,
+    tenant_id: str,
+    namespace: str,
+    task_type: str | None,
+) -> Trajectory:
+    """One OpenAI-format record (see the module docstring) as a trajectory.
+
+    ``task_type``, when given, overrides the record's own ``task_type``. ``task_id`` and ``id``
+    are kept in metadata (``task_id``, ``source_id``).
+
+    Raises:
+        InvalidTrajectoryError: the record is neither a message list nor an object, or is
+            malformed; the message names the file and line or record.
+    """
+    value = raw.value
+    if isinstance(value, list):
+        return build_trajectory(
+            raw,
+            value,
+            kind="openai",
+            tenant_id=tenant_id,
+            namespace=namespace,
+            task_type=task_type,
+            fields={},
+        )
+    if not isinstance(value, dict):
+        raise InvalidTrajectoryError(
+            f"{raw.where}: expected a message list or an object with 'messages', "
+            f"got {type(value).__name__}"
+        )
+    own_type = value.get("task_type")
+    metadata: dict[str, Any] = {}
+    if value.get("task_id") is not None:
+        metadata["task_id"] = value["task_id"]
+    if value.get("id") is not None:
+        metadata["source_id"] = str(value["id"])
+    return build_trajectory(
+        raw,
+        value.get("messages"),
+        kind="openai",
+        tenant_id=tenant_id,
+        namespace=namespace,
+        task_type=task_type or (str(own_type) if own_type else None),
+        fields=value,
+        metadata=metadata,
+    )

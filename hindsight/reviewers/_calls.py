@@ -1,0 +1,132 @@
+"""Pair a trajectory's tool calls with their results into one record per call."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hindsight.ingest._common import canonical_json
+from hindsight.ingest._status import classify_tool_result
+from hindsight.models import Event, EventStatus, EventType
+
+__all__ = ["ToolCall", "collect_calls", "is_read_only"]
+
+# A tool whose name starts with one of these verbs is taken to only read state; any other tool
+# (book_, update_, cancel_, send_, transfer_, ...) may change it and can be a run's key step.
+_READ_VERBS = {
+    "get",
+    "search",
+    "list",
+    "find",
+    "read",
+    "fetch",
+    "query",
+    "lookup",
+    "look",
+    "calculate",
+    "calc",
+    "compute",
+    "think",
+    "check",
+    "describe",
+    "show",
+    "view",
+    "retrieve",
+    "count",
+    "browse",
+    "inspect",
+    "validate",
+    "verify",
+    "preview",
+    "estimate",
+    "load",
+    "download",
+}
+_NAME_PARTS = re.compile(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])")
+
+
+def is_read_only(tool: str) -> bool:
+    """True when the tool's name starts with a read verb (``get_``, ``search``, ``listX``...)."""
+    parts = [p for p in _NAME_PARTS.split(tool) if p]
+    return bool(parts) and parts[0].lower() in _READ_VERBS
+
+
+@dataclass
+class ToolCall:
+    """One call of a tool and its result.
+
+    Attributes:
+        position: index of the call (or of its lone result) among the trajectory's events.
+        tool: tool name.
+        args: parsed arguments (``{}`` when the call event is missing).
+        status: the result's status; ``None`` when no result was recorded.
+        output: the result text (``""`` when none).
+    """
+
+    position: int
+    tool: str
+    args: dict[str, Any] = field(default_factory=dict)
+    status: EventStatus | None = None
+    output: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """True for a failure or a timeout."""
+        return self.status in (EventStatus.FAILURE, EventStatus.TIMEOUT)
+
+    @property
+    def succeeded(self) -> bool:
+        """True when the result was a success."""
+        return self.status is EventStatus.SUCCESS
+
+    @property
+    def signature(self) -> str:
+        """Tool name plus canonical arguments: equal for identical calls."""
+        return f"{self.tool}:{canonical_json(self.args)}"
+
+
+def collect_calls(events: Sequence[Event]) -> list[ToolCall]:
+    """The tool calls of ``events`` in call order, each paired with its result.
+
+    A ``tool_result`` (or an ``error`` event naming a tool) is matched to its call by
+    ``tool_call_id``, else by ``parent_id``, else to the oldest unanswered call of the same
+    tool; an unmatched result becomes a call of its own with unknown arguments. A call event
+    that carries a status itself keeps it until a result overrides it; a result without a
+    status is classified from its text (``Error...`` -> failure, timeouts -> timeout).
+    """
+    calls: list[ToolCall] = []
+    by_call_id: dict[str, ToolCall] = {}
+    by_event_id: dict[str, ToolCall] = {}
+    open_calls: list[ToolCall] = []
+    for position, event in enumerate(events):
+        if event.event_type is EventType.TOOL_CALL and event.tool_name:
+            call = ToolCall(position, event.tool_name, dict(event.tool_args or {}), event.status)
+            calls.append(call)
+            open_calls.append(call)
+            by_event_id[event.event_id] = call
+            if event.tool_call_id:
+                by_call_id[event.tool_call_id] = call
+            continue
+        is_result = event.event_type is EventType.TOOL_RESULT
+        if not (is_result or (event.event_type is EventType.ERROR and event.tool_name)):
+            continue
+        match = (by_call_id.get(event.tool_call_id) if event.tool_call_id else None) or (
+            by_event_id.get(event.parent_id) if event.parent_id else None
+        )
+        if match is None or match not in open_calls:
+            match = next((c for c in open_calls if c.tool == event.tool_name), match)
+        status = event.status or (
+            classify_tool_result(event.content) if is_result else EventStatus.FAILURE
+        )
+        if match is None:
+            if not event.tool_name:
+                continue
+            match = ToolCall(position, event.tool_name)
+            calls.append(match)
+        elif match in open_calls:
+            open_calls.remove(match)
+        match.status = status
+        match.output = event.content
+    return calls

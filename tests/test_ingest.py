@@ -1,0 +1,354 @@
+"""Ingest parsers: tau-bench, OpenAI message logs, our events logs (issue 2 item 8, case C05)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _tau_bench import tau_file, tau_trajectories
+
+from hindsight._errors import InvalidTrajectoryError, TenantRequiredError
+from hindsight.ingest import count_records, detect_format, iter_trajectories
+from hindsight.ingest._status import classify_tool_result
+from hindsight.models import EventStatus, EventType, Outcome, Provenance, Trajectory
+
+__all__ = ["tau_file", "tau_trajectories"]  # fixtures imported for pytest
+
+
+def write_json(path: Path, value: Any) -> Path:
+    path.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, values: list[Any]) -> Path:
+    lines = [json.dumps(v, ensure_ascii=False) for v in values]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def parse(path: Path, **kw: Any) -> list[Trajectory]:
+    kw.setdefault("tenant_id", "t1")
+    return list(iter_trajectories(path, **kw))
+
+
+# --- tau-bench -----------------------------------------------------------------------------------
+
+
+def test_tau_bench_parses_all_200_runs(tau_file: Path, tau_trajectories: list[Trajectory]) -> None:
+    assert detect_format(tau_file) == "tau-bench"
+    assert count_records(tau_file) == 200
+    trajs = tau_trajectories
+    assert len(trajs) == 200
+    results = [e for t in trajs for e in t.events if e.event_type is EventType.TOOL_RESULT]
+    failures = [e for e in results if e.status is EventStatus.FAILURE]
+    assert len(results) == 1164
+    assert len(failures) == 73
+    assert all(e.content.startswith("Error") for e in failures)
+    assert all(e.tool_name for e in results)
+    assert sum(t.outcome is Outcome.SUCCESS for t in trajs) == 84
+    assert sum(t.outcome is Outcome.FAILURE for t in trajs) == 116
+
+
+def test_tau_bench_trajectory_fields(tau_trajectories: list[Trajectory]) -> None:
+    first = tau_trajectories[0]
+    assert first.task == "Hi! I'm looking to book a flight from New York to Seattle on May 20th."
+    assert first.task_type == "tau-bench"
+    assert first.tags == ["tau-bench"]
+    assert first.source is Provenance.USER
+    assert first.reward == 0.0
+    assert first.metadata["task_id"] == 0 and first.metadata["trial"] == 0
+    assert "info" not in first.metadata
+    assert len(first.metadata["system_prompt_head"]) == 200
+    assert first.metadata["system_prompt_head"].startswith("# Airline Agent Policy")
+    # tool calls carry parsed arguments; results point at their call
+    calls = [e for e in first.events if e.event_type is EventType.TOOL_CALL]
+    assert calls[0].tool_name == "get_user_details"
+    assert calls[0].tool_args == {"user_id": "mia_li_3668"}
+    result = next(e for e in first.events if e.event_type is EventType.TOOL_RESULT)
+    assert result.parent_id == calls[0].event_id
+    assert result.tool_call_id == calls[0].tool_call_id
+    # timestamps strictly increase on the synthetic clock
+    times = [e.timestamp for e in first.events]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    assert first.started_at == times[0] and first.ended_at == times[-1]
+    assert first.events[-1].event_type is EventType.USER_MESSAGE  # "###STOP###"
+    finals = [e for e in first.events if e.event_type is EventType.FINAL_ANSWER]
+    assert len(finals) == 1
+
+
+def test_tau_bench_ids_are_deterministic_and_scoped(
+    tau_file: Path, tau_trajectories: list[Trajectory]
+) -> None:
+    again = parse(tau_file)
+    assert [t.id for t in again] == [t.id for t in tau_trajectories]
+    assert again[5] == tau_trajectories[5]
+    assert len({t.id for t in again}) == 200
+    event_ids = [e.event_id for t in again for e in t.events]
+    assert len(set(event_ids)) == len(event_ids)
+    other_tenant = parse(tau_file, tenant_id="t2")
+    other_ns = parse(tau_file, namespace="shared")
+    assert not {t.id for t in other_tenant} & {t.id for t in again}
+    assert not {t.id for t in other_ns} & {t.id for t in again}
+    assert parse(tau_file, task_type="airline")[0].task_type == "airline"
+
+
+# --- openai --------------------------------------------------------------------------------------
+
+
+def test_openai_jsonl_records_outcomes_and_task_type(tmp_path: Path) -> None:
+    msgs = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+    path = write_jsonl(
+        tmp_path / "runs.jsonl",
+        [
+            {"messages": msgs, "reward": 1.0, "task_type": "greet", "task_id": 7, "id": "r1"},
+            {"messages": msgs, "reward": 0},
+            {"messages": msgs, "reward": 0.5},
+            {"messages": msgs, "reward": 1, "outcome": "failed"},
+            {"messages": msgs},
+        ],
+    )
+    assert detect_format(path) == "openai"
+    assert count_records(path) == 5
+    trajs = parse(path)
+    assert [t.outcome for t in trajs] == [
+        Outcome.SUCCESS,
+        Outcome.FAILURE,
+        Outcome.PARTIAL,
+        Outcome.FAILURE,
+        Outcome.UNKNOWN,
+    ]
+    assert trajs[0].task_type == "greet" and trajs[1].task_type is None
+    assert trajs[0].metadata["task_id"] == 7 and trajs[0].metadata["source_id"] == "r1"
+    assert parse(path, task_type="override")[0].task_type == "override"
+    assert trajs[0].events[-1].event_type is EventType.FINAL_ANSWER
+    assert trajs[0].task == "hello"
+
+
+def test_openai_message_details(tmp_path: Path) -> None:
+    messages = [
+        {"role": "system", "content": "S" * 5000},
+        {"role": "user", "content": [{"type": "text", "text": "book it"}]},
+        {
+            "role": "assistant",
+            "content": "Let me check.",
+            "tool_calls": [call("c1", "lookup", '{"q": "x"}'), call("c2", "book", "{not json")],
+        },
+        {"role": "tool", "tool_call_id": "c2", "content": "Error: card declined"},
+        {"role": "tool", "tool_call_id": "c1", "name": "lookup", "content": '{"ok": true}'},
+        {"role": "assistant", "content": "Trying again."},
+        {"role": "assistant", "content": None, "function_call": {"name": "book", "arguments": ""}},
+        {"role": "function", "name": "book", "content": "Request timed out"},
+        {"role": "assistant", "content": "Sorry, booking is down."},
+    ]
+    (traj,) = parse(write_json(tmp_path / "one.json", messages))
+    kinds = [e.event_type for e in traj.events]
+    assert kinds == [
+        EventType.USER_MESSAGE,
+        EventType.MODEL_THOUGHT,
+        EventType.TOOL_CALL,
+        EventType.TOOL_CALL,
+        EventType.TOOL_RESULT,
+        EventType.TOOL_RESULT,
+        EventType.MODEL_CALL,
+        EventType.TOOL_CALL,
+        EventType.TOOL_RESULT,
+        EventType.FINAL_ANSWER,
+    ]
+    ev = traj.events
+    assert ev[3].tool_args == {"_raw": "{not json"}
+    assert ev[4].tool_name == "book" and ev[4].status is EventStatus.FAILURE  # name looked up
+    assert ev[4].parent_id == ev[3].event_id
+    assert ev[5].status is EventStatus.SUCCESS
+    assert ev[7].tool_args == {} and ev[7].tool_call_id is None
+    assert ev[8].tool_name == "book" and ev[8].status is EventStatus.TIMEOUT
+    assert ev[8].parent_id == ev[7].event_id
+    assert traj.task == "book it"
+    assert traj.metadata["system_prompt_head"] == "S" * 200
+    assert len(traj.metadata["system_prompt_sha256"]) == 16
+
+
+def test_openai_json_array_of_message_lists(tmp_path: Path) -> None:
+    runs = [[{"role": "user", "content": f"task {i}"}] for i in range(3)]
+    path = write_json(tmp_path / "many.json", runs)
+    assert count_records(path) == 3
+    assert [t.task for t in parse(path)] == ["task 0", "task 1", "task 2"]
+
+
+def test_record_timestamps_are_used(tmp_path: Path) -> None:
+    record = {
+        "messages": [
+            {"role": "user", "content": "a", "timestamp": "2025-03-01T10:00:00Z"},
+            {"role": "assistant", "content": "b", "timestamp": 1740823205},
+        ]
+    }
+    (traj,) = parse(write_jsonl(tmp_path / "ts.jsonl", [record, record]))[:1]
+    assert traj.events[0].timestamp.isoformat() == "2025-03-01T10:00:00+00:00"
+    assert traj.events[1].timestamp.isoformat() == "2025-03-01T10:00:05+00:00"
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("Error: payment amount does not add up", EventStatus.FAILURE),
+        ("ERROR - no such user", EventStatus.FAILURE),
+        ("error: x", EventStatus.FAILURE),
+        ("Traceback (most recent call last):\n  File ...\nKeyError: 'a'", EventStatus.FAILURE),
+        ("ValueError: bad input", EventStatus.FAILURE),
+        ("Request timed out after 30s", EventStatus.TIMEOUT),
+        ("Error: upstream timeout", EventStatus.TIMEOUT),
+        ('{"status": "ok", "errors": []}', EventStatus.SUCCESS),
+        ("The order shipped. " + "x" * 300 + " the carrier had a timeout", EventStatus.SUCCESS),
+        ("", EventStatus.SUCCESS),
+    ],
+)
+def test_tool_result_status(text: str, status: EventStatus) -> None:
+    assert classify_tool_result(text) is status
+
+
+def test_declared_status_wins() -> None:
+    assert classify_tool_result("all fine", {"is_error": True}) is EventStatus.FAILURE
+    assert classify_tool_result("Error: x", {"status": "success"}) is EventStatus.SUCCESS
+
+
+# --- case C05: empty and odd content -------------------------------------------------------------
+
+
+C05_RECORDS: dict[str, Any] = {
+    "empty list": [],
+    "empty user": [{"role": "user", "content": ""}],
+    "whitespace user": [{"role": "user", "content": "  \n\t "}],
+    "none content with tool calls": [
+        {"role": "user", "content": "find my order"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c1", "order_query", "{}")]},
+        {"role": "tool", "tool_call_id": "c1", "content": "shipped"},
+    ],
+    "parts with empty text": [
+        {"role": "user", "content": [{"type": "text", "text": ""}, {"type": "text", "text": " "}]},
+        {"role": "assistant", "content": [{"type": "text", "text": ""}]},
+    ],
+    "no messages key": {"reward": 1.0},
+    "null messages": {"messages": None},
+}
+
+
+@pytest.mark.parametrize("name", list(C05_RECORDS))
+def test_c05_inputs_parse(tmp_path: Path, name: str) -> None:
+    sentinel = {"messages": [{"role": "user", "content": "sentinel"}]}
+    for path in (
+        write_jsonl(tmp_path / "c05.jsonl", [C05_RECORDS[name]]),
+        write_jsonl(tmp_path / "c05.log", [C05_RECORDS[name], sentinel]),
+    ):
+        traj, *rest = parse(path, format="openai")
+        assert [t.task for t in rest] == (["sentinel"] if path.suffix == ".log" else [])
+    assert parse(write_json(tmp_path / "c05.json", [C05_RECORDS[name]]), format="openai")[0] == traj
+    if name == "none content with tool calls":
+        call_event = traj.events[1]
+        assert call_event.event_type is EventType.TOOL_CALL
+        assert call_event.tool_name == "order_query" and call_event.tool_args == {}
+        assert traj.events[2].tool_name == "order_query"
+    else:
+        assert traj.is_empty()
+
+
+# --- events format -------------------------------------------------------------------------------
+
+
+def test_events_lines_grouped_by_trajectory(tmp_path: Path) -> None:
+    lines = [
+        {"trajectory_id": "A", "event_type": "user_message", "content": "first", "event_id": "e1"},
+        {"trajectory_id": "B", "event_type": "user_message", "content": "second"},
+        {
+            "trajectory_id": "A",
+            "event_type": "tool_result",
+            "tool_name": "order_query",
+            "status": "timeout",
+            "parent_id": "e1",
+            "outcome": "failure",
+        },
+    ]
+    path = write_jsonl(tmp_path / "events.jsonl", lines)
+    assert detect_format(path) == "events"
+    assert count_records(path) == 2
+    a, b = parse(path, namespace="ns1")
+    assert a.task == "first" and b.task == "second"
+    assert a.outcome is Outcome.FAILURE and b.outcome is Outcome.UNKNOWN
+    assert a.metadata["source_trajectory_id"] == "A"
+    assert [e.trajectory_id for e in a.events] == [a.id, a.id]
+    assert a.events[1].status is EventStatus.TIMEOUT
+    assert a.events[1].parent_id == a.events[0].event_id
+    assert a.events[0].metadata["source_event_id"] == "e1"
+    assert [t.id for t in parse(path, namespace="ns1")] == [a.id, b.id]
+    assert a.id not in {t.id for t in parse(path, tenant_id="t2", namespace="ns1")}
+
+
+def test_events_whole_trajectory_lines(tmp_path: Path) -> None:
+    original = Trajectory(
+        tenant_id="someone-else",
+        task="do it",
+        outcome=Outcome.SUCCESS,
+        source=Provenance.SYSTEM,
+        events=[{"event_type": "user_message", "content": "do it"}],  # type: ignore[list-item]
+    )
+    path = write_jsonl(tmp_path / "trajs.jsonl", [json.loads(original.model_dump_json())])
+    (traj,) = parse(path)
+    assert traj.tenant_id == "t1" and traj.id != original.id
+    assert traj.source is Provenance.USER  # a log file cannot claim system trust
+    assert traj.outcome is Outcome.SUCCESS and traj.task == "do it"
+    assert traj.metadata["source_trajectory_id"] == original.id
+
+
+def test_events_line_without_trajectory_id_is_refused(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "bad.jsonl", [{"event_type": "user_message", "content": "x"}])
+    with pytest.raises(InvalidTrajectoryError, match=r"bad\.jsonl:1: .*trajectory_id"):
+        parse(path, format="events")
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+def test_unparsable_json_names_file_and_line(tmp_path: Path) -> None:
+    good = {"messages": [{"role": "user", "content": "ok"}]}
+    path = tmp_path / "broken.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n{oops\n", encoding="utf-8")
+    stream = iter_trajectories(path, tenant_id="t1")
+    assert next(stream).task == "ok"  # streamed: records before the bad line arrive first
+    assert next(stream).task == "ok"
+    with pytest.raises(InvalidTrajectoryError, match=r"broken\.jsonl:3: invalid JSON"):
+        next(stream)
+    doc = tmp_path / "broken.json"
+    doc.write_text('[{"messages": []},\n {"messages": [}]', encoding="utf-8")
+    with pytest.raises(InvalidTrajectoryError, match=r"broken\.json:2: invalid JSON"):
+        parse(doc)
+
+
+def test_bad_records_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidTrajectoryError, match="record 1: expected a message list"):
+        parse(write_json(tmp_path / "n.json", [42]), format="openai")
+    with pytest.raises(InvalidTrajectoryError, match="unknown role 'robot'"):
+        parse(write_json(tmp_path / "r.json", [[{"role": "robot", "content": "x"}]]))
+    with pytest.raises(InvalidTrajectoryError, match="reward must be a number"):
+        parse(write_jsonl(tmp_path / "w.jsonl", [{"messages": [], "reward": "lots"}]))
+    with pytest.raises(InvalidTrajectoryError, match="cannot tell the log format"):
+        parse(write_jsonl(tmp_path / "u.jsonl", [{"foo": 1}]))
+    with pytest.raises(InvalidTrajectoryError, match="no such file"):
+        parse(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("tenant", ["", "  ", None])
+def test_tenant_is_required(tmp_path: Path, tenant: Any) -> None:
+    path = write_json(tmp_path / "x.json", [])
+    with pytest.raises(TenantRequiredError):
+        list(iter_trajectories(path, tenant_id=tenant))
+
+
+def test_empty_file_yields_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n\n", encoding="utf-8")
+    assert parse(path) == []
+    assert count_records(path) == 0
