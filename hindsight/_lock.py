@@ -1,0 +1,155 @@
+"""One process per embedded data dir: an OS file lock plus an owner file (case C09).
+
+The lock is an OS-level lock (``flock`` via :mod:`filelock`), so the kernel drops it when the
+holding process dies, even on SIGKILL; the owner file next to it (JSON: pid, hostname, command
+line, start time) only serves to name the holder in the error message. A stale owner file of
+a dead process never blocks: whoever gets the OS lock rewrites it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import filelock
+
+from hindsight._errors import StoreError, StoreLockedError
+
+__all__ = ["LOCK_FILE", "OWNER_FILE", "DataDirLock"]
+
+LOCK_FILE = "hindsight.lock"
+OWNER_FILE = "hindsight.lock.owner.json"
+
+_SHARE_HINT = (
+    "one embedded store serves one process; to share it, run `hindsight serve` (HTTP/MCP) on "
+    "this data dir and point the other processes at that server, or use a Qdrant server and "
+    "PostgreSQL (set VECTOR_DB_URL and DATABASE_URL)"
+)
+
+
+def _command_line() -> str:
+    argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
+    text = " ".join(str(part) for part in argv)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+class DataDirLock:
+    """Exclusive lock of an embedded data dir for the current process.
+
+    Usage::
+
+        with DataDirLock(data_dir):
+            ...  # open the SQLite file and the vector shard
+
+    Args:
+        data_dir: the data dir (created if missing); the lock file ``hindsight.lock`` and the
+            owner file ``hindsight.lock.owner.json`` live in it.
+    """
+
+    def __init__(self, data_dir: Path | str) -> None:
+        self.data_dir = Path(data_dir).expanduser()
+        self.lock_path = self.data_dir / LOCK_FILE
+        self.owner_path = self.data_dir / OWNER_FILE
+        self._lock: filelock.BaseFileLock | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock."""
+        return self._lock is not None
+
+    def acquire(self) -> None:
+        """Take the lock now, without waiting.
+
+        Raises:
+            StoreLockedError: another live process (or another open store in this process)
+                holds it; the one-line message names it (pid, host, command) and says how to
+                share a store between processes.
+            StoreError: the data dir cannot be created or written.
+        """
+        if self._lock is not None:
+            return
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create data dir {self.data_dir}: {exc}") from exc
+        lock = filelock.FileLock(str(self.lock_path), timeout=0, thread_local=False)
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            raise StoreLockedError(self._locked_message()) from None
+        except OSError as exc:
+            raise StoreError(f"cannot lock data dir {self.data_dir}: {exc}") from exc
+        self._lock = lock
+        try:
+            self._write_owner()
+        except OSError as exc:
+            self.release()
+            raise StoreError(f"cannot write {self.owner_path}: {exc}") from exc
+
+    def release(self) -> None:
+        """Give the lock up (and remove our owner file). Idempotent."""
+        lock, self._lock = self._lock, None
+        if lock is None:
+            return
+        owner = self.owner()
+        if owner is not None and owner.get("pid") == os.getpid():
+            with contextlib.suppress(OSError):
+                self.owner_path.unlink()
+        lock.release(force=True)
+
+    def owner(self) -> dict[str, Any] | None:
+        """The owner file's content (``pid``, ``hostname``, ``command``, ``started_at``), or
+        ``None`` when it is missing or unreadable. It may describe a dead process: only the OS
+        lock says whether the dir is in use."""
+        try:
+            data = json.loads(self.owner_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _write_owner(self) -> None:
+        info = {
+            "pid": os.getpid(),
+            "hostname": socket.gethostname(),
+            "command": _command_line(),
+            "started_at": datetime.now(UTC).isoformat(),
+        }
+        tmp = self.owner_path.with_name(f".{OWNER_FILE}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(info), encoding="utf-8")
+        os.replace(tmp, self.owner_path)
+
+    def _locked_message(self) -> str:
+        owner = self.owner() or {}
+        pid = owner.get("pid")
+        if pid == os.getpid() and owner.get("hostname") == socket.gethostname():
+            return (
+                f"data dir {self.data_dir} is already open in this process (pid {pid}); "
+                f"close the other store first ({_SHARE_HINT})"
+            )
+        if pid is None:
+            who = "another process (not identified yet)"
+        else:
+            who = (
+                f"another live process: pid {pid} on {owner.get('hostname', '?')}, "
+                f"command {owner.get('command', '?')!r}"
+            )
+        return f"data dir {self.data_dir} is in use by {who}; {_SHARE_HINT}"
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()

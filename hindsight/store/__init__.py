@@ -1,0 +1,15 @@
+"""The SQL store (source of truth): trajectories, events, experiences with their embeddings,
+review jobs, recall records and the outbox that keeps the vector index in step.
+
+>>> from hindsight.store import SqlStore
+>>> store = SqlStore("sqlite://")          # in memory; a file: "sqlite:///path/hindsight.db"
+>>> store.count_experiences("tenant-a")
+0
+>>> store.close()
+"""
+
+from hindsight.store.codec import vector_payload
+from hindsight.store.records import JobState, OutboxItem, OutboxOp, ReviewJob
+from hindsight.store.sql_store import SqlStore
+
+__all__ = ["JobState", "OutboxItem", "OutboxOp", "ReviewJob", "SqlStore", "vector_payload"]

@@ -1,0 +1,175 @@
+"""What every part of :class:`~hindsight.store.SqlStore` shares: transactions, clock, helpers."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import ColumnElement, Table, func, insert, select, type_coerce
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
+
+from hindsight._errors import StoreError, UsageError
+from hindsight._ids import normalize_id
+from hindsight.models import ExperienceStatus
+from hindsight.ports import Clock
+from hindsight.store.connect import BEGIN_OPTION, EngineInfo
+from hindsight.store.records import OutboxOp
+from hindsight.store.schema import outbox
+
+__all__ = ["StoreCore", "chunks", "norm_ids", "norm_statuses"]
+
+T = TypeVar("T")
+
+_CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+#: Most ids bound in one ``IN (...)`` list (PostgreSQL allows 65535 parameters per statement).
+CHUNK = 500
+
+
+def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size``."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def norm_ids(ids: Iterable[Any], what: str = "experience id") -> list[str]:
+    """Canonical, de-duplicated ids (order kept); accepts UUID objects and any UUID spelling.
+
+    Raises:
+        UsageError: ``ids`` is a bare string / not iterable, or one id is not a UUID.
+    """
+    if isinstance(ids, str | bytes) or not isinstance(ids, Iterable):
+        raise UsageError(f"{what}s must be a list of ids, got {type(ids).__name__}")
+    return list(
+        dict.fromkeys(
+            value
+            if isinstance(value, str) and _CANONICAL.fullmatch(value)
+            else normalize_id(value, what)
+            for value in ids
+        )
+    )
+
+
+_STATUSES = {s.value for s in ExperienceStatus}
+
+
+def norm_status(status: Any) -> str:
+    """``status`` as a plain string, checked against :class:`ExperienceStatus`.
+
+    Raises:
+        UsageError: not one of active / quarantined / archived / deleted.
+    """
+    value = status.value if isinstance(status, ExperienceStatus) else status
+    if value not in _STATUSES:
+        raise UsageError(f"status must be one of {sorted(_STATUSES)}, got {status!r:.80}")
+    return str(value)
+
+
+def norm_statuses(statuses: Iterable[Any]) -> list[str]:
+    """A non-empty list of valid statuses (see :func:`norm_status`)."""
+    if isinstance(statuses, str | ExperienceStatus):
+        statuses = [statuses]
+    values = list(dict.fromkeys(norm_status(s) for s in statuses))
+    if not values:
+        raise UsageError("statuses must name at least one status (or be None where allowed)")
+    return values
+
+
+def _one_line(exc: SQLAlchemyError) -> str:
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class StoreCore:
+    """State and helpers shared by the store's parts (not public)."""
+
+    _info: EngineInfo
+    _clock: Clock
+    _lock: threading.RLock
+    _closed: bool
+
+    @property
+    def backend(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self._info.backend
+
+    @property
+    def url(self) -> str:
+        """The database URL, password masked."""
+        return self._info.display_url
+
+    def _now(self) -> datetime:
+        return self._clock.now()
+
+    @contextmanager
+    def _tx(self, *, write: bool = False) -> Iterator[Connection]:
+        """A connection inside one transaction, committed on success, rolled back on error.
+
+        SQLite allows one writer at a time: writers of this process queue on a lock (no busy
+        waiting) and ``BEGIN IMMEDIATE`` guards against other processes. The in-memory
+        database is one shared connection, so every transaction takes the lock there.
+
+        Raises:
+            StoreError: the store is closed or the database failed.
+        """
+        if self._closed:
+            raise StoreError("the SQL store is closed")
+        sqlite_db = self._info.backend == "sqlite"
+        guard: AbstractContextManager[Any] = (
+            self._lock if sqlite_db and (write or self._info.in_memory) else nullcontext()
+        )
+        try:
+            with guard, self._info.engine.connect() as conn:
+                if write and sqlite_db:
+                    conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+                with conn.begin():
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error on {self.url}: {_one_line(exc)}") from exc
+
+    def _upsert_insert(self, table: Table) -> Any:
+        """This backend's ``INSERT`` construct, which has ``on_conflict_do_nothing/update``."""
+        if self._info.backend == "postgresql":
+            return postgresql.insert(table)
+        return sqlite.insert(table)
+
+    def _insert_ignore(self, table: Table) -> Any:
+        """``INSERT ... ON CONFLICT DO NOTHING`` for this backend."""
+        return self._upsert_insert(table).on_conflict_do_nothing()
+
+    def _json_array_has(self, column: Any, value: str) -> ColumnElement[bool]:
+        """SQL condition: the JSON array in ``column`` contains the string ``value``."""
+        if self._info.backend == "postgresql":
+            return type_coerce(column, JSONB).contains([value])
+        items = func.json_each(column).table_valued("value")
+        return select(items.c.value).where(items.c.value == value).exists()
+
+    @staticmethod
+    def _add_outbox(
+        conn: Connection,
+        now: datetime,
+        items: Sequence[tuple[OutboxOp, str | None, str, dict[str, Any]]],
+    ) -> None:
+        """Queue vector-index changes ``(op, experience_id, tenant_id, payload)``."""
+        if items:
+            conn.execute(
+                insert(outbox),
+                [
+                    {
+                        "op": op.value,
+                        "experience_id": exp_id,
+                        "tenant_id": tenant,
+                        "payload": payload,
+                        "created_at": now,
+                    }
+                    for op, exp_id, tenant, payload in items
+                ],
+            )

@@ -1,0 +1,147 @@
+"""Conversions between the pydantic models and SQL rows, and embeddings to and from bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import ValidationError
+
+from hindsight._errors import UsageError
+from hindsight.models import Event, Experience, ExperienceKind, ExperienceStatus, Trajectory
+from hindsight.store.records import JobState, OutboxItem, OutboxOp, ReviewJob
+
+__all__ = [
+    "EXPERIENCE_FIELDS",
+    "checked",
+    "event_rows",
+    "experience_from_row",
+    "experience_row",
+    "job_from_row",
+    "outbox_from_row",
+    "trajectory_from_rows",
+    "trajectory_row",
+    "vector_from_bytes",
+    "vector_payload",
+    "vector_to_bytes",
+]
+
+#: Experience fields, in model order; each is a column of the ``experiences`` table.
+EXPERIENCE_FIELDS: tuple[str, ...] = tuple(Experience.model_fields)
+
+_VECTOR_DTYPE = np.dtype("<f4")
+
+
+def _plain(data: dict[str, Any]) -> dict[str, Any]:
+    """Enums -> their values, so every driver binds them as plain strings."""
+    return {k: (v.value if isinstance(v, Enum) else v) for k, v in data.items()}
+
+
+def checked(exp: Experience) -> Experience:
+    """``exp`` validated again: ``model_copy(update=...)`` skips validation, so a caller may
+    hand over plain strings for enums or out-of-range values; they must not reach the table.
+
+    Raises:
+        UsageError: the experience is not valid.
+    """
+    try:
+        return Experience.model_validate(dict(exp))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UsageError(f"invalid experience {exp.id}: {where}: {first['msg']}") from None
+
+
+def experience_row(exp: Experience) -> dict[str, Any]:
+    """Column values of ``exp`` (without the embedding)."""
+    return _plain(dict(exp))
+
+
+def experience_from_row(row: Mapping[Any, Any]) -> Experience:
+    """The experience stored in ``row`` (extra columns such as ``embedding`` are ignored)."""
+    return Experience.model_validate({name: row[name] for name in EXPERIENCE_FIELDS})
+
+
+def vector_payload(exp: Experience) -> dict[str, Any]:
+    """The payload a vector point of ``exp`` carries, as documented on ``VectorPoint``."""
+    return {
+        "tenant_id": exp.tenant_id,
+        "namespace": exp.namespace,
+        "task_type": exp.task_type,
+        "status": ExperienceStatus(exp.status).value,
+        "kind": ExperienceKind(exp.kind).value,
+        "tags": list(exp.tags),
+    }
+
+
+def trajectory_row(traj: Trajectory, stored_at: datetime) -> dict[str, Any]:
+    """Column values of ``traj`` (without its events)."""
+    row = _plain(traj.model_dump(exclude={"events"}))
+    row["event_count"] = len(traj.events)
+    row["stored_at"] = stored_at
+    return row
+
+
+def event_rows(traj: Trajectory) -> list[dict[str, Any]]:
+    """One row per event of ``traj``, with its position and the trajectory's id and tenant."""
+    rows = []
+    for position, ev in enumerate(traj.events):
+        row = _plain(ev.model_dump())
+        row["trajectory_id"] = traj.id
+        row["tenant_id"] = traj.tenant_id
+        row["position"] = position
+        rows.append(row)
+    return rows
+
+
+_EVENT_FIELDS = tuple(Event.model_fields)
+_TRAJECTORY_FIELDS = tuple(name for name in Trajectory.model_fields if name != "events")
+
+
+def trajectory_from_rows(row: Mapping[Any, Any], events: Sequence[Mapping[Any, Any]]) -> Trajectory:
+    """Rebuild a trajectory from its row and its event rows (already in position order)."""
+    data: dict[str, Any] = {name: row[name] for name in _TRAJECTORY_FIELDS}
+    data["events"] = [{name: ev[name] for name in _EVENT_FIELDS} for ev in events]
+    return Trajectory.model_validate(data)
+
+
+def vector_to_bytes(vector: npt.ArrayLike) -> bytes:
+    """A 1-D vector as little-endian float32 bytes."""
+    return np.ascontiguousarray(vector, dtype=_VECTOR_DTYPE).tobytes()
+
+
+def vector_from_bytes(blob: bytes) -> npt.NDArray[np.float32]:
+    """The float32 vector stored in ``blob`` (a new, writable array)."""
+    return np.frombuffer(blob, dtype=_VECTOR_DTYPE).astype(np.float32)
+
+
+def job_from_row(row: Mapping[Any, Any]) -> ReviewJob:
+    """A :class:`ReviewJob` from a ``review_jobs`` row."""
+    return ReviewJob(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        trajectory_id=row["trajectory_id"],
+        state=JobState(row["state"]),
+        attempts=row["attempts"],
+        last_error=row["last_error"],
+        lease_owner=row["lease_owner"],
+        lease_expires_at=row["lease_expires_at"],
+        run_after=row["run_after"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def outbox_from_row(row: Mapping[Any, Any]) -> OutboxItem:
+    """An :class:`OutboxItem` from an ``outbox`` row."""
+    return OutboxItem(
+        id=int(row["id"]),
+        op=OutboxOp(row["op"]),
+        experience_id=row["experience_id"],
+        tenant_id=row["tenant_id"],
+        payload=dict(row["payload"] or {}),
+    )

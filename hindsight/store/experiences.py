@@ -1,0 +1,429 @@
+"""Experiences (semantic memory): rows with their embeddings, scoped reads, status changes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import func, insert, select, update
+
+from hindsight._errors import NotFoundError, TenantRequiredError, UsageError
+from hindsight._ids import normalize_id, validate_tenant
+from hindsight.models import Experience, ExperienceStatus
+from hindsight.store._base import StoreCore, chunks, norm_ids, norm_status, norm_statuses
+from hindsight.store.codec import (
+    EXPERIENCE_FIELDS,
+    checked,
+    experience_from_row,
+    experience_row,
+    vector_from_bytes,
+    vector_payload,
+    vector_to_bytes,
+)
+from hindsight.store.records import OutboxOp
+from hindsight.store.schema import experiences as _table
+from hindsight.store.schema import recalls
+
+__all__ = ["ExperienceStore"]
+
+_COLUMNS = [_table.c[name] for name in EXPERIENCE_FIELDS]  # everything but the embedding
+_DELETED = ExperienceStatus.DELETED.value
+MAX_LIST_LIMIT = 10_000
+
+
+def _check_vectors(vectors: Any, count: int) -> npt.NDArray[np.float32] | None:
+    if vectors is None:
+        return None
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2 or array.shape[0] != count:
+        raise UsageError(
+            f"vectors must be an array of shape ({count}, dimension), got shape {array.shape}"
+        )
+    if not np.isfinite(array).all():
+        raise UsageError("vectors contain NaN or infinite values")
+    return array
+
+
+def _check_experiences(items: Any) -> list[Experience]:
+    if isinstance(items, Experience) or not isinstance(items, Sequence):
+        raise UsageError("experiences must be a sequence of Experience objects")
+    result = list(items)
+    for item in result:
+        if not isinstance(item, Experience):
+            raise UsageError(f"expected Experience objects, got {type(item).__name__}")
+    return result
+
+
+class ExperienceStore(StoreCore):
+    """Experience methods of :class:`~hindsight.store.SqlStore`."""
+
+    def add_experiences(
+        self, experiences: Sequence[Experience], vectors: npt.ArrayLike | None
+    ) -> None:
+        """Insert new experiences with their embeddings, and queue one outbox ``upsert`` each.
+
+        Args:
+            experiences: the experiences; their ids must be new (and unique in the batch).
+            vectors: ``None`` (no embeddings) or a float array of shape ``(n, dimension)``,
+                row ``i`` the embedding of ``experiences[i]``; stored as float32 bytes.
+
+        Raises:
+            UsageError: wrong types, a shape mismatch, NaN values, or an id that already exists
+                (use :meth:`update_experience` to change one).
+            StoreError: the database failed.
+        """
+        items = [checked(e) for e in _check_experiences(experiences)]
+        array = _check_vectors(vectors, len(items))
+        if not items:
+            return
+        ids = [e.id for e in items]
+        if len(set(ids)) != len(ids):
+            raise UsageError("experiences in one add_experiences call must have distinct ids")
+        rows = []
+        for i, exp in enumerate(items):
+            row = experience_row(exp)
+            row["embedding"] = None if array is None else vector_to_bytes(array[i])
+            rows.append(row)
+        now = self._now()
+        with self._tx(write=True) as conn:
+            for part in chunks(ids):
+                taken = conn.execute(
+                    select(_table.c.id).where(_table.c.id.in_(part)).limit(1)
+                ).first()
+                if taken is not None:
+                    raise UsageError(f"experience {taken[0]} already exists; use update_experience")
+            conn.execute(insert(_table), rows)
+            self._add_outbox(
+                conn, now, [(OutboxOp.UPSERT, e.id, e.tenant_id, vector_payload(e)) for e in items]
+            )
+
+    def get_experience(self, tenant_id: str, experience_id: Any) -> Experience:
+        """One experience of the tenant, whatever its status.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: the id is not a UUID.
+            NotFoundError: no such experience in this tenant.
+        """
+        tenant = validate_tenant(tenant_id)
+        eid = normalize_id(experience_id, "experience id")
+        found = self.get_experiences(tenant, [eid])
+        if eid not in found:
+            raise NotFoundError(f"experience {eid} not found in tenant {tenant!r}")
+        return found[eid]
+
+    def get_experiences(self, tenant_id: str, ids: Sequence[Any]) -> dict[str, Experience]:
+        """The tenant's experiences among ``ids``, by canonical id; absent ids are left out.
+
+        Primary-key lookups without the embedding column (the recall hot path).
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: an id is not a UUID.
+        """
+        tenant = validate_tenant(tenant_id)
+        wanted = norm_ids(ids)
+        found: dict[str, Experience] = {}
+        if not wanted:
+            return found
+        with self._tx() as conn:
+            for part in chunks(wanted):
+                query = select(*_COLUMNS).where(_table.c.tenant_id == tenant, _table.c.id.in_(part))
+                for row in conn.execute(query):
+                    found[row[0]] = experience_from_row(
+                        dict(zip(EXPERIENCE_FIELDS, row, strict=True))
+                    )
+        return found
+
+    def list_experiences(
+        self,
+        tenant_id: str,
+        *,
+        namespaces: Sequence[str] | None = None,
+        task_type: str | None = None,
+        statuses: Sequence[str] = ("active",),
+        tags: Sequence[str] = (),
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Experience]:
+        """The tenant's experiences matching every filter, best first.
+
+        Order: ``confidence`` descending, then ``updated_at`` descending, then id. Used by the
+        exact task_type recall mode, which needs no vectors (MISSION S16).
+
+        Args:
+            tenant_id: the tenant (required).
+            namespaces: ``None`` = any namespace, else a non-empty list.
+            task_type: exact task type, or ``None`` for any.
+            statuses: non-empty list of statuses to include (default only ``active``).
+            tags: the experience must carry every one of these tags.
+            limit: 1..10000 rows; offset: rows to skip (>= 0).
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: an empty namespace/status list, an unknown status, a bad limit/offset.
+        """
+        tenant = validate_tenant(tenant_id)
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+            raise UsageError(f"limit must be an integer in 1..{MAX_LIST_LIMIT}, got {limit!r}")
+        if not isinstance(offset, int) or offset < 0:
+            raise UsageError(f"offset must be a non-negative integer, got {offset!r}")
+        query = select(*_COLUMNS).where(
+            _table.c.tenant_id == tenant,
+            _table.c.status.in_(norm_statuses(statuses)),
+        )
+        if namespaces is not None:
+            if isinstance(namespaces, str):
+                namespaces = [namespaces]
+            if not namespaces:
+                raise UsageError("namespaces must be None (any) or a non-empty list")
+            query = query.where(_table.c.namespace.in_(list(namespaces)))
+        if task_type is not None:
+            query = query.where(_table.c.task_type == task_type)
+        for tag in [tags] if isinstance(tags, str) else tags:
+            query = query.where(self._json_array_has(_table.c.tags, str(tag)))
+        query = (
+            query.order_by(
+                _table.c.confidence.desc(),
+                _table.c.updated_at.desc(),
+                _table.c.id,
+            )
+            .limit(limit)
+            .offset(offset)
+        )
+        with self._tx() as conn:
+            return [experience_from_row(row) for row in conn.execute(query).mappings()]
+
+    def count_experiences(
+        self,
+        tenant_id: str | None,
+        statuses: Sequence[str] | None = None,
+        *,
+        all_tenants: bool = False,
+    ) -> int:
+        """Number of experiences of one tenant (or, for maintenance, of every tenant).
+
+        Args:
+            tenant_id: the tenant; ``None`` only together with ``all_tenants=True``.
+            statuses: statuses to count; ``None`` = every status (deleted rows included).
+            all_tenants: must be ``True`` to count across tenants (with ``tenant_id=None``).
+
+        Raises:
+            TenantRequiredError: ``tenant_id`` is ``None``/empty without ``all_tenants=True``.
+            UsageError: both a tenant and ``all_tenants=True``; an unknown status.
+        """
+        query = select(func.count()).select_from(_table)
+        if all_tenants:
+            if tenant_id is not None:
+                raise UsageError("pass either tenant_id or all_tenants=True, not both")
+        elif tenant_id is None:
+            raise TenantRequiredError(
+                "tenant_id is required (pass all_tenants=True to count every tenant)"
+            )
+        else:
+            query = query.where(_table.c.tenant_id == validate_tenant(tenant_id))
+        if statuses is not None:
+            query = query.where(_table.c.status.in_(norm_statuses(statuses)))
+        with self._tx() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def get_vectors(self, ids: Sequence[Any]) -> dict[str, npt.NDArray[np.float32]]:
+        """Stored embeddings by experience id, for outbox replay and index repair (internal).
+
+        Not tenant-scoped: ids come from the store itself. Ids without an embedding or row
+        are left out.
+
+        Raises:
+            UsageError: an id is not a UUID.
+        """
+        wanted = norm_ids(ids)
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        with self._tx() as conn:
+            for part in chunks(wanted):
+                query = select(_table.c.id, _table.c.embedding).where(
+                    _table.c.id.in_(part), _table.c.embedding.is_not(None)
+                )
+                for exp_id, blob in conn.execute(query):
+                    found[exp_id] = vector_from_bytes(blob)
+        return found
+
+    def update_experience(self, exp: Experience, *, vector: npt.ArrayLike | None = None) -> None:
+        """Replace the stored fields of ``exp`` (matched by id within ``exp.tenant_id``).
+
+        Every field is written as given (the caller sets ``updated_at``, ``version`` ...).
+        The outbox gets an ``upsert`` so the vector payload follows, or a ``delete`` when the
+        new status is ``deleted``.
+
+        Args:
+            exp: the new state of an existing experience.
+            vector: optional new embedding (1-D); ``None`` keeps the stored one.
+
+        Raises:
+            UsageError: ``exp`` is not an Experience, or a bad vector.
+            NotFoundError: no experience with this id in this tenant.
+        """
+        if not isinstance(exp, Experience):
+            raise UsageError(f"update_experience expects an Experience, got {type(exp).__name__}")
+        exp = checked(exp)
+        row = experience_row(exp)
+        del row["id"], row["tenant_id"]
+        if vector is not None:
+            array = _check_vectors(np.asarray(vector, dtype=np.float32).reshape(1, -1), 1)
+            assert array is not None
+            row["embedding"] = vector_to_bytes(array[0])
+        op = OutboxOp.DELETE if exp.status is ExperienceStatus.DELETED else OutboxOp.UPSERT
+        payload = {} if op is OutboxOp.DELETE else vector_payload(exp)
+        now = self._now()
+        with self._tx(write=True) as conn:
+            result = conn.execute(
+                update(_table)
+                .where(_table.c.id == exp.id, _table.c.tenant_id == exp.tenant_id)
+                .values(**row)
+            )
+            if result.rowcount != 1:
+                raise NotFoundError(f"experience {exp.id} not found in tenant {exp.tenant_id!r}")
+            self._add_outbox(conn, now, [(op, exp.id, exp.tenant_id, payload)])
+
+    def set_status(self, tenant_id: str, ids: Sequence[Any], status: str) -> int:
+        """Set the status of the tenant's experiences among ``ids``; bumps ``updated_at``.
+
+        Outbox: ``set_status`` for the vector payload; ``delete`` when the new status is
+        ``deleted``; ``upsert`` when an experience comes back from ``deleted`` (its vector
+        was removed and is rebuilt from the stored embedding).
+
+        Returns:
+            How many experiences changed (ids of other tenants, unknown ids and experiences
+            already in that status are not counted).
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: an id is not a UUID, or an unknown status.
+        """
+        tenant = validate_tenant(tenant_id)
+        new = norm_status(status)
+        wanted = norm_ids(ids)
+        if not wanted:
+            return 0
+        position = {exp_id: i for i, exp_id in enumerate(wanted)}
+        now = self._now()
+        changed = 0
+        with self._tx(write=True) as conn:
+            for part in chunks(wanted):
+                rows = list(
+                    conn.execute(
+                        select(*_COLUMNS)
+                        .where(
+                            _table.c.tenant_id == tenant,
+                            _table.c.id.in_(part),
+                            _table.c.status != new,
+                        )
+                        .with_for_update()
+                    ).mappings()
+                )
+                if not rows:
+                    continue
+                conn.execute(
+                    update(_table)
+                    .where(
+                        _table.c.tenant_id == tenant,
+                        _table.c.id.in_([r["id"] for r in rows]),
+                    )
+                    .values(status=new, updated_at=now)
+                )
+                ops: list[tuple[OutboxOp, str | None, str, dict[str, Any]]] = []
+                rows.sort(key=lambda r: position[r["id"]])  # outbox in the caller's order
+                for row in rows:
+                    if new == _DELETED:
+                        ops.append((OutboxOp.DELETE, row["id"], tenant, {}))
+                    elif row["status"] == _DELETED:
+                        exp = experience_from_row({**row, "status": new})
+                        ops.append((OutboxOp.UPSERT, row["id"], tenant, vector_payload(exp)))
+                    else:
+                        ops.append((OutboxOp.SET_STATUS, row["id"], tenant, {"status": new}))
+                self._add_outbox(conn, now, ops)
+                changed += len(rows)
+        return changed
+
+    def delete_experiences(self, tenant_id: str, ids: Sequence[Any]) -> int:
+        """Soft delete: status ``deleted`` (the row stays for audit), vector removed.
+
+        Returns:
+            How many experiences were deleted now (unknown ids, ids of other tenants and
+            already deleted ones are not counted and not touched).
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: an id is not a UUID.
+        """
+        return self.set_status(tenant_id, ids, _DELETED)
+
+    def record_recall(
+        self,
+        tenant_id: str,
+        ids: Sequence[Any],
+        at: datetime,
+        trajectory_id: Any | None = None,
+    ) -> int:
+        """Count a recall of ``ids``: ``recall_count + 1``, ``last_recalled_at = at``, and one
+        row in ``recalls`` each (with the recalling run's ``trajectory_id``, if known, for
+        outcome attribution).
+
+        Returns:
+            How many of the tenant's experiences were updated (others are ignored).
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: a bad id or ``at`` not a datetime (naive = UTC).
+        """
+        tenant = validate_tenant(tenant_id)
+        wanted = norm_ids(ids)
+        if not isinstance(at, datetime):
+            raise UsageError(f"at must be a datetime, got {type(at).__name__}")
+        at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+        traj = None if trajectory_id is None else normalize_id(trajectory_id, "trajectory id")
+        updated = 0
+        with self._tx(write=True) as conn:
+            for part in chunks(wanted):
+                hit = list(
+                    conn.execute(
+                        update(_table)
+                        .where(_table.c.tenant_id == tenant, _table.c.id.in_(part))
+                        .values(recall_count=_table.c.recall_count + 1, last_recalled_at=at)
+                        .returning(_table.c.id)
+                    ).scalars()
+                )
+                if hit:
+                    conn.execute(
+                        insert(recalls),
+                        [
+                            {
+                                "tenant_id": tenant,
+                                "experience_id": exp_id,
+                                "trajectory_id": traj,
+                                "recalled_at": at,
+                            }
+                            for exp_id in hit
+                        ],
+                    )
+                updated += len(hit)
+        return updated
+
+    def recalled_ids(self, tenant_id: str, trajectory_id: Any) -> list[str]:
+        """Ids of the experiences recalled by the run ``trajectory_id`` (first recall first).
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: the id is not a UUID.
+        """
+        tenant = validate_tenant(tenant_id)
+        traj = normalize_id(trajectory_id, "trajectory id")
+        query = (
+            select(recalls.c.experience_id)
+            .where(recalls.c.tenant_id == tenant, recalls.c.trajectory_id == traj)
+            .order_by(recalls.c.id)
+        )
+        with self._tx() as conn:
+            return list(dict.fromkeys(conn.execute(query).scalars()))

@@ -1,0 +1,220 @@
+"""Review jobs: a durable queue with leases (at most one job per trajectory)."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+
+from hindsight._errors import NotFoundError, UsageError
+from hindsight._ids import normalize_id, validate_tenant
+from hindsight.store._base import StoreCore
+from hindsight.store.codec import job_from_row
+from hindsight.store.records import JobState, ReviewJob
+from hindsight.store.schema import review_jobs, trajectories
+from hindsight.store.trajectories import new_job_row
+
+__all__ = ["JobStore"]
+
+_MAX_ERROR_CHARS = 4000
+_jobs = review_jobs.c
+
+
+def _job_state(state: Any) -> str:
+    try:
+        return JobState(state).value
+    except ValueError:
+        raise UsageError(
+            f"job state must be one of {[s.value for s in JobState]}, got {state!r:.40}"
+        ) from None
+
+
+def _seconds(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise UsageError(f"{what} must be a finite number of seconds, got {value!r:.40}")
+    if value < 0:
+        raise UsageError(f"{what} must be >= 0 seconds, got {value}")
+    return float(value)
+
+
+class JobStore(StoreCore):
+    """Review-job methods of :class:`~hindsight.store.SqlStore`."""
+
+    def enqueue_review(self, tenant_id: str, trajectory_id: Any) -> bool:
+        """Queue a pending review of a stored trajectory, runnable at once.
+
+        Returns:
+            ``True`` if queued, ``False`` if the trajectory already has a job (in any state):
+            reviews are idempotent per trajectory.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: the id is not a UUID.
+            NotFoundError: the trajectory is not stored in this tenant.
+        """
+        tenant = validate_tenant(tenant_id)
+        tid = normalize_id(trajectory_id, "trajectory id")
+        now = self._now()
+        with self._tx(write=True) as conn:
+            exists = conn.execute(
+                select(trajectories.c.id).where(
+                    trajectories.c.tenant_id == tenant, trajectories.c.id == tid
+                )
+            ).first()
+            if exists is None:
+                raise NotFoundError(f"trajectory {tid} not found in tenant {tenant!r}")
+            inserted = conn.execute(
+                self._insert_ignore(review_jobs).returning(_jobs.id), new_job_row(tenant, tid, now)
+            ).first()
+            return inserted is not None
+
+    def claim_review_job(self, worker_id: str, lease_seconds: float) -> ReviewJob | None:
+        """Atomically take the oldest claimable job for ``worker_id``.
+
+        Claimable: ``pending`` with ``run_after <= now``, or ``running`` with an expired lease
+        (its worker died or hung). The job becomes ``running``, ``attempts`` grows by one and
+        the lease lasts ``lease_seconds``. Two workers (threads or processes) never get the
+        same job: PostgreSQL uses ``FOR UPDATE SKIP LOCKED``, SQLite one writer at a time, and
+        the update re-checks the claim condition.
+
+        Returns:
+            The claimed job, or ``None`` when nothing is claimable now.
+
+        Raises:
+            UsageError: empty ``worker_id`` or a negative / non-finite ``lease_seconds``.
+        """
+        if not isinstance(worker_id, str) or not worker_id.strip():
+            raise UsageError("worker_id must be a non-empty string")
+        lease = _seconds(lease_seconds, "lease_seconds")
+        now = self._now()
+        claimable = or_(
+            and_(_jobs.state == JobState.PENDING.value, _jobs.run_after <= now),
+            and_(_jobs.state == JobState.RUNNING.value, _jobs.lease_expires_at <= now),
+        )
+        candidate = select(_jobs.id).where(claimable).order_by(_jobs.created_at, _jobs.id).limit(1)
+        if self.backend == "postgresql":
+            candidate = candidate.with_for_update(skip_locked=True)
+        with self._tx(write=True) as conn:
+            for _ in range(5):
+                job_id = conn.execute(candidate).scalar_one_or_none()
+                if job_id is None:
+                    return None
+                row = (
+                    conn.execute(
+                        update(review_jobs)
+                        .where(_jobs.id == job_id, claimable)
+                        .values(
+                            state=JobState.RUNNING.value,
+                            attempts=_jobs.attempts + 1,
+                            lease_owner=worker_id.strip()[:200],
+                            lease_expires_at=now + timedelta(seconds=lease),
+                            updated_at=now,
+                        )
+                        .returning(*review_jobs.c)
+                    )
+                    .mappings()
+                    .first()
+                )
+                if row is not None:
+                    return job_from_row(row)
+        return None
+
+    def complete_review_job(self, job_id: Any) -> None:
+        """Mark a job ``succeeded`` and clear its lease and last error.
+
+        Raises:
+            UsageError: the id is not a UUID.
+            NotFoundError: no such job (e.g. its trajectory was forgotten meanwhile).
+        """
+        self._finish(job_id, state=JobState.SUCCEEDED, error=None, run_after=None)
+
+    def fail_review_job(self, job_id: Any, error: str, *, retry_after: float | None) -> None:
+        """Record a failed attempt.
+
+        Args:
+            job_id: the job.
+            error: what went wrong (kept as ``last_error``, cut to 4000 characters).
+            retry_after: seconds (>= 0) until the job may be claimed again (state back to
+                ``pending``); ``None`` gives up (state ``failed``, error kept, visible in
+                :meth:`list_review_jobs`).
+
+        Raises:
+            UsageError: a bad id or a negative / non-finite ``retry_after``.
+            NotFoundError: no such job.
+        """
+        text = str(error)[:_MAX_ERROR_CHARS] or "unknown error"
+        if retry_after is None:
+            self._finish(job_id, state=JobState.FAILED, error=text, run_after=None)
+        else:
+            delay = _seconds(retry_after, "retry_after")
+            self._finish(job_id, state=JobState.PENDING, error=text, run_after=delay)
+
+    def _finish(
+        self, job_id: Any, *, state: JobState, error: str | None, run_after: float | None
+    ) -> None:
+        jid = normalize_id(job_id, "review job id")
+        now = self._now()
+        values: dict[str, Any] = {
+            "state": state.value,
+            "last_error": error,
+            "lease_owner": None,
+            "lease_expires_at": None,
+            "updated_at": now,
+        }
+        if run_after is not None:
+            values["run_after"] = now + timedelta(seconds=run_after)
+        with self._tx(write=True) as conn:
+            result = conn.execute(update(review_jobs).where(_jobs.id == jid).values(**values))
+            if result.rowcount != 1:
+                raise NotFoundError(f"review job {jid} not found")
+
+    def get_review_job(self, job_id: Any) -> ReviewJob:
+        """One job by id.
+
+        Raises:
+            UsageError: the id is not a UUID.
+            NotFoundError: no such job.
+        """
+        jid = normalize_id(job_id, "review job id")
+        with self._tx() as conn:
+            row = conn.execute(select(review_jobs).where(_jobs.id == jid)).mappings().first()
+        if row is None:
+            raise NotFoundError(f"review job {jid} not found")
+        return job_from_row(row)
+
+    def _job_filter(self, query: Any, state: str | None, tenant_id: str | None) -> Any:
+        if state is not None:
+            query = query.where(_jobs.state == _job_state(state))
+        if tenant_id is not None:
+            query = query.where(_jobs.tenant_id == validate_tenant(tenant_id))
+        return query
+
+    def count_review_jobs(self, state: str | None = None, tenant_id: str | None = None) -> int:
+        """Number of jobs, optionally of one state and/or one tenant.
+
+        ``tenant_id=None`` counts every tenant (workers and maintenance see the whole queue);
+        an empty string is refused, never read as "all".
+
+        Raises:
+            UsageError: unknown state. TenantRequiredError: empty tenant string.
+        """
+        query = self._job_filter(select(func.count()).select_from(review_jobs), state, tenant_id)
+        with self._tx() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def list_review_jobs(
+        self, state: str | None = None, tenant_id: str | None = None, limit: int = 100
+    ) -> list[ReviewJob]:
+        """Jobs, oldest first, optionally of one state and/or tenant (as :meth:`count_review_jobs`).
+
+        Raises:
+            UsageError: unknown state or ``limit`` < 1. TenantRequiredError: empty tenant string.
+        """
+        if not isinstance(limit, int) or limit < 1:
+            raise UsageError(f"limit must be a positive integer, got {limit!r}")
+        query = self._job_filter(select(review_jobs), state, tenant_id)
+        query = query.order_by(_jobs.created_at, _jobs.id).limit(limit)
+        with self._tx() as conn:
+            return [job_from_row(row) for row in conn.execute(query).mappings()]

@@ -1,0 +1,187 @@
+"""The SQL schema (SQLAlchemy Core tables) as the code sees it.
+
+The database itself is created and upgraded only by the Alembic migrations in
+``hindsight/store/migrations``; a test checks that the migrated database matches these tables.
+Every table that holds user data has a ``tenant_id`` column so that every query can be scoped by
+it (MISSION S9).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+from hindsight.store.types import AutoIncrement, Json, UtcDateTime
+
+__all__ = [
+    "events",
+    "experiences",
+    "meta",
+    "metadata",
+    "outbox",
+    "recalls",
+    "review_jobs",
+    "trajectories",
+]
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+ID = String(36)
+TENANT = String(200)
+
+meta = Table(
+    "meta",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+trajectories = Table(
+    "trajectories",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", TENANT, nullable=False),
+    Column("namespace", String(200), nullable=False),
+    Column("task", Text, nullable=False),
+    Column("task_type", String, nullable=True),
+    Column("tags", Json, nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("reward", Float, nullable=True),
+    Column("source", String(16), nullable=False),
+    Column("trust", Float, nullable=False),
+    Column("started_at", UtcDateTime, nullable=False),
+    Column("ended_at", UtcDateTime, nullable=True),
+    Column("metadata", Json, nullable=False),
+    Column("event_count", Integer, nullable=False),
+    Column("stored_at", UtcDateTime, nullable=False),
+    Index(None, "tenant_id", "stored_at"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column(
+        "trajectory_id",
+        ID,
+        ForeignKey("trajectories.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("position", Integer, primary_key=True),
+    Column("tenant_id", TENANT, nullable=False),
+    Column("event_id", String, nullable=False),
+    Column("parent_id", String, nullable=True),
+    Column("event_type", String(32), nullable=False),
+    Column("timestamp", UtcDateTime, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("tool_name", String, nullable=True),
+    Column("tool_call_id", String, nullable=True),
+    Column("tool_args", Json, nullable=True),
+    Column("status", String(16), nullable=True),
+    Column("latency_ms", Float, nullable=True),
+    Column("metadata", Json, nullable=False),
+    Index(None, "tenant_id", "tool_name", "status"),
+)
+
+experiences = Table(
+    "experiences",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", TENANT, nullable=False),
+    Column("namespace", String(200), nullable=False),
+    Column("task_type", String, nullable=True),
+    Column("kind", String(32), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("tools", Json, nullable=False),
+    Column("tags", Json, nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("importance", Float, nullable=False),
+    Column("trust", Float, nullable=False),
+    Column("provenance", String(16), nullable=False),
+    Column("source_trajectory_ids", Json, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("parent_id", ID, nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Column("last_recalled_at", UtcDateTime, nullable=True),
+    Column("recall_count", Integer, nullable=False),
+    Column("helped_count", Integer, nullable=False),
+    Column("misled_count", Integer, nullable=False),
+    Column("support_count", Integer, nullable=False),
+    Column("embedding_model", String, nullable=True),
+    Column("reviewer", String, nullable=False),
+    Column("metadata", Json, nullable=False),
+    # float32 little-endian bytes of the embedding, so vectors can be rebuilt without re-embedding
+    Column("embedding", LargeBinary, nullable=True),
+    Index(None, "tenant_id", "namespace", "status"),
+    Index(None, "tenant_id", "task_type", "status"),
+)
+
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("id", AutoIncrement, primary_key=True, autoincrement=True),
+    Column("op", String(16), nullable=False),
+    Column("experience_id", ID, nullable=True),
+    Column("tenant_id", TENANT, nullable=False),
+    Column("payload", Json, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+review_jobs = Table(
+    "review_jobs",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", TENANT, nullable=False),
+    Column(
+        "trajectory_id",
+        ID,
+        ForeignKey("trajectories.id", ondelete="CASCADE"),
+        nullable=False,
+        unique=True,
+    ),
+    Column("state", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("last_error", Text, nullable=True),
+    Column("lease_owner", String(200), nullable=True),
+    Column("lease_expires_at", UtcDateTime, nullable=True),
+    Column("run_after", UtcDateTime, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Index(None, "state", "run_after"),
+    Index(None, "tenant_id", "state"),
+)
+
+recalls = Table(
+    "recalls",
+    metadata,
+    Column("id", AutoIncrement, primary_key=True, autoincrement=True),
+    Column("tenant_id", TENANT, nullable=False),
+    Column(
+        "experience_id",
+        ID,
+        ForeignKey("experiences.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("trajectory_id", ID, nullable=True),
+    Column("recalled_at", UtcDateTime, nullable=False),
+    Index(None, "tenant_id", "trajectory_id"),
+    Index(None, "experience_id"),
+)
