@@ -1,12 +1,17 @@
 """Alembic environment of the SQL store.
 
-Normally run by :func:`hindsight.store.migrate.upgrade_to_head`, which passes an open connection
-in ``config.attributes["connection"]``. Developers can also run Alembic by hand, e.g. to write a
-new revision::
+Normally run by :func:`hindsight.store.migrate.upgrade`, which passes an open connection in
+``config.attributes["connection"]``. To write a new revision after changing ``schema.py``::
 
-    alembic -c /dev/null -x url=sqlite:///dev.db revision --autogenerate -m "what changed"
+    from alembic import command
+    from hindsight.store.migrate import alembic_config
 
-(with ``script_location`` pointing here; see ``hindsight/store/migrate.py``).
+    cfg = alembic_config()
+    cfg.set_main_option("sqlalchemy.url", "sqlite:////tmp/dev.db")
+    command.upgrade(cfg, "head")
+    command.revision(cfg, "what changed", autogenerate=True)
+
+then review the generated file in ``versions/`` (spell types out as ``0001_initial`` does).
 """
 
 from __future__ import annotations
