@@ -1,0 +1,421 @@
+"""Post-hoc review by a language model through litellm (MISSION S2, issue 3).
+
+:class:`LLMReviewer` compresses a finished trajectory to a token budget
+(:mod:`hindsight.compress`), asks a separately configured, usually cheaper model the six
+constrained questions of :mod:`hindsight.reviewers.prompts` in forced JSON, repairs or re-asks
+when the reply is malformed (:mod:`hindsight.reviewers._parse`), and turns the answers into
+lessons. Any litellm provider works: ``openai/<model>`` with ``api_base`` for an
+OpenAI-compatible server, ``ollama/qwen2.5:7b``, ``anthropic/...``, ``gpt-4o-mini``.
+
+litellm is imported on first use (it takes seconds to import) and nothing global in it is
+changed: every setting travels with each call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import time
+from typing import Any
+
+import httpx
+
+from hindsight._errors import ReviewError, UsageError
+from hindsight.compress import MIN_BUDGET, CompressedTrajectory, compress_trajectory
+from hindsight.config import MemoryConfig
+from hindsight.models import EventType, Trajectory
+from hindsight.ports import Lesson
+from hindsight.reviewers._parse import ReportParseError, parse_reply, reply_text
+from hindsight.reviewers.prompts import (
+    ReviewReport,
+    build_messages,
+    report_to_lessons,
+    trajectory_language,
+)
+from hindsight.tokens import estimate_tokens
+
+__all__ = ["LLMReviewer", "ReviewTimeoutError"]
+
+log = logging.getLogger("hindsight.review")
+
+MAX_BACKOFF = 30.0
+"""Longest wait between two tries of one request, in seconds (also caps ``Retry-After``)."""
+
+_RETRY_STATUS = frozenset({408, 409, 425, 429})
+_BAD_REPLY_CHARS = 4000  # a malformed reply is echoed back to the model at most this long
+_NO_KEY = "no-key"  # placeholder for keyless OpenAI-compatible servers (the SDK demands a key)
+
+
+class ReviewTimeoutError(ReviewError):
+    """The model did not answer within the timeout, on the first try and every retry (C22)."""
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    from litellm.exceptions import Timeout
+
+    return isinstance(exc, Timeout | httpx.TimeoutException | asyncio.TimeoutError)
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    """429, 408/409/425, any 5xx, timeouts and connection errors are worth another try."""
+    from litellm.exceptions import APIConnectionError
+
+    if _is_timeout(exc) or isinstance(exc, APIConnectionError | httpx.TransportError):
+        return True
+    status = _status_of(exc)
+    return status is not None and (status in _RETRY_STATUS or status >= 500)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds from a ``Retry-After`` header of the error's HTTP response, if any."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 500 else text[:500] + "…"
+
+
+class LLMReviewer:
+    """A :class:`~hindsight.ports.Reviewer` that asks a language model (MISSION S2).
+
+    Args:
+        model: litellm model name, e.g. ``"openai/gpt-4o-mini"``, ``"ollama/qwen2.5:7b"``;
+            config ``REFLECTION_MODEL``.
+        api_base: base URL of the provider, e.g. ``"http://127.0.0.1:8000/v1"`` for an
+            OpenAI-compatible server; config ``LLM_BASE_URL``. ``None``: the provider's default.
+        api_key: the provider's key; config ``LLM_API_KEY``. ``None``: litellm's usual
+            environment variables; for an ``openai/`` model with an ``api_base`` and no key
+            anywhere, a placeholder is sent, since keyless local servers ignore it.
+        temperature: sampling temperature, 0.2 (MISSION S2: 0.2-0.3).
+        max_tokens: maximum tokens of the reply, 512 (MISSION S2: ~512).
+        timeout: seconds one HTTP request may take, 30.0 (clients use ~30 s, MISSION S7);
+            always passed, since litellm's own default is 6000 s.
+        num_retries: extra tries of one request after a 429, a 5xx, a timeout or a connection
+            error, with exponential backoff (``backoff * 2**n`` seconds, jittered, at least the
+            server's ``Retry-After``, at most :data:`MAX_BACKOFF`); 2.
+        max_input_tokens: token budget of the compressed trajectory in the request, 6000 (the
+            system prompt and the few-shot example add about 1,300 more).
+        few_shot: include the short example exchange of :mod:`hindsight.reviewers.prompts`.
+        backoff: base of the backoff, in seconds, 0.5.
+
+    Raises:
+        UsageError: an empty model name or an out-of-range number.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        temperature: float = 0.2,
+        max_tokens: int = 512,
+        timeout: float = 30.0,
+        num_retries: int = 2,
+        max_input_tokens: int = 6000,
+        few_shot: bool = True,
+        backoff: float = 0.5,
+    ) -> None:
+        if not model or not model.strip():
+            raise UsageError("LLMReviewer needs a model name, e.g. 'openai/gpt-4o-mini'")
+        if timeout <= 0:
+            raise UsageError(f"timeout must be > 0 seconds, got {timeout}")
+        if num_retries < 0:
+            raise UsageError(f"num_retries must be >= 0, got {num_retries}")
+        if max_tokens < 1:
+            raise UsageError(f"max_tokens must be >= 1, got {max_tokens}")
+        if max_input_tokens < MIN_BUDGET:
+            raise UsageError(f"max_input_tokens must be >= {MIN_BUDGET}, got {max_input_tokens}")
+        if backoff < 0:
+            raise UsageError(f"backoff must be >= 0 seconds, got {backoff}")
+        self.model = model.strip()
+        self.name = f"llm:{self.model}"
+        self.api_base = api_base or None
+        self.api_key = api_key or None
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout = float(timeout)
+        self.num_retries = num_retries
+        self.max_input_tokens = max_input_tokens
+        self.few_shot = few_shot
+        self.backoff = backoff
+
+    @classmethod
+    def from_config(cls, config: MemoryConfig, **overrides: Any) -> LLMReviewer:
+        """A reviewer built from ``config``: ``reflection_model``, ``llm_base_url``,
+        ``llm_api_key`` (env ``REFLECTION_MODEL``, ``LLM_BASE_URL``, ``LLM_API_KEY``, also
+        with a ``HINDSIGHT_`` prefix).
+
+        The per-request timeout is ``review_timeout / (num_retries + 1)``, so that a first try
+        and its retries fit in the time one review job is given. ``overrides`` are passed to
+        the constructor (e.g. ``temperature=0.3``) and win over the config.
+
+        Raises:
+            UsageError: no reflection model is configured.
+        """
+        if not config.reflection_model:
+            raise UsageError(
+                "the LLM reviewer needs a model: set REFLECTION_MODEL (or "
+                "HINDSIGHT_REFLECTION_MODEL), e.g. 'openai/gpt-4o-mini' or 'ollama/qwen2.5:7b'"
+            )
+        num_retries = int(overrides.pop("num_retries", 2))
+        kwargs: dict[str, Any] = {
+            "api_base": config.llm_base_url,
+            "api_key": config.llm_api_key,
+            "timeout": config.review_timeout / (num_retries + 1),
+            "num_retries": num_retries,
+        }
+        kwargs.update(overrides)
+        return cls(config.reflection_model, **kwargs)
+
+    def __repr__(self) -> str:
+        return (
+            f"LLMReviewer(model={self.model!r}, api_base={self.api_base!r}, "
+            f"timeout={self.timeout}, num_retries={self.num_retries})"
+        )
+
+    # -- preparing the request -------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` for this model (``litellm.token_counter``; its tokenizers ship
+        with litellm, nothing is downloaded). Falls back to
+        :func:`hindsight.tokens.estimate_tokens` if litellm cannot count for this model."""
+        try:
+            import litellm
+
+            return int(litellm.token_counter(model=self.model, text=text))
+        except Exception as exc:  # any tokenizer trouble: the estimate errs on the high side
+            log.debug("hindsight: token_counter failed for %s (%s); estimating", self.model, exc)
+            return estimate_tokens(text)
+
+    def compress(self, traj: Trajectory) -> CompressedTrajectory:
+        """``traj`` compressed to ``max_input_tokens`` tokens of this model.
+
+        Steps are counted with the fast offline estimate; the assembled text is then counted
+        once with the model's tokenizer and compressed harder if it is still over budget.
+        """
+        budget = self.max_input_tokens
+        compressed = compress_trajectory(traj, max_tokens=budget, count_tokens=estimate_tokens)
+        for _ in range(3):
+            actual = self.count_tokens(compressed.text)
+            if actual <= self.max_input_tokens:
+                break
+            budget = int(budget * self.max_input_tokens / actual * 0.95)
+            if budget < MIN_BUDGET:
+                break
+            compressed = compress_trajectory(traj, max_tokens=budget, count_tokens=estimate_tokens)
+        return compressed
+
+    def build_messages(self, traj: Trajectory) -> list[dict[str, str]]:
+        """The chat messages that review ``traj``: compressed, in the trajectory's language."""
+        compressed = self.compress(traj)
+        user_text = " ".join(
+            e.content for e in traj.events[:50] if e.event_type is EventType.USER_MESSAGE
+        )
+        language = trajectory_language(user_text or traj.task or compressed.text)
+        log.debug(
+            "hindsight: review of %s: %d -> %d tokens (%d events merged, %d dropped)",
+            traj.id,
+            compressed.original_tokens,
+            compressed.compressed_tokens,
+            compressed.merged_events,
+            compressed.dropped_events,
+        )
+        return build_messages(compressed.text, language=language, few_shot=self.few_shot)
+
+    def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        api_key = self.api_key
+        if (
+            api_key is None
+            and self.api_base is not None
+            and self.model.startswith("openai/")
+            and not os.environ.get("OPENAI_API_KEY")
+        ):
+            api_key = _NO_KEY
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "timeout": self.timeout,
+            "response_format": ReviewReport,
+            # Retries are ours (below): no second layer inside litellm or the OpenAI SDK.
+            "num_retries": 0,
+            "max_retries": 0,
+            # A provider without json_schema support still gets the prompt's JSON instructions.
+            "drop_params": True,
+        }
+        if self.api_base is not None:
+            request["api_base"] = self.api_base
+        if api_key is not None:
+            request["api_key"] = api_key
+        return request
+
+    # -- calling the model -----------------------------------------------------------------
+
+    def _delay(self, attempt: int, exc: BaseException) -> float:
+        delay = self.backoff * float(2**attempt) * (1.0 + 0.25 * random.random())
+        server = _retry_after(exc)
+        if server is not None:
+            delay = max(delay, server)
+        return min(delay, MAX_BACKOFF)
+
+    def _give_up(self, exc: Exception, tries: int) -> ReviewError:
+        what = f"{type(exc).__name__}"
+        status = _status_of(exc)
+        if status is not None:
+            what += f" (HTTP {status})"
+        message = (
+            f"review request to {self.model} failed after {tries} tries: {what}: {_short(exc)}"
+        )
+        if _is_timeout(exc):
+            return ReviewTimeoutError(
+                f"review request to {self.model} timed out after {self.timeout:g} s "
+                f"({tries} tries): {_short(exc)}"
+            )
+        return ReviewError(message)
+
+    def _should_retry(self, exc: Exception, attempt: int) -> bool:
+        if attempt >= self.num_retries or not _is_retryable(exc):
+            return False
+        log.warning(
+            "hindsight: review request to %s failed (%s: %s); retrying",
+            self.model,
+            type(exc).__name__,
+            _short(exc),
+        )
+        return True
+
+    def _complete(self, messages: list[dict[str, str]]) -> Any:
+        import litellm
+
+        request = self._request(messages)
+        attempt = 0
+        while True:
+            try:
+                return litellm.completion(**request)
+            except Exception as exc:
+                if not self._should_retry(exc, attempt):
+                    raise self._give_up(exc, attempt + 1) from exc
+                time.sleep(self._delay(attempt, exc))
+                attempt += 1
+
+    async def _acomplete(self, messages: list[dict[str, str]]) -> Any:
+        import litellm
+
+        request = self._request(messages)
+        attempt = 0
+        while True:
+            try:
+                return await litellm.acompletion(**request)
+            except Exception as exc:
+                if not self._should_retry(exc, attempt):
+                    raise self._give_up(exc, attempt + 1) from exc
+                await asyncio.sleep(self._delay(attempt, exc))
+                attempt += 1
+
+    # -- parsing ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _with_error(
+        messages: list[dict[str, str]], response: Any, error: ReportParseError
+    ) -> list[dict[str, str]]:
+        """The conversation plus the bad reply and what was wrong with it (the one retry)."""
+        bad = reply_text(response) or "(empty reply)"
+        if len(bad) > _BAD_REPLY_CHARS:
+            bad = bad[:_BAD_REPLY_CHARS] + "…"
+        return [
+            *messages,
+            {"role": "assistant", "content": bad},
+            {
+                "role": "user",
+                "content": (
+                    f"Your reply could not be used: {error.problem}. Reply again for the same "
+                    "run with only the JSON object described above: every key present, no "
+                    "prose, no code fence."
+                ),
+            },
+        ]
+
+    def _failed(self, first: ReportParseError, second: ReportParseError) -> ReportParseError:
+        problem = (
+            f"{self.model} gave no usable review report, also after a retry that showed it the "
+            f"error: {second.problem} (first reply: {first.problem})"
+        )
+        return ReportParseError(problem, second.reply)
+
+    def _lessons(self, response: Any, traj: Trajectory) -> list[Lesson]:
+        """The lessons in a reply; a reply without any (all answers null) is unusable too."""
+        report = parse_reply(response)
+        tools = list(dict.fromkeys(e.tool_name for e in traj.events if e.tool_name))
+        lessons = report_to_lessons(
+            report, model=self.model, outcome=traj.outcome, known_tools=tools
+        )
+        if not lessons:
+            raise ReportParseError(
+                "every answer was null or blank: give at least the outcome sentence and one rule",
+                reply_text(response),
+            )
+        return lessons
+
+    # -- the Reviewer protocol -------------------------------------------------------------
+
+    async def review(self, trajectory: Trajectory) -> list[Lesson]:
+        """Review ``trajectory`` with the model (``litellm.acompletion``).
+
+        Returns ``[]`` for an empty or content-free trajectory without any request (case C05).
+        Compression and token counting run in a worker thread, off the event loop.
+        Each lesson's metadata holds ``prompt_version``
+        (:data:`hindsight.reviewers.prompts.PROMPT_VERSION`), ``model`` and ``question``.
+
+        Raises:
+            ReviewTimeoutError: every try timed out (case C22).
+            ReportParseError: the reply, and the one retry that showed the model its error,
+                held no valid report; ``problem`` says why (cases C06, C21).
+            ReviewError: the provider failed otherwise (after retries where they make sense).
+        """
+        if trajectory.is_empty():
+            return []
+        messages = await asyncio.to_thread(self.build_messages, trajectory)
+        response = await self._acomplete(messages)
+        try:
+            return self._lessons(response, trajectory)
+        except ReportParseError as first:
+            log.warning("hindsight: unusable review reply (%s); asking again", first.problem)
+            response = await self._acomplete(self._with_error(messages, response, first))
+            try:
+                return self._lessons(response, trajectory)
+            except ReportParseError as second:
+                raise self._failed(first, second) from second
+
+    def review_sync(self, trajectory: Trajectory) -> list[Lesson]:
+        """:meth:`review` for synchronous code (``litellm.completion``); same result and errors."""
+        if trajectory.is_empty():
+            return []
+        messages = self.build_messages(trajectory)
+        response = self._complete(messages)
+        try:
+            return self._lessons(response, trajectory)
+        except ReportParseError as first:
+            log.warning("hindsight: unusable review reply (%s); asking again", first.problem)
+            response = self._complete(self._with_error(messages, response, first))
+            try:
+                return self._lessons(response, trajectory)
+            except ReportParseError as second:
+                raise self._failed(first, second) from second

@@ -1,0 +1,438 @@
+"""Parsing review replies (cases C06, C21): every malformed kind is repaired or rejected clearly.
+
+The fixtures are OpenAI chat-completion replies as a provider sends them; ``test_llm_reviewer``
+serves the same ones over HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from hindsight import ReviewError
+from hindsight.models import ExperienceKind, Outcome
+from hindsight.reviewers._parse import ReportParseError, parse_reply, parse_report, reply_text
+from hindsight.reviewers.prompts import (
+    PROMPT_VERSION,
+    ReviewReport,
+    is_blank_answer,
+    report_to_lessons,
+    trajectory_language,
+)
+
+# -- fixtures ------------------------------------------------------------------------------------
+
+REPORT: dict[str, Any] = {
+    "outcome": {
+        "result": "failure",
+        "text": "The flight change failed: the reservation still has the old flights.",
+        "confidence": 0.85,
+    },
+    "cause": {
+        "text": "update_reservation_flights was given flight HAT999, which the search for that "
+        "date had not returned.",
+        "confidence": 0.8,
+    },
+    "failing_tools": {
+        "tools": ["update_reservation_flights"],
+        "text": "update_reservation_flights failed with 'flight not available' for a flight "
+        "number taken from the user rather than from the search results.",
+        "confidence": 0.9,
+    },
+    "repeated_attempts": {
+        "text": "update_reservation_flights was called three times with the same arguments after "
+        "the same error.",
+        "confidence": 0.9,
+    },
+    "do_differently": {
+        "text": "Run search_direct_flight for the new date first and offer only flights it "
+        "returns.",
+        "confidence": 0.75,
+    },
+    "task_class": {
+        "text": "Changing the flights of an existing airline reservation.",
+        "confidence": 0.7,
+    },
+    "rules": [
+        {
+            "text": "When changing a reservation's flights, search that date first and use only "
+            "flight numbers the search returned.",
+            "confidence": 0.8,
+        },
+        {
+            "text": "When a booking tool fails twice with the same error, stop retrying and "
+            "explain the error to the user.",
+            "confidence": 0.7,
+        },
+    ],
+}
+
+TOOL = "update_reservation_flights"
+EXPECTED: list[tuple[ExperienceKind, str, float, list[str]]] = [
+    (ExperienceKind.OUTCOME, REPORT["outcome"]["text"], 0.85, []),
+    (ExperienceKind.FAILURE_CAUSE, REPORT["cause"]["text"], 0.8, [TOOL]),
+    (ExperienceKind.TOOL_RELIABILITY, REPORT["failing_tools"]["text"], 0.9, [TOOL]),
+    (ExperienceKind.ANTI_PATTERN, REPORT["repeated_attempts"]["text"], 0.9, [TOOL]),
+    (ExperienceKind.IMPROVEMENT, REPORT["do_differently"]["text"], 0.75, ["search_direct_flight"]),
+    (ExperienceKind.TASK_SCOPE, REPORT["task_class"]["text"], 0.7, []),
+    (ExperienceKind.RULE, REPORT["rules"][0]["text"], 0.8, []),
+    (ExperienceKind.RULE, REPORT["rules"][1]["text"], 0.7, []),
+]
+KNOWN_TOOLS = ["get_reservation_details", "search_direct_flight", TOOL]
+
+CN_REPORT: dict[str, Any] = {
+    "outcome": {
+        "result": "success",
+        "text": "代理按用户偏好用 pnpm 安装了依赖，任务成功完成。",
+        "confidence": 0.9,
+    },
+    "cause": {"text": "关键一步是改用 pnpm install 而不是 npm install。", "confidence": 0.85},
+    "failing_tools": {"tools": [], "text": None, "confidence": 0.9},
+    "repeated_attempts": {"text": "无", "confidence": 0.8},
+    "do_differently": {
+        "text": "下次一开始就用 pnpm，不要先尝试 npm。",
+        "confidence": 0.8,
+    },
+    "task_class": {"text": "在用户偏好 pnpm 的前端项目中安装或更新依赖。", "confidence": 0.75},
+    "rules": [
+        {"text": "当用户偏好 pnpm 时，用 pnpm 代替 npm 执行所有包管理命令。", "confidence": 0.9}
+    ],
+}
+CN_EXPECTED: list[tuple[ExperienceKind, str]] = [
+    (ExperienceKind.OUTCOME, CN_REPORT["outcome"]["text"]),
+    (ExperienceKind.KEY_STEP, CN_REPORT["cause"]["text"]),
+    (ExperienceKind.IMPROVEMENT, CN_REPORT["do_differently"]["text"]),
+    (ExperienceKind.TASK_SCOPE, CN_REPORT["task_class"]["text"]),
+    (ExperienceKind.RULE, CN_REPORT["rules"][0]["text"]),
+]
+
+
+def completion(
+    content: str | None,
+    *,
+    tool_arguments: str | None = None,
+    reasoning: str | None = None,
+    finish_reason: str = "stop",
+    model: str = "test-model",
+) -> dict[str, Any]:
+    """An OpenAI ``chat.completion`` body as a server returns it."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if tool_arguments is not None:
+        message["tool_calls"] = [
+            {
+                "id": "call_9PZkPf1XQ3aYb2",
+                "type": "function",
+                "function": {"name": "ReviewReport", "arguments": tool_arguments},
+            }
+        ]
+        finish_reason = "tool_calls"
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    return {
+        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
+        "object": "chat.completion",
+        "created": 1741569952,
+        "model": model,
+        "system_fingerprint": "fp_f9f4fb6dbf",
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
+        ],
+        "usage": {"prompt_tokens": 1873, "completion_tokens": 301, "total_tokens": 2174},
+    }
+
+
+GOOD_JSON = json.dumps(REPORT, ensure_ascii=False)
+PRETTY_JSON = json.dumps(REPORT, ensure_ascii=False, indent=2)
+
+
+def _python_literal(report: dict[str, Any]) -> str:
+    return repr(report)  # single quotes, None, True: what a model imitating Python writes
+
+
+def _with_surrogate() -> str:
+    broken = copy.deepcopy(REPORT)
+    broken["outcome"]["text"] = (
+        "The flight change failed: PLACEHOLDER the reservation still has the old flights."
+    )
+    return json.dumps(broken).replace("PLACEHOLDER", "\\ud83d")
+
+
+def _with_bad_escapes() -> str:
+    # Markdown-escaped underscores, as models write them in chat mode.
+    return GOOD_JSON.replace("search_direct_flight", "search\\_direct\\_flight")
+
+
+def _with_trailing_commas() -> str:
+    return PRETTY_JSON.replace('"confidence": 0.7\n    }\n  ]', '"confidence": 0.7\n    },\n  ],')
+
+
+# The truncated reply stops inside the second rule's text (finish_reason "length").
+TRUNCATED_JSON = GOOD_JSON[: GOOD_JSON.index("stop retrying") + len("stop retr")]
+
+REPLIES: dict[str, dict[str, Any]] = {
+    "good": completion(GOOD_JSON),
+    "fenced": completion(f"Here is the review of the run:\n\n```json\n{PRETTY_JSON}\n```\n"),
+    "prose_after": completion(
+        GOOD_JSON + "\n\nNote: I rated {cause} lower because the logs were cut."
+    ),
+    "prose_before": completion("Sure! Based on the trajectory, here is my review:\n" + GOOD_JSON),
+    "surrogate": completion(_with_surrogate()),
+    "bad_escapes": completion(_with_bad_escapes()),
+    "single_quotes": completion(_python_literal(REPORT)),
+    "trailing_commas": completion(_with_trailing_commas()),
+    "tool_call": completion(None, tool_arguments=GOOD_JSON),
+    "reasoning": completion(
+        GOOD_JSON,
+        reasoning='The user wants JSON. Draft: {"outcome": {"result": "success"}} no, it failed.',
+    ),
+    "think_tags": completion(
+        '<think>Draft: {"outcome": {"result": "success", "text": "wrong"}}</think>\n' + GOOD_JSON
+    ),
+}
+TRUNCATED = completion(TRUNCATED_JSON, finish_reason="length")
+EMPTY = completion("", finish_reason="stop")
+NONE_CONTENT = completion(None, finish_reason="stop")
+REASONING_ONLY = completion(None, reasoning=GOOD_JSON)
+UNREPAIRABLE = completion("I'm sorry, but I can't review this conversation.")
+WRONG_SHAPE = completion(json.dumps({"outcome": {"result": "maybe", "text": "x", "confidence": 1}}))
+
+
+def lesson_tuples(lessons: list[Any]) -> list[tuple[ExperienceKind, str, float, list[str]]]:
+    return [(le.kind, le.content, le.confidence, le.tools) for le in lessons]
+
+
+# -- tests ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(REPLIES))
+def test_every_malformed_kind_yields_the_same_lessons(kind: str) -> None:
+    report = parse_reply(REPLIES[kind])
+    lessons = report_to_lessons(report, model="openai/test-model", known_tools=KNOWN_TOOLS)
+    assert lesson_tuples(lessons) == EXPECTED
+    for le in lessons:
+        assert le.metadata["prompt_version"] == PROMPT_VERSION == "review-v1"
+        assert le.metadata["model"] == "openai/test-model"
+        le.content.encode("utf-8")  # no lone surrogate survives
+
+
+def test_lone_surrogate_is_dropped_not_kept() -> None:
+    report = parse_reply(REPLIES["surrogate"])
+    assert report.outcome.text == REPORT["outcome"]["text"]
+    assert "\ud83d" not in json.dumps(report.model_dump(), ensure_ascii=False)
+
+
+def test_valid_surrogate_pair_survives() -> None:
+    text = GOOD_JSON.replace("old flights.", "old flights \\ud83d\\ude00.")
+    assert parse_report(text).outcome.text.endswith("old flights \U0001f600.")
+
+
+def test_truncated_reply_keeps_complete_answers_and_drops_the_cut_sentence() -> None:
+    report = parse_reply(TRUNCATED)
+    lessons = report_to_lessons(report, model="m", known_tools=KNOWN_TOOLS)
+    # Everything before the cut survives; the half-written second rule is not stored.
+    assert lesson_tuples(lessons) == EXPECTED[:-1]
+
+
+def test_truncated_inside_an_answer_sets_only_that_answer_to_null() -> None:
+    cut = GOOD_JSON[: GOOD_JSON.index("offer only") + 5]
+    report = parse_report(cut)
+    assert report.do_differently.text is None
+    assert report.repeated_attempts.text == REPORT["repeated_attempts"]["text"]
+    assert report.rules == []
+
+
+def test_reasoning_is_ignored_and_never_parsed() -> None:
+    assert reply_text(REPLIES["reasoning"]) == GOOD_JSON
+    with pytest.raises(ReportParseError, match="no content and no tool call arguments"):
+        parse_reply(REASONING_ONLY)
+
+
+@pytest.mark.parametrize("reply", [EMPTY, NONE_CONTENT], ids=["empty", "none"])
+def test_empty_content_is_an_error_naming_the_problem(reply: dict[str, Any]) -> None:
+    with pytest.raises(ReportParseError) as info:
+        parse_reply(reply)
+    assert "no content" in info.value.problem
+    assert "finish_reason 'stop'" in info.value.problem
+    assert isinstance(info.value, ReviewError)
+
+
+def test_prose_without_json_is_an_error() -> None:
+    with pytest.raises(ReportParseError, match="holds no JSON object") as info:
+        parse_reply(UNREPAIRABLE)
+    assert info.value.reply == "I'm sorry, but I can't review this conversation."
+
+
+def test_schema_violation_names_the_field() -> None:
+    with pytest.raises(ReportParseError) as info:
+        parse_reply(WRONG_SHAPE)
+    assert "outcome.result" in info.value.problem
+    assert "'success', 'failure', 'partial' or 'unknown'" in info.value.problem
+
+
+def test_litellm_model_response_object_is_read_like_a_dict() -> None:
+    litellm = pytest.importorskip("litellm")
+    response = litellm.ModelResponse(**REPLIES["tool_call"])
+    assert reply_text(response) == GOOD_JSON
+    assert (
+        lesson_tuples(report_to_lessons(parse_reply(response), model="m", known_tools=KNOWN_TOOLS))
+        == EXPECTED
+    )
+
+
+def test_wrapped_report_is_unwrapped() -> None:
+    report = parse_report(json.dumps({"review": REPORT}))
+    assert report.task_class.text == REPORT["task_class"]["text"]
+
+
+def test_blank_answers_never_become_lessons() -> None:
+    data = copy.deepcopy(REPORT)
+    data["cause"]["text"] = "None"
+    data["failing_tools"] = {"tools": ["None"], "text": "N/A", "confidence": 0.5}
+    data["repeated_attempts"]["text"] = "No."
+    data["do_differently"] = None
+    data["task_class"]["text"] = "  "
+    data["rules"] = [{"text": "null", "confidence": 0.9}, REPORT["rules"][0]]
+    lessons = report_to_lessons(ReviewReport.model_validate(data), model="m")
+    assert [(le.kind, le.content) for le in lessons] == [
+        (ExperienceKind.OUTCOME, REPORT["outcome"]["text"]),
+        (ExperienceKind.RULE, REPORT["rules"][0]["text"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [None, "", " ", "None", "none.", "N/A", "n/a", "null", "无", "无。", "没有", "不适用", "No"],
+)
+def test_is_blank_answer(text: str | None) -> None:
+    assert is_blank_answer(text)
+
+
+def test_is_blank_answer_keeps_real_sentences() -> None:
+    assert not is_blank_answer("No retries were needed because the first call succeeded.")
+    assert not is_blank_answer("无需重试。")
+
+
+def test_lenient_shapes_are_normalised() -> None:
+    report = ReviewReport.model_validate(
+        {
+            "outcome": {"result": "Failed", "text": "It failed.", "confidence": "80%"},
+            "cause": "The order id was wrong.",
+            "failing_tools": {
+                "tools": "order_query, order_status",
+                "text": "Both timed out.",
+                "confidence": 85,
+            },
+            "rules": [
+                "When an order id is rejected, ask the user to confirm it.",
+                {
+                    "when": "a tool times out twice",
+                    "then": "fall back to the cached copy.",
+                    "confidence": 1.7,
+                },
+                {"text": "When A, do B.", "confidence": 0.1},
+                {"text": "When C, do D.", "confidence": 0.1},
+            ],
+        }
+    )
+    assert report.outcome.result == "failure"
+    assert report.outcome.confidence == pytest.approx(0.8)
+    assert report.cause.text == "The order id was wrong."
+    assert report.cause.confidence == 0.5
+    assert report.failing_tools.tools == ["order_query", "order_status"]
+    assert report.failing_tools.confidence == pytest.approx(0.85)
+    assert [r.text for r in report.rules] == [
+        "When an order id is rejected, ask the user to confirm it.",
+        "When a tool times out twice, fall back to the cached copy.",
+        "When A, do B.",
+    ]
+    assert report.rules[1].confidence == 1.0  # 1.7 is not a percentage: clamped
+
+
+def test_cause_kind_follows_the_verdict_then_the_recorded_outcome() -> None:
+    data = copy.deepcopy(REPORT)
+    data["outcome"]["result"] = "success"
+    kinds = [le.kind for le in report_to_lessons(ReviewReport.model_validate(data), model="m")]
+    assert ExperienceKind.KEY_STEP in kinds and ExperienceKind.FAILURE_CAUSE not in kinds
+    data["outcome"]["result"] = "unknown"
+    report = ReviewReport.model_validate(data)
+    kinds = [le.kind for le in report_to_lessons(report, model="m", outcome=Outcome.FAILURE)]
+    assert ExperienceKind.FAILURE_CAUSE in kinds
+
+
+def test_chinese_report_stays_chinese() -> None:
+    report = parse_reply(completion(json.dumps(CN_REPORT, ensure_ascii=False)))
+    lessons = report_to_lessons(report, model="m")
+    assert [(le.kind, le.content) for le in lessons] == CN_EXPECTED
+
+
+def test_strict_schema_litellm_sends() -> None:
+    """The strict json_schema litellm derives: every property required, no extra keys."""
+    from litellm.llms.base_llm.base_utils import type_to_response_format_param
+
+    fmt = type_to_response_format_param(ReviewReport)
+    assert fmt is not None and fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["strict"] is True and fmt["json_schema"]["name"] == "ReviewReport"
+    schema = fmt["json_schema"]["schema"]
+    objects = [schema, *schema["$defs"].values()]
+    for obj in objects:
+        assert obj["additionalProperties"] is False
+        assert sorted(obj["required"]) == sorted(obj["properties"])
+        assert "description" not in obj  # class docstrings are not sent to the model
+    assert sorted(schema["properties"]) == sorted(
+        [
+            "outcome",
+            "cause",
+            "failing_tools",
+            "repeated_attempts",
+            "do_differently",
+            "task_class",
+            "rules",
+        ]
+    )
+    text = json.dumps(schema)
+    assert '"default"' not in text
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("用户偏好用 pnpm 而不是 npm", "Chinese"),
+        ("I want to change my flight to May 20.", "English"),
+        ("pnpm を使ってください", "Japanese"),
+        ("", "English"),
+    ],
+)
+def test_trajectory_language(text: str, language: str) -> None:
+    assert trajectory_language(text) == language
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "fenced",
+        "prose_after",
+        "prose_before",
+        "bad_escapes",
+        "single_quotes",
+        "trailing_commas",
+        "think_tags",
+    ],
+)
+def test_fixtures_are_really_malformed(kind: str) -> None:
+    """Guard against a fixture that is accidentally valid JSON (the test would prove nothing)."""
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(REPLIES[kind]["choices"][0]["message"]["content"])
+
+
+def test_surrogate_fixture_decodes_to_a_lone_surrogate() -> None:
+    raw = json.loads(REPLIES["surrogate"]["choices"][0]["message"]["content"])
+    assert "\ud83d" in raw["outcome"]["text"]
+    with pytest.raises(UnicodeEncodeError):
+        raw["outcome"]["text"].encode("utf-8")
