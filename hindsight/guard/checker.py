@@ -1,0 +1,432 @@
+"""The before-write check: :class:`Guard` and its :class:`Verdict` (issue 5, item 1)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+
+from hindsight._errors import UsageError
+from hindsight.guard.conflict import compare
+from hindsight.guard.normalize import normalize
+from hindsight.guard.rules import CATEGORIES, DEFAULT_RULES, VOCAB, Rule
+from hindsight.guard.trust import initial_trust
+
+__all__ = ["CONFLICT_RULE_ID", "Guard", "Verdict", "check", "default_guard"]
+
+CONFLICT_RULE_ID = "conflict"
+"""The id used in reasons (and accepted by ``disabled``) for the high-confidence conflict test."""
+
+_FLAGS = re.IGNORECASE
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|[;。！？；]")
+# ``unless`` contexts ("...; we refused") may sit after a semicolon, so they see the whole
+# sentence up to a full stop.
+_FULL_STOP = re.compile(r"(?<=[.!?])\s|[。！？]")
+_CLAUSE_END = re.compile(
+    r"[,，:：、]|\b(?:but|however|then|otherwise|instead|and then|so)\b|但是?|然后|否则|而是|所以"
+)
+_NEGATION = re.compile(VOCAB["negation"], _FLAGS)
+_NOT_A_NEGATION = re.compile(
+    r"\b(?:never|not|n't|dont)\s+(?:ever\s+)?(?:forget|hesitate|fail|neglect)\b|"
+    r"(?:不要|别|不能|千万别|千万不要)(?:忘记|忘了|忘掉|遗漏|犹豫)",
+    _FLAGS,
+)
+_SENTENCE_NEGATED = re.compile(
+    r"\s*(?:never|do not|don't|dont|must not|mustn't|should not|shouldn't|avoid|under no "
+    r"circumstances|不要|切勿|禁止|严禁|千万不要|千万别|绝不|永远不要|别)",
+    _FLAGS,
+)
+# A trigger that is only the condition of a safeguard ("ask for approval before deleting all
+# records") or something somebody else asked for in the past ("the customer asked to route the
+# refund to a new card") is not advice to do it.
+_GUARDED = re.compile(
+    r"(?:\b(?:before|prior to|until|unless)\s+(?:you\s+|we\s+|they\s+|the agent\s+)?"
+    r"|\b(?:asked|requested|wanted|demanded|tried|attempted|urged)\s+(?:(?:us|you|me|him|her|"
+    r"them|the \w+)\s+)?to\s+"
+    r"|\b(?:asks?|asked|asking|wonders?|wondering|questions?|questioned)\s+(?:whether|if)\s+"
+    r"(?:\S+\s+){0,4})$",
+    _FLAGS,
+)
+_GUARDED_AFTER_ZH = re.compile(
+    r"[^，,。;]{0,10}?(?:之前|以前|前)[，,]?\s*(?:先|必须|务必|要|需|请|应)"
+)
+# An object mentioned only to be excluded ("no secrets", "without the card number", "脱敏后的").
+_EXCLUDED_OBJECT = re.compile(
+    r"(?:\b(?:no|without|not|never|except|excluding|minus|sans|redact(?:ed|ing)?|"
+    r"mask(?:ed|ing)?|strip(?:ped|ping)?|remov(?:e|ed|ing)|hash(?:ed|ing)?)\s+"
+    r"(?:(?:the|any|all|raw|their|its|of|your)\s+)*"
+    r"|(?:去掉|不含|不包含|不带|除去|脱敏|隐去|屏蔽|删除|不要|去除)(?:其中的|所有|任何|的)?)$",
+    _FLAGS,
+)
+_NEGATION_WINDOW = 60
+_SPAN_CHARS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of :meth:`Guard.check`.
+
+    ``verdict`` is ``"quarantine"`` when any rule or the conflict test fired, else
+    ``"allow"``. ``reasons`` has one line per hit, ``"<rule id>: <description> (matched
+    '<span>')"`` or ``"conflict: conflicts with high-confidence experience: '<text>'
+    (confidence 0.90)"``. ``normalized`` is the matching copy of the content (see
+    :func:`~hindsight.guard.normalize`). ``rule_ids`` lists the ids that fired, in order, and
+    ``trust`` is the provenance weight of the given ``source`` (see
+    :func:`~hindsight.guard.initial_trust`).
+    """
+
+    verdict: Literal["allow", "quarantine"]
+    reasons: list[str]
+    normalized: str
+    rule_ids: tuple[str, ...] = ()
+    trust: float = 0.5
+
+    @property
+    def quarantined(self) -> bool:
+        """True when the candidate must not be stored as active."""
+        return self.verdict == "quarantine"
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    rule: Rule
+    trigger: re.Pattern[str]
+    requires: tuple[re.Pattern[str], ...] = ()
+    unless: re.Pattern[str] | None = None
+    unless_after: re.Pattern[str] | None = None
+    unless_in_match: re.Pattern[str] | None = None
+    negatable: bool = field(default=True)
+    anchor: re.Pattern[str] | None = None
+
+
+def _expand(pattern: str, rule_id: str) -> str:
+    def repl(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in VOCAB:
+            raise UsageError(
+                f"rule {rule_id!r}: unknown placeholder {{{name}}}; known: {sorted(VOCAB)}"
+            )
+        return f"(?:{VOCAB[name]})"
+
+    return _PLACEHOLDER.sub(repl, pattern)
+
+
+def _compile(patterns: Sequence[str], rule_id: str, what: str) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    source = "|".join(f"(?:{_expand(p, rule_id)})" for p in patterns)
+    try:
+        return re.compile(source, _FLAGS)
+    except re.error as exc:
+        raise UsageError(f"rule {rule_id!r}: invalid regex in {what}: {exc}") from exc
+
+
+def _compile_rule(rule: Rule) -> _Compiled:
+    if not isinstance(rule, Rule):
+        raise UsageError(f"expected a Rule or a mapping, got {type(rule).__name__}")
+    if not rule.id or not rule.category:
+        raise UsageError(f"rule {rule!r} needs a non-empty id and category")
+    trigger = _compile(rule.patterns, rule.id, "patterns")
+    if trigger is None:
+        raise UsageError(f"rule {rule.id!r} has no patterns")
+    requires = []
+    for pattern in rule.requires:
+        compiled = _compile([pattern], rule.id, "requires")
+        assert compiled is not None
+        requires.append(compiled)
+    return _Compiled(
+        rule=rule,
+        trigger=trigger,
+        requires=tuple(requires),
+        unless=_compile(rule.unless, rule.id, "unless"),
+        unless_after=_compile(rule.unless_after, rule.id, "unless_after"),
+        unless_in_match=_compile(rule.unless_in_match, rule.id, "unless_in_match"),
+        negatable=rule.negatable,
+        anchor=_compile([rule.anchor], rule.id, "anchor") if rule.anchor else None,
+    )
+
+
+def _shorten(text: str, limit: int = _SPAN_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _spans(text: str, boundary: re.Pattern[str]) -> tuple[list[int], list[int]]:
+    starts, ends = [0], []
+    for m in boundary.finditer(text):
+        ends.append(m.start())
+        starts.append(m.end())
+    ends.append(len(text))
+    return starts, ends
+
+
+def _cover(spans: tuple[list[int], list[int]], start: int, end: int) -> tuple[int, int]:
+    starts, ends = spans
+    first = bisect.bisect_right(starts, start) - 1
+    last = bisect.bisect_right(starts, max(start, end - 1)) - 1
+    return starts[first], ends[last]
+
+
+class _Text:
+    """The normalized text with its sentence boundaries, for scoped lookups."""
+
+    __slots__ = ("_anchors", "full", "sentences", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.sentences = _spans(text, _SENTENCE_END)
+        self.full = _spans(text, _FULL_STOP)
+        self._anchors: dict[str, list[int]] = {}
+
+    def anchor_starts(self, anchor: re.Pattern[str]) -> list[int]:
+        """Start offsets of ``anchor`` in the text, computed once per pattern."""
+        found = self._anchors.get(anchor.pattern)
+        if found is None:
+            found = [m.start() for m in anchor.finditer(self.text)]
+            self._anchors[anchor.pattern] = found
+        return found
+
+    def matches(self, compiled: _Compiled) -> Iterator[re.Match[str]]:
+        """Trigger matches, tried only at anchor starts when the rule has an anchor."""
+        if compiled.anchor is None:
+            yield from compiled.trigger.finditer(self.text)
+            return
+        for pos in self.anchor_starts(compiled.anchor):
+            m = compiled.trigger.match(self.text, pos)
+            if m is not None:
+                yield m
+
+    def sentence(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the sentence(s) covering ``[start, end)`` (split at ``.;!?。``)."""
+        return _cover(self.sentences, start, end)
+
+    def full_sentence(self, start: int, end: int) -> tuple[int, int]:
+        """Like :meth:`sentence` but split only at full stops (``.!?。``)."""
+        return _cover(self.full, start, end)
+
+    def negated(self, sent_start: int, pos: int) -> bool:
+        """Whether a directive negation scopes the trigger at ``pos``."""
+        before = self.text[sent_start:pos]
+        if _SENTENCE_NEGATED.match(before) and not _CLAUSE_END.search(before):
+            return True
+        clause_start = 0
+        for m in _CLAUSE_END.finditer(before):
+            clause_start = m.end()
+        window = before[max(clause_start, len(before) - _NEGATION_WINDOW) :]
+        if _GUARDED.search(window):
+            return True
+        window = _NOT_A_NEGATION.sub(" ", window)
+        return _NEGATION.search(window) is not None
+
+    def guarded_after(self, pos: int, end: int) -> bool:
+        """Chinese "X之前先..." - the trigger is the condition of a safeguard that follows."""
+        return _GUARDED_AFTER_ZH.match(self.text, pos, end) is not None
+
+    def find_included(self, pattern: re.Pattern[str], start: int, end: int) -> str | None:
+        """The first match of ``pattern`` in ``[start, end)`` that is not excluded ("no X")."""
+        for m in pattern.finditer(self.text, start, end):
+            if not _EXCLUDED_OBJECT.search(self.text[max(start, m.start() - 30) : m.start()]):
+                return m.group(0)
+        return None
+
+
+class Guard:
+    """Checks candidate lessons before they are written (MISSION S8, issue 5 item 1).
+
+    Args:
+        rules: the rule set; ``None`` means :data:`~hindsight.guard.rules.DEFAULT_RULES`.
+        extra_rules: rules appended to ``rules``; :class:`Rule` objects or mappings accepted
+            by :meth:`Rule.from_dict`.
+        disabled: rule ids or category names to switch off; ``"conflict"`` switches off the
+            high-confidence conflict test.
+        conflict_threshold: minimum confidence (0-1) of an existing experience for a
+            contradiction to quarantine the candidate.
+        conflict_overlap: minimum share (0-1) of key terms two lessons must have in common to
+            be compared at all.
+
+    Raises:
+        UsageError: a rule id is duplicated, a pattern is not a valid regex or uses an unknown
+            ``{placeholder}``, a name in ``disabled`` matches no rule or category, or a
+            threshold is outside [0, 1].
+
+    A ``Guard`` is immutable after construction and safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        rules: Iterable[Rule] | None = None,
+        *,
+        extra_rules: Iterable[Rule | Mapping[str, Any]] = (),
+        disabled: Iterable[str] = (),
+        conflict_threshold: float = 0.8,
+        conflict_overlap: float = 0.6,
+    ) -> None:
+        for name, value in (
+            ("conflict_threshold", conflict_threshold),
+            ("conflict_overlap", conflict_overlap),
+        ):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (0.0 <= value <= 1.0)
+            ):
+                raise UsageError(f"{name} must be a number in [0, 1], got {value!r}")
+        base = list(DEFAULT_RULES if rules is None else rules)
+        extra = [r if isinstance(r, Rule) else Rule.from_dict(r) for r in extra_rules]
+        all_rules = base + extra
+        seen: set[str] = set()
+        for rule in all_rules:
+            if not isinstance(rule, Rule):
+                raise UsageError(f"expected a Rule, got {type(rule).__name__}")
+            if rule.id in seen or rule.id == CONFLICT_RULE_ID:
+                raise UsageError(f"duplicate or reserved rule id {rule.id!r}")
+            seen.add(rule.id)
+        off = {d.strip() for d in ([disabled] if isinstance(disabled, str) else disabled)}
+        known = seen | {r.category for r in all_rules} | set(CATEGORIES) | {CONFLICT_RULE_ID}
+        unknown = sorted(off - known)
+        if unknown:
+            raise UsageError(
+                f"disabled names {unknown} match no rule id or category; "
+                f"rule ids: {sorted(seen)}; categories: {sorted(set(CATEGORIES))}"
+            )
+        self._compiled = tuple(
+            _compile_rule(r) for r in all_rules if r.id not in off and r.category not in off
+        )
+        self._conflicts = CONFLICT_RULE_ID not in off
+        self.conflict_threshold = float(conflict_threshold)
+        self.conflict_overlap = float(conflict_overlap)
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        """The active rules, in evaluation order."""
+        return tuple(c.rule for c in self._compiled)
+
+    def check(
+        self,
+        content: str,
+        *,
+        source: str | None = "unknown",
+        existing: Sequence[tuple[str, float]] = (),
+    ) -> Verdict:
+        """Check one candidate lesson.
+
+        Args:
+            content: the lesson text as it would be stored.
+            source: where its evidence came from (``system``, ``user``, ``tool`` /
+                ``tool_output``, ``unknown``); only sets ``Verdict.trust``, the rules are the
+                same for every source.
+            existing: ``(content, confidence)`` of similar active experiences; a candidate
+                that contradicts one with ``confidence >= conflict_threshold`` is quarantined.
+
+        Returns:
+            A :class:`Verdict`; ``"quarantine"`` with one reason per rule that fired.
+
+        Raises:
+            UsageError: ``content`` is not a string, or an ``existing`` item is not a
+                ``(str, number in [0, 1])`` pair.
+        """
+        if not isinstance(content, str):
+            raise UsageError(f"content must be a str, not {type(content).__name__}")
+        norm = normalize(content)
+        text = _Text(norm)
+        reasons: list[str] = []
+        ids: list[str] = []
+        for compiled in self._compiled:
+            span = self._first_hit(compiled, text)
+            if span is not None:
+                rule = compiled.rule
+                ids.append(rule.id)
+                reasons.append(f"{rule.id}: {rule.description} (matched {span!r})")
+        if self._conflicts and existing:
+            for other, confidence in _validated(existing):
+                if confidence < self.conflict_threshold:
+                    continue
+                if compare(content, other).contradicts(self.conflict_overlap):
+                    ids.append(CONFLICT_RULE_ID)
+                    reasons.append(
+                        f"{CONFLICT_RULE_ID}: conflicts with high-confidence experience: "
+                        f"{_shorten(' '.join(other.split()), 120)!r} "
+                        f"(confidence {confidence:.2f})"
+                    )
+        return Verdict(
+            verdict="quarantine" if reasons else "allow",
+            reasons=reasons,
+            normalized=norm,
+            rule_ids=tuple(ids),
+            trust=initial_trust([source]),
+        )
+
+    @staticmethod
+    def _first_hit(compiled: _Compiled, text: _Text) -> str | None:
+        s = text.text
+        for m in text.matches(compiled):
+            if compiled.unless_in_match is not None and compiled.unless_in_match.search(m.group(0)):
+                continue
+            start, end = text.sentence(m.start(), m.end())
+            if compiled.negatable:
+                anchor = _anchor(m)
+                if text.negated(text.sentence(anchor, anchor + 1)[0], anchor):
+                    continue
+                if text.guarded_after(m.end(), end):
+                    continue
+            if compiled.unless_after is not None and compiled.unless_after.match(s, m.end(), end):
+                continue
+            if compiled.unless is not None and compiled.unless.search(
+                s, *text.full_sentence(m.start(), m.end())
+            ):
+                continue
+            parts = [m.group(0).strip()]
+            for req in compiled.requires:
+                found = text.find_included(req, start, end)
+                if found is None:
+                    break
+                parts.append(found.strip())
+            else:
+                return " + ".join(_shorten(p) for p in parts)
+        return None
+
+
+def _anchor(m: re.Match[str]) -> int:
+    """Where negation is looked for: the first ``act*`` group that took part, else the start."""
+    for name, value in m.groupdict().items():
+        if name.startswith("act") and value is not None:
+            return m.start(name)
+    return m.start()
+
+
+def _validated(existing: Sequence[tuple[str, float]]) -> Iterable[tuple[str, float]]:
+    for i, item in enumerate(existing):
+        try:
+            other, confidence = item
+        except (TypeError, ValueError):
+            raise UsageError(
+                f"existing[{i}] must be a (content, confidence) pair, got {item!r}"
+            ) from None
+        if not isinstance(other, str):
+            raise UsageError(f"existing[{i}] content must be a str, not {type(other).__name__}")
+        if (
+            isinstance(confidence, bool)
+            or not isinstance(confidence, int | float)
+            or not 0.0 <= confidence <= 1.0
+        ):
+            raise UsageError(f"existing[{i}] confidence must be in [0, 1], got {confidence!r}")
+        yield other, float(confidence)
+
+
+@lru_cache(maxsize=1)
+def default_guard() -> Guard:
+    """The shared guard with the built-in rules and default thresholds (built once)."""
+    return Guard()
+
+
+def check(
+    content: str,
+    *,
+    source: str | None = "unknown",
+    existing: Sequence[tuple[str, float]] = (),
+) -> Verdict:
+    """:meth:`Guard.check` on :func:`default_guard`."""
+    return default_guard().check(content, source=source, existing=existing)
