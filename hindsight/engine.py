@@ -504,10 +504,11 @@ class AsyncMemory:
         query: str,
         *,
         tenant_id: str,
-        namespace: str = "default",
+        namespace: str | Sequence[str] = "default",
         include_shared: bool = True,
         task_type: str | None = None,
         tags: Sequence[str] = (),
+        tools: Sequence[str] = (),
         top_k: int | None = None,
         mode: RecallMode | None = None,
         similarity_floor: float | None = None,
@@ -519,10 +520,12 @@ class AsyncMemory:
         Args:
             query: the task or latest user message (may be empty in ``task_type`` mode).
             tenant_id: required; ``None``/``""``/non-strings are refused (case C17).
-            namespace: the private namespace, searched first; then ``config.shared_namespace``
-                when ``include_shared``.
+            namespace: the private namespace (or several, in priority order), searched
+                first; then ``config.shared_namespace`` when ``include_shared`` (MISSION S9).
             task_type: exact filter on task_type.
-            tags: soft boost, +0.05 per matching tag (max +0.15).
+            tags: soft boost, +0.05 per matching tag (tags and tools together max +0.15).
+            tools: the tools the asking agent has; they are added to the text that is
+                embedded (lessons about those tools come closer) and boost like tags.
             top_k: 1..1000, default ``config.top_k`` (5).
             mode: ``"vector"`` (similarity; default) or ``"task_type"`` (exact task_type match,
                 no vectors: S16; default when ``query`` is empty and ``task_type`` is given).
@@ -540,7 +543,11 @@ class AsyncMemory:
         """
         self._check_open()
         tenant = validate_tenant(tenant_id)
-        ns = validate_namespace(namespace)
+        if isinstance(namespace, str):
+            namespace = [namespace]
+        if not namespace:
+            raise UsageError("namespace must name at least one namespace")
+        namespaces = list(dict.fromkeys(validate_namespace(n) for n in namespace))
         if not isinstance(query, str):
             raise UsageError(f"query must be a string, got {type(query).__name__}")
         k = self.config.top_k if top_k is None else top_k
@@ -550,6 +557,10 @@ class AsyncMemory:
             raise UsageError("task_type must be a non-empty string or None")
         if isinstance(tags, str):
             tags = [tags]
+        if isinstance(tools, str):
+            tools = [tools]
+        if not all(isinstance(t, str) for t in [*tags, *tools]):
+            raise UsageError("tags and tools must be strings")
         if mode is None:
             mode = "task_type" if (not query.strip() and task_type) else "vector"
         if mode not in ("vector", "task_type"):
@@ -558,8 +569,7 @@ class AsyncMemory:
             raise UsageError("query must not be empty (or pass task_type for exact recall)")
         if mode == "task_type" and not task_type:
             raise UsageError("mode 'task_type' needs task_type")
-        namespaces = [ns]
-        if include_shared and self.config.shared_namespace != ns:
+        if include_shared and self.config.shared_namespace not in namespaces:
             namespaces.append(self.config.shared_namespace)
         floor = similarity_floor
         if floor is None:
@@ -568,20 +578,22 @@ class AsyncMemory:
             floor = self.embedder.similarity_floor
         tid = normalize_id(trajectory_id, "trajectory_id") if trajectory_id else None
         return await asyncio.to_thread(
-            self._recall_sync, query, tenant, namespaces, task_type, list(tags), k, mode,
+            self._recall_sync, query, tenant, namespaces, task_type, list(tags), list(tools), k,
+            mode,
             floor if mode == "vector" else None, tid, token_budget or self.config.token_budget,
         )
 
     def _recall_sync(
         self, query: str, tenant: str, namespaces: list[str], task_type: str | None,
-        tags: list[str], top_k: int, mode: RecallMode, floor: float | None,
+        tags: list[str], tools: list[str], top_k: int, mode: RecallMode, floor: float | None,
         trajectory_id: str | None, token_budget: int,
     ) -> RecallResult:
         limit = max(CANDIDATE_FACTOR * top_k, 20)
         tier = {ns: i for i, ns in enumerate(namespaces)}
         candidates: list[Candidate] = []
         if mode == "vector":
-            vec = self.embedder.embed([query])[0]
+            text = f"{query}\nTools: {', '.join(tools)}" if tools else query
+            vec = self.embedder.embed([text])[0]
             found = self.index.search(
                 vec, tenant_id=tenant, namespaces=namespaces, limit=limit, task_type=task_type
             )
@@ -601,7 +613,7 @@ class AsyncMemory:
             candidates = [Candidate(e, 1.0, tier[e.namespace]) for e in rows_list]
         scored = score_candidates(
             candidates, weights=self.config.weights, half_life_days=self.config.half_life_days,
-            now=self.clock.now(), tags=tags, mode=mode,
+            now=self.clock.now(), tags=tags, tools=tools, mode=mode,
         )
         hits, excluded = select_hits(
             scored, top_k=top_k, similarity_floor=floor, max_per_source=self.config.max_per_source

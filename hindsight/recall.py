@@ -6,11 +6,15 @@
 * ``recency = 0.5 ** (age_days / half_life_days)``, age measured from the experience's last
   update, half-life 30 days by default (MISSION S5);
 * ``trust`` in [0,1] is the provenance weight of the experience (MISSION S8);
-* ``boost`` is +0.05 per requested tag the experience carries, at most +0.15.
+* ``boost`` is +0.05 per requested tag or tool the experience carries, at most +0.15 (the
+  context-tag match of MISSION S5's second variant, kept small so similarity still leads).
 
 Selection: candidates under the similarity floor are dropped; private-namespace hits come
-before shared-namespace hits (MISSION S9); no source trajectory may supply more than
-``max_per_source`` of ``top_k`` (one half by default, MISSION S5).
+before shared-namespace hits (MISSION S9); within a namespace, semantic lessons (rules,
+improvements, tool reliability, anti-patterns, failure causes) come before the episodic
+summaries of single runs (outcome, key step, task scope): "semantic rules are consulted before
+episodic cases" (MISSION S5); no source trajectory may supply more than ``max_per_source`` of
+``top_k`` (one half by default, MISSION S5).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from hindsight.config import RecallWeights
-from hindsight.models import Experience, RecallHit, ScoreBreakdown
+from hindsight.models import Experience, ExperienceKind, RecallHit, ScoreBreakdown
 from hindsight.render import render_block
 
 __all__ = [
@@ -39,6 +43,10 @@ __all__ = [
 ]
 
 RecallMode = Literal["vector", "task_type"]
+EPISODIC_KINDS = frozenset(
+    {ExperienceKind.OUTCOME, ExperienceKind.KEY_STEP, ExperienceKind.TASK_SCOPE}
+)
+"""Kinds that summarise one run rather than state a reusable rule; ranked after the others."""
 TAG_BOOST = 0.05
 TAG_BOOST_MAX = 0.15
 
@@ -136,10 +144,12 @@ def score_candidates(
     half_life_days: float,
     now: datetime,
     tags: Sequence[str] = (),
+    tools: Sequence[str] = (),
     mode: RecallMode = "vector",
 ) -> list[tuple[Candidate, RecallHit]]:
     """Score each candidate; returns ``(candidate, hit)`` pairs in candidate order."""
     wanted = {t.lower() for t in tags}
+    wanted_tools = {t.lower() for t in tools}
     out: list[tuple[Candidate, RecallHit]] = []
     w = {"similarity": weights.similarity, "confidence": weights.confidence,
          "recency": weights.recency}
@@ -148,7 +158,8 @@ def score_candidates(
         age_days = (now - exp.updated_at).total_seconds() / 86400.0
         rec = recency_weight(age_days, half_life_days)
         matched = sorted(wanted & {t.lower() for t in exp.tags})
-        boost = min(TAG_BOOST_MAX, TAG_BOOST * len(matched))
+        matched_tools = sorted(wanted_tools & {t.lower() for t in exp.tools})
+        boost = min(TAG_BOOST_MAX, TAG_BOOST * (len(matched) + len(matched_tools)))
         base = (
             weights.similarity * cand.similarity
             + weights.confidence * exp.confidence
@@ -156,6 +167,7 @@ def score_candidates(
         )
         score = base * exp.trust + boost
         reasons = [f"tag match: {t}" for t in matched]
+        reasons += [f"tool match: {t}" for t in matched_tools]
         if mode == "task_type":
             reasons.append(f"exact task_type match: {exp.task_type}")
         breakdown = ScoreBreakdown(
@@ -200,7 +212,14 @@ def select_hits(
             )
         else:
             passing.append((cand, hit))
-    passing.sort(key=lambda pair: (pair[0].tier, -pair[1].score, pair[1].experience.id))
+    passing.sort(
+        key=lambda pair: (
+            pair[0].tier,
+            pair[1].experience.kind in EPISODIC_KINDS,
+            -pair[1].score,
+            pair[1].experience.id,
+        )
+    )
     cap = max(1, math.floor(top_k * max_per_source))
     per_source: Counter[str] = Counter()
     hits: list[RecallHit] = []

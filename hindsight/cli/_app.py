@@ -1,0 +1,243 @@
+"""Commands: ingest, recall, stats, demo."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from hindsight.cli._common import (
+    State,
+    err_console,
+    fail,
+    guarded,
+    open_memory,
+    out_console,
+    print_json,
+    state,
+)
+
+app = typer.Typer(
+    name="hindsight",
+    help="Experience memory for LLM agents: capture runs, review them, recall the lessons.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+TenantOpt = Annotated[
+    str,
+    typer.Option("--tenant", envvar="HINDSIGHT_TENANT", help="Tenant to scope to (required)."),
+]
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            envvar="HINDSIGHT_DATA_DIR",
+            help="Embedded store folder (default: the platform's user data dir).",
+        ),
+    ] = None,
+) -> None:
+    ctx.obj = State(data_dir=data_dir)
+
+
+@app.command()
+def ingest(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="A trajectory log: JSON or JSONL.")],
+    format: Annotated[
+        str, typer.Option("--format", help="auto | openai | tau-bench | events")
+    ] = "auto",
+    tenant: TenantOpt = "default",
+    namespace: Annotated[str, typer.Option("--namespace")] = "default",
+    task_type: Annotated[str | None, typer.Option("--task-type")] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="Wait for the queued reviews.")
+    ] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store the trajectories of a log file and review them. Re-ingesting adds nothing."""
+    from rich.progress import Progress
+
+    from hindsight.ingest import count_records, iter_trajectories
+
+    if format not in ("auto", "openai", "tau-bench", "events"):
+        raise fail(f"--format must be auto, openai, tau-bench or events, got {format!r}", 2)
+    if not path.is_file():
+        raise fail(f"no such file: {path}", 2)
+    with guarded(), open_memory(state(ctx)) as mem:
+        before = mem.stats(tenant_id=tenant)
+        added = skipped = events = queued = 0
+        started = time.perf_counter()
+        total = count_records(path, format)  # type: ignore[arg-type]
+        with Progress(console=err_console, transient=True, disable=as_json) as progress:
+            bar = progress.add_task("storing trajectories", total=total)
+            for traj in iter_trajectories(
+                path, format=format, tenant_id=tenant, namespace=namespace,  # type: ignore[arg-type]
+                task_type=task_type,
+            ):
+                receipt = mem.store_episode(traj)
+                if receipt["stored"]:
+                    added += 1
+                    events += len(traj.events)
+                    queued += int(receipt["review_queued"])
+                else:
+                    skipped += 1
+                progress.advance(bar)
+            drained = True
+            if wait and queued:
+                bar2 = progress.add_task("reviewing", total=queued)
+                deadline = time.monotonic() + max(60.0, queued * mem.config.review_timeout)
+                while time.monotonic() < deadline:
+                    if mem.flush(timeout=0.25):
+                        break
+                    left = mem.aio.store.count_review_jobs(state="pending", tenant_id=tenant)
+                    progress.update(bar2, completed=max(0, queued - left))
+                drained = mem.flush(timeout=0.1)
+                progress.update(bar2, completed=queued)
+        after = mem.stats(tenant_id=tenant)
+        doc: dict[str, Any] = {
+            "trajectories_added": added,
+            "trajectories_skipped": skipped,
+            "events_added": events,
+            "reviews_queued": queued,
+            "reviews_pending": 0 if drained and wait else None,
+            "experiences_added": _exp_total(after) - _exp_total(before),
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+        if not wait:
+            doc["reviews_pending"] = queued
+        if as_json:
+            print_json(doc)
+        else:
+            out_console.print(
+                f"trajectories: {added} added, {skipped} already present; events: {events}; "
+                f"experiences: {doc['experiences_added']} added ({doc['seconds']} s)"
+            )
+
+
+def _exp_total(stats: dict[str, Any]) -> int:
+    exps = stats.get("experiences", {})
+    if isinstance(exps, dict):
+        return int(exps.get("total", sum(v for v in exps.values() if isinstance(v, int))))
+    return int(exps)
+
+
+@app.command()
+def recall(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="The task or question to recall lessons for.")],
+    tenant: TenantOpt = ...,  # type: ignore[assignment]
+    namespace: Annotated[
+        list[str] | None, typer.Option("--namespace", help="Private namespace(s), in order.")
+    ] = None,
+    task_type: Annotated[str | None, typer.Option("--task-type")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Boost this tag.")] = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1, max=1000)] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="vector | task_type")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show why, and what was left out.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recall the experiences most useful for QUERY, with their score breakdown."""
+    with guarded(), open_memory(state(ctx)) as mem:
+        result = mem.recall(
+            query, tenant_id=tenant, namespace=namespace or "default", task_type=task_type,
+            tags=tag or (), top_k=top_k, mode=mode,  # type: ignore[arg-type]
+        )
+        if as_json:
+            print_json(result.to_json(explain=explain))
+            return
+        _print_hits(result, explain)
+
+
+def _print_hits(result: Any, explain: bool) -> None:
+    from rich.table import Table
+
+    if not result.hits:
+        out_console.print("no experiences recalled")
+    else:
+        table = Table(show_lines=False)
+        for col in ("#", "score", "kind", "confidence", "content"):
+            table.add_column(col)
+        for i, hit in enumerate(result.hits, 1):
+            table.add_row(
+                str(i), f"{hit.score:.3f}", hit.experience.kind.value,
+                f"{hit.experience.confidence:.2f}", escape(hit.experience.content),
+            )
+        out_console.print(table)
+    if explain:
+        for i, hit in enumerate(result.hits, 1):
+            b = hit.breakdown
+            out_console.print(
+                f"{i}. similarity {b.similarity:.3f} x {b.weights['similarity']} + confidence "
+                f"{b.confidence:.2f} x {b.weights['confidence']} + recency {b.recency:.3f} x "
+                f"{b.weights['recency']}, trust {b.trust:.2f}, boost {b.boost:.2f} "
+                f"(age {b.age_days:.1f} days, namespace {b.namespace})",
+                highlight=False,
+            )
+        for ex in result.excluded[:20]:
+            out_console.print(f"excluded {ex.experience_id}: {ex.reason}", highlight=False)
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", help="One tenant (default: whole store).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Counts of trajectories, events, experiences, vectors and review jobs."""
+    with guarded(), open_memory(state(ctx)) as mem:
+        data = mem.stats(tenant_id=tenant)
+        if as_json:
+            print_json(data)
+        else:
+            for key, value in data.items():
+                out_console.print(f"{key}: {value}", highlight=False)
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    as_json: JsonOpt = False,
+) -> None:
+    """Watch an agent fail on a flaky tool, learn the lesson, and avoid the failure next run."""
+    from hindsight.cli._demo import run_demo
+
+    with guarded():
+        run_demo(state(ctx).data_dir, as_json=as_json)
+
+
+def main() -> None:
+    """Console-script entry point: usage errors are one line on stderr, exit code 2."""
+    import sys
+
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        code = 130
+    except Exception as exc:
+        # typer vendors click; its usage errors are ClickExceptions with these two members.
+        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+            raise
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            print(ctx.get_help())
+            sys.exit(0)
+        where = f"hindsight {ctx.info_name}" if ctx is not None and ctx.parent else "hindsight"
+        err_console.print(
+            f"[bold red]error:[/] {escape(exc.format_message())} (see '{where} --help')",
+            highlight=False, soft_wrap=True,
+        )
+        code = exc.exit_code
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,77 @@
+"""Shared CLI plumbing: global options, opening the memory, JSON output, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from hindsight._errors import HindsightError, UsageError
+
+__all__ = ["State", "err_console", "fail", "guarded", "print_json", "state"]
+
+err_console = Console(stderr=True)
+out_console = Console()
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class State:
+    """Global options given before the command."""
+
+    data_dir: Path | None = None
+
+
+def state(ctx: typer.Context) -> State:
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, State) else State()
+
+
+def print_json(doc: Any) -> None:
+    """Print one JSON document on stdout."""
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False, default=str, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print ``error: message`` (one line) on stderr and return the Exit to raise."""
+    first = " ".join(str(message).split())
+    err_console.print(f"[bold red]error:[/] {first}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def guarded() -> Iterator[None]:
+    """Turn hindsight errors into one line on stderr and a non-zero exit code."""
+    try:
+        yield
+    except UsageError as exc:
+        raise fail(str(exc), 2) from None
+    except HindsightError as exc:
+        raise fail(str(exc), 1) from None
+    except (OSError, ValueError) as exc:
+        raise fail(f"{type(exc).__name__}: {exc}", 1) from None
+
+
+@contextmanager
+def open_memory(st: State, **overrides: Any) -> Iterator[Any]:
+    """Open a :class:`hindsight.Memory` with the global options applied."""
+    from hindsight.config import MemoryConfig
+    from hindsight.memory import Memory
+
+    kwargs: dict[str, Any] = dict(overrides)
+    if st.data_dir is not None:
+        kwargs["data_dir"] = st.data_dir
+    mem = Memory(MemoryConfig(**kwargs))
+    try:
+        yield mem
+    finally:
+        mem.close()
