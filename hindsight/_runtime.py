@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 __all__ = ["BackgroundLoop"]
@@ -71,7 +71,9 @@ class BackgroundLoop:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(fn)
 
-    def stop(self, timeout: float = 5.0, drain: Callable[[], Awaitable[None]] | None = None) -> None:
+    def stop(
+        self, timeout: float = 5.0, drain: Callable[[], Coroutine[Any, Any, None]] | None = None
+    ) -> None:
         """Run ``drain`` (bounded by ``timeout`` seconds), then stop the loop and its thread."""
         with self._lock:
             loop, thread = self._loop, self._thread

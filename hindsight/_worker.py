@@ -8,6 +8,7 @@ is re-claimed when its lease expires (case C16).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -85,10 +86,8 @@ class ReviewWorker:
         interrupted = self._current
         if task is not None:
             task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await task
-            except asyncio.CancelledError:
-                pass
         if interrupted is not None:
             await asyncio.to_thread(
                 self._store.fail_review_job,
@@ -109,10 +108,8 @@ class ReviewWorker:
             if job is None:
                 self._idle.set()
                 self._wake.clear()
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self._poll)
-                except TimeoutError:
-                    pass
                 continue
             self._current = job
             try:

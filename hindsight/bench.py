@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +24,38 @@ from hindsight.ports import Embedder, FloatMatrix
 
 __all__ = ["CachingEmbedder", "bench_size", "percentile", "synthetic_lessons"]
 
-_TOOLS = ["order_query", "refund", "book_reservation", "cancel_reservation", "search_flights",
-          "update_address", "send_email", "charge_card", "lookup_user", "create_invoice"]
-_ERRORS = ["timed out at peak hours", "rejected an unknown payment method",
-           "failed because the amounts did not add up", "returned 429 rate limited",
-           "needs the reservation id", "returned stale data", "failed with a 502",
-           "rejected a date in the past", "requires user confirmation first"]
-_FIXES = ["retry once, then fall back to the cache", "ask the user for the missing id",
-          "split the payment so it adds up to the total", "wait one second and retry",
-          "confirm the details before calling it", "use the cached copy",
-          "validate the date before calling it"]
+_TOOLS = [
+    "order_query",
+    "refund",
+    "book_reservation",
+    "cancel_reservation",
+    "search_flights",
+    "update_address",
+    "send_email",
+    "charge_card",
+    "lookup_user",
+    "create_invoice",
+]
+_ERRORS = [
+    "timed out at peak hours",
+    "rejected an unknown payment method",
+    "failed because the amounts did not add up",
+    "returned 429 rate limited",
+    "needs the reservation id",
+    "returned stale data",
+    "failed with a 502",
+    "rejected a date in the past",
+    "requires user confirmation first",
+]
+_FIXES = [
+    "retry once, then fall back to the cache",
+    "ask the user for the missing id",
+    "split the payment so it adds up to the total",
+    "wait one second and retry",
+    "confirm the details before calling it",
+    "use the cached copy",
+    "validate the date before calling it",
+]
 
 
 def synthetic_lessons(n: int, seed: int = 7) -> list[str]:
@@ -90,7 +112,7 @@ def bench_size(
     storing a finished run and queuing its review).
     """
     from hindsight.memory import Memory
-    from hindsight.models import Event, Trajectory
+    from hindsight.models import Event, EventStatus, EventType, Trajectory
 
     say = progress or (lambda _msg: None)
     tmp = tempfile.TemporaryDirectory(prefix="hindsight-bench-") if data_dir is None else None
@@ -105,15 +127,24 @@ def bench_size(
             embed_s = time.perf_counter() - t0
             now = utcnow()
             exps = [
-                Experience(tenant_id=f"tenant-{i % tenants}", kind=ExperienceKind.IMPROVEMENT,
-                           content=text, task_type=f"type-{i % 7}", confidence=0.5 + (i % 5) / 10,
-                           created_at=now, updated_at=now, embedding_model=amem.embedder.name)
+                Experience(
+                    tenant_id=f"tenant-{i % tenants}",
+                    kind=ExperienceKind.IMPROVEMENT,
+                    content=text,
+                    task_type=f"type-{i % 7}",
+                    confidence=0.5 + (i % 5) / 10,
+                    created_at=now,
+                    updated_at=now,
+                    embedding_model=amem.embedder.name,
+                )
                 for i, text in enumerate(texts)
             ]
             say(f"{size}: writing")
             t0 = time.perf_counter()
             for start in range(0, size, 2000):
-                amem.store.add_experiences(exps[start:start + 2000], vectors[start:start + 2000])
+                amem.store.add_experiences(
+                    exps[start : start + 2000], vectors[start : start + 2000]
+                )
                 amem.sync_vectors()
             write_s = time.perf_counter() - t0
             optimize = getattr(amem.index, "optimize", None)
@@ -127,27 +158,46 @@ def bench_size(
             say(f"{size}: recalling")
             for q in qs[:10]:  # warm-up
                 mem.recall(q, tenant_id="tenant-0")
-            lat = [_timed(lambda q=q, t=i: mem.recall(q, tenant_id=f"tenant-{t % tenants}"))
-                   for i, q in enumerate(qs)]
+            lat = [
+                _timed(partial(mem.recall, q, tenant_id=f"tenant-{i % tenants}"))
+                for i, q in enumerate(qs)
+            ]
             queue = []
             for i in range(100):
-                traj = Trajectory(tenant_id="tenant-0", task=f"run {i}", events=[
-                    Event(event_type="user_message", content=f"question {i}"),
-                    Event(event_type="tool_call", tool_name="order_query", tool_args={"i": i}),
-                    Event(event_type="tool_result", tool_name="order_query", content="ok",
-                          status="success"),
-                    Event(event_type="final_answer", content="done"),
-                ])
-                queue.append(_timed(lambda traj=traj: mem.store_episode(traj)))
+                traj = Trajectory(
+                    tenant_id="tenant-0",
+                    task=f"run {i}",
+                    events=[
+                        Event(event_type=EventType.USER_MESSAGE, content=f"question {i}"),
+                        Event(
+                            event_type=EventType.TOOL_CALL,
+                            tool_name="order_query",
+                            tool_args={"i": i},
+                        ),
+                        Event(
+                            event_type=EventType.TOOL_RESULT,
+                            tool_name="order_query",
+                            content="ok",
+                            status=EventStatus.SUCCESS,
+                        ),
+                        Event(event_type=EventType.FINAL_ANSWER, content="done"),
+                    ],
+                )
+                queue.append(_timed(partial(mem.store_episode, traj)))
     finally:
         if tmp is not None:
             tmp.cleanup()
     return {
         "size": size,
-        "recall_ms": {"p50": percentile(lat, 50), "p95": percentile(lat, 95),
-                      "p99": percentile(lat, 99)},
-        "ingest_per_s": {"excluding_embedding": size / write_s,
-                         "including_embedding": size / (write_s + embed_s)},
+        "recall_ms": {
+            "p50": percentile(lat, 50),
+            "p95": percentile(lat, 95),
+            "p99": percentile(lat, 99),
+        },
+        "ingest_per_s": {
+            "excluding_embedding": size / write_s,
+            "including_embedding": size / (write_s + embed_s),
+        },
         "queue_ms": {"p50": percentile(queue, 50), "p99": percentile(queue, 99)},
     }
 
@@ -175,19 +225,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     report: dict[str, Any] = {"results": []}
     for size in sizes:
-        report["results"].append(bench_size(size, queries=args.queries,
-                                            progress=lambda m: print(m, file=sys.stderr)))
+        report["results"].append(
+            bench_size(size, queries=args.queries, progress=lambda m: print(m, file=sys.stderr))
+        )
     with tempfile.TemporaryDirectory() as d:
         report["cold_start_ms"] = cold_start_ms(Path(d))
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         for r in report["results"]:
-            print(f"{r['size']:>8} experiences: recall p50 {r['recall_ms']['p50']:.2f} ms, "
-                  f"p99 {r['recall_ms']['p99']:.2f} ms; ingest "
-                  f"{r['ingest_per_s']['excluding_embedding']:.0f}/s (no embedding), "
-                  f"{r['ingest_per_s']['including_embedding']:.0f}/s (with); queue p99 "
-                  f"{r['queue_ms']['p99']:.2f} ms")
+            print(
+                f"{r['size']:>8} experiences: recall p50 {r['recall_ms']['p50']:.2f} ms, "
+                f"p99 {r['recall_ms']['p99']:.2f} ms; ingest "
+                f"{r['ingest_per_s']['excluding_embedding']:.0f}/s (no embedding), "
+                f"{r['ingest_per_s']['including_embedding']:.0f}/s (with); queue p99 "
+                f"{r['queue_ms']['p99']:.2f} ms"
+            )
         print(f"cold start: {report['cold_start_ms']:.0f} ms")
 
 

@@ -105,14 +105,31 @@ class RunRecorder:
         """Append the model's reasoning / a plan step."""
         return self._add(EventType.MODEL_THOUGHT, content, metadata=metadata)
 
-    def model_call(self, content: Any = "", *, latency_ms: float | None = None,
-                   status: str | EventStatus | None = None, **metadata: Any) -> Event:
+    def model_call(
+        self,
+        content: Any = "",
+        *,
+        latency_ms: float | None = None,
+        status: str | EventStatus | None = None,
+        **metadata: Any,
+    ) -> Event:
         """Append a model call (its output text); ``latency_ms`` in milliseconds."""
-        return self._add(EventType.MODEL_CALL, content, latency_ms=latency_ms,
-                         status=_status(status), metadata=metadata)
+        return self._add(
+            EventType.MODEL_CALL,
+            content,
+            latency_ms=latency_ms,
+            status=_status(status),
+            metadata=metadata,
+        )
 
-    def tool_call(self, tool_name: str, args: dict[str, Any] | None = None, *,
-                  tool_call_id: str | None = None, **metadata: Any) -> Event:
+    def tool_call(
+        self,
+        tool_name: str,
+        args: dict[str, Any] | None = None,
+        *,
+        tool_call_id: str | None = None,
+        **metadata: Any,
+    ) -> Event:
         """Append a tool call; returns the event, whose ``tool_call_id`` pairs the result."""
         if not isinstance(tool_name, str) or not tool_name.strip():
             raise UsageError("tool_name must be a non-empty string")
@@ -120,13 +137,25 @@ class RunRecorder:
             raise UsageError(f"args must be a dict, got {type(args).__name__}")
         call_id = tool_call_id or new_id()
         self._open_calls[call_id] = (tool_name, time.perf_counter())
-        return self._add(EventType.TOOL_CALL, "", tool_name=tool_name, tool_call_id=call_id,
-                         tool_args=args or {}, metadata=metadata)
+        return self._add(
+            EventType.TOOL_CALL,
+            "",
+            tool_name=tool_name,
+            tool_call_id=call_id,
+            tool_args=args or {},
+            metadata=metadata,
+        )
 
-    def tool_result(self, tool_name: str | None = None, content: Any = "", *,
-                    status: str | EventStatus = EventStatus.SUCCESS,
-                    tool_call_id: str | None = None, latency_ms: float | None = None,
-                    **metadata: Any) -> Event:
+    def tool_result(
+        self,
+        tool_name: str | None = None,
+        content: Any = "",
+        *,
+        status: str | EventStatus = EventStatus.SUCCESS,
+        tool_call_id: str | None = None,
+        latency_ms: float | None = None,
+        **metadata: Any,
+    ) -> Event:
         """Append a tool result; ``status`` is success, failure or timeout.
 
         With ``tool_call_id`` of an earlier :meth:`tool_call`, the tool name and the latency
@@ -144,9 +173,15 @@ class RunRecorder:
                 latency_ms = (time.perf_counter() - started) * 1000.0
         if not tool_name:
             raise UsageError("tool_result needs tool_name or the tool_call_id of a tool_call")
-        return self._add(EventType.TOOL_RESULT, content, tool_name=tool_name,
-                         tool_call_id=tool_call_id, status=_status(status),
-                         latency_ms=latency_ms, metadata=metadata)
+        return self._add(
+            EventType.TOOL_RESULT,
+            content,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            status=_status(status),
+            latency_ms=latency_ms,
+            metadata=metadata,
+        )
 
     def final_answer(self, content: Any, **metadata: Any) -> Event:
         """Append the run's final answer."""
@@ -179,13 +214,22 @@ class RunRecorder:
     def to_trajectory(self) -> Trajectory:
         """The trajectory as recorded so far."""
         return Trajectory(
-            id=self.trajectory_id, tenant_id=self._tenant_id, namespace=self._namespace,
-            task=self._task or next(
+            id=self.trajectory_id,
+            tenant_id=self._tenant_id,
+            namespace=self._namespace,
+            task=self._task
+            or next(
                 (e.content for e in self._events if e.event_type is EventType.USER_MESSAGE), ""
             ),
-            task_type=self._task_type, tags=self._tags, outcome=self._outcome,
-            reward=self._reward, source=self._source, started_at=self._started,
-            ended_at=utcnow(), events=self._events, metadata=self._metadata,
+            task_type=self._task_type,
+            tags=self._tags,
+            outcome=self._outcome,
+            reward=self._reward,
+            source=self._source,
+            started_at=self._started,
+            ended_at=utcnow(),
+            events=self._events,
+            metadata=self._metadata,
         )
 
     def _close(self, exc: BaseException | None) -> Trajectory:
@@ -195,9 +239,14 @@ class RunRecorder:
                 self._outcome = Outcome.FAILURE
         # Tool calls that never got a result were cut off: keep them visible.
         for cid, (name, _) in list(self._open_calls.items()):
-            self._add(EventType.TOOL_RESULT, "no result recorded", tool_name=name,
-                      tool_call_id=cid, status=EventStatus.FAILURE,
-                      metadata={"incomplete": True})
+            self._add(
+                EventType.TOOL_RESULT,
+                "no result recorded",
+                tool_name=name,
+                tool_call_id=cid,
+                status=EventStatus.FAILURE,
+                metadata={"incomplete": True},
+            )
         self._open_calls.clear()
         self._closed = True
         return self.to_trajectory()
@@ -207,8 +256,9 @@ class RunRecorder:
             raise UsageError("use 'async with' on a recorder from AsyncMemory.record()")
         return self
 
-    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self._finish is not None
         self.receipt = self._finish(self._close(exc))
 
@@ -217,7 +267,8 @@ class RunRecorder:
             raise UsageError("use 'with' on a recorder from Memory.record()")
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self._afinish is not None
         self.receipt = await self._afinish(self._close(exc))

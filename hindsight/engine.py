@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
-import re
 import threading
-import unicodedata
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from hindsight._errors import (
 )
 from hindsight._ids import normalize_id, stable_id, validate_namespace, validate_tenant
 from hindsight._runtime import BackgroundLoop
+from hindsight._vector_sync import VectorSync
 from hindsight._worker import ReviewWorker
 from hindsight.capture import RunRecorder
 from hindsight.clock import SystemClock
@@ -39,21 +39,25 @@ from hindsight.models import (
     Provenance,
     Trajectory,
 )
-from hindsight.ports import Clock, Embedder, Lesson, Reviewer, VectorIndex, VectorPoint
+from hindsight.ports import Clock, Embedder, Lesson, Reviewer, VectorIndex
 from hindsight.recall import Candidate, RecallMode, RecallResult, score_candidates, select_hits
+from hindsight.writeback import (
+    PROVENANCE_TRUST,
+    WriteBack,
+    lessons_to_experiences,
+    normalize_content,
+)
 
 __all__ = ["AsyncMemory", "EpisodeReceipt", "validation_message"]
 
 log = logging.getLogger("hindsight")
 
-PROVENANCE_TRUST: Mapping[Provenance, float] = {
-    Provenance.SYSTEM: 1.0,
-    Provenance.USER: 1.0,
-    Provenance.TOOL: 0.7,
-    Provenance.UNKNOWN: 0.5,
-}
-"""Trust weight of a lesson by where its evidence came from (MISSION S8: system > user >
-unknown); multiplied with the trajectory's own ``trust``."""
+OUTCOME_SUCCESS_DELTA = 0.05
+"""Confidence added to each experience a successful run recalled."""
+
+OUTCOME_FAILURE_DELTA = 0.10
+"""Confidence taken from each experience a failed run recalled: a misleading lesson costs more
+than a missing one, so failures weigh double."""
 
 CANDIDATE_FACTOR = 4
 """Vector recall fetches ``max(CANDIDATE_FACTOR * top_k, 20)`` neighbours before re-ranking."""
@@ -76,13 +80,6 @@ class EpisodeReceipt(dict[str, Any]):
     @property
     def trajectory_id(self) -> str:
         return str(self["trajectory_id"])
-
-
-_NORM_WS = re.compile(r"\s+")
-
-
-def _norm_text(text: str) -> str:
-    return _NORM_WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
 
 
 def _default_reviewer(config: MemoryConfig) -> Reviewer:
@@ -132,8 +129,8 @@ class AsyncMemory:
         self.clock: Clock = clock or SystemClock()
         self._closed = False
         self._lock: Any = None
-        self._vector_sync = threading.Lock()
         self._runtime = BackgroundLoop()
+        self._outcome_lock = threading.Lock()
         self._worker: ReviewWorker | None = None
 
         from hindsight.embedders import make_embedder
@@ -167,6 +164,8 @@ class AsyncMemory:
                 )
             self.index: VectorIndex = index
             self.reviewer: Reviewer = reviewer or _default_reviewer(config)
+            self._vectors = VectorSync(self.store, self.index)
+            self.writeback = WriteBack(self.store, self.embedder, self.sync_vectors)
             self.sync_vectors()  # repair a crash between an SQL write and its vector write
         except BaseException:
             self._release_partial()
@@ -237,55 +236,7 @@ class AsyncMemory:
 
         Called after every write and at open, so SQL and vectors never diverge for long.
         """
-        applied = 0
-        with self._vector_sync:
-            while True:
-                items = self.store.pending_outbox(limit=1000)
-                if not items:
-                    return applied
-                self._apply_outbox(items)
-                self.store.ack_outbox([item.id for item in items])
-                applied += len(items)
-
-    def _apply_outbox(self, items: Sequence[Any]) -> None:
-        by_tenant_upserts: dict[str, list[str]] = {}
-        for item in items:
-            if item.op in ("upsert", "set_status"):
-                by_tenant_upserts.setdefault(item.tenant_id, []).append(item.experience_id)
-        # Upserts carry the current row, so replaying them in any order converges.
-        current: dict[str, Experience] = {}
-        vectors: dict[str, Any] = {}
-        for tenant, ids in by_tenant_upserts.items():
-            current.update(self.store.get_experiences(tenant, ids))
-            vectors.update(self.store.get_vectors(ids))
-        for item in items:
-            if item.op in ("upsert", "set_status"):
-                exp = current.get(item.experience_id)
-                if exp is None or exp.status is ExperienceStatus.DELETED:
-                    self.index.delete([item.experience_id])
-                elif item.experience_id in vectors:
-                    self.index.upsert([self._point(exp, vectors[item.experience_id])])
-            elif item.op == "delete":
-                self.index.delete([item.experience_id])
-            elif item.op == "delete_tenant":
-                self.index.delete_tenant(item.tenant_id)
-            else:
-                log.warning("hindsight: unknown outbox op %r skipped", item.op)
-
-    @staticmethod
-    def _point(exp: Experience, vector: Any) -> VectorPoint:
-        return VectorPoint(
-            id=exp.id,
-            vector=vector,
-            payload={
-                "tenant_id": exp.tenant_id,
-                "namespace": exp.namespace,
-                "task_type": exp.task_type,
-                "status": exp.status.value,
-                "kind": exp.kind.value,
-                "tags": list(exp.tags),
-            },
-        )
+        return self._vectors.sync()
 
     # -- capture ----------------------------------------------------------------------------
     def record(
@@ -305,8 +256,14 @@ class AsyncMemory:
         """
         self._check_open()
         return RunRecorder(
-            task, tenant_id=tenant_id, namespace=namespace, task_type=task_type, tags=tags,
-            source=source, metadata=metadata, afinish=self.store_episode,
+            task,
+            tenant_id=tenant_id,
+            namespace=namespace,
+            task_type=task_type,
+            tags=tags,
+            source=source,
+            metadata=metadata,
+            afinish=self.store_episode,
         )
 
     async def store_episode(
@@ -379,44 +336,15 @@ class AsyncMemory:
         await asyncio.to_thread(self._write_lessons, traj, lessons)
 
     def _write_lessons(self, traj: Trajectory, lessons: Sequence[Lesson]) -> list[Experience]:
-        """Turn lessons into experiences, embed and store them (idempotent per trajectory)."""
-        if not lessons:
-            return []
-        now = self.clock.now()
-        trust = traj.trust * PROVENANCE_TRUST.get(traj.source, 0.5)
-        exps: dict[str, Experience] = {}
-        for lesson in lessons:
-            content = _norm_text(lesson.content)
-            if not content:
-                continue
-            exp_id = stable_id(traj.id, self.reviewer.name, lesson.kind.value, content.lower())
-            exps[exp_id] = Experience(
-                id=exp_id,
-                tenant_id=traj.tenant_id,
-                namespace=traj.namespace,
-                task_type=traj.task_type,
-                kind=lesson.kind,
-                content=content,
-                tools=lesson.tools,
-                tags=sorted({*lesson.tags, *traj.tags}),
-                confidence=lesson.confidence,
-                importance=lesson.importance,
-                trust=round(trust, 4),
-                provenance=traj.source,
-                source_trajectory_ids=[traj.id],
-                created_at=now,
-                updated_at=now,
-                embedding_model=self.embedder.name,
-                reviewer=self.reviewer.name,
-                metadata=lesson.metadata,
-            )
-        existing = self.store.get_experiences(traj.tenant_id, list(exps))
-        new = [e for i, e in exps.items() if i not in existing]
-        if new:
-            vectors = self.embedder.embed([e.content for e in new])
-            self.store.add_experiences(new, vectors)
-            self.sync_vectors()
-        return new
+        """Turn lessons into experiences and store them (idempotent per trajectory)."""
+        exps = lessons_to_experiences(
+            traj,
+            lessons,
+            reviewer=self.reviewer.name,
+            embedding_model=self.embedder.name,
+            now=self.clock.now(),
+        )
+        return self.writeback.write(exps) if exps else []
 
     async def review_now(self, trajectory_id: Any, *, tenant_id: str) -> list[Experience]:
         """Review a stored trajectory now, write its lessons and return them.
@@ -433,8 +361,11 @@ class AsyncMemory:
             self.reviewer.review(traj), timeout=self.config.review_timeout
         )
         await asyncio.to_thread(self._write_lessons, traj, lessons)
-        ids = [stable_id(tid, self.reviewer.name, ls.kind.value, _norm_text(ls.content).lower())
-               for ls in lessons if _norm_text(ls.content)]
+        ids = [
+            stable_id(tid, self.reviewer.name, ls.kind.value, normalize_content(ls.content).lower())
+            for ls in lessons
+            if normalize_content(ls.content)
+        ]
         found = await asyncio.to_thread(self.store.get_experiences, tenant, ids)
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
@@ -479,23 +410,29 @@ class AsyncMemory:
         try:
             prov = Provenance(source)
             exp = Experience(
-                tenant_id=tenant_id, namespace=namespace, kind=ExperienceKind(kind),
-                content=_norm_text(content) if isinstance(content, str) else content,
-                task_type=task_type, tools=list(tools), tags=list(tags), confidence=confidence,
-                importance=importance, trust=PROVENANCE_TRUST[prov], provenance=prov,
-                created_at=now, updated_at=now, embedding_model=self.embedder.name,
-                reviewer="manual", metadata=dict(metadata or {}),
+                tenant_id=tenant_id,
+                namespace=namespace,
+                kind=ExperienceKind(kind),
+                content=normalize_content(content) if isinstance(content, str) else content,
+                task_type=task_type,
+                tools=list(tools),
+                tags=list(tags),
+                confidence=confidence,
+                importance=importance,
+                trust=PROVENANCE_TRUST[prov],
+                provenance=prov,
+                created_at=now,
+                updated_at=now,
+                embedding_model=self.embedder.name,
+                reviewer="manual",
+                metadata=dict(metadata or {}),
             )
         except ValidationError as err:
             raise UsageError(validation_message(err)) from None
         except ValueError as err:
             raise UsageError(str(err)) from None
 
-        def write() -> None:
-            self.store.add_experiences([exp], self.embedder.embed([exp.content]))
-            self.sync_vectors()
-
-        await asyncio.to_thread(write)
+        await asyncio.to_thread(self.writeback.write, [exp])
         return exp
 
     # -- recall ----------------------------------------------------------------------------------
@@ -578,15 +515,33 @@ class AsyncMemory:
             floor = self.embedder.similarity_floor
         tid = normalize_id(trajectory_id, "trajectory_id") if trajectory_id else None
         return await asyncio.to_thread(
-            self._recall_sync, query, tenant, namespaces, task_type, list(tags), list(tools), k,
+            self._recall_sync,
+            query,
+            tenant,
+            namespaces,
+            task_type,
+            list(tags),
+            list(tools),
+            k,
             mode,
-            floor if mode == "vector" else None, tid, token_budget or self.config.token_budget,
+            floor if mode == "vector" else None,
+            tid,
+            token_budget or self.config.token_budget,
         )
 
     def _recall_sync(
-        self, query: str, tenant: str, namespaces: list[str], task_type: str | None,
-        tags: list[str], tools: list[str], top_k: int, mode: RecallMode, floor: float | None,
-        trajectory_id: str | None, token_budget: int,
+        self,
+        query: str,
+        tenant: str,
+        namespaces: list[str],
+        task_type: str | None,
+        tags: list[str],
+        tools: list[str],
+        top_k: int,
+        mode: RecallMode,
+        floor: float | None,
+        trajectory_id: str | None,
+        token_budget: int,
     ) -> RecallResult:
         limit = max(CANDIDATE_FACTOR * top_k, 20)
         tier = {ns: i for i, ns in enumerate(namespaces)}
@@ -601,9 +556,12 @@ class AsyncMemory:
             for h in found:
                 exp = rows.get(h.id)
                 # Defence in depth: the SQL row decides tenant and status, not the index.
-                if (exp is None or exp.tenant_id != tenant
-                        or exp.status is not ExperienceStatus.ACTIVE
-                        or exp.namespace not in tier):
+                if (
+                    exp is None
+                    or exp.tenant_id != tenant
+                    or exp.status is not ExperienceStatus.ACTIVE
+                    or exp.namespace not in tier
+                ):
                     continue
                 candidates.append(Candidate(exp, float(h.similarity), tier[exp.namespace]))
         else:
@@ -612,8 +570,13 @@ class AsyncMemory:
             )
             candidates = [Candidate(e, 1.0, tier[e.namespace]) for e in rows_list]
         scored = score_candidates(
-            candidates, weights=self.config.weights, half_life_days=self.config.half_life_days,
-            now=self.clock.now(), tags=tags, tools=tools, mode=mode,
+            candidates,
+            weights=self.config.weights,
+            half_life_days=self.config.half_life_days,
+            now=self.clock.now(),
+            tags=tags,
+            tools=tools,
+            mode=mode,
         )
         hits, excluded = select_hits(
             scored, top_k=top_k, similarity_floor=floor, max_per_source=self.config.max_per_source
@@ -623,9 +586,75 @@ class AsyncMemory:
                 tenant, [h.experience.id for h in hits], self.clock.now(), trajectory_id
             )
         return RecallResult(
-            query=query, tenant_id=tenant, namespaces=namespaces, mode=mode, hits=hits,
-            excluded=excluded, token_budget=token_budget, similarity_floor=floor,
+            query=query,
+            tenant_id=tenant,
+            namespaces=namespaces,
+            mode=mode,
+            hits=hits,
+            excluded=excluded,
+            token_budget=token_budget,
+            similarity_floor=floor,
         )
+
+    # -- outcomes -----------------------------------------------------------------------------
+    async def record_outcome(
+        self, trajectory_id: Any, success: bool, *, tenant_id: str
+    ) -> list[Experience]:
+        """Credit or blame the experiences the run ``trajectory_id`` recalled (MISSION S3).
+
+        On success each one's confidence rises by ``OUTCOME_SUCCESS_DELTA`` (0.05) and its
+        ``helped_count`` by 1; on failure it drops by ``OUTCOME_FAILURE_DELTA`` (0.10) and
+        ``misled_count`` rises by 1. Confidence stays in [0,1]. A run's outcome is counted
+        once; later calls for the same run change nothing and return ``[]``.
+
+        Returns:
+            The updated experiences.
+
+        Raises:
+            UsageError: ``success`` is not a bool, or the id is not a UUID.
+            TenantRequiredError: missing or empty tenant.
+        """
+        self._check_open()
+        tenant = validate_tenant(tenant_id)
+        tid = normalize_id(trajectory_id, "trajectory_id")
+        if not isinstance(success, bool):
+            raise UsageError(f"success must be True or False, got {success!r}")
+        return await asyncio.to_thread(self._record_outcome_sync, tenant, tid, success)
+
+    def _record_outcome_sync(self, tenant: str, tid: str, success: bool) -> list[Experience]:
+        key = f"outcome:{tenant}:{tid}"
+        with self._outcome_lock:
+            if self.store.get_meta(key) is not None:
+                return []
+            self.store.set_meta(key, "success" if success else "failure")
+            ids = self.store.recalled_ids(tenant, tid)
+            current = self.store.get_experiences(tenant, ids)
+            now = self.clock.now()
+            updated = []
+            for eid in ids:
+                exp = current.get(eid)
+                if exp is None:
+                    continue
+                if success:
+                    exp = exp.model_copy(
+                        update={
+                            "confidence": min(1.0, exp.confidence + OUTCOME_SUCCESS_DELTA),
+                            "helped_count": exp.helped_count + 1,
+                            "updated_at": now,
+                        }
+                    )
+                else:
+                    exp = exp.model_copy(
+                        update={
+                            "confidence": max(0.0, exp.confidence - OUTCOME_FAILURE_DELTA),
+                            "misled_count": exp.misled_count + 1,
+                            "updated_at": now,
+                        }
+                    )
+                self.store.update_experience(exp)
+                updated.append(exp)
+            self.sync_vectors()
+            return updated
 
     # -- reading and deleting -------------------------------------------------------------------
     async def get_experience(self, experience_id: Any, *, tenant_id: str) -> Experience:
@@ -640,8 +669,14 @@ class AsyncMemory:
         return await asyncio.to_thread(self.store.get_experience, tenant, eid)
 
     async def list_experiences(
-        self, *, tenant_id: str, namespace: str | None = None, task_type: str | None = None,
-        status: str = "active", limit: int = 100, offset: int = 0,
+        self,
+        *,
+        tenant_id: str,
+        namespace: str | None = None,
+        task_type: str | None = None,
+        status: str = "active",
+        limit: int = 100,
+        offset: int = 0,
     ) -> list[Experience]:
         """Experiences of a tenant, most confident first (``limit`` 1..10000)."""
         self._check_open()
@@ -656,8 +691,13 @@ class AsyncMemory:
             ) from None
         nss = [validate_namespace(namespace)] if namespace is not None else None
         return await asyncio.to_thread(
-            self.store.list_experiences, tenant, namespaces=nss, task_type=task_type,
-            statuses=(st.value,), limit=limit, offset=offset,
+            self.store.list_experiences,
+            tenant,
+            namespaces=nss,
+            task_type=task_type,
+            statuses=(st.value,),
+            limit=limit,
+            offset=offset,
         )
 
     async def get_trajectory(self, trajectory_id: Any, *, tenant_id: str) -> Trajectory:
@@ -686,8 +726,12 @@ class AsyncMemory:
             raise NotFoundError(f"experience {eid} not found in tenant {tenant!r}")
 
     async def forget(
-        self, *, tenant_id: str, experience_id: Any | None = None,
-        trajectory_id: Any | None = None, everything: bool = False,
+        self,
+        *,
+        tenant_id: str,
+        experience_id: Any | None = None,
+        trajectory_id: Any | None = None,
+        everything: bool = False,
     ) -> int:
         """Hard-delete rows and vectors: one experience, what one trajectory taught, or
         ``everything=True`` of the tenant. Returns the number of experiences removed.
@@ -698,8 +742,10 @@ class AsyncMemory:
         """
         self._check_open()
         tenant = validate_tenant(tenant_id)
-        chosen = sum(x is not None and x is not False
-                     for x in (experience_id, trajectory_id, everything or None))
+        chosen = sum(
+            x is not None and x is not False
+            for x in (experience_id, trajectory_id, everything or None)
+        )
         if chosen != 1:
             raise UsageError(
                 "forget needs exactly one of experience_id, trajectory_id or everything=True"
@@ -738,10 +784,8 @@ class AsyncMemory:
 
 def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter exit
     for mem in list(_OPEN):
-        try:
+        with contextlib.suppress(Exception):
             mem.close(timeout=2.0)
-        except Exception:
-            pass
 
 
 _OPEN: weakref.WeakSet[AsyncMemory] = weakref.WeakSet()

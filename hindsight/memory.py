@@ -38,18 +38,33 @@ class Memory:
     def config(self) -> MemoryConfig:
         return self.aio.config
 
-    def record(self, task: str = "", *, tenant_id: str, namespace: str = "default",
-               task_type: str | None = None, tags: Sequence[str] = (),
-               source: Provenance | str = Provenance.USER,
-               metadata: dict[str, Any] | None = None) -> RunRecorder:
+    def record(
+        self,
+        task: str = "",
+        *,
+        tenant_id: str,
+        namespace: str = "default",
+        task_type: str | None = None,
+        tags: Sequence[str] = (),
+        source: Provenance | str = Provenance.USER,
+        metadata: dict[str, Any] | None = None,
+    ) -> RunRecorder:
         """A recorder for one run: ``with memory.record(task, tenant_id=...) as run:``."""
         self.aio._check_open()
-        return RunRecorder(task, tenant_id=tenant_id, namespace=namespace, task_type=task_type,
-                           tags=tags, source=source, metadata=metadata,
-                           finish=self.store_episode)
+        return RunRecorder(
+            task,
+            tenant_id=tenant_id,
+            namespace=namespace,
+            task_type=task_type,
+            tags=tags,
+            source=source,
+            metadata=metadata,
+            finish=self.store_episode,
+        )
 
-    def store_episode(self, trajectory: Trajectory | Mapping[str, Any], *,
-                      review: bool = True) -> EpisodeReceipt:
+    def store_episode(
+        self, trajectory: Trajectory | Mapping[str, Any], *, review: bool = True
+    ) -> EpisodeReceipt:
         """Store a finished trajectory and queue its review. See AsyncMemory.store_episode."""
         return self._run(self.aio.store_episode(trajectory, review=review))
 
@@ -68,6 +83,12 @@ class Memory:
     def add_experience(self, content: str, **kwargs: Any) -> Experience:
         """Store a lesson directly. See :meth:`AsyncMemory.add_experience`."""
         return self._run(self.aio.add_experience(content, **kwargs))
+
+    def record_outcome(
+        self, trajectory_id: Any, success: bool, *, tenant_id: str
+    ) -> list[Experience]:
+        """Credit or blame what the run recalled. See :meth:`AsyncMemory.record_outcome`."""
+        return self._run(self.aio.record_outcome(trajectory_id, success, tenant_id=tenant_id))
 
     def get_experience(self, experience_id: Any, *, tenant_id: str) -> Experience:
         """One experience; NotFoundError when absent."""

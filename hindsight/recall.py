@@ -151,8 +151,11 @@ def score_candidates(
     wanted = {t.lower() for t in tags}
     wanted_tools = {t.lower() for t in tools}
     out: list[tuple[Candidate, RecallHit]] = []
-    w = {"similarity": weights.similarity, "confidence": weights.confidence,
-         "recency": weights.recency}
+    w = {
+        "similarity": weights.similarity,
+        "confidence": weights.confidence,
+        "recency": weights.recency,
+    }
     for cand in candidates:
         exp = cand.experience
         age_days = (now - exp.updated_at).total_seconds() / 86400.0
@@ -226,8 +229,12 @@ def select_hits(
     for cand, hit in passing:
         if len(hits) >= top_k:
             excluded.append(
-                Exclusion(experience_id=hit.experience.id, reason=f"below the top {top_k}",
-                          similarity=cand.similarity, score=hit.score)
+                Exclusion(
+                    experience_id=hit.experience.id,
+                    reason=f"below the top {top_k}",
+                    similarity=cand.similarity,
+                    score=hit.score,
+                )
             )
             continue
         sources = hit.experience.source_trajectory_ids

@@ -39,8 +39,9 @@ class FakeEmbedder:
         similarity_floor: floor used by recall (default 0.0: keep everything).
     """
 
-    def __init__(self, dimension: int = 64, *, name: str | None = None,
-                 similarity_floor: float = 0.0) -> None:
+    def __init__(
+        self, dimension: int = 64, *, name: str | None = None, similarity_floor: float = 0.0
+    ) -> None:
         self._inner = HashEmbedder(dimension)
         self.dimension = dimension
         self.name = name or f"fake-{dimension}"

@@ -12,7 +12,9 @@ import re
 
 __all__ = ["estimate_tokens", "truncate_to_tokens"]
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+_CJK = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+)
 
 
 def estimate_tokens(text: str) -> int:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, cast
+
+Format = Literal["auto", "openai", "tau-bench", "events"]
 
 import typer
 from rich.markup import escape
@@ -78,11 +80,15 @@ def ingest(
         before = mem.stats(tenant_id=tenant)
         added = skipped = events = queued = 0
         started = time.perf_counter()
-        total = count_records(path, format)  # type: ignore[arg-type]
+        fmt = cast(Format, format)
+        total = count_records(path, fmt)
         with Progress(console=err_console, transient=True, disable=as_json) as progress:
             bar = progress.add_task("storing trajectories", total=total)
             for traj in iter_trajectories(
-                path, format=format, tenant_id=tenant, namespace=namespace,  # type: ignore[arg-type]
+                path,
+                format=fmt,
+                tenant_id=tenant,
+                namespace=namespace,
                 task_type=task_type,
             ):
                 receipt = mem.store_episode(traj)
@@ -144,14 +150,21 @@ def recall(
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Boost this tag.")] = None,
     top_k: Annotated[int | None, typer.Option("--top-k", min=1, max=1000)] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="vector | task_type")] = None,
-    explain: Annotated[bool, typer.Option("--explain", help="Show why, and what was left out.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show why, and what was left out.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Recall the experiences most useful for QUERY, with their score breakdown."""
     with guarded(), open_memory(state(ctx)) as mem:
         result = mem.recall(
-            query, tenant_id=tenant, namespace=namespace or "default", task_type=task_type,
-            tags=tag or (), top_k=top_k, mode=mode,  # type: ignore[arg-type]
+            query,
+            tenant_id=tenant,
+            namespace=namespace or "default",
+            task_type=task_type,
+            tags=tag or (),
+            top_k=top_k,
+            mode=mode,
         )
         if as_json:
             print_json(result.to_json(explain=explain))
@@ -170,8 +183,11 @@ def _print_hits(result: Any, explain: bool) -> None:
             table.add_column(col)
         for i, hit in enumerate(result.hits, 1):
             table.add_row(
-                str(i), f"{hit.score:.3f}", hit.experience.kind.value,
-                f"{hit.experience.confidence:.2f}", escape(hit.experience.content),
+                str(i),
+                f"{hit.score:.3f}",
+                hit.experience.kind.value,
+                f"{hit.experience.confidence:.2f}",
+                escape(hit.experience.content),
             )
         out_console.print(table)
     if explain:
@@ -237,7 +253,8 @@ def main() -> None:
         where = f"hindsight {ctx.info_name}" if ctx is not None and ctx.parent else "hindsight"
         err_console.print(
             f"[bold red]error:[/] {escape(exc.format_message())} (see '{where} --help')",
-            highlight=False, soft_wrap=True,
+            highlight=False,
+            soft_wrap=True,
         )
         code = exc.exit_code
     sys.exit(code if isinstance(code, int) else 0)

@@ -36,16 +36,25 @@ def _agent_run(mem: Memory, question: str, order_id: str) -> dict[str, Any]:
     """One run of the scripted agent; returns what happened."""
     steps: list[str] = []
     with mem.record(question, tenant_id=TENANT, task_type=TASK_TYPE) as run:
-        recalled = mem.recall(question, tenant_id=TENANT, task_type=TASK_TYPE, tools=TOOLS,
-                              trajectory_id=run.trajectory_id)
+        recalled = mem.recall(
+            question,
+            tenant_id=TENANT,
+            task_type=TASK_TYPE,
+            tools=TOOLS,
+            trajectory_id=run.trajectory_id,
+        )
         block = recalled.render()
         system_prompt = BASE_PROMPT + ("\n\n" + block if block else "")
         run.user_message(question)
         knows_cache = BLOCK_START in system_prompt and "order_query_cached" in block
-        plan = ["order_query_cached"] if knows_cache else ["order_query", "order_query",
-                                                            "order_query_cached"]
+        plan = (
+            ["order_query_cached"]
+            if knows_cache
+            else ["order_query", "order_query", "order_query_cached"]
+        )
         run.model_thought(
-            "A past run says order_query times out; use the cache." if knows_cache
+            "A past run says order_query times out; use the cache."
+            if knows_cache
             else "Look the order up with order_query."
         )
         answer = None
@@ -94,8 +103,10 @@ def run_demo(data_dir: Path | None, *, as_json: bool = False) -> dict[str, Any]:
             tmp.cleanup()
     doc = {
         "run1": {k: v for k, v in run1.items() if k not in ("recalled", "system_prompt")},
-        "lessons": [{"kind": e.kind.value, "content": e.content, "confidence": e.confidence}
-                    for e in lessons],
+        "lessons": [
+            {"kind": e.kind.value, "content": e.content, "confidence": e.confidence}
+            for e in lessons
+        ],
         "run2": {
             **{k: v for k, v in run2.items() if k not in ("recalled", "system_prompt")},
             "recall": run2["recalled"].to_json(explain=True),
