@@ -49,8 +49,7 @@ from llama_index.core.agent.workflow import (
     ToolCall,
     ToolCallResult,
 )
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.events.exception import ExceptionEvent
 from llama_index.core.instrumentation.events.llm import (
@@ -58,9 +57,7 @@ from llama_index.core.instrumentation.events.llm import (
     LLMChatInProgressEvent,
     LLMChatStartEvent,
 )
-from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
-from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
-from pydantic import PrivateAttr
+from llama_index.core.instrumentation.span import active_span_id
 
 from hindsight import EpisodeReceipt, EventStatus, EventType, Outcome, Provenance, Trajectory
 from hindsight._ids import new_id, validate_namespace, validate_tenant
@@ -73,6 +70,7 @@ from ._convert import (
     tool_status,
     user_text,
 )
+from ._handlers import EventHandler, SpanHandler
 from ._runs import RunInfo, RunOptions, RunState, current_options
 from ._store import EpisodeWriter, as_async_memory
 
@@ -133,77 +131,6 @@ def _final_answer(result: Any) -> str:
     return message_text(output) if isinstance(output, str) else ""
 
 
-class _EventHandler(BaseEventHandler):
-    _capture: HindsightCapture = PrivateAttr()
-
-    def __init__(self, capture: HindsightCapture) -> None:
-        super().__init__()
-        self._capture = capture
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "HindsightEventHandler"
-
-    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        self._capture._guard(self._capture._on_event, event)
-
-
-class _SpanHandler(BaseSpanHandler[SimpleSpan]):
-    """Forwards span enter/exit/drop; keeps no spans of its own (``open_spans`` stays empty)."""
-
-    _capture: HindsightCapture = PrivateAttr()
-
-    def __init__(self, capture: HindsightCapture) -> None:
-        super().__init__()
-        self._capture = capture
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "HindsightSpanHandler"
-
-    def span_enter(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        parent_id: str | None = None,
-        tags: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._capture._guard(self._capture._on_span_enter, id_, bound_args, instance, parent_id)
-
-    def span_exit(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        result: Any | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._capture._guard(self._capture._on_span_end, id_, result, None)
-
-    def span_drop(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        err: BaseException | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._capture._guard(
-            self._capture._on_span_end, id_, None, err or RuntimeError("span dropped")
-        )
-
-    def new_span(self, *args: Any, **kwargs: Any) -> SimpleSpan | None:
-        return None
-
-    def prepare_to_exit_span(self, *args: Any, **kwargs: Any) -> SimpleSpan | None:
-        return None
-
-    def prepare_to_drop_span(self, *args: Any, **kwargs: Any) -> SimpleSpan | None:
-        return None
-
-
 _INSTALLED: list[HindsightCapture] = []
 _INSTALLED_LOCK = threading.Lock()
 
@@ -258,8 +185,8 @@ class HindsightCapture:
         self._span_parent: dict[str, str] = {}  # span id under a run -> its parent span id
         self._deferred: dict[str, Trajectory] = {}
         self._futures: dict[str, concurrent.futures.Future[EpisodeReceipt | None]] = {}
-        self._event_handler = _EventHandler(self)
-        self._span_handler = _SpanHandler(self)
+        self._event_handler = EventHandler(self)
+        self._span_handler = SpanHandler(self)
         self.trajectory_ids: deque[str] = deque(maxlen=1000)
         """Ids of the most recent finished runs (oldest first, at most 1000)."""
         self.installed = False
