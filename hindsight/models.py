@@ -131,14 +131,20 @@ class ExperienceKind(StrEnum):
     IMPROVEMENT = "improvement"
     RULE = "rule"
     TASK_SCOPE = "task_scope"
+    EPISODE = "episode"
 
 
 class ExperienceStatus(StrEnum):
-    """Lifecycle state; only ``active`` experiences are recalled."""
+    """Lifecycle state; only ``active`` experiences are recalled.
+
+    ``superseded``: a newer lesson replaced this one (``metadata["superseded_by"]``), see
+    docs/lifecycle.md; kept for history and rollback, never recalled.
+    """
 
     ACTIVE = "active"
     QUARANTINED = "quarantined"
     ARCHIVED = "archived"
+    SUPERSEDED = "superseded"
     DELETED = "deleted"
 
 

@@ -650,6 +650,7 @@ def test_stats_whole_store_and_per_tenant(store: SqlStore) -> None:
         "active": 2,
         "quarantined": 0,
         "archived": 0,
+        "superseded": 0,
         "deleted": 1,
     }
     assert whole["review_jobs"]["pending"] == 2

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import func, insert, select, update
+from sqlalchemy.engine import Connection
 
 from hindsight._errors import NotFoundError, TenantRequiredError, UsageError
 from hindsight._ids import normalize_id, validate_tenant
@@ -89,16 +90,20 @@ class ExperienceStore(StoreCore):
             rows.append(row)
         now = self._now()
         with self._tx(write=True) as conn:
-            for part in chunks(ids):
-                taken = conn.execute(
-                    select(_table.c.id).where(_table.c.id.in_(part)).limit(1)
-                ).first()
-                if taken is not None:
-                    raise UsageError(f"experience {taken[0]} already exists; use update_experience")
-            conn.execute(insert(_table), rows)
-            self._add_outbox(
-                conn, now, [(OutboxOp.UPSERT, e.id, e.tenant_id, vector_payload(e)) for e in items]
-            )
+            self._insert_experience_rows(conn, items, rows, now)
+
+    def _insert_experience_rows(
+        self, conn: Connection, items: list[Experience], rows: list[dict[str, Any]], now: datetime
+    ) -> None:
+        """Inside a write transaction: insert checked rows and queue their outbox upserts."""
+        for part in chunks([e.id for e in items]):
+            taken = conn.execute(select(_table.c.id).where(_table.c.id.in_(part)).limit(1)).first()
+            if taken is not None:
+                raise UsageError(f"experience {taken[0]} already exists; use update_experience")
+        conn.execute(insert(_table), rows)
+        self._add_outbox(
+            conn, now, [(OutboxOp.UPSERT, e.id, e.tenant_id, vector_payload(e)) for e in items]
+        )
 
     def get_experience(self, tenant_id: str, experience_id: Any) -> Experience:
         """One experience of the tenant, whatever its status.
@@ -268,6 +273,18 @@ class ExperienceStore(StoreCore):
         if not isinstance(exp, Experience):
             raise UsageError(f"update_experience expects an Experience, got {type(exp).__name__}")
         exp = checked(exp)
+        now = self._now()
+        with self._tx(write=True) as conn:
+            self._update_experience_row(conn, exp, vector, now)
+
+    def _update_experience_row(
+        self, conn: Connection, exp: Experience, vector: npt.ArrayLike | None, now: datetime
+    ) -> None:
+        """Inside a write transaction: replace the row of a checked ``exp``, queue its outbox op.
+
+        Raises:
+            NotFoundError: no experience with this id in this tenant.
+        """
         row = experience_row(exp)
         del row["id"], row["tenant_id"]
         if vector is not None:
@@ -276,16 +293,14 @@ class ExperienceStore(StoreCore):
             row["embedding"] = vector_to_bytes(array[0])
         op = OutboxOp.DELETE if exp.status is ExperienceStatus.DELETED else OutboxOp.UPSERT
         payload = {} if op is OutboxOp.DELETE else vector_payload(exp)
-        now = self._now()
-        with self._tx(write=True) as conn:
-            result = conn.execute(
-                update(_table)
-                .where(_table.c.id == exp.id, _table.c.tenant_id == exp.tenant_id)
-                .values(**row)
-            )
-            if result.rowcount != 1:
-                raise NotFoundError(f"experience {exp.id} not found in tenant {exp.tenant_id!r}")
-            self._add_outbox(conn, now, [(op, exp.id, exp.tenant_id, payload)])
+        result = conn.execute(
+            update(_table)
+            .where(_table.c.id == exp.id, _table.c.tenant_id == exp.tenant_id)
+            .values(**row)
+        )
+        if result.rowcount != 1:
+            raise NotFoundError(f"experience {exp.id} not found in tenant {exp.tenant_id!r}")
+        self._add_outbox(conn, now, [(op, exp.id, exp.tenant_id, payload)])
 
     def set_status(self, tenant_id: str, ids: Sequence[Any], status: str) -> int:
         """Set the status of the tenant's experiences among ``ids``; bumps ``updated_at``.
@@ -307,44 +322,51 @@ class ExperienceStore(StoreCore):
         wanted = norm_ids(ids)
         if not wanted:
             return 0
-        position = {exp_id: i for i, exp_id in enumerate(wanted)}
         now = self._now()
-        changed = 0
         with self._tx(write=True) as conn:
-            for part in chunks(wanted):
-                rows = list(
-                    conn.execute(
-                        select(*_COLUMNS)
-                        .where(
-                            _table.c.tenant_id == tenant,
-                            _table.c.id.in_(part),
-                            _table.c.status != new,
-                        )
-                        .with_for_update()
-                    ).mappings()
-                )
-                if not rows:
-                    continue
+            return len(self._set_status_rows(conn, tenant, wanted, new, now))
+
+    def _set_status_rows(
+        self, conn: Connection, tenant: str, wanted: list[str], new: str, now: datetime
+    ) -> list[Any]:
+        """Inside a write transaction: :meth:`set_status` for canonical ids; returns the rows
+        (as they were before) of the experiences that changed."""
+        position = {exp_id: i for i, exp_id in enumerate(wanted)}
+        changed: list[Any] = []
+        for part in chunks(wanted):
+            rows = list(
                 conn.execute(
-                    update(_table)
+                    select(*_COLUMNS)
                     .where(
                         _table.c.tenant_id == tenant,
-                        _table.c.id.in_([r["id"] for r in rows]),
+                        _table.c.id.in_(part),
+                        _table.c.status != new,
                     )
-                    .values(status=new, updated_at=now)
+                    .with_for_update()
+                ).mappings()
+            )
+            if not rows:
+                continue
+            conn.execute(
+                update(_table)
+                .where(
+                    _table.c.tenant_id == tenant,
+                    _table.c.id.in_([r["id"] for r in rows]),
                 )
-                ops: list[tuple[OutboxOp, str | None, str, dict[str, Any]]] = []
-                rows.sort(key=lambda r: position[r["id"]])  # outbox in the caller's order
-                for row in rows:
-                    if new == _DELETED:
-                        ops.append((OutboxOp.DELETE, row["id"], tenant, {}))
-                    elif row["status"] == _DELETED:
-                        exp = experience_from_row({**row, "status": new})
-                        ops.append((OutboxOp.UPSERT, row["id"], tenant, vector_payload(exp)))
-                    else:
-                        ops.append((OutboxOp.SET_STATUS, row["id"], tenant, {"status": new}))
-                self._add_outbox(conn, now, ops)
-                changed += len(rows)
+                .values(status=new, updated_at=now)
+            )
+            ops: list[tuple[OutboxOp, str | None, str, dict[str, Any]]] = []
+            rows.sort(key=lambda r: position[r["id"]])  # outbox in the caller's order
+            for row in rows:
+                if new == _DELETED:
+                    ops.append((OutboxOp.DELETE, row["id"], tenant, {}))
+                elif row["status"] == _DELETED:
+                    exp = experience_from_row({**row, "status": new})
+                    ops.append((OutboxOp.UPSERT, row["id"], tenant, vector_payload(exp)))
+                else:
+                    ops.append((OutboxOp.SET_STATUS, row["id"], tenant, {"status": new}))
+            self._add_outbox(conn, now, ops)
+            changed += rows
         return changed
 
     def delete_experiences(self, tenant_id: str, ids: Sequence[Any]) -> int:

@@ -21,6 +21,7 @@ from hindsight.store.connect import BEGIN_OPTION, open_engine
 from hindsight.store.experiences import ExperienceStore
 from hindsight.store.forget import ForgetStore
 from hindsight.store.jobs import JobStore
+from hindsight.store.lifecycle import LifecycleStore
 from hindsight.store.outbox import OutboxStore
 from hindsight.store.records import JobState
 from hindsight.store.schema import (
@@ -49,7 +50,15 @@ def _check_key(key: Any) -> str:
     return key
 
 
-class SqlStore(TrajectoryStore, ExperienceStore, ForgetStore, OutboxStore, JobStore, StoreCore):
+class SqlStore(
+    TrajectoryStore,
+    ExperienceStore,
+    LifecycleStore,
+    ForgetStore,
+    OutboxStore,
+    JobStore,
+    StoreCore,
+):
     """SQL source of truth on SQLite (default) or PostgreSQL; safe to share between threads.
 
     Opening applies the shipped Alembic migrations up to the newest revision. Every method

@@ -1,0 +1,372 @@
+"""Dedup on write: add, fold into an existing lesson, merge, supersede or flag a conflict
+(MISSION S3, issue 4 item 1). The rules and their numbers are in docs/lifecycle.md.
+
+Each new active experience is compared with the closest active experiences of the same
+**scope** (tenant, namespace, task_type, kind): up to :data:`CANDIDATES` neighbours from the
+vector index plus those written earlier in the same batch. The first rule that applies wins:
+
+1. **NOOP** - same text up to case, whitespace and punctuation
+   (:func:`~hindsight.lifecycle.text.dedup_key`): no new row; the existing one gets
+   ``support_count + 1``, ``confidence = min(1, max(old, new) + SUPPORT_BONUS)`` and the new
+   sources.
+2. **CONFLICT** (negation) - similar texts of opposite polarity ("always X" / "never X"):
+   added, ``metadata["conflicts_with"]`` names the older one; both stay recallable.
+3. **MERGE** - cosine >= the embedder's ``dedup_threshold`` and the same specifics (numbers,
+   versions, identifiers, names): folded like NOOP, written as a new version of the existing
+   experience with both sources linked.
+4. **SUPERSEDE** - the same statement with 1-2 values changed and evidence that the newer one
+   corrects the older (the value sits in a setting slot like ``retry=3`` / ``is 100/min``, or
+   the newer text names the old value or a correction word): added; the older one becomes
+   ``superseded`` (never recalled, restorable), loses ``SUPERSEDE_PENALTY`` confidence and links
+   to the newer one. An *established* older lesson (``support_count >= ESTABLISHED_SUPPORT`` or
+   ``helped_count >= ESTABLISHED_HELPED``) is not overturned by one run: CONFLICT instead.
+5. **CONFLICT** (values) - the same statement with other values but no correction evidence
+   ("pandas 1.5" vs "pandas 2.1"): both kept, the newer flagged.
+6. **ADD** otherwise.
+
+Episodic kinds (``outcome``, ``key_step``, ``task_scope``, ``episode``) record single runs:
+two runs never supersede or conflict with each other (rules 2, 4, 5 do not apply), and
+``episode`` summaries are never folded at all.
+
+When an LLM judge is configured (:mod:`hindsight.lifecycle.judge`), it decides between ADD /
+UPDATE (= supersede) / MERGE / NOOP for every non-exact case that has a candidate; a failed or
+invalid judgement falls back to these rules. Nothing here ever deletes a row.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hindsight.guard.conflict import compare
+from hindsight.lifecycle.text import compare_texts, dedup_key
+from hindsight.models import Experience, ExperienceKind, ExperienceStatus
+from hindsight.ports import Embedder, FloatMatrix, VectorIndex
+from hindsight.store import SqlStore
+
+if TYPE_CHECKING:
+    from hindsight.lifecycle.judge import Judge
+
+__all__ = [
+    "CANDIDATES",
+    "DEFAULT_DEDUP_THRESHOLD",
+    "ESTABLISHED_HELPED",
+    "ESTABLISHED_SUPPORT",
+    "SUPERSEDE_PENALTY",
+    "SUPPORT_BONUS",
+    "Decision",
+    "Deduper",
+    "Op",
+    "decide",
+    "dedup_threshold_of",
+    "make_deduper",
+]
+
+log = logging.getLogger("hindsight")
+
+DEFAULT_DEDUP_THRESHOLD = 0.92
+"""Cosine above which two lessons are near-duplicates when the embedder documents none
+(issue 4: ~0.92 for real embedders; hash 0.8 and all-MiniLM-L6-v2 0.9 are documented on their
+classes)."""
+SUPPORT_BONUS = 0.05
+"""Confidence added when the same lesson is learned again: the same step as a successful
+outcome (``hindsight.lifecycle.confidence.OUTCOME_SUCCESS_DELTA``)."""
+SUPERSEDE_PENALTY = 0.2
+"""Confidence taken from a superseded lesson: twice a failed outcome, since a newer lesson
+says it is wrong; it still can be restored or rolled back."""
+ESTABLISHED_SUPPORT = 3
+"""An older lesson learned from this many runs is not superseded by one newer run."""
+ESTABLISHED_HELPED = 2
+"""An older lesson that helped this many successful runs is not superseded by one newer run."""
+CANDIDATES = 20
+"""Neighbours fetched from the vector index per new lesson (same tenant and namespace)."""
+JUDGE_MARGIN = 0.2
+"""The judge is asked only when the closest candidate is within this much cosine of the
+dedup threshold (or the rules found a link): far-apart lessons are plainly ADD."""
+RULE_CANDIDATES = 5
+"""How many of the closest candidates the supersede/conflict rules look at."""
+
+EPISODIC = frozenset(
+    {
+        ExperienceKind.OUTCOME.value,
+        ExperienceKind.KEY_STEP.value,
+        ExperienceKind.TASK_SCOPE.value,
+        "episode",
+    }
+)
+NEVER_FOLDED = frozenset({"episode"})
+
+
+class Op(StrEnum):
+    """What the write-back does with a new lesson."""
+
+    ADD = "add"
+    NOOP = "noop"
+    MERGE = "merge"
+    SUPERSEDE = "supersede"
+    CONFLICT = "conflict"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The decision for one new lesson: ``op``, the existing ``target`` (None for ADD), its
+    cosine ``similarity``, a human-readable ``reason`` and, for a judge's MERGE, the merged
+    ``content``."""
+
+    op: Op
+    target: Experience | None = None
+    similarity: float | None = None
+    reason: str = ""
+    content: str | None = None
+    by: str = "rules"
+
+
+def dedup_threshold_of(embedder: Any) -> float:
+    """The embedder's documented ``dedup_threshold``, or :data:`DEFAULT_DEDUP_THRESHOLD`."""
+    value = getattr(embedder, "dedup_threshold", None)
+    if isinstance(value, int | float) and not isinstance(value, bool) and -1 <= value <= 1:
+        return float(value)
+    return DEFAULT_DEDUP_THRESHOLD
+
+
+def _established(exp: Experience) -> bool:
+    return exp.support_count >= ESTABLISHED_SUPPORT or exp.helped_count >= ESTABLISHED_HELPED
+
+
+def decide(
+    new: Experience, candidates: Sequence[tuple[Experience, float]], threshold: float
+) -> Decision:
+    """The rules' decision for ``new`` given ``candidates`` (same scope, best first, each
+    with its cosine similarity). Pure function: see the module docstring for the rules."""
+    kind = new.kind.value if isinstance(new.kind, ExperienceKind) else str(new.kind)
+    if kind in NEVER_FOLDED or not candidates:
+        return Decision(Op.ADD, reason="no similar experience in scope")
+    key = dedup_key(new.content)
+    for cand, sim in candidates:
+        if dedup_key(cand.content) == key:
+            return Decision(Op.NOOP, cand, sim, "same text up to case/space/punctuation")
+    episodic = kind in EPISODIC
+    for cand, sim in candidates[:RULE_CANDIDATES]:
+        diff = compare_texts(cand.content, new.content)
+        if not episodic and (sim >= threshold or diff.aligned or diff.same_specifics):
+            polar = compare(cand.content, new.content)
+            if polar.polarity_a != polar.polarity_b and polar.overlap >= 0.6:
+                return Decision(Op.CONFLICT, cand, sim, "same subject, opposite polarity")
+        if diff.same_specifics and sim >= threshold:
+            return Decision(
+                Op.MERGE, cand, sim, f"near-duplicate (cosine {sim:.3f} >= {threshold:.2f})"
+            )
+        if episodic:
+            continue
+        changed = ", ".join(f"{a} -> {b}" for a, b in diff.value_changes)
+        if diff.is_update:
+            if _established(cand):
+                return Decision(
+                    Op.CONFLICT,
+                    cand,
+                    sim,
+                    f"values changed ({changed}) but the older lesson is established",
+                )
+            return Decision(Op.SUPERSEDE, cand, sim, f"newer values ({changed})")
+        if diff.aligned:
+            return Decision(Op.CONFLICT, cand, sim, f"same statement, other values ({changed})")
+    return Decision(Op.ADD, reason="different lesson")
+
+
+class Deduper:
+    """Step 2 of :meth:`hindsight.writeback.WriteBack.write`: dedup, merge, supersede, store.
+
+    Thread-safe: one decision-and-write at a time per process (concurrent processes may
+    both add a duplicate; ``hindsight maintain`` folds such pairs later).
+
+    Args:
+        store: the SQL store.
+        index: the vector index (source of candidates; kept in sync by ``sync``).
+        embedder: its ``dedup_threshold`` is used (default 0.92), and it embeds merged texts.
+        sync: brings the vector index up to date (called at the end of each write).
+        judge: optional LLM judge (:class:`hindsight.lifecycle.judge.Judge`).
+        guard: optional check run on a merged text before it is written (issue 5).
+    """
+
+    def __init__(
+        self,
+        store: SqlStore,
+        index: VectorIndex,
+        embedder: Embedder,
+        sync: Callable[[], object],
+        *,
+        judge: Judge | None = None,
+        guard: Callable[[Experience, Any], Experience] | None = None,
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+        self.threshold = dedup_threshold_of(embedder)
+        self._sync = sync
+        self.judge = judge
+        self.guard = guard
+        self._lock = threading.Lock()
+
+    # -- candidates ------------------------------------------------------------------------
+    @staticmethod
+    def _scope(exp: Experience) -> tuple[str, str, str | None, str]:
+        return (exp.tenant_id, exp.namespace, exp.task_type, ExperienceKind(exp.kind).value)
+
+    def candidates(
+        self,
+        exp: Experience,
+        vector: Any,
+        batch: Sequence[tuple[Experience, Any]] = (),
+    ) -> list[tuple[Experience, float]]:
+        """Active experiences of ``exp``'s scope closest to ``vector``, best first."""
+        scope = self._scope(exp)
+        found = self.index.search(
+            vector,
+            tenant_id=exp.tenant_id,
+            namespaces=[exp.namespace],
+            limit=CANDIDATES,
+            task_type=exp.task_type,
+        )
+        rows = self.store.get_experiences(exp.tenant_id, [h.id for h in found])
+        out: dict[str, tuple[Experience, float]] = {}
+        for hit in found:
+            cand = rows.get(hit.id)
+            if cand is None or cand.status is not ExperienceStatus.ACTIVE or cand.id == exp.id:
+                continue
+            if self._scope(cand) == scope:
+                out[cand.id] = (cand, float(hit.similarity))
+        query = np.asarray(vector, dtype=np.float32)
+        for other, other_vec in batch:
+            if self._scope(other) == scope and other.status is ExperienceStatus.ACTIVE:
+                out[other.id] = (other, float(np.dot(query, np.asarray(other_vec))))
+        return sorted(out.values(), key=lambda pair: -pair[1])
+
+    def decide(
+        self, exp: Experience, vector: Any, batch: Sequence[tuple[Experience, Any]] = ()
+    ) -> Decision:
+        """The decision for ``exp``: the judge's when configured and usable, else the rules'."""
+        cands = self.candidates(exp, vector, batch)
+        ruled = decide(exp, cands, self.threshold)
+        if self.judge is None or not cands or ruled.op is Op.NOOP:
+            return ruled
+        if cands[0][1] < self.threshold - JUDGE_MARGIN and ruled.op is Op.ADD:
+            return ruled  # nothing close enough to ask about
+        if ExperienceKind(exp.kind).value in NEVER_FOLDED:
+            return ruled
+        judged = self.judge.decide(exp, cands[:RULE_CANDIDATES])
+        return judged if judged is not None else ruled
+
+    # -- writing ---------------------------------------------------------------------------
+    def write(self, experiences: Sequence[Experience], vectors: FloatMatrix) -> list[Experience]:
+        """Decide and store each experience; returns what each one became (the new row, or
+        the existing experience it was folded into), in input order, without repeats."""
+        results: dict[str, Experience] = {}
+        with self._lock:
+            self._sync()
+            batch: list[tuple[Experience, Any]] = []
+            pending: list[tuple[Experience, Any]] = []
+            for exp, vec in zip(experiences, vectors, strict=True):
+                if exp.status is not ExperienceStatus.ACTIVE:
+                    pending.append((exp, vec))  # quarantined by the guard: stored as is
+                    results[exp.id] = exp
+                    continue
+                decision = self.decide(exp, vec, batch)
+                if decision.op is Op.ADD:
+                    pending.append((exp, vec))
+                    batch.append((exp, vec))
+                    results[exp.id] = exp
+                    continue
+                self._flush(pending)
+                stored = self._apply(decision, exp, vec)
+                if decision.op in (Op.SUPERSEDE, Op.CONFLICT):
+                    if decision.op is Op.SUPERSEDE and decision.target is not None:
+                        gone = decision.target.id
+                        batch = [(e, v) for e, v in batch if e.id != gone]
+                    batch.append((stored, vec))
+                else:
+                    batch = [(stored if e.id == stored.id else e, v) for e, v in batch]
+                results[stored.id] = stored
+            self._flush(pending)
+            self._sync()
+        return list(results.values())
+
+    def _flush(self, pending: list[tuple[Experience, Any]]) -> None:
+        if pending:
+            self.store.add_experiences(
+                [e for e, _ in pending], np.stack([np.asarray(v) for _, v in pending])
+            )
+            pending.clear()
+
+    def _apply(self, decision: Decision, exp: Experience, vec: Any) -> Experience:
+        target = decision.target
+        assert target is not None
+        actor = f"dedup:{decision.by}"
+        reason = decision.reason
+        if decision.op in (Op.NOOP, Op.MERGE):
+            content, vector = self._merged_content(decision, target)
+            return self.store.fold_into(
+                target.id,
+                exp,
+                confidence_bonus=SUPPORT_BONUS,
+                actor=actor,
+                merge=decision.op is Op.MERGE,
+                content=content,
+                vector=vector,
+                reason=reason,
+            )
+        if decision.op is Op.SUPERSEDE:
+            return self.store.add_with_links(
+                exp,
+                vec,
+                supersede=target.id,
+                penalty=SUPERSEDE_PENALTY,
+                actor=actor,
+                reason=reason,
+            )
+        return self.store.add_with_links(exp, vec, conflict=target.id, actor=actor, reason=reason)
+
+    def _merged_content(self, decision: Decision, target: Experience) -> tuple[str | None, Any]:
+        text = (decision.content or "").strip()
+        if decision.op is not Op.MERGE or not text or text == target.content:
+            return None, None
+        vector = self.embedder.embed([text])[0]
+        if self.guard is not None:
+            checked = self.guard(target.model_copy(update={"content": text}), vector)
+            if checked.status is not ExperienceStatus.ACTIVE:
+                log.warning(
+                    "hindsight: the judge's merged text for %s was stopped by the guard; "
+                    "merged without rewording",
+                    target.id,
+                )
+                return None, None
+        return text, vector
+
+
+def make_deduper(mem: Any) -> Deduper:
+    """The :class:`Deduper` of an open AsyncMemory: its store, index, embedder and vector
+    sync; an LLM :class:`~hindsight.lifecycle.judge.Judge` when ``config.reflection_model`` is
+    set and ``config.dedup_judge`` is on; the memory guard's check for merged texts."""
+    config = mem.config
+    judge = None
+    if config.reflection_model and getattr(config, "dedup_judge", True):
+        from hindsight.lifecycle.judge import Judge
+
+        judge = Judge(
+            config.reflection_model,
+            api_base=config.llm_base_url,
+            api_key=config.llm_api_key,
+            timeout=min(30.0, float(config.review_timeout)),
+        )
+    writeback = mem.writeback
+
+    def guard(exp: Experience, vector: Any) -> Experience:
+        checked: Experience = writeback.guard_experience(exp, vector=vector)
+        return checked
+
+    return Deduper(mem.store, mem.index, mem.embedder, mem.sync_vectors, judge=judge, guard=guard)

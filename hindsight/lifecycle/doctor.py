@@ -1,0 +1,207 @@
+"""``hindsight doctor``: find and repair what makes "recalled nothing" (MISSION S11).
+
+Checks, each a :class:`Finding` with a count, a message and whether ``--repair`` fixed it:
+
+* ``outbox``: vector changes committed in SQL but not applied to the index (a crash between
+  the two writes). Repair: apply them.
+* ``embedding_model``: the store's recorded model vs the open embedder, rows embedded with
+  another model (an interrupted ``hindsight reembed``), rows without a stored embedding.
+  Repair: embed the missing ones; a model change needs ``hindsight reembed`` (not a repair).
+* ``missing_vectors``: experiences (not deleted) whose point is not in the index. Repair:
+  rewrite them from the stored embeddings.
+* ``orphan_points``: points with no experience, or of a deleted one. Repair: delete them.
+* ``payload_mismatch``: a point whose payload (tenant, namespace, task_type, status) differs
+  from its row, so filters find it where they should not, or miss it. Repair: rewrite it.
+* ``stuck_jobs``: review jobs ``running`` with an expired lease (their worker died). Repair:
+  back to ``pending``.
+
+Reports counts and ids only (an operator tool: no lesson text, no tenant's data shown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hindsight.models import ExperienceStatus
+from hindsight.ports import VectorPoint
+from hindsight.store import vector_payload
+
+__all__ = ["Finding", "diagnose"]
+
+PAYLOAD_CHECK_LIMIT = 20_000
+"""Points whose payload is probed (one filtered search each); beyond it the check samples."""
+_SHOW = 20
+
+
+@dataclass
+class Finding:
+    """One check: ``name``, ``ok``, ``count`` of problems, ``message``, up to 20 ``ids``,
+    and ``repaired`` (how many were fixed with ``--repair``)."""
+
+    name: str
+    ok: bool
+    count: int = 0
+    message: str = ""
+    ids: list[str] = field(default_factory=list)
+    repaired: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _points(rows: list[Any], vectors: dict[str, Any]) -> list[VectorPoint]:
+    return [VectorPoint(r.id, vectors[r.id], vector_payload(r)) for r in rows if r.id in vectors]
+
+
+def diagnose(
+    mem: Any, *, repair: bool = False, progress: Callable[[str], None] | None = None
+) -> list[Finding]:
+    """Run every check on an open :class:`~hindsight.AsyncMemory`; repair when asked."""
+    store, index, embedder = mem.store, mem.index, mem.embedder
+    say = progress or (lambda _msg: None)
+    findings: list[Finding] = []
+
+    say("outbox")
+    pending = int(store.stats()["outbox_pending"])
+    fixed = mem.sync_vectors() if (repair and pending) else 0
+    findings.append(
+        Finding(
+            "outbox",
+            pending == 0,
+            pending,
+            f"{pending} vector change(s) not applied to the index" if pending else "in sync",
+            repaired=fixed,
+        )
+    )
+
+    say("embedding model")
+    rows = store.all_experiences()
+    live = [r for r in rows if r.status is not ExperienceStatus.DELETED]
+    model = store.get_meta("embedding_model")
+    dim = store.get_meta("embedding_dimension")
+    vectors = store.get_vectors([r.id for r in live])
+    other = [r.id for r in live if r.embedding_model not in (None, model)]
+    no_vec = [r for r in live if r.id not in vectors]
+    problems = []
+    if model != embedder.name or dim != str(embedder.dimension):
+        problems.append(
+            f"store model {model} ({dim}-d) but opened with {embedder.name} "
+            f"({embedder.dimension}-d): run `hindsight reembed --embedder <spec>`"
+        )
+    if other:
+        problems.append(
+            f"{len(other)} row(s) embedded with another model: rerun `hindsight reembed`"
+        )
+    if no_vec:
+        problems.append(f"{len(no_vec)} row(s) without a stored embedding")
+    repaired = 0
+    if repair and no_vec and model == embedder.name:
+        array = embedder.embed([r.content for r in no_vec])
+        for r, vec in zip(no_vec, array, strict=True):
+            store.update_experience(r, vector=vec)
+        vectors.update(store.get_vectors([r.id for r in no_vec]))
+        mem.sync_vectors()
+        repaired = len(no_vec)
+    findings.append(
+        Finding(
+            "embedding_model",
+            not problems,
+            len(other) + len(no_vec) + (0 if model == embedder.name else 1),
+            "; ".join(problems) or f"{embedder.name} ({embedder.dimension}-d)",
+            [r.id for r in no_vec][:_SHOW] + other[:_SHOW],
+            repaired,
+        )
+    )
+
+    say("vectors")
+    points = index.all_ids()
+    expected = {r.id: r for r in live if r.id in vectors}
+    missing = sorted(set(expected) - points)
+    orphans = sorted(points - set(expected))
+    fixed_missing = fixed_orphans = 0
+    if repair and missing:
+        index.upsert(_points([expected[i] for i in missing], vectors))
+        fixed_missing = len(missing)
+    if repair and orphans:
+        index.delete(orphans)
+        fixed_orphans = len(orphans)
+    findings.append(
+        Finding(
+            "missing_vectors",
+            not missing,
+            len(missing),
+            f"{len(missing)} experience(s) have no vector: never found by vector recall"
+            if missing
+            else "every experience has its vector",
+            missing[:_SHOW],
+            fixed_missing,
+        )
+    )
+    findings.append(
+        Finding(
+            "orphan_points",
+            not orphans,
+            len(orphans),
+            f"{len(orphans)} point(s) without a live experience" if orphans else "no orphans",
+            orphans[:_SHOW],
+            fixed_orphans,
+        )
+    )
+
+    say("payloads")
+    mismatched: list[str] = []
+    checked = [r for r in expected.values() if r.id in points or r.id in missing]
+    for r in checked[:PAYLOAD_CHECK_LIMIT]:
+        if r.id in missing and not repair:
+            continue
+        hits = index.search(
+            np.asarray(vectors[r.id]),
+            tenant_id=r.tenant_id,
+            namespaces=[r.namespace],
+            limit=10,
+            task_type=r.task_type,
+            statuses=[r.status.value],
+        )
+        if r.id not in {h.id for h in hits}:
+            mismatched.append(r.id)
+    fixed_payload = 0
+    if repair and mismatched:
+        index.upsert(_points([expected[i] for i in mismatched], vectors))
+        fixed_payload = len(mismatched)
+    sampled = len(checked) > PAYLOAD_CHECK_LIMIT
+    findings.append(
+        Finding(
+            "payload_mismatch",
+            not mismatched,
+            len(mismatched),
+            (
+                f"{len(mismatched)} point(s) whose tenant/namespace/task_type/status payload "
+                "differs from SQL"
+                if mismatched
+                else "payloads match SQL"
+            )
+            + (f" (first {PAYLOAD_CHECK_LIMIT} checked)" if sampled else ""),
+            mismatched[:_SHOW],
+            fixed_payload,
+        )
+    )
+
+    say("jobs")
+    now = mem.clock.now()
+    stuck = store.expired_leases(now)
+    released = store.release_expired_leases(now) if (repair and stuck) else 0
+    findings.append(
+        Finding(
+            "stuck_jobs",
+            not stuck,
+            len(stuck),
+            f"{len(stuck)} review job(s) running with an expired lease" if stuck else "none",
+            stuck[:_SHOW],
+            released,
+        )
+    )
+    return findings

@@ -1,0 +1,119 @@
+"""``hindsight maintain``: the periodic jobs of MISSION S12 for one tenant - dedup, archive,
+compression - with an ``as_of`` time so the time rules can be tested (and replayed).
+
+1. **dedup**: pairs the write path missed (written by two processes at once, or before
+   dedup existed) are folded with the same rules as on write, restricted to NOOP / MERGE
+   (supersede and conflict are decided only when a lesson is written): the newer one is
+   folded into the older one and marked ``superseded`` (``metadata["merged_into"]``).
+2. **archive**: :func:`hindsight.lifecycle.forgetting.archive_stale` at ``as_of``.
+3. **compress**: :func:`hindsight.lifecycle.compression.compress_tenant` over the cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from hindsight.lifecycle.compression import compress_tenant
+from hindsight.lifecycle.dedup import SUPPORT_BONUS, Deduper, Op, decide
+from hindsight.lifecycle.forgetting import archive_stale
+from hindsight.models import ExperienceStatus
+
+__all__ = ["dedup_pass", "maintain"]
+
+
+def dedup_pass(deduper: Deduper, tenant: str, *, actor: str = "maintain") -> list[dict[str, str]]:
+    """Fold the tenant's remaining near-duplicate pairs; returns ``{"kept", "merged"}`` pairs."""
+    store = deduper.store
+    exps = sorted(store.list_experiences(tenant, limit=10_000), key=lambda e: e.created_at)
+    vectors = store.get_vectors([e.id for e in exps])
+    gone: set[str] = set()
+    merged: list[dict[str, str]] = []
+    for exp in reversed(exps):  # newest first: fold it into an older one
+        if exp.id in gone or exp.id not in vectors:
+            continue
+        cands = [
+            (c, s)
+            for c, s in deduper.candidates(exp, vectors[exp.id])
+            if c.id not in gone and c.created_at <= exp.created_at and c.id != exp.id
+        ]
+        decision = decide(exp, cands, deduper.threshold)
+        if decision.op not in (Op.NOOP, Op.MERGE) or decision.target is None:
+            continue
+        target = decision.target
+        store.fold_into(
+            target.id,
+            exp,
+            confidence_bonus=SUPPORT_BONUS,
+            actor=actor,
+            merge=decision.op is Op.MERGE,
+            reason=decision.reason,
+        )
+        store.save_version(
+            exp.model_copy(
+                update={
+                    "status": ExperienceStatus.SUPERSEDED,
+                    "metadata": {**exp.metadata, "merged_into": target.id},
+                }
+            ),
+            change="merge",
+            actor=actor,
+            reason=f"merged into {target.id}: {decision.reason}",
+        )
+        gone.add(exp.id)
+        merged.append({"kept": target.id, "merged": exp.id})
+    return merged
+
+
+def maintain(
+    mem: Any,
+    tenant: str,
+    as_of: datetime,
+    *,
+    abstract: Callable[[list[Any]], str | None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run dedup, archive and compression for ``tenant`` on an open AsyncMemory.
+
+    Returns:
+        ``{"tenant_id", "as_of", "merged": [{"kept","merged"}], "archived": [ids],
+        "compressed": [{"task_type","representative","members","by"}], "active_before",
+        "active_after"}``.
+    """
+    say = progress or (lambda _step: None)
+    cfg = mem.config
+    store = mem.store
+    before = store.count_experiences(tenant, ["active"])
+    say("dedup")
+    merged = dedup_pass(mem.deduper, tenant)
+    mem.sync_vectors()
+    say("archive")
+    archived = archive_stale(
+        store,
+        tenant,
+        as_of,
+        after_days=cfg.archive_after_days,
+        below=cfg.archive_below_confidence,
+    )
+    mem.sync_vectors()
+    say("compress")
+    compressed = compress_tenant(
+        store,
+        mem.embedder,
+        tenant,
+        cap=cfg.active_cap,
+        start_threshold=mem.deduper.threshold,
+        abstract=abstract,
+        guard=mem.deduper.guard,
+    )
+    mem.sync_vectors()
+    return {
+        "tenant_id": tenant,
+        "as_of": as_of.isoformat(),
+        "merged": merged,
+        "archived": archived,
+        "compressed": compressed,
+        "active_before": before,
+        "active_after": store.count_experiences(tenant, ["active"]),
+    }
