@@ -31,6 +31,14 @@ class Memory:
         self.aio = AsyncMemory(config, **kwargs)
         """The underlying :class:`AsyncMemory` (share it with async code)."""
 
+    @classmethod
+    def from_async(cls, aio: AsyncMemory) -> Memory:
+        """A sync facade over an existing :class:`AsyncMemory` (both share one store and
+        worker; closing either closes it)."""
+        facade = cls.__new__(cls)
+        facade.aio = aio
+        return facade
+
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.aio._runtime.run(coro)
 

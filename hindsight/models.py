@@ -92,6 +92,8 @@ class EventType(StrEnum):
     TOOL_RESULT = "tool_result"
     FINAL_ANSWER = "final_answer"
     ERROR = "error"
+    CUSTOM = "custom"
+    """An application-defined event (e.g. a LangChain custom event); ``metadata["name"]``."""
 
 
 class EventStatus(StrEnum):
