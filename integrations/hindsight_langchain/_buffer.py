@@ -83,13 +83,14 @@ class EventBuffer:
         self.open_calls: dict[str, dict[str, Any]] = {}  # tool_call event id -> that event
         self.errors: list[BaseException] = []
         self.system_sha: str | None = None
+        self._system_text = ""
 
     # -- appending ---------------------------------------------------------------------
     def add(self, event_type: EventType, content: str = "", **fields: Any) -> dict[str, Any]:
         """Append an event; ``fields`` are :class:`~hindsight.Event` fields."""
         event = {
             "_seq": next(_SEQ),
-            "event_id": fields.pop("event_id", None) or new_id(),
+            "event_id": fields.pop("event_id", None),  # None: assigned by build()
             "event_type": event_type,
             "timestamp": utcnow(),
             "content": clip(content, self.max_chars) if content else "",
@@ -108,8 +109,9 @@ class EventBuffer:
     def system_prompt(self, text: str) -> dict[str, Any]:
         """Note the system prompt a model call saw; returns event metadata (the prompt's
         head and hash) when it differs from the previous call's, else ``{}``."""
-        if not text:
+        if not text or text is self._system_text or text == self._system_text:
             return {}
+        self._system_text = text
         meta = system_prompt_metadata(text)
         if meta["system_prompt_sha256"] == self.system_sha:
             return {}
@@ -276,10 +278,15 @@ class EventBuffer:
         text = data if isinstance(data, str) else json.dumps(jsonable(data), ensure_ascii=False)
         self.add(EventType.CUSTOM, text, parent_id=parent_id, metadata={"name": name})
 
+    @property
+    def awaiting_replies(self) -> bool:
+        """True while a model asked for a tool call that has not run (yet)."""
+        return len(self.executed) < len(self.requested)
+
     def unexecuted_replies(self, messages: Iterable[Any]) -> None:
         """Record tool replies for calls a model asked for that never ran (an unknown tool
         name, rejected by the ToolNode without any tool callback) as a call and a result."""
-        if len(self.executed) >= len(self.requested):
+        if not self.awaiting_replies:
             return
         for message in messages:
             if not isinstance(message, ToolMessage):
@@ -341,6 +348,7 @@ class EventBuffer:
         events = []
         for raw in sorted(self.events, key=lambda e: e["_seq"]):
             data = {k: v for k, v in raw.items() if not k.startswith("_")}
+            data["event_id"] = data["event_id"] or new_id()
             data["metadata"] = _object(data.get("metadata") or {})
             if data.get("tool_args") is not None:
                 data["tool_args"] = _object(data["tool_args"])

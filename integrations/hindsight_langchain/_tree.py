@@ -130,7 +130,7 @@ class RunTree:
             group,
             kind,
             name=name,
-            event_id=new_id(),
+            event_id=str(run_id),
             tool_call_id=tool_call_id,
             started=time.perf_counter(),
             metadata=metadata or {},
@@ -248,6 +248,15 @@ class RunTree:
         for group in done:
             self._forget(group)
         return done
+
+    def detach(self, root: UUID) -> Group | None:
+        """The group of the root run ``root``, removed from the tree (the caller owns it
+        now); ``None`` when ``root`` is not an open root run of this tree."""
+        run = self.runs.get(root)
+        if run is None or run.parent is not None or run.group.root != root:
+            return None
+        self._forget(run.group)
+        return run.group
 
     def drain(self) -> list[Group]:
         """Every group still in the tree (open roots and orphans), removed and returned:

@@ -4,12 +4,14 @@
 runnable, chain, agent or LangGraph graph. Callbacks become structured events (MISSION S1);
 when the root run ends the trajectory is stored and its review queued by the engine.
 
-Capture is cheap: events are plain dicts appended under a lock; the only I/O happens when a
-root run ends (one SQL write, plus one for the outcome when it is known).
+Capture is cheap: events are plain dicts appended under a lock, with no I/O. When a root run
+ends, its events go to a background writer thread that builds the trajectory and stores it
+(``handler.wait()`` waits for that), so the agent's answer is not held up by the write.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import threading
@@ -37,6 +39,7 @@ from hindsight_langchain._convert import (
 from hindsight_langchain._engine import Engine
 from hindsight_langchain._scope import Scope
 from hindsight_langchain._tree import Group, Run, RunTree
+from hindsight_langchain._writer import Writer
 
 __all__ = ["AsyncHindsightCallbackHandler", "HindsightCallbackHandler"]
 
@@ -139,7 +142,7 @@ class _Capture:
         with self.lock:
             run = self.tree.run_for(run_id, parent_run_id, "chain")
             buffer = run.group.buffer
-            if buffer.requested:
+            if buffer.awaiting_replies:
                 buffer.unexecuted_replies(messages_in(outputs))
             if run.parent is None:
                 run.group.output, run.group.has_output = outputs, True
@@ -423,12 +426,6 @@ class _Capture:
             if traj is not None:
                 self.engine.store(traj, group.root)
 
-    async def astore(self, groups: list[Group], *, incomplete: bool = False) -> None:
-        for group in groups:
-            traj = self.trajectory(group, incomplete=incomplete)
-            if traj is not None:
-                await self.engine.astore(traj, group.root)
-
     def take(self, *, everything: bool) -> list[Group]:
         with self.lock:
             if everything:
@@ -514,7 +511,14 @@ class _HandlerBase:
             max_chars=max_chars,
             orphan_timeout=orphan_timeout,
         )
+        self._writer = Writer()
         _LIVE.add(self)
+
+    def _submit(self, groups: list[Group], *, incomplete: bool = False) -> None:
+        if not groups:
+            return
+        capture = self._capture
+        self._writer.submit(lambda: capture.store(groups, incomplete=incomplete))
 
     @property
     def errors(self) -> int:
@@ -543,12 +547,35 @@ class _HandlerBase:
         id of a root run is its run id, so ``config={"run_id": uuid}`` fixes it upfront."""
         return self._capture.engine.trajectory_ids
 
-    def close(self) -> int:
-        """Store everything still captured, open runs included (marked ``incomplete``);
-        returns how many trajectories were taken. Called at interpreter exit too."""
-        groups = self._capture.take(everything=True)
-        self._capture.store(groups, incomplete=True)
-        return len(groups)
+    def wait(self, timeout: float | None = 30.0) -> bool:
+        """Block until the trajectories of finished root runs are stored (they are written
+        by a background thread, off the agent's path); False when ``timeout`` seconds passed
+        first (writing goes on)."""
+        return self._writer.wait(timeout)
+
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Store the orphan groups that have no open run now (without waiting for
+        ``orphan_timeout``), then :meth:`wait`."""
+        self._submit(self._capture.take(everything=False))
+        return self.wait(timeout)
+
+    def close(self, timeout: float | None = 30.0) -> bool:
+        """Store everything still captured, open runs included (marked ``incomplete``),
+        then :meth:`wait`. Called at interpreter exit too."""
+        self._submit(self._capture.take(everything=True), incomplete=True)
+        return self.wait(timeout)
+
+    def detach(self, run_id: UUID) -> Trajectory | None:
+        """Take the root run ``run_id`` out of the handler now, *without* storing it, and
+        return what was captured so far as a trajectory: its events in capture order (tool
+        calls still open get an ``incomplete`` failed result), outcome ``unknown``, no final
+        answer (the run has not ended). For callers that finish runs themselves: the reflect
+        node of hindsight_langgraph (issue 7) relies on it. ``None`` when ``run_id`` is not an
+        open root run of this handler, or the trajectory cannot be built (logged, counted)."""
+        capture = self._capture
+        with capture.lock:
+            group = capture.tree.detach(run_id)
+        return capture.trajectory(group) if group is not None else None
 
 
 class HindsightCallbackHandler(_HandlerBase, BaseCallbackHandler):
@@ -557,43 +584,36 @@ class HindsightCallbackHandler(_HandlerBase, BaseCallbackHandler):
         "executor threads, which is where LangChain runs it under async runs).\n" + _DOC_ARGS
     )
 
-    def flush(self) -> int:
-        """Store the orphan groups that have no open run now, without waiting for
-        ``orphan_timeout``; returns how many trajectories were taken."""
-        groups = self._capture.take(everything=False)
-        self._capture.store(groups)
-        return len(groups)
-
 
 class AsyncHindsightCallbackHandler(_HandlerBase, AsyncCallbackHandler):
     __doc__ = (
         "Captures every run it sees as one trajectory per root run (async handler: its "
-        "methods run on the event loop; storing at root end is awaited off the loop).\n" + _DOC_ARGS
+        "methods run on the event loop and never block it).\n" + _DOC_ARGS
     )
 
-    async def aflush(self) -> int:
-        """Async twin of :meth:`HindsightCallbackHandler.flush`."""
-        groups = self._capture.take(everything=False)
-        await self._capture.astore(groups)
-        return len(groups)
+    async def aflush(self, timeout: float | None = 30.0) -> bool:
+        """:meth:`flush` without blocking the event loop."""
+        return await asyncio.to_thread(self.flush, timeout)
 
-    async def aclose(self) -> int:
-        """Async twin of :meth:`close`."""
-        groups = self._capture.take(everything=True)
-        await self._capture.astore(groups, incomplete=True)
-        return len(groups)
+    async def aclose(self, timeout: float | None = 30.0) -> bool:
+        """:meth:`close` without blocking the event loop."""
+        return await asyncio.to_thread(self.close, timeout)
+
+
+def _dispatch(handler: _HandlerBase, event: str, args: Any, kwargs: Any) -> None:
+    capture = handler._capture
+    try:
+        groups = getattr(capture, event)(*args, **kwargs)
+    except Exception as exc:
+        capture.engine.fail(f"{event} failed", exc)
+        return
+    if groups:
+        handler._submit(groups)
 
 
 def _sync_method(event: str) -> Any:
     def method(self: HindsightCallbackHandler, *args: Any, **kwargs: Any) -> None:
-        capture = self._capture
-        try:
-            groups = getattr(capture, event)(*args, **kwargs)
-        except Exception as exc:
-            capture.engine.fail(f"{event} failed", exc)
-            return
-        if groups:
-            capture.store(groups)
+        _dispatch(self, event, args, kwargs)
 
     method.__name__ = method.__qualname__ = event
     return method
@@ -601,14 +621,7 @@ def _sync_method(event: str) -> Any:
 
 def _async_method(event: str) -> Any:
     async def method(self: AsyncHindsightCallbackHandler, *args: Any, **kwargs: Any) -> None:
-        capture = self._capture
-        try:
-            groups = getattr(capture, event)(*args, **kwargs)
-        except Exception as exc:
-            capture.engine.fail(f"{event} failed", exc)
-            return
-        if groups:
-            await capture.astore(groups)
+        _dispatch(self, event, args, kwargs)
 
     method.__name__ = method.__qualname__ = event
     return method
@@ -625,7 +638,7 @@ _LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
 def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter exit
     for handler in list(_LIVE):
         with contextlib.suppress(Exception):
-            handler.close()
+            handler.close(timeout=10.0)
 
 
 atexit.register(_close_all_at_exit)

@@ -64,6 +64,12 @@ def stored(mem: Memory, trajectory_id: str | None, tenant: str = TENANT) -> Traj
     return mem.get_trajectory(trajectory_id, tenant_id=tenant)
 
 
+def last_id(handler: Any) -> str | None:
+    """The handler's last stored trajectory id, once its background writes are done."""
+    assert handler.wait(timeout=30)
+    return handler.last_trajectory_id  # type: ignore[no-any-return]
+
+
 def all_trajectories(mem: Memory, tenant: str = TENANT) -> int:
     return int(mem.stats(tenant_id=tenant)["trajectories"])
 

@@ -7,6 +7,10 @@ import random
 import uuid
 from typing import Any
 
+from tests.integrations import langchain_support  # noqa: F401  (skips without LangChain)
+
+# isort: split
+
 import pytest
 from hindsight_langchain import AsyncHindsightCallbackHandler, HindsightCallbackHandler
 from hindsight_langchain.testing import ScriptedChatModel, ai, call
@@ -29,6 +33,7 @@ from tests.integrations.langchain_support import (
     closing,  # noqa: F401  (autouse fixture)
     divide,
     get_order,
+    last_id,
     memory,
     scripted,
     steps,
@@ -66,7 +71,7 @@ def test_c11_validation_error_handled_by_the_agent(args: dict[str, Any], words: 
     )
     reply = next(m for m in result["messages"] if isinstance(m, ToolMessage))
     assert reply.status == "error"  # the ToolNode handled it and told the model
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert tool_steps(traj) == [("tool_call", "add", None), ("tool_result", "add", "failure")]
     call_event, result_event = [e for e in traj.events if e.tool_name == "add"]
     assert call_event.tool_args == args and call_event.tool_call_id == "c1"
@@ -88,7 +93,7 @@ def test_c11_validation_error_without_handling_fails_the_run(
     handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
     with pytest.raises(ValidationError):
         add.invoke(args, {"callbacks": [handler]})
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert tool_steps(traj) == [("tool_call", "add", None), ("tool_result", "add", "failure")]
     for word in words:
         assert word in traj.events[-1].content
@@ -111,10 +116,10 @@ def test_c11_validation_error_handled_by_the_tool_itself() -> None:
         {"callbacks": [handler]},
     )
     assert message.status == "error"
-    first = stored(mem, handler.last_trajectory_id)
+    first = stored(mem, last_id(handler))
     # ... without one LangChain returns its default text: both are failed calls.
     add_safe.invoke({"a": "3"}, {"callbacks": [handler]})
-    second = stored(mem, handler.last_trajectory_id)
+    second = stored(mem, last_id(handler))
     for traj in (first, second):
         assert tool_steps(traj) == [
             ("tool_call", "add_safe", None),
@@ -182,8 +187,8 @@ def test_c12_streamed_tool_error(mode: str, handler_cls: type, tool_fn: Any) -> 
     handler = handler_cls(mem, tenant_id=TENANT)
     with pytest.raises(ZeroDivisionError):
         asyncio.run(_consume(_divide_agent(tool_fn), mode, handler))
-    assert handler.errors == 0 and all_trajectories(mem) == 1
-    traj = stored(mem, handler.last_trajectory_id)
+    assert handler.wait() and handler.errors == 0 and all_trajectories(mem) == 1
+    traj = stored(mem, last_id(handler))
     _one_failed_division(traj, tool_fn.name)
     assert traj.outcome is Outcome.FAILURE
 
@@ -204,7 +209,7 @@ def test_c12_streamed_tool_error_handled_by_middleware(handler_cls: type) -> Non
     mem = memory()
     handler = handler_cls(mem, tenant_id=TENANT)
     asyncio.run(_consume(_divide_agent(adivide, report_errors), "astream_events", handler))
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     _one_failed_division(traj, "adivide")
     assert steps(traj)[-1] == ("final_answer", None, None)
     assert traj.outcome is Outcome.UNKNOWN
@@ -223,7 +228,7 @@ def test_c13_with_fallbacks_is_one_trajectory(handler_cls: type) -> None:
     answer = asyncio.run(primary.with_fallbacks([backup]).ainvoke("hi", {"callbacks": [handler]}))
     assert answer.content == "backup says hi"
     assert all_trajectories(mem) == 1
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert steps(traj) == [
         ("user_message", None, None),
         ("model_call", None, "failure"),
@@ -244,7 +249,7 @@ def test_c13_fallbacks_inside_an_agent_and_a_chain() -> None:
     primary2, backup2 = _fallback_models()
     chain = RunnableLambda(lambda x: x) | primary2.with_fallbacks([backup2])
     chain.invoke("hi", {"callbacks": [handler]})
-    assert all_trajectories(mem) == 2 and handler.stored == 2
+    assert handler.wait() and all_trajectories(mem) == 2 and handler.stored == 2
     agent_traj = stored(mem, next(iter(handler.trajectory_ids.values())))
     failed = [s for s in steps(agent_traj) if s == ("model_call", None, "failure")]
     assert len(failed) == 2  # the primary fails on each of the two model turns
@@ -266,10 +271,10 @@ def test_c13_children_reported_before_their_parent() -> None:
     tool_run.on_tool_end("order A1: paid")
     node_run = _manager(handler, root).on_chain_start({"name": "tools"}, {}, run_id=node)
     node_run.on_chain_end({})
-    assert handler.stored == 0  # nothing is final before the root ends
+    assert handler.wait() and handler.stored == 0  # nothing is final before the root ends
     root_run = _manager(handler).on_chain_start({"name": "agent"}, {"input": "A1?"}, run_id=root)
     root_run.on_chain_end({"output": "A1 is paid."})
-    assert handler.stored == 1 and handler.errors == 0
+    assert handler.wait() and handler.stored == 1 and handler.errors == 0
     traj = stored(mem, str(root))
     assert steps(traj) == [
         ("tool_call", "get_order", None),
@@ -288,9 +293,9 @@ def test_c13_unknown_parent_orphans_are_kept_as_one_trajectory() -> None:
     primary = scripted(RuntimeError("primary model overloaded")).with_config(callbacks=[handler])
     backup = scripted("backup says hi").with_config(callbacks=[handler])
     assert primary.with_fallbacks([backup]).invoke("hi").content == "backup says hi"
-    assert handler.stored == 0  # the parent may still come: kept, not guessed
-    assert handler.flush() == 1
-    traj = stored(mem, handler.last_trajectory_id)
+    assert handler.wait() and handler.stored == 0  # the parent may still come: kept
+    assert handler.flush() and handler.stored == 1
+    traj = stored(mem, last_id(handler))
     assert [s for s in steps(traj) if s[0] == "model_call"] == [
         ("model_call", None, "failure"),
         ("model_call", None, "success"),
@@ -305,7 +310,7 @@ def test_c13_idle_orphans_are_stored_when_the_next_root_starts() -> None:
     run = _manager(handler, uuid.uuid4()).on_tool_start({"name": "get_order"}, "A1")
     run.on_tool_end("order A1: paid")
     tracking_cache.invoke({"order_id": "A1"}, {"callbacks": [handler]})
-    assert handler.stored == 2 and all_trajectories(mem) == 2
+    assert handler.wait() and handler.stored == 2 and all_trajectories(mem) == 2
 
 
 def test_c13_events_after_the_root_ended_and_ends_without_starts() -> None:
@@ -320,8 +325,9 @@ def test_c13_events_after_the_root_ended_and_ends_without_starts() -> None:
     CallbackManagerForToolRun(
         run_id=uuid.uuid4(), handlers=[handler], inheritable_handlers=[], parent_run_id=root
     ).on_tool_end("orphan end", name="ghost_tool")
-    assert handler.stored == 1
-    assert handler.close() == 1 and handler.errors == 0  # one group: everything late for root
+    assert handler.wait() and handler.stored == 1
+    assert handler.close() and handler.errors == 0
+    assert handler.stored == 2  # one more group: everything late for root
     late_trajs = [stored(mem, t) for t in _trajectory_ids(mem)]
     late_trajs = [t for t in late_trajs if t.metadata.get("late_for_trajectory") == str(root)]
     tools = sorted(e.tool_name for t in late_trajs for e in t.events if e.tool_name)

@@ -9,6 +9,10 @@ import threading
 import uuid
 from typing import Any
 
+from tests.integrations import langchain_support  # noqa: F401  (skips without LangChain)
+
+# isort: split
+
 import httpx
 import pytest
 from hindsight_langchain import AsyncHindsightCallbackHandler, HindsightCallbackHandler
@@ -34,6 +38,7 @@ from tests.integrations.langchain_support import (
     carrier_status_handled,
     closing,  # noqa: F401  (autouse fixture)
     get_order,
+    last_id,
     memory,
     scripted,
     steps,
@@ -79,9 +84,9 @@ def test_three_tools_one_timeout_raised_is_one_trajectory_step_by_step() -> None
     agent = three_tool_agent(carrier_status)
     with pytest.raises(TimeoutError, match="carrier API timed out"):
         agent.invoke({"messages": [("user", "Where is order A1?")]}, {"callbacks": [handler]})
-    assert handler.errors == 0
+    assert handler.wait() and handler.errors == 0
     assert all_trajectories(mem) == 1
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert steps(traj) == TIMEOUT_STEPS
     assert traj.outcome is Outcome.FAILURE
     assert traj.task == "Where is order A1?"
@@ -99,7 +104,7 @@ def test_three_tools_one_timeout_handled_run_continues_to_answer() -> None:
     agent = three_tool_agent(carrier_status_handled)
     result = agent.invoke({"messages": [("user", "Where is order A1?")]}, {"callbacks": [handler]})
     assert result["messages"][-1].content == "Order A1 was delivered yesterday."
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert steps(traj) == [
         ("user_message", None, None),
         ("model_call", None, "success"),
@@ -133,7 +138,7 @@ def test_async_handler_records_the_same_steps_as_the_sync_one() -> None:
 
     asyncio.run(run())
     assert handler.errors == 0
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert steps(traj) == TIMEOUT_STEPS
     _check_links(traj)
 
@@ -154,7 +159,7 @@ def test_async_handler_in_a_sync_run_and_sync_handler_in_an_async_run() -> None:
     asyncio.run(run())
     for handler in (async_handler, sync_handler):
         assert handler.errors == 0
-        assert steps(stored(mem, handler.last_trajectory_id))[1:] == TIMEOUT_STEPS[1:]
+        assert steps(stored(mem, last_id(handler)))[1:] == TIMEOUT_STEPS[1:]
 
 
 # -- outcome -------------------------------------------------------------------------------------
@@ -181,7 +186,7 @@ def test_outcome_callable_and_attribution_through_the_root_run_id() -> None:
         {"messages": [("user", "Where is order A1?")]},
         {"callbacks": [handler], "run_id": run_id},
     )
-    assert handler.last_trajectory_id == str(run_id)
+    assert last_id(handler) == str(run_id)
     assert handler.trajectory_ids[str(run_id)] == str(run_id)
     assert stored(mem, str(run_id)).outcome is Outcome.SUCCESS
     assert len(seen) == 1
@@ -198,7 +203,7 @@ def test_outcome_failure_from_callable_and_unknown_when_it_returns_none() -> Non
         three_tool_agent(carrier_status_handled).invoke(
             {"messages": [("user", "A1?")]}, {"callbacks": [handler]}
         )
-        outcomes.append(stored(mem, handler.last_trajectory_id).outcome)
+        outcomes.append(stored(mem, last_id(handler)).outcome)
     assert outcomes == [Outcome.FAILURE, Outcome.UNKNOWN, Outcome.PARTIAL]
 
 
@@ -217,7 +222,7 @@ def test_tenant_task_type_and_context_from_config_metadata() -> None:
         "configurable": {"thread_id": "thread-9"},
     }
     three_tool_agent(carrier_status_handled).invoke({"messages": [("user", "A1?")]}, config)
-    traj = stored(mem, handler.last_trajectory_id, tenant="beta")
+    traj = stored(mem, last_id(handler), tenant="beta")
     assert (traj.tenant_id, traj.task_type, traj.tags) == (
         "beta",
         "parcel_tracking",
@@ -237,7 +242,7 @@ def test_no_tenant_anywhere_is_logged_and_counted_not_raised(
         {"messages": [("user", "A1?")]}, {"callbacks": [handler]}
     )
     assert result["messages"][-1].content.startswith("Order A1")
-    assert handler.errors == 1 and "no tenant" in (handler.last_error or "")
+    assert handler.wait() and handler.errors == 1 and "no tenant" in (handler.last_error or "")
     assert "no tenant" in caplog.text
     assert handler.last_trajectory_id is None
 
@@ -264,14 +269,15 @@ def test_closed_memory_and_failing_outcome_callable_never_break_the_run() -> Non
     three_tool_agent(carrier_status_handled).invoke(
         {"messages": [("user", "A1?")]}, {"callbacks": [handler]}
     )
+    assert stored(mem, last_id(handler)).outcome is Outcome.UNKNOWN
     assert handler.errors == 1 and "outcome" in (handler.last_error or "")
-    assert stored(mem, handler.last_trajectory_id).outcome is Outcome.UNKNOWN
 
     mem.close()
     result = three_tool_agent(carrier_status_handled).invoke(
         {"messages": [("user", "A1?")]}, {"callbacks": [handler]}
     )
     assert result["messages"][-1].content.startswith("Order A1")
+    assert handler.wait()
     assert handler.errors >= 2 and "could not store" in (handler.last_error or "")
 
 
@@ -306,7 +312,7 @@ def test_one_handler_shared_by_concurrent_threads_and_tasks() -> None:
         )
 
     asyncio.run(tasks())
-    assert not errors and handler.errors == 0
+    assert handler.wait() and not errors and handler.errors == 0
     assert handler.stored == 16 and all_trajectories(mem) == 16
     tasks_seen = set()
     for tid in handler.trajectory_ids.values():
@@ -360,7 +366,7 @@ def test_chain_with_retriever_custom_event_usage_and_system_prompt() -> None:
     chain = RunnableLambda(context) | prompt | scripted(reply) | StrOutputParser()
     answer = chain.invoke("how do parcels ship", {"callbacks": [handler]})
     assert answer == "They ship with DHL."
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert steps(traj) == [
         ("user_message", None, None),
         ("tool_call", "KnowledgeBase", None),
@@ -396,7 +402,7 @@ def test_chain_error_is_one_error_event_and_a_failure() -> None:
     chain = RunnableLambda(lambda q: q.upper()) | RunnableLambda(parse)
     with pytest.raises(ValueError, match="invalid literal"):
         chain.invoke("forty-two", {"callbacks": [handler]})
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert steps(traj) == [("user_message", None, None), ("error", None, "failure")]
     assert traj.events[1].metadata["error_type"] == "ValueError"
     assert traj.outcome is Outcome.FAILURE
@@ -412,7 +418,7 @@ def test_root_chat_model_failing_with_an_httpx_timeout() -> None:
             await model.ainvoke("hello", {"callbacks": [handler]})
 
     asyncio.run(run())
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert steps(traj) == [("user_message", None, None), ("model_call", None, "timeout")]
     assert traj.events[1].metadata["error_type"] == "ReadTimeout"
     assert traj.outcome is Outcome.FAILURE
@@ -425,7 +431,7 @@ def test_model_asking_for_an_unknown_tool_is_a_failed_call_not_lost() -> None:
     create_agent(model, [get_order]).invoke(
         {"messages": [("user", "go")]}, {"callbacks": [handler]}
     )
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert ("tool_result", "teleport", "failure") in steps(traj)
     result = next(
         e for e in traj.events if e.tool_name == "teleport" and e.event_type.value == "tool_result"
@@ -445,7 +451,7 @@ def test_huge_tool_output_is_clipped() -> None:
         return "x" * 100_000
 
     dump.invoke({}, {"callbacks": [handler]})
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert len(traj.events[-1].content) < 1100
     assert "99000 more characters cut" in traj.events[-1].content
 
@@ -498,7 +504,7 @@ def test_async_memory_given_to_the_sync_handler() -> None:
     try:
         handler = HindsightCallbackHandler(aio, tenant_id=TENANT)
         tracking_cache.invoke({"order_id": "A1"}, {"callbacks": [handler]})
-        traj = asyncio.run(aio.get_trajectory(handler.last_trajectory_id, tenant_id=TENANT))
+        traj = asyncio.run(aio.get_trajectory(last_id(handler), tenant_id=TENANT))
         assert steps(traj) == [
             ("tool_call", "tracking_cache", None),
             ("tool_result", "tracking_cache", "success"),
@@ -517,7 +523,7 @@ def test_adispatch_custom_event_in_async_runs() -> None:
         return x
 
     asyncio.run(RunnableLambda(step).ainvoke("hi", {"callbacks": [handler]}))
-    traj = stored(mem, handler.last_trajectory_id)
+    traj = stored(mem, last_id(handler))
     assert [e.event_type.value for e in traj.events] == ["user_message", "custom", "final_answer"]
 
 
@@ -538,7 +544,7 @@ def test_interrupted_graph_is_not_a_failure() -> None:
     handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
     config = {"callbacks": [handler], "configurable": {"thread_id": "t"}}
     app.invoke({"messages": [("user", "refund me")]}, config)
-    first = stored(mem, handler.last_trajectory_id)
+    first = stored(mem, last_id(handler))
     assert first.outcome is Outcome.UNKNOWN
     assert not [s for s in steps(first) if s[0] == "error"]
     assert handler.errors == 0
