@@ -225,13 +225,20 @@ def stats(
 @app.command()
 def demo(
     ctx: typer.Context,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="A real model (provider:model, LangChain init_chat_model)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Watch an agent fail on a flaky tool, learn the lesson, and avoid the failure next run."""
-    from hindsight.cli._demo import run_demo
+    """Watch an agent fail on a flaky tool, learn the lesson, and avoid the failure next run.
+
+    The agent is the LangGraph support agent of hindsight_langgraph (extra: langgraph); without
+    LangGraph the framework-free demo runs instead."""
+    from hindsight.cli._demo_graph import run
 
     with guarded():
-        run_demo(state(ctx).data_dir, as_json=as_json)
+        run(state(ctx).data_dir, as_json=as_json, model=model)
 
 
 def main() -> None:

@@ -1,0 +1,452 @@
+"""One trajectory per run under LangGraph's features: checkpointers and threads, interrupts
+and resume, parallel branches, subgraphs, streaming, retries, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import time
+from typing import Annotated, Any
+
+import pytest
+from hindsight_langgraph import HindsightState
+from hindsight_langgraph._capture import router
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import StateGraph
+from langgraph.types import Command, RetryPolicy, Send, interrupt
+from langgraph_support import (
+    END,
+    START,
+    TENANT,
+    agent_graph,
+    ai,
+    call,
+    closing,  # noqa: F401  (autouse: closes the memories a test opened)
+    memory,
+    order_query,
+    order_query_cached,
+    react_model,
+    steps,
+    tool_steps,
+    trajectories,
+    wire,
+)
+
+from hindsight import Trajectory
+
+
+def one(mem: Any) -> Trajectory:
+    found = trajectories(mem)
+    assert len(found) == 1, [steps(t) for t in found]
+    return found[0]
+
+
+def kinds(traj: Trajectory) -> list[str]:
+    return [s[0] for s in steps(traj)]
+
+
+def lookup_model() -> Any:
+    """Asks for order_query, then answers."""
+    return react_model(ai("", call("order_query", {"order_id": "8812"})), ai("Order 8812 shipped."))
+
+
+# -- checkpointers and threads ------------------------------------------------------------------
+def test_each_turn_on_a_thread_is_one_trajectory_with_its_own_steps() -> None:
+    mem = memory()
+    model = react_model(
+        ai("", call("order_query", {"order_id": "8812"}, id="c1")),
+        ai("Shipped."),
+        ai("", call("order_query_cached", {"order_id": "9907"}, id="c2")),
+        ai("Also shipped."),
+    )
+    builder = agent_graph(model, state=HindsightState)
+    wire(builder, mem)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "thread-7"}}
+    first = graph.invoke({"messages": [HumanMessage("Where is 8812?")]}, config)
+    second = graph.invoke({"messages": [HumanMessage("And 9907?")]}, config)
+    assert first["trajectory_id"] != second["trajectory_id"]
+    t1 = mem.get_trajectory(first["trajectory_id"], tenant_id=TENANT)
+    t2 = mem.get_trajectory(second["trajectory_id"], tenant_id=TENANT)
+    assert len(trajectories(mem)) == 2
+    assert [e.content for e in t2.events if e.event_type.value == "user_message"] == ["And 9907?"]
+    assert [s[1] for s in tool_steps(t1)] == ["order_query", "order_query"]
+    assert [s[1] for s in tool_steps(t2)] == ["order_query_cached", "order_query_cached"]
+    assert t1.metadata["thread_id"] == t2.metadata["thread_id"] == "thread-7"
+
+
+# -- interrupts and resume -------------------------------------------------------------------
+def approval_graph(mem: Any, model: Any, *, checkpointer: Any) -> Any:
+    """agent -> approve (interrupt) -> tools -> agent; hindsight around it."""
+    builder = agent_graph(model, state=HindsightState)
+    builder.branches.pop("agent")
+
+    def approve(state: dict[str, Any]) -> dict[str, Any]:
+        answer = interrupt({"question": "run these tools?"})
+        return {"messages": [] if answer else [SystemMessage("denied")]}
+
+    def route(state: dict[str, Any]) -> str:
+        last = state["messages"][-1]
+        return "approve" if getattr(last, "tool_calls", None) else END
+
+    builder.add_node("approve", approve)
+    builder.add_conditional_edges("agent", route, ["approve", END])
+    builder.add_edge("approve", "tools")
+    wire(builder, mem, outcome=lambda s: True)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def test_interrupt_and_resume_store_one_trajectory_without_duplicates() -> None:
+    mem = memory()
+    graph = approval_graph(mem, lookup_model(), checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "approve-1"}}
+    paused = graph.invoke({"messages": [HumanMessage("Where is order 8812?")]}, config)
+    assert "__interrupt__" in paused
+    assert trajectories(mem) == []  # paused: nothing stored yet
+    done = graph.invoke(Command(resume=True), config)
+    assert done["messages"][-1].content == "Order 8812 shipped."
+    traj = one(mem)
+    assert traj.id == paused["trajectory_id"] == done["trajectory_id"]
+    assert kinds(traj).count("user_message") == 1
+    assert kinds(traj).count("model_call") == 2
+    assert tool_steps(traj) == [
+        ("tool_call", "order_query", None),
+        ("tool_result", "order_query", "success"),
+    ]
+    assert kinds(traj)[-1] == "final_answer"
+    assert len(traj.metadata["root_run_ids"]) == 2
+    assert "incomplete" not in traj.metadata
+    assert not any(e.event_type.value == "error" for e in traj.events)  # an interrupt is no error
+
+
+def test_two_interrupts_and_async_resumes_are_still_one_trajectory() -> None:
+    mem = memory()
+    model = react_model(
+        ai("", call("order_query", {"order_id": "8812"}, id="a")),
+        ai("", call("order_query_cached", {"order_id": "8812"}, id="b")),
+        ai("Done."),
+    )
+    graph = approval_graph(mem, model, checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "approve-2"}}
+
+    async def run() -> dict[str, Any]:
+        await graph.ainvoke({"messages": [HumanMessage("Where is order 8812?")]}, config)
+        await graph.ainvoke(Command(resume=True), config)
+        return await graph.ainvoke(Command(resume=True), config)
+
+    done = asyncio.run(run())
+    traj = one(mem)
+    assert traj.id == done["trajectory_id"]
+    assert [s[1] for s in tool_steps(traj)] == ["order_query"] * 2 + ["order_query_cached"] * 2
+    assert kinds(traj).count("model_call") == 3
+    assert len(traj.metadata["root_run_ids"]) == 3
+
+
+def test_a_paused_run_abandoned_for_a_new_input_is_stored_as_incomplete() -> None:
+    mem = memory()
+    graph = approval_graph(
+        mem,
+        react_model(ai("", call("order_query", {"order_id": "1"})), ai("", call("order_query"))),
+        checkpointer=InMemorySaver(),
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "approve-3"}}
+    first = graph.invoke({"messages": [HumanMessage("Where is order 1?")]}, config)
+    graph.invoke({"messages": [HumanMessage("Forget it, where is order 2?")]}, config)
+    stored = {t.id: t for t in trajectories(mem)}
+    assert list(stored) == [first["trajectory_id"]]
+    abandoned = stored[first["trajectory_id"]]
+    assert abandoned.metadata["incomplete"] is True
+    assert "new input" in abandoned.metadata["ended"]
+    assert abandoned.outcome.value == "unknown"
+    assert kinds(abandoned)[:2] == ["user_message", "model_call"]
+
+
+def test_resume_after_a_restart_stores_the_rest_as_a_new_trajectory() -> None:
+    mem = memory()
+    graph = approval_graph(mem, lookup_model(), checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "approve-4"}}
+    paused = graph.invoke({"messages": [HumanMessage("Where is order 8812?")]}, config)
+    # What the process exit does with paused runs (atexit): store them as incomplete.
+    assert router().close_all() >= 1
+    first = one(mem)
+    assert first.id == paused["trajectory_id"] and first.metadata["incomplete"] is True
+    done = graph.invoke(Command(resume=True), config)
+    rest = [t for t in trajectories(mem) if t.id != first.id]
+    assert len(rest) == 1
+    assert rest[0].metadata["continues_trajectory"] == first.id
+    assert done["messages"][-1].content == "Order 8812 shipped."
+    assert ("tool_result", "order_query", "success") in tool_steps(rest[0])
+
+
+# -- parallel branches -----------------------------------------------------------------------
+def test_parallel_branches_land_in_one_trajectory() -> None:
+    mem = memory()
+    model = react_model(ai("Both lookups done."))
+
+    def live(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return {"messages": [("ai", order_query.invoke({"order_id": "slow-9"}, config))]}
+
+    def cached(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return {"messages": [("ai", order_query_cached.invoke({"order_id": "9"}, config))]}
+
+    def guarded_live(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        try:
+            return live(state, config)
+        except TimeoutError:
+            return {"messages": [("ai", "live lookup timed out")]}
+
+    builder = StateGraph(HindsightState)
+    builder.add_node("live", guarded_live)
+    builder.add_node("cached", cached)
+    builder.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    builder.add_edge(START, "live")
+    builder.add_edge(START, "cached")
+    builder.add_edge(["live", "cached"], "agent")
+    builder.add_edge("agent", END)
+    wire(builder, mem)
+    out = builder.compile().invoke({"messages": [HumanMessage("Where is order 9?")]})
+    traj = one(mem)
+    assert traj.id == out["trajectory_id"]
+    assert sorted(tool_steps(traj)) == sorted(
+        [
+            ("tool_call", "order_query", None),
+            ("tool_result", "order_query", "timeout"),
+            ("tool_call", "order_query_cached", None),
+            ("tool_result", "order_query_cached", "success"),
+        ]
+    )
+
+
+def test_send_fan_out_lands_in_one_trajectory() -> None:
+    class State(HindsightState, total=False):
+        found: Annotated[list[str], operator.add]
+
+    mem = memory()
+
+    def fan_out(state: dict[str, Any]) -> list[Send]:
+        return [Send("lookup", {"order_id": i}) for i in ("1", "2", "3")]
+
+    def lookup(arg: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return {"found": [order_query_cached.invoke({"order_id": arg["order_id"]}, config)]}
+
+    builder = StateGraph(State)
+    builder.add_node("plan", lambda s: {})
+    builder.add_node("lookup", lookup)
+    builder.add_node("answer", lambda s: {"messages": [("ai", "; ".join(sorted(s["found"])))]})
+    builder.add_edge(START, "plan")
+    builder.add_conditional_edges("plan", fan_out, ["lookup"])
+    builder.add_edge("lookup", "answer")
+    builder.add_edge("answer", END)
+    wire(builder, mem)
+    builder.compile().invoke({"messages": [HumanMessage("Orders 1, 2 and 3?")]})
+    traj = one(mem)
+    assert [s for s in tool_steps(traj) if s[0] == "tool_result"] == [
+        ("tool_result", "order_query_cached", "success")
+    ] * 3
+
+
+# -- subgraphs -------------------------------------------------------------------------------
+def test_a_subgraphs_model_and_tool_calls_belong_to_the_parent_run() -> None:
+    mem = memory()
+    inner = agent_graph(lookup_model(), state=HindsightState)
+    sub = inner.compile()
+    builder = StateGraph(HindsightState)
+    builder.add_node("support", sub)
+    builder.add_edge(START, "support")
+    builder.add_edge("support", END)
+    wire(builder, mem, outcome=lambda s: True)
+    out = builder.compile(checkpointer=InMemorySaver()).invoke(
+        {"messages": [HumanMessage("Where is order 8812?")]},
+        {"configurable": {"thread_id": "sub-1"}},
+    )
+    traj = one(mem)
+    assert traj.id == out["trajectory_id"]
+    assert kinds(traj).count("model_call") == 2
+    assert tool_steps(traj) == [
+        ("tool_call", "order_query", None),
+        ("tool_result", "order_query", "success"),
+    ]
+
+
+# -- streaming -------------------------------------------------------------------------------
+def reference_steps() -> list[tuple[str, str | None, str | None]]:
+    mem = memory()
+    builder = agent_graph(lookup_model(), state=HindsightState)
+    wire(builder, mem)
+    builder.compile().invoke({"messages": [HumanMessage("Where is order 8812?")]})
+    return steps(one(mem))
+
+
+@pytest.mark.parametrize(
+    "how", ["stream-values", "stream-updates", "stream-messages", "astream", "astream_events"]
+)
+def test_streaming_captures_the_same_steps_as_invoke(how: str) -> None:
+    expected = reference_steps()
+    mem = memory()
+    builder = agent_graph(lookup_model(), state=HindsightState)
+    wire(builder, mem)
+    graph = builder.compile()
+    inputs = {"messages": [HumanMessage("Where is order 8812?")]}
+    chunks: list[Any] = []
+    if how.startswith("stream-"):
+        chunks = list(graph.stream(inputs, stream_mode=how.split("-")[1]))
+    elif how == "astream":
+
+        async def consume() -> list[Any]:
+            return [c async for c in graph.astream(inputs)]
+
+        chunks = asyncio.run(consume())
+    else:
+
+        async def events() -> list[Any]:
+            return [e async for e in graph.astream_events(inputs, version="v2")]
+
+        chunks = asyncio.run(events())
+        assert any(e["event"] == "on_chat_model_stream" for e in chunks)
+    assert chunks
+    assert steps(one(mem)) == expected
+
+
+# -- retries -----------------------------------------------------------------------------------
+def test_retried_node_keeps_the_failed_attempt_in_the_same_trajectory() -> None:
+    mem = memory()
+    attempts = {"n": 0}
+
+    def lookup(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        attempts["n"] += 1
+        order = "slow-1" if attempts["n"] == 1 else "1"
+        return {"messages": [("ai", order_query.invoke({"order_id": order}, config))]}
+
+    builder = StateGraph(HindsightState)
+    builder.add_node(
+        "lookup",
+        lookup,
+        retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.01, retry_on=TimeoutError),
+    )
+    builder.add_edge(START, "lookup")
+    builder.add_edge("lookup", END)
+    wire(builder, mem, outcome=lambda s: True)
+    out = builder.compile().invoke({"messages": [HumanMessage("Where is order 1?")]})
+    assert attempts["n"] == 2
+    traj = one(mem)
+    assert traj.id == out["trajectory_id"]
+    assert tool_steps(traj) == [
+        ("tool_call", "order_query", None),
+        ("tool_result", "order_query", "timeout"),
+        ("tool_call", "order_query", None),
+        ("tool_result", "order_query", "success"),
+    ]
+    assert traj.outcome.value == "success"
+
+
+def test_model_retried_by_the_retry_policy_is_one_trajectory() -> None:
+    mem = memory()
+    model = react_model(TimeoutError("model timed out"), ai("Shipped."))
+    builder = StateGraph(HindsightState)
+    builder.add_node(
+        "agent",
+        lambda s: {"messages": [model.invoke(s["messages"])]},
+        retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.01, retry_on=TimeoutError),
+    )
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", END)
+    wire(builder, mem)
+    builder.compile().invoke({"messages": [HumanMessage("Where is order 1?")]})
+    traj = one(mem)
+    calls = [
+        (e.event_type.value, e.status.value if e.status else None)
+        for e in traj.events
+        if e.event_type.value == "model_call"
+    ]
+    assert calls == [("model_call", "timeout"), ("model_call", "success")]
+
+
+# -- errors ------------------------------------------------------------------------------------
+def test_a_run_that_raises_is_stored_as_a_failure() -> None:
+    mem = memory()
+
+    def broken(state: dict[str, Any]) -> dict[str, Any]:
+        raise ZeroDivisionError("division by zero in the pricing step")
+
+    builder = StateGraph(HindsightState)
+    builder.add_node("agent", broken)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", END)
+    wire(builder, mem)
+    with pytest.raises(ZeroDivisionError):
+        builder.compile().invoke({"messages": [HumanMessage("price it")]})
+    traj = one(mem)
+    assert traj.outcome.value == "failure"
+    errors = [e for e in traj.events if e.event_type.value == "error"]
+    assert errors and "ZeroDivisionError" in errors[0].content
+
+
+def test_async_run_that_raises_is_stored_in_the_background() -> None:
+    mem = memory()
+
+    async def broken(state: dict[str, Any]) -> dict[str, Any]:
+        raise ValueError("bad input")
+
+    builder = StateGraph(HindsightState)
+    builder.add_node("agent", broken)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", END)
+    wire(builder, mem)
+    with pytest.raises(ValueError):
+        asyncio.run(builder.compile().ainvoke({"messages": [HumanMessage("x")]}))
+    deadline = time.monotonic() + 30
+    while not trajectories(mem) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert one(mem).outcome.value == "failure"
+
+
+def test_runs_of_graphs_without_hindsight_are_not_recorded() -> None:
+    mem = memory()
+    wired = agent_graph(lookup_model(), state=HindsightState)
+    wire(wired, mem)  # registers the capture hook in this process
+    plain = agent_graph(lookup_model()).compile()
+    plain.invoke({"messages": [HumanMessage("Where is order 8812?")]})
+    assert trajectories(mem) == []
+    assert not router().open_captures() or all(
+        c.memory.aio is not mem.aio for c in router().open_captures()
+    )
+
+
+def test_a_model_with_fallbacks_inside_a_node_is_captured() -> None:
+    # The failed primary and the backup model are both steps of this graph run (case C13).
+    mem = memory()
+    primary = react_model(TimeoutError("primary model timed out"))
+    backup = react_model(ai("Shipped (backup model)."))
+    model = primary.with_fallbacks([backup])
+    builder = StateGraph(HindsightState)
+    builder.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", END)
+    wire(builder, mem)
+    builder.compile().invoke({"messages": [HumanMessage("Where is order 1?")]})
+    traj = one(mem)
+    calls = [e.status.value for e in traj.events if e.event_type.value == "model_call"]
+    assert calls == ["timeout", "success"]
+    assert kinds(traj)[-1] == "final_answer"
+
+
+def test_custom_events_of_a_node_are_captured() -> None:
+    from langchain_core.callbacks import dispatch_custom_event
+
+    mem = memory()
+
+    def lookup(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        dispatch_custom_event("cache_hit", {"order_id": "1", "age_s": 40}, config=config)
+        return {"messages": [("ai", "Order 1 shipped.")]}
+
+    builder = StateGraph(HindsightState)
+    builder.add_node("lookup", lookup)
+    builder.add_edge(START, "lookup")
+    builder.add_edge("lookup", END)
+    wire(builder, mem)
+    builder.compile().invoke({"messages": [HumanMessage("Where is order 1?")]})
+    custom = [e for e in one(mem).events if e.event_type.value == "custom"]
+    assert [e.metadata["name"] for e in custom] == ["cache_hit"]
+    assert '"age_s": 40' in custom[0].content
