@@ -37,9 +37,10 @@ def run(
         if model is not None:
             # fail() prints rich markup: escape the extra's brackets.
             raise fail(escape(f"--model needs the LangGraph demo ({exc}): {EXTRA}"), 2) from None
+        missing = exc.name or "langgraph"
         err_console.print(
-            f"LangGraph is not installed ({exc}), so this is the framework-free demo. "
-            f"For the LangGraph support agent: {EXTRA}",
+            f"LangGraph is not installed (missing: {missing}), so this is the framework-free "
+            f"demo. For the LangGraph support agent: {EXTRA}",
             highlight=False,
             markup=False,
         )

@@ -47,7 +47,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.context import register_configure_hook
 
-from hindsight import Outcome, Trajectory
+from hindsight import Outcome, Trajectory, UsageError
 from hindsight_langgraph._memory import MemoryRef
 from hindsight_langgraph._scope import Scope
 
@@ -406,6 +406,8 @@ def _store(capture: TrajectoryCapture, reason: str) -> None:
     except RuntimeError:
         try:
             capture.memory.run(store())
+        except UsageError as exc:  # e.g. the memory was closed before this paused run ended
+            log.warning("hindsight: trajectory %s (%s) was not stored: %s", traj.id, reason, exc)
         except Exception:
             log.exception("hindsight: could not store trajectory %s", traj.id)
         return

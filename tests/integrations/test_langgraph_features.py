@@ -450,3 +450,59 @@ def test_custom_events_of_a_node_are_captured() -> None:
     custom = [e for e in one(mem).events if e.event_type.value == "custom"]
     assert [e.metadata["name"] for e in custom] == ["cache_hit"]
     assert '"age_s": 40' in custom[0].content
+
+
+def test_a_paused_run_whose_memory_was_closed_is_reported_not_lost_silently(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    mem = memory()
+    graph = approval_graph(mem, lookup_model(), checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "approve-closed"}}
+    paused = graph.invoke({"messages": [HumanMessage("Where is order 8812?")]}, config)
+    mem.close()
+    with caplog.at_level("WARNING", logger="hindsight.langgraph"):
+        assert router().close_all() >= 1
+    assert any(
+        paused["trajectory_id"] in r.getMessage() and "not stored" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+def test_concurrent_runs_in_threads_each_get_their_own_trajectory() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hindsight_langchain.testing import ScriptedChatModel
+    from langchain_core.messages import ToolMessage
+
+    def script(messages: list[Any]) -> Any:
+        # Each run asks for its own order once, then answers: a per-conversation policy.
+        if any(isinstance(m, ToolMessage) for m in messages):
+            return ai("Shipped.")
+        order = str(messages[-1].content).split()[-1].rstrip("?")
+        return ai("", call("order_query_cached", {"order_id": order}, id=f"c-{order}"))
+
+    mem = memory()
+    builder = agent_graph(ScriptedChatModel(script=script), state=HindsightState)
+    wire(builder, mem)
+    graph = builder.compile(checkpointer=InMemorySaver())
+
+    def run(i: int) -> str:
+        out = graph.invoke(
+            {"messages": [HumanMessage(f"Where is order {i}?")]},
+            {"configurable": {"thread_id": f"parallel-{i}"}},
+        )
+        return str(out["trajectory_id"])
+
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(run, range(16)))
+    assert len(set(ids)) == 16
+    for i, tid in enumerate(ids):
+        traj = mem.get_trajectory(tid, tenant_id=TENANT)
+        users = [e.content for e in traj.events if e.event_type.value == "user_message"]
+        assert users == [f"Where is order {i}?"]
+        assert traj.metadata["thread_id"] == f"parallel-{i}"
+        assert [e.tool_args for e in traj.events if e.event_type.value == "tool_call"] == [
+            {"order_id": str(i)}
+        ]
+        assert [s[0] for s in tool_steps(traj)] == ["tool_call", "tool_result"]
+    assert len(trajectories(mem)) == 16
