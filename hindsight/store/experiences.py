@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import ColumnElement, and_, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hindsight._errors import NotFoundError, TenantRequiredError, UsageError
@@ -33,6 +33,18 @@ __all__ = ["ExperienceStore"]
 _COLUMNS = [_table.c[name] for name in EXPERIENCE_FIELDS]  # everything but the embedding
 _DELETED = ExperienceStatus.DELETED.value
 MAX_LIST_LIMIT = 10_000
+
+
+def ids_in_tenant(ids: Sequence[str], tenant: str) -> ColumnElement[bool]:
+    """``id IN ids AND tenant_id = tenant``, written so that the primary key serves it.
+
+    Without ANALYZE statistics SQLite guesses that ``tenant_id = ?`` matches ~10 rows and an
+    IN list of 20 primary keys 20 rows, so it scans the tenant's rows through a
+    ``(tenant_id, ...)`` index instead: 40-50 ms per recall lookup at 100k experiences rather
+    than 0.1 ms (measured with ``python -m hindsight.bench``). ``tenant_id || ''`` still
+    filters every row by tenant, but no index matches that expression.
+    """
+    return and_(_table.c.id.in_(ids), _table.c.tenant_id.concat("") == tenant)
 
 
 def _check_vectors(vectors: Any, count: int) -> npt.NDArray[np.float32] | None:
@@ -136,7 +148,7 @@ class ExperienceStore(StoreCore):
             return found
         with self._tx() as conn:
             for part in chunks(wanted):
-                query = select(*_COLUMNS).where(_table.c.tenant_id == tenant, _table.c.id.in_(part))
+                query = select(*_COLUMNS).where(ids_in_tenant(part, tenant))
                 for row in conn.execute(query):
                     found[row[0]] = experience_from_row(
                         dict(zip(EXPERIENCE_FIELDS, row, strict=True))
@@ -412,7 +424,7 @@ class ExperienceStore(StoreCore):
                 hit = list(
                     conn.execute(
                         update(_table)
-                        .where(_table.c.tenant_id == tenant, _table.c.id.in_(part))
+                        .where(ids_in_tenant(part, tenant))
                         .values(recall_count=_table.c.recall_count + 1, last_recalled_at=at)
                         .returning(_table.c.id)
                     ).scalars()
