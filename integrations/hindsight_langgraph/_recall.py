@@ -177,10 +177,11 @@ def create_recall_node(
         A ``RunnableLambda`` with a sync and an async implementation; add it with
         ``builder.add_node("hindsight_recall", node)``.
 
-    Raises (when the node runs):
-        TenantRequiredError: no tenant from any source.
-        UsageError: invalid arguments (bad ``top_k``, ``task_type``...).
-        KeyError: the state has no ``messages_key``.
+    Raises:
+        UsageError: (at once) invalid ``top_k`` (1..1000), ``task_type``, ``tags``, ``tools``,
+            ``messages_mode`` or ``memory``.
+        TenantRequiredError: (when the node runs) no tenant from any source, or an empty one.
+        KeyError: (when the node runs) the state has no ``messages_key``.
 
     A store or embedder failure during recall is logged and the run goes on without
     experience.
@@ -191,6 +192,14 @@ def create_recall_node(
         )
     if not isinstance(messages_key, str) or not messages_key:
         raise UsageError("messages_key must be a non-empty string")
+    if top_k is not None and (
+        isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000
+    ):
+        raise UsageError(f"top_k must be an integer from 1 to 1000, got {top_k!r}")
+    if task_type is not None and (not isinstance(task_type, str) or not task_type.strip()):
+        raise UsageError("task_type must be a non-empty string or None")
+    if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+        raise UsageError("tags must be a list of strings")
     router()  # attach the capture hook now: graph runs configure their callbacks at start
     spec = _RecallSpec(
         as_memory_ref(memory),

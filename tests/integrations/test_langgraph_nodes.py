@@ -456,6 +456,18 @@ def test_add_hindsight_refuses_bad_graphs() -> None:
         add_hindsight(summed, mem)
     with pytest.raises(UsageError, match="memory"):
         create_recall_node(object())
+    for bad in (
+        {"top_k": 0},
+        {"top_k": True},
+        {"task_type": " "},
+        {"tags": "vip"},
+        {"tools": [object()]},
+        {"messages_mode": "append"},
+    ):
+        with pytest.raises(UsageError):
+            create_recall_node(mem, **bad)
+    with pytest.raises(UsageError, match="outcome"):
+        create_reflect_node(mem, outcome="yes")  # type: ignore[arg-type]
 
 
 def test_importing_without_langgraph_names_the_extra() -> None:

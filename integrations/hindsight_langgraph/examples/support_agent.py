@@ -219,8 +219,10 @@ def _print_run(out: Out, title: str, run: dict[str, Any]) -> None:
         out(f"  {i}. {step['tool']}({_args(step['args'])}) -> {step['status']}{detail}")
     out(f"  answer: {run['answer']}")
     verdict = "SUCCESS" if run["success"] else "FAILURE"
+    calls, timeouts = len(run["steps"]), run["timeouts"]
     out(
-        f"  outcome: {verdict} ({len(run['steps'])} tool calls, {run['timeouts']} timeouts; "
+        f"  outcome: {verdict} ({calls} tool call{'s' * (calls != 1)}, {timeouts} "
+        f"timeout{'s' * (timeouts != 1)}; "
         f"trajectory {run['trajectory_id']})"
     )
 
