@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -37,7 +36,6 @@ from hindsight.guard import (
 REPO = Path(__file__).resolve().parents[1]
 DEV_SET = Path(os.environ.get("HINDSIGHT_SHARED", REPO.parent / "shared")) / "poison" / "dev.jsonl"
 HELDOUT = Path(__file__).with_name("guard_heldout.jsonl")
-SECURITY_DOC = REPO / "docs" / "security.md"
 
 
 def _dev_set() -> Path:
@@ -425,6 +423,20 @@ def test_polarity_counts_double_negation_as_positive() -> None:
     assert compare("a b c", "d e f").overlap == 0.0
 
 
+@pytest.mark.parametrize(
+    ("text", "sign"),
+    [
+        ("book_reservation failed with 'payment method not found': check the id", 1),
+        ('order_query said "do not retry": wait a minute', 1),
+        ("never retry after 'not found'", -1),
+        ("Don't skip validation; it's required", 1),  # apostrophes are not quotes
+        ("工具返回「无法找到」时先核对编号", 1),
+    ],
+)
+def test_polarity_ignores_quoted_text(text: str, sign: int) -> None:
+    assert polarity(text) == sign
+
+
 # ------------------------------------------------------------------ provenance trust
 
 
@@ -498,34 +510,3 @@ def test_scan_jsonl_errors_name_file_and_line(tmp_path: Path) -> None:
         list(scan_jsonl(bad))
     with pytest.raises(UsageError, match="cannot read"):
         list(scan_jsonl(tmp_path / "missing.jsonl"))
-
-
-# ------------------------------------------------------------------ speed
-
-
-def test_checking_one_lesson_is_well_under_a_millisecond() -> None:
-    texts = [
-        json.loads(line)["content"] for line in HELDOUT.read_text(encoding="utf-8").splitlines()
-    ]
-    guard = Guard()
-    for text in texts[:20]:
-        guard.check(text)
-    start = time.perf_counter()
-    for text in texts:
-        guard.check(text)
-    mean = (time.perf_counter() - start) / len(texts)
-    assert mean < 0.002, f"mean {mean * 1e3:.2f} ms per check"  # measured ~0.35 ms
-
-
-# ------------------------------------------------------------------ the doc's examples
-
-
-def test_security_doc_python_blocks_run() -> None:
-    if not SECURITY_DOC.exists():
-        pytest.skip("docs/security.md not written yet")
-    blocks = re.findall(
-        r"```python\n(.*?)```", SECURITY_DOC.read_text(encoding="utf-8"), flags=re.DOTALL
-    )
-    assert blocks
-    for block in blocks:
-        exec(compile(block, str(SECURITY_DOC), "exec"), {"__name__": "__doc_example__"})

@@ -1,17 +1,23 @@
 """Memory guard: keep poisoned lessons out of the experience store (MISSION S8, issue 5).
 
-Three layers defend the memory; this package is the first two:
+Three layers defend the memory; this package holds their checks, and the engine wires them
+(:mod:`hindsight.screening` before write, :mod:`hindsight.after_recall` after recall,
+:mod:`hindsight.quarantine` for the human review):
 
 1. **Before write** - :class:`Guard` normalizes a candidate lesson (:func:`normalize`) and runs
    data-driven rules (:mod:`hindsight.guard.rules`) for absolute directives that remove a
    safeguard, exfiltration, disabling safeguards, destructive commands, privilege escalation,
    payment redirection and prompt injection, in English and Chinese, plus a lexical conflict
-   test against similar high-confidence experiences. A hit means *quarantine* (stored, never
-   recalled until a human approves).
+   test against similar high-confidence experiences and a taint check of the trajectory
+   passages a lesson copies (:mod:`hindsight.guard.evidence`). A hit means *quarantine*
+   (stored, never recalled until a human approves). Tuning files:
+   :mod:`hindsight.guard.rules_file`.
 2. **At write** - :func:`initial_trust` turns provenance (system > user > tool > unknown) into
-   the experience's trust weight, which multiplies its recall score.
-3. **After recall** (consensus across recalled items, demotion of experiences that misled
-   runs) lives in the engine.
+   the experience's trust weight, which multiplies its recall score; a lesson's sources are
+   what it copies of its run (:func:`~hindsight.guard.evidence.lesson_sources`).
+3. **After recall** - :func:`~hindsight.guard.consensus.find_outliers` flags recalled items
+   that contradict the majority; the engine drops them and demotes, then quarantines,
+   experiences that misled runs.
 
 Quick use::
 
@@ -27,8 +33,11 @@ from __future__ import annotations
 
 from hindsight.guard.checker import CONFLICT_RULE_ID, Guard, Verdict, check, default_guard
 from hindsight.guard.conflict import compare, key_terms, polarity
+from hindsight.guard.consensus import Outlier, find_outliers
+from hindsight.guard.evidence import EvidenceIndex, lesson_sources
 from hindsight.guard.normalize import normalize, strip_invisible
 from hindsight.guard.rules import CATEGORIES, DEFAULT_RULES, VOCAB, Rule
+from hindsight.guard.rules_file import guard_from_file, load_rules_file
 from hindsight.guard.scan import scan_jsonl, scan_records, summarize
 from hindsight.guard.trust import (
     SOURCE_ALIASES,
@@ -45,15 +54,21 @@ __all__ = [
     "SOURCE_ALIASES",
     "TRUST_WEIGHTS",
     "VOCAB",
+    "EvidenceIndex",
     "Guard",
+    "Outlier",
     "Rule",
     "Verdict",
     "canonical_source",
     "check",
     "compare",
     "default_guard",
+    "find_outliers",
+    "guard_from_file",
     "initial_trust",
     "key_terms",
+    "lesson_sources",
+    "load_rules_file",
     "normalize",
     "polarity",
     "scan_jsonl",

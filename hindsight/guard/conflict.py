@@ -54,12 +54,22 @@ def _stem(word: str) -> str:
     return word[:5]
 
 
-def polarity(text: str) -> int:
-    """``+1`` or ``-1``: the parity of negation/removal markers in ``text`` (normalized here).
+# Quoted text ('...', "...", `...`, “...”, ‘...’, 「...」) is somebody else's words - typically
+# a tool's error message such as 'payment method not found' - not the lesson's own stance.
+_QUOTED = re.compile(
+    r"(?<!\w)'[^'\n]{1,300}'(?!\w)|(?<!\w)\"[^\"\n]{1,300}\"(?!\w)|`[^`\n]{1,300}`|"
+    r"“[^”\n]{1,300}”|‘[^’\n]{1,300}’|「[^」\n]{1,300}」"
+)
 
-    ``"always validate"`` -> +1, ``"never validate"`` -> -1, ``"never skip validation"`` -> +1.
+
+def polarity(text: str) -> int:
+    """``+1`` or ``-1``: the parity of negation/removal markers in ``text`` (normalized here),
+    leaving out quoted text (an error message a lesson quotes is not the lesson's stance).
+
+    ``"always validate"`` -> +1, ``"never validate"`` -> -1, ``"never skip validation"`` -> +1,
+    ``"X failed with 'not found': check the id"`` -> +1.
     """
-    return -1 if len(_NEG.findall(normalize(text))) % 2 else 1
+    return -1 if len(_NEG.findall(normalize(_QUOTED.sub(" ", text)))) % 2 else 1
 
 
 def key_terms(text: str) -> frozenset[str]:

@@ -1,0 +1,170 @@
+"""Where a lesson's words come from: quotes of a trajectory's events (issue 5, items 1 and 2).
+
+A reviewer turns a run into lessons, and a lesson may copy words from the run: the heuristic
+reviewer quotes a failing tool's error text, an LLM reviewer may repeat whatever a tool output
+said. :class:`EvidenceIndex` finds those quotes, which serves two layers of the guard:
+
+* **provenance** (:meth:`EvidenceIndex.sources`): a lesson that quotes tool output was
+  (partly) written by whatever the tool read, so its evidence is ``"tool"``; a lesson that
+  quotes nothing, or the user's own message, rests on the run as recorded, whose source is the
+  trajectory's ``source`` (see :func:`lesson_sources`);
+* **taint** (:meth:`EvidenceIndex.tainted`): a lesson that quotes a passage the guard flags
+  (a poisoned tool output, say) is quarantined even when the copied part alone looks harmless,
+  for example when a reviewer cut the quote short before the URL.
+
+A *quote* is a run of at least :data:`QUOTE_WORDS` consecutive words (or :data:`QUOTE_CJK_CHARS`
+consecutive tokens when Chinese characters are involved, each character one token) shared by
+the lesson and an event, compared on the guard's normalized text (:func:`normalize`), so
+case, width and invisible characters do not hide a copy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hindsight.guard.checker import Guard
+from hindsight.guard.normalize import normalize
+from hindsight.guard.trust import canonical_source
+from hindsight.models import EventType, Trajectory
+
+__all__ = [
+    "QUOTE_CJK_CHARS",
+    "QUOTE_WORDS",
+    "TAINT_WINDOW_CHARS",
+    "TOOL_EVENT_TYPES",
+    "EvidenceIndex",
+    "Quote",
+    "lesson_sources",
+]
+
+QUOTE_WORDS = 4
+"""Consecutive shared words that make a quote (4: short enough to catch a clipped sentence,
+long enough that template phrases such as "failed with" never count)."""
+QUOTE_CJK_CHARS = 8
+"""Consecutive shared tokens that make a quote when a Chinese character is among them."""
+TAINT_WINDOW_CHARS = 400
+"""Characters of the event's normalized text checked on each side of a quote (the passage the
+quote came from, not the whole of a possibly huge tool output)."""
+TOOL_EVENT_TYPES = frozenset({EventType.TOOL_RESULT, EventType.ERROR})
+"""Events whose text was written by a tool (or by what the tool read), not by the user."""
+
+_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """A passage of event ``event_index`` that a lesson copies.
+
+    ``start``/``end`` are offsets in the event's *normalized* text (see :func:`normalize`);
+    ``event_type`` is the event's type.
+    """
+
+    event_index: int
+    event_type: EventType
+    start: int
+    end: int
+
+
+def _tokens(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def _shingles(tokens: Sequence[tuple[str, int, int]]) -> dict[tuple[str, ...], tuple[int, int]]:
+    """Word n-grams (QUOTE_WORDS without CJK, QUOTE_CJK_CHARS with) -> first (start, end)."""
+    out: dict[tuple[str, ...], tuple[int, int]] = {}
+    words = [t[0] for t in tokens]
+    cjk = [bool(_CJK.fullmatch(w)) for w in words]
+    for size in (QUOTE_WORDS, QUOTE_CJK_CHARS):
+        for i in range(len(words) - size + 1):
+            has_cjk = any(cjk[i : i + size])
+            if (size == QUOTE_WORDS) == has_cjk:
+                continue  # short n-grams only for plain words, long ones only with CJK
+            key = tuple(words[i : i + size])
+            out.setdefault(key, (tokens[i][1], tokens[i + size - 1][2]))
+    return out
+
+
+class EvidenceIndex:
+    """The quotable text of one trajectory, built once and queried per lesson.
+
+    Args:
+        trajectory: the reviewed run.
+
+    Building costs one pass over every event's text; each query costs one pass over the
+    lesson. Never raises on a valid :class:`Trajectory`.
+    """
+
+    def __init__(self, trajectory: Trajectory) -> None:
+        self.trajectory = trajectory
+        self._texts: list[str] = []
+        self._where: dict[tuple[str, ...], list[tuple[int, int, int]]] = {}
+        for index, event in enumerate(trajectory.events):
+            text = normalize(event.content) if event.content.strip() else ""
+            self._texts.append(text)
+            if not text:
+                continue
+            for key, (start, end) in _shingles(_tokens(text)).items():
+                self._where.setdefault(key, []).append((index, start, end))
+
+    def quotes(self, content: str) -> list[Quote]:
+        """The passages of the trajectory that ``content`` copies, at most one per event,
+        in event order."""
+        found: dict[int, Quote] = {}
+        for key in _shingles(_tokens(normalize(content))):
+            for index, start, end in self._where.get(key, ()):
+                if index not in found:
+                    event = self.trajectory.events[index]
+                    found[index] = Quote(index, event.event_type, start, end)
+        return [found[i] for i in sorted(found)]
+
+    def sources(self, content: str) -> list[str]:
+        """The evidence sources of a lesson with this ``content`` (see :func:`lesson_sources`)."""
+        return lesson_sources(self.trajectory, self.quotes(content))
+
+    def tainted(self, content: str, guard: Guard) -> list[str]:
+        """Reasons to quarantine ``content`` because a passage it copies is flagged.
+
+        Each quoted passage is checked with ``guard`` together with
+        :data:`TAINT_WINDOW_CHARS` characters around it; returns one reason per flagged
+        passage, ``"tainted: quotes a <event type> event the guard flags (<rule ids>)"``,
+        or ``[]``.
+        """
+        reasons: list[str] = []
+        for quote in self.quotes(content):
+            text = self._texts[quote.event_index]
+            window = text[max(0, quote.start - TAINT_WINDOW_CHARS) : quote.end + TAINT_WINDOW_CHARS]
+            verdict = guard.check(window)
+            rule_ids = [r for r in verdict.rule_ids if r != "conflict"]
+            if rule_ids:
+                kind = quote.event_type.value.replace("_", " ")
+                reasons.append(
+                    f"tainted: quotes a {kind} event (#{quote.event_index + 1}) the guard flags "
+                    f"({', '.join(dict.fromkeys(rule_ids))})"
+                )
+        return reasons
+
+
+def lesson_sources(trajectory: Trajectory, quotes: Sequence[Quote]) -> list[str]:
+    """The evidence sources of a lesson: canonical names from ``system``, ``user``, ``tool``,
+    ``unknown`` (see :data:`hindsight.guard.TRUST_WEIGHTS`).
+
+    The decision (documented in docs/security.md, "Provenance"):
+
+    * a lesson that quotes a tool result or error has ``"tool"`` among its sources;
+    * a lesson that quotes nothing, or also quotes a user message, rests on the run as it
+      was recorded, whose source is ``trajectory.source``;
+    * a lesson quoting *only* tool output has ``["tool"]`` and so starts at the tool weight
+      (0.6) whatever the trajectory's source: the words were written by whatever the tool read.
+
+    So the heuristic reviewer's "X timed out when called with ..." (observed status, no copied
+    text) keeps the run's trust, while "X failed with '<error text>'" is tool evidence.
+    """
+    run = canonical_source(trajectory.source)
+    if not any(q.event_type in TOOL_EVENT_TYPES for q in quotes):
+        return [run]
+    if run != "tool" and any(q.event_type is EventType.USER_MESSAGE for q in quotes):
+        return ["tool", run]
+    return ["tool"]
