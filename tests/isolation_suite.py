@@ -299,8 +299,11 @@ class PythonClient:
 
     def adjust(self, tenant: str, experience_id: str, delta: float) -> Seen | None:
         fn = getattr(self.mem, "adjust_confidence", None)
-        if fn is None or "tenant_id" not in inspect.signature(fn).parameters:
+        if fn is None:
             return None  # not there yet (issue 4)
+        params = inspect.signature(fn).parameters.values()
+        if not any(p.name == "tenant_id" or p.kind is p.VAR_KEYWORD for p in params):
+            return None
 
         def run() -> Seen:
             exp = fn(experience_id, delta, tenant_id=tenant)
