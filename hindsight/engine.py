@@ -171,8 +171,16 @@ class AsyncMemory:
             self._release_partial()
             raise
         _OPEN.add(self)
-        if config.background_review and self.store.count_review_jobs(state="pending"):
+        if config.background_review and self._has_open_jobs():
             self._ensure_worker()  # resume jobs a previous process left pending (case C16)
+
+    def _has_open_jobs(self) -> bool:
+        """Pending jobs, or running ones: a dead worker's job is re-claimed once its lease
+        expires, so it needs a worker too (a live lease makes the worker find nothing)."""
+        return bool(
+            self.store.count_review_jobs(state="pending")
+            or self.store.count_review_jobs(state="running")
+        )
 
     # -- opening / closing ----------------------------------------------------------------
     def _check_embedder(self) -> None:
@@ -376,7 +384,7 @@ class AsyncMemory:
             True when the queue drained, False on timeout (jobs stay queued, nothing is lost).
         """
         self._check_open()
-        if not self.store.count_review_jobs(state="pending") and self._worker is None:
+        if self._worker is None and not self._has_open_jobs():
             return True
         self._ensure_worker()
         while self._worker is None:
