@@ -115,16 +115,12 @@ def test_store_reopens_after_the_opener_died(
         assert any(trajectory_id in h.experience.source_trajectory_ids for h in vector_hits.hits)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (issue 3 / case C16): at interpreter exit the default executor is shut down "
-    "before atexit closes the memory, so the review worker's asyncio.to_thread calls raise "
-    "RuntimeError and the claimed job stays 'running', leased to a dead worker, instead of "
-    "going back to 'pending'",
-)
 def test_exit_without_close_leaves_claimed_review_pending(
     tmp_path: Path, procs: list[subprocess.Popen[str]]
 ) -> None:
+    """A review running when the interpreter exits goes back to pending (case C16): at exit the
+    default executor refuses new work before atexit closes the memory, so the worker must not
+    depend on it to put its job back."""
     stuck = 0
     for _ in range(3):  # the race (review running at exit) is not hit every time
         data = tmp_path / f"data{_}"
