@@ -74,7 +74,9 @@ class BackgroundLoop:
     def stop(
         self, timeout: float = 5.0, drain: Callable[[], Coroutine[Any, Any, None]] | None = None
     ) -> None:
-        """Run ``drain`` (bounded by ``timeout`` seconds), then stop the loop and its thread."""
+        """Run ``drain`` (bounded by ``timeout`` seconds), cancel every task still on the loop
+        (e.g. an HTTP client's background logging task) and wait for them briefly, then stop
+        and close the loop and its thread."""
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
@@ -86,6 +88,22 @@ class BackgroundLoop:
                 fut.result(timeout)
             except Exception:  # drain is best effort; pending jobs stay pending in SQL
                 fut.cancel()
+        if thread is not threading.current_thread():
+            rest = asyncio.run_coroutine_threadsafe(_cancel_other_tasks(), loop)
+            try:
+                rest.result(min(timeout, 2.0))
+            except Exception:  # best effort: a task that ignores cancellation is left behind
+                rest.cancel()
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+            if not thread.is_alive():
+                loop.close()
+
+
+async def _cancel_other_tasks() -> None:
+    current = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

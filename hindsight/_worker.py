@@ -17,15 +17,28 @@ from typing import Any
 
 from hindsight._errors import NotFoundError
 
-__all__ = ["ReviewWorker"]
+__all__ = ["MAX_ATTEMPTS", "RETRY_BASE_SECONDS", "ReviewWorker", "is_retryable"]
 
 log = logging.getLogger("hindsight.review")
 
 MAX_ATTEMPTS = 3
-"""A job is retried up to this many attempts in total, then left in state ``failed``."""
+"""A job is retried up to this many attempts in total, then left in state ``failed``
+(config ``review_max_attempts``)."""
 
 RETRY_BASE_SECONDS = 5.0
-"""Backoff before retry n is ``RETRY_BASE_SECONDS * 2 ** (n - 1)`` seconds."""
+"""Backoff before retry n is ``RETRY_BASE_SECONDS * 2 ** (n - 1)`` seconds (config
+``review_retry_base``)."""
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether a failed review is worth another attempt later.
+
+    An exception whose class sets ``retryable = False`` is not: e.g.
+    :class:`~hindsight.reviewers.ReportParseError`, raised after the reviewer already re-asked
+    the model once with the error (issue 3: "then the job fails visibly"). Timeouts, provider
+    and store errors are retried.
+    """
+    return bool(getattr(exc, "retryable", True))
 
 
 class ReviewWorker:
@@ -37,6 +50,9 @@ class ReviewWorker:
         handle: coroutine function doing the review of one job (raises to fail it).
         lease_seconds: how long a claimed job is reserved before others may re-claim it.
         poll_seconds: how often to look for jobs (retries, other processes' jobs) when idle.
+        max_attempts: attempts in total before a job is left ``failed`` (:data:`MAX_ATTEMPTS`).
+        retry_base: seconds of backoff before the first retry, doubled for each next one
+            (:data:`RETRY_BASE_SECONDS`).
     """
 
     def __init__(
@@ -46,11 +62,15 @@ class ReviewWorker:
         *,
         lease_seconds: float,
         poll_seconds: float = 1.0,
+        max_attempts: int = MAX_ATTEMPTS,
+        retry_base: float = RETRY_BASE_SECONDS,
     ) -> None:
         self._store = store
         self._handle = handle
         self._lease = lease_seconds
         self._poll = poll_seconds
+        self._max_attempts = max_attempts
+        self._retry_base = retry_base
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -58,6 +78,11 @@ class ReviewWorker:
         self._current: Any = None
         self.processed = 0
         self.failed = 0
+
+    @property
+    def busy(self) -> bool:
+        """True while a job is being reviewed."""
+        return self._current is not None
 
     def start(self) -> None:
         """Start the loop task (must be called on the background loop)."""
@@ -80,21 +105,37 @@ class ReviewWorker:
             return False
         return True
 
+    def release_claimed(self) -> None:
+        """Put every job this worker holds back to pending now, from any thread.
+
+        Releases by lease owner (this worker's id), so a job whose claim was still in flight
+        when the worker was cancelled is released too. :meth:`stop` calls it, and
+        :meth:`AsyncMemory.close` again after stopping the loop: when the loop was too busy to
+        run :meth:`stop` in time (a provider client importing or blocking at interpreter exit),
+        the job still goes back to pending instead of waiting for its lease to expire (case
+        C16). Called directly, not through a thread: at interpreter exit the default executor
+        refuses new work. Errors are logged, never raised.
+        """
+        self._current = None
+        try:
+            self._store.release_review_jobs(self.worker_id, "interrupted by shutdown")
+        except Exception:
+            log.warning(
+                "hindsight: could not release the review jobs of %s", self.worker_id, exc_info=True
+            )
+
     async def stop(self) -> None:
         """Cancel the loop; an interrupted job is put back to pending."""
         task, self._task = self._task, None
-        interrupted = self._current
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await task
-        if interrupted is not None:
-            await asyncio.to_thread(
-                self._store.fail_review_job,
-                interrupted.id,
-                "interrupted by shutdown",
-                retry_after=0.0,
-            )
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # e.g. a provider client failing while it is cancelled at exit
+                log.debug("hindsight: review worker ended with an error", exc_info=True)
+        self.release_claimed()
 
     async def _run(self) -> None:
         while True:
@@ -102,6 +143,11 @@ class ReviewWorker:
                 job = await asyncio.to_thread(
                     self._store.claim_review_job, self.worker_id, self._lease
                 )
+            except RuntimeError:
+                # The executor is shut down: the interpreter is exiting. Pending jobs stay
+                # pending in SQL; close() releases anything this worker held.
+                log.debug("hindsight: review worker stops: no executor", exc_info=True)
+                return
             except Exception:  # store trouble: log, back off, keep the worker alive
                 log.exception("hindsight: could not claim a review job")
                 job = None
@@ -123,8 +169,8 @@ class ReviewWorker:
                 self.failed += 1
                 error = f"{type(exc).__name__}: {exc}"[:2000]
                 retry = (
-                    RETRY_BASE_SECONDS * 2 ** (job.attempts - 1)
-                    if job.attempts < MAX_ATTEMPTS
+                    self._retry_base * 2 ** (job.attempts - 1)
+                    if job.attempts < self._max_attempts and is_retryable(exc)
                     else None
                 )
                 log.warning("hindsight: review of %s failed (%s)", job.trajectory_id, error)

@@ -61,6 +61,11 @@ class MemoryConfig(BaseSettings):
         max_per_source: max share of top_k from one source trajectory (MISSION S5: one half).
         shared_namespace: namespace recalled after the private one (MISSION S9).
         review_timeout: seconds one review may take before its job is failed and retried.
+        review_max_attempts: attempts of one review job before it is left ``failed`` (3);
+            env ``HINDSIGHT_REVIEW_MAX_ATTEMPTS``. A reply with no usable report fails at once.
+        review_retry_base: backoff in seconds before the first retry of a review job, doubled
+            for each next one (5.0: retries after 5 s, then 10 s); env
+            ``HINDSIGHT_REVIEW_RETRY_BASE``.
     """
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
@@ -86,6 +91,12 @@ class MemoryConfig(BaseSettings):
     shared_namespace: str = Field(default="shared", min_length=1)
     weights: RecallWeights = Field(default_factory=RecallWeights)
     review_timeout: float = Field(default=120.0, gt=0, validation_alias=_env("REVIEW_TIMEOUT"))
+    review_max_attempts: int = Field(
+        default=3, ge=1, le=100, validation_alias=AliasChoices("HINDSIGHT_REVIEW_MAX_ATTEMPTS")
+    )
+    review_retry_base: float = Field(
+        default=5.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_REVIEW_RETRY_BASE")
+    )
     background_review: bool = True
 
     def sql_url(self) -> str:

@@ -25,7 +25,7 @@ from hindsight._errors import (
     NotFoundError,
     UsageError,
 )
-from hindsight._ids import normalize_id, stable_id, validate_namespace, validate_tenant
+from hindsight._ids import normalize_id, validate_namespace, validate_tenant
 from hindsight._runtime import BackgroundLoop
 from hindsight._vector_sync import VectorSync
 from hindsight._worker import ReviewWorker
@@ -37,10 +37,11 @@ from hindsight.models import (
     ExperienceKind,
     ExperienceStatus,
     Provenance,
+    RecallHit,
     Trajectory,
 )
 from hindsight.ports import Clock, Embedder, Lesson, Reviewer, VectorIndex
-from hindsight.recall import Candidate, RecallMode, RecallResult, score_candidates, select_hits
+from hindsight.recall import RecallMode, RecallResult, score_candidates, select_hits
 from hindsight.writeback import (
     PROVENANCE_TRUST,
     WriteBack,
@@ -83,11 +84,9 @@ class EpisodeReceipt(dict[str, Any]):
 
 
 def _default_reviewer(config: MemoryConfig) -> Reviewer:
-    from hindsight.reviewers import HeuristicReviewer
+    from hindsight.reviewers import make_reviewer
 
-    if config.reviewer != "heuristic":
-        raise UsageError(f"unknown reviewer {config.reviewer!r}; available: heuristic")
-    return HeuristicReviewer()
+    return make_reviewer(config)  # heuristic | llm | both (docs/review.md)
 
 
 class AsyncMemory:
@@ -104,6 +103,8 @@ class AsyncMemory:
     Args:
         config: a :class:`MemoryConfig`; default: read from the environment.
         store, index, embedder, reviewer, clock: replace a port (see :mod:`hindsight.testing`).
+            ``reviewer`` may also name one: ``"heuristic"``, ``"llm"`` or ``"both"``
+            (the ``reviewer`` setting, docs/review.md).
         **overrides: :class:`MemoryConfig` fields, e.g. ``data_dir="./mem"``.
     """
 
@@ -114,10 +115,12 @@ class AsyncMemory:
         store: Any | None = None,
         index: VectorIndex | None = None,
         embedder: Embedder | None = None,
-        reviewer: Reviewer | None = None,
+        reviewer: Reviewer | str | None = None,
         clock: Clock | None = None,
         **overrides: Any,
     ) -> None:
+        if isinstance(reviewer, str):  # a reviewer's name is the config setting of that name
+            overrides["reviewer"], reviewer = reviewer, None
         try:
             if config is None:
                 config = MemoryConfig(**overrides)
@@ -221,6 +224,8 @@ class AsyncMemory:
         self._closed = True
         worker = self._worker
         self._runtime.stop(timeout, drain=worker.stop if worker is not None else None)
+        if worker is not None:  # the loop was too busy to drain in time: release from here
+            worker.release_claimed()
         self._worker = None
         self._release_partial()
 
@@ -295,8 +300,14 @@ class AsyncMemory:
         """
         self._check_open()
         traj = self._coerce_trajectory(trajectory)
+        return await asyncio.to_thread(self._store_trajectory, traj, review)
+
+    def _store_trajectory(self, traj: Trajectory, review: bool) -> EpisodeReceipt:
+        """The blocking part of :meth:`store_episode`, on the caller's thread: one SQL
+        transaction (trajectory + job) and a thread-safe wake of the worker. The sync facade
+        calls it directly, so the end of a run never waits behind the review loop."""
         queue = review and not traj.is_empty()
-        stored = await asyncio.to_thread(self.store.add_trajectory, traj, enqueue_review=queue)
+        stored = self.store.add_trajectory(traj, enqueue_review=queue)
         if stored and queue and self.config.background_review:
             self._ensure_worker()
         return EpisodeReceipt(
@@ -323,7 +334,11 @@ class AsyncMemory:
         def start() -> None:
             if self._worker is None:
                 self._worker = ReviewWorker(
-                    self.store, self._handle_job, lease_seconds=self.config.review_timeout + 30
+                    self.store,
+                    self._handle_job,
+                    lease_seconds=self.config.review_timeout + 30,
+                    max_attempts=self.config.review_max_attempts,
+                    retry_base=self.config.review_retry_base,
                 )
             self._worker.wake()
 
@@ -338,44 +353,80 @@ class AsyncMemory:
 
     async def _handle_job(self, job: Any) -> None:
         traj = await asyncio.to_thread(self.store.get_trajectory, job.tenant_id, job.trajectory_id)
-        lessons = await asyncio.wait_for(
-            self.reviewer.review(traj), timeout=self.config.review_timeout
-        )
-        await asyncio.to_thread(self._write_lessons, traj, lessons)
+        await self._review(traj)
 
-    def _write_lessons(self, traj: Trajectory, lessons: Sequence[Lesson]) -> list[Experience]:
-        """Turn lessons into experiences and store them (idempotent per trajectory)."""
+    async def _review(self, traj: Trajectory) -> list[Experience]:
+        """Review ``traj`` and store its lessons and episode (:mod:`hindsight._review`)."""
+        from hindsight._review import run_review
+
+        return await run_review(self, traj)
+
+    def _write_lessons(
+        self, traj: Trajectory, lessons: Sequence[Lesson], reviewer: str | None = None
+    ) -> list[Experience]:
+        """Turn lessons into experiences and store them (idempotent per trajectory).
+        ``reviewer``: the name recorded on them (default: this memory's reviewer)."""
         exps = lessons_to_experiences(
             traj,
             lessons,
-            reviewer=self.reviewer.name,
+            reviewer=reviewer or self.reviewer.name,
             embedding_model=self.embedder.name,
             now=self.clock.now(),
         )
         return self.writeback.write(exps) if exps else []
 
     async def review_now(self, trajectory_id: Any, *, tenant_id: str) -> list[Experience]:
-        """Review a stored trajectory now, write its lessons and return them.
+        """Review a stored trajectory now, write its lessons and its episode, and return them
+        (the episode, kind ``episode``, last).
 
         Raises:
             NotFoundError: no such trajectory in this tenant.
-            ReviewError: the reviewer failed.
+            ReviewTimeoutError: the review took longer than ``review_timeout`` seconds.
+            ReviewError: the reviewer failed (lessons of a ``both`` part that succeeded are
+                stored first).
         """
         self._check_open()
         tenant = validate_tenant(tenant_id)
         tid = normalize_id(trajectory_id, "trajectory_id")
         traj = await asyncio.to_thread(self.store.get_trajectory, tenant, tid)
-        lessons = await asyncio.wait_for(
-            self.reviewer.review(traj), timeout=self.config.review_timeout
+        return await self._review(traj)
+
+    async def review_jobs(
+        self, *, state: str | None = None, tenant_id: str | None = None, limit: int = 100
+    ) -> list[Any]:
+        """Review jobs, oldest first (:class:`hindsight.store.ReviewJob`: ``state``,
+        ``attempts``, ``last_error``, ``trajectory_id`` ...). ``state``: pending, running,
+        succeeded or failed; ``tenant_id=None``: every tenant (operators).
+
+        Raises:
+            UsageError: unknown state or a bad limit. TenantRequiredError: empty tenant.
+        """
+        self._check_open()
+        return await asyncio.to_thread(
+            self.store.list_review_jobs, state=state, tenant_id=tenant_id, limit=limit
         )
-        await asyncio.to_thread(self._write_lessons, traj, lessons)
-        ids = [
-            stable_id(tid, self.reviewer.name, ls.kind.value, normalize_content(ls.content).lower())
-            for ls in lessons
-            if normalize_content(ls.content)
-        ]
-        found = await asyncio.to_thread(self.store.get_experiences, tenant, ids)
-        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    async def retry_review_jobs(
+        self,
+        job_ids: Sequence[Any] = (),
+        *,
+        all_failed: bool = False,
+        tenant_id: str | None = None,
+    ) -> list[Any]:
+        """Put failed review jobs back to pending (attempts reset) and wake the worker;
+        returns the jobs as now stored. See :meth:`hindsight.store.SqlStore.retry_review_jobs`.
+
+        Raises:
+            UsageError: neither or both of ``job_ids`` / ``all_failed``; a job not failed.
+            NotFoundError: an unknown job id.
+        """
+        self._check_open()
+        jobs: list[Any] = await asyncio.to_thread(
+            self.store.retry_review_jobs, job_ids, all_failed=all_failed, tenant_id=tenant_id
+        )
+        if jobs and self.config.background_review:
+            self._ensure_worker()
+        return jobs
 
     async def flush(self, timeout: float | None = 30.0) -> bool:
         """Wait until no queued review is ready to run (``timeout`` in seconds).
@@ -459,6 +510,7 @@ class AsyncMemory:
         similarity_floor: float | None = None,
         trajectory_id: str | None = None,
         token_budget: int | None = None,
+        include_episodes: bool = False,
     ) -> RecallResult:
         """Recall the experiences most useful for ``query`` (MISSION S5, S13, S16).
 
@@ -478,6 +530,11 @@ class AsyncMemory:
                 embedder's own.
             trajectory_id: the run asking, recorded for outcome attribution.
             token_budget: budget of :meth:`RecallResult.render` (default 2000 tokens).
+            include_episodes: also recall the most similar past episodes (run summaries,
+                MISSION S4) into ``RecallResult.episodes``: at most
+                ``min(top_k, EPISODE_TOP_K)`` (3), ranked like lessons, rendered after the
+                lessons in their own section with their own share of the budget
+                (:mod:`hindsight.episodes`). Episodes are never among ``hits``.
 
         Returns:
             :class:`RecallResult` with hits (score breakdown each) and exclusions.
@@ -535,6 +592,7 @@ class AsyncMemory:
             floor if mode == "vector" else None,
             tid,
             token_budget or self.config.token_budget,
+            bool(include_episodes),
         )
 
     def _recall_sync(
@@ -550,33 +608,17 @@ class AsyncMemory:
         floor: float | None,
         trajectory_id: str | None,
         token_budget: int,
+        include_episodes: bool = False,
     ) -> RecallResult:
-        limit = max(CANDIDATE_FACTOR * top_k, 20)
-        tier = {ns: i for i, ns in enumerate(namespaces)}
-        candidates: list[Candidate] = []
+        from hindsight.episodes import EpisodeQuery, recall_episodes, tier_candidates
+
+        vec = None
         if mode == "vector":
             text = f"{query}\nTools: {', '.join(tools)}" if tools else query
             vec = self.embedder.embed([text])[0]
-            found = self.index.search(
-                vec, tenant_id=tenant, namespaces=namespaces, limit=limit, task_type=task_type
-            )
-            rows = self.store.get_experiences(tenant, [h.id for h in found])
-            for h in found:
-                exp = rows.get(h.id)
-                # Defence in depth: the SQL row decides tenant and status, not the index.
-                if (
-                    exp is None
-                    or exp.tenant_id != tenant
-                    or exp.status is not ExperienceStatus.ACTIVE
-                    or exp.namespace not in tier
-                ):
-                    continue
-                candidates.append(Candidate(exp, float(h.similarity), tier[exp.namespace]))
-        else:
-            rows_list = self.store.list_experiences(
-                tenant, namespaces=namespaces, task_type=task_type, limit=limit
-            )
-            candidates = [Candidate(e, 1.0, tier[e.namespace]) for e in rows_list]
+        # Lessons only: episodes are their own tier (hindsight.episodes).
+        where = EpisodeQuery(self.index, self.store, vec, tenant, namespaces, task_type)
+        candidates = tier_candidates(where, limit=max(CANDIDATE_FACTOR * top_k, 20), episodes=False)
         scored = score_candidates(
             candidates,
             weights=self.config.weights,
@@ -589,9 +631,25 @@ class AsyncMemory:
         hits, excluded = select_hits(
             scored, top_k=top_k, similarity_floor=floor, max_per_source=self.config.max_per_source
         )
-        if hits:
+        episodes: list[RecallHit] = []
+        if include_episodes:
+            episodes = recall_episodes(
+                where,
+                top_k=top_k,
+                floor=floor,
+                weights=self.config.weights,
+                half_life_days=self.config.half_life_days,
+                now=self.clock.now(),
+                tags=tags,
+                tools=tools,
+                mode=mode,
+            )
+        if hits or episodes:
             self.store.record_recall(
-                tenant, [h.experience.id for h in hits], self.clock.now(), trajectory_id
+                tenant,
+                [h.experience.id for h in [*hits, *episodes]],
+                self.clock.now(),
+                trajectory_id,
             )
         return RecallResult(
             query=query,
@@ -602,6 +660,7 @@ class AsyncMemory:
             excluded=excluded,
             token_budget=token_budget,
             similarity_floor=floor,
+            episodes=episodes,
         )
 
     # -- outcomes -----------------------------------------------------------------------------

@@ -73,8 +73,12 @@ class Memory:
     def store_episode(
         self, trajectory: Trajectory | Mapping[str, Any], *, review: bool = True
     ) -> EpisodeReceipt:
-        """Store a finished trajectory and queue its review. See AsyncMemory.store_episode."""
-        return self._run(self.aio.store_episode(trajectory, review=review))
+        """Store a finished trajectory and queue its review. See AsyncMemory.store_episode.
+
+        Runs on the calling thread (one SQL transaction), not on the background loop, so the
+        end of an agent run never waits behind a review in progress."""
+        self.aio._check_open()
+        return self.aio._store_trajectory(self.aio._coerce_trajectory(trajectory), review)
 
     def recall(self, query: str, **kwargs: Any) -> RecallResult:
         """Recall experiences for ``query``. See :meth:`AsyncMemory.recall` for arguments."""
@@ -87,6 +91,14 @@ class Memory:
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Wait until queued reviews are done (``timeout`` seconds); False on timeout."""
         return self._run(self.aio.flush(timeout))
+
+    def review_jobs(self, **kwargs: Any) -> list[Any]:
+        """Review jobs (state, attempts, last error). See :meth:`AsyncMemory.review_jobs`."""
+        return self._run(self.aio.review_jobs(**kwargs))
+
+    def retry_review_jobs(self, job_ids: Sequence[Any] = (), **kwargs: Any) -> list[Any]:
+        """Failed review jobs back to pending. See :meth:`AsyncMemory.retry_review_jobs`."""
+        return self._run(self.aio.retry_review_jobs(job_ids, **kwargs))
 
     def add_experience(self, content: str, **kwargs: Any) -> Experience:
         """Store a lesson directly. See :meth:`AsyncMemory.add_experience`."""

@@ -217,7 +217,7 @@ def test_every_malformed_kind_yields_the_same_lessons(kind: str) -> None:
     lessons = report_to_lessons(report, model="openai/test-model", known_tools=KNOWN_TOOLS)
     assert lesson_tuples(lessons) == EXPECTED
     for le in lessons:
-        assert le.metadata["prompt_version"] == PROMPT_VERSION == "review-v1"
+        assert le.metadata["prompt_version"] == PROMPT_VERSION == "review-v2"
         assert le.metadata["model"] == "openai/test-model"
         le.content.encode("utf-8")  # no lone surrogate survives
 
@@ -394,6 +394,7 @@ def test_strict_schema_litellm_sends() -> None:
             "do_differently",
             "task_class",
             "rules",
+            "episode",
         ]
     )
     text = json.dumps(schema)

@@ -6,8 +6,6 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
-Format = Literal["auto", "openai", "tau-bench", "events"]
-
 import typer
 from rich.markup import escape
 
@@ -21,6 +19,9 @@ from hindsight.cli._common import (
     print_json,
     state,
 )
+from hindsight.cli._wait import ReviewerOpt, check_reviewer, review_wait_seconds, wait_for_reviews
+
+Format = Literal["auto", "openai", "tau-bench", "events"]
 
 app = typer.Typer(
     name="hindsight",
@@ -65,9 +66,13 @@ def ingest(
     wait: Annotated[
         bool, typer.Option("--wait/--no-wait", help="Wait for the queued reviews.")
     ] = True,
+    reviewer: ReviewerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Store the trajectories of a log file and review them. Re-ingesting adds nothing."""
+    """Store the trajectories of a log file and review them. Re-ingesting adds nothing.
+
+    Reviews that fail are reported (reviews_failed) and kept as failed jobs: see
+    `hindsight jobs --state failed` and `hindsight jobs retry`."""
     from rich.progress import Progress
 
     from hindsight.ingest import count_records, iter_trajectories
@@ -76,9 +81,10 @@ def ingest(
         raise fail(f"--format must be auto, openai, tau-bench or events, got {format!r}", 2)
     if not path.is_file():
         raise fail(f"no such file: {path}", 2)
-    with guarded(), open_memory(state(ctx)) as mem:
+    with guarded(), open_memory(state(ctx), **check_reviewer(reviewer)) as mem:
         before = mem.stats(tenant_id=tenant)
         added = skipped = events = queued = 0
+        queued_ids: list[str] = []
         started = time.perf_counter()
         fmt = cast(Format, format)
         total = count_records(path, fmt)
@@ -96,39 +102,58 @@ def ingest(
                     added += 1
                     events += len(traj.events)
                     queued += int(receipt["review_queued"])
+                    if receipt["review_queued"]:
+                        queued_ids.append(receipt.trajectory_id)
                 else:
                     skipped += 1
                 progress.advance(bar)
-            drained = True
             if wait and queued:
-                bar2 = progress.add_task("reviewing", total=queued)
-                deadline = time.monotonic() + max(60.0, queued * mem.config.review_timeout)
-                while time.monotonic() < deadline:
-                    if mem.flush(timeout=0.25):
-                        break
-                    left = mem.aio.store.count_review_jobs(state="pending", tenant_id=tenant)
-                    progress.update(bar2, completed=max(0, queued - left))
-                drained = mem.flush(timeout=0.1)
-                progress.update(bar2, completed=queued)
+                jobs = wait_for_reviews(
+                    mem,
+                    tenant_id=tenant,
+                    trajectory_ids=queued_ids,
+                    progress=progress,
+                    timeout=review_wait_seconds(mem.config, queued),
+                )
+            else:
+                jobs = mem.aio.store.review_job_states(tenant, queued_ids)
         after = mem.stats(tenant_id=tenant)
+        episodes = _by_kind(after, "episode") - _by_kind(before, "episode")
         doc: dict[str, Any] = {
             "trajectories_added": added,
             "trajectories_skipped": skipped,
             "events_added": events,
             "reviews_queued": queued,
-            "reviews_pending": 0 if drained and wait else None,
+            "reviews_succeeded": jobs["succeeded"],
+            "reviews_failed": jobs["failed"],
+            "reviews_pending": jobs["pending"] + jobs["running"],
             "experiences_added": _exp_total(after) - _exp_total(before),
+            "episodes_added": episodes,
             "seconds": round(time.perf_counter() - started, 3),
         }
-        if not wait:
-            doc["reviews_pending"] = queued
         if as_json:
             print_json(doc)
         else:
             out_console.print(
                 f"trajectories: {added} added, {skipped} already present; events: {events}; "
-                f"experiences: {doc['experiences_added']} added ({doc['seconds']} s)"
+                f"experiences: {doc['experiences_added']} added, of which {episodes} episodes "
+                f"({doc['seconds']} s); reviews: {jobs['succeeded']} succeeded, "
+                f"{jobs['failed']} failed, {doc['reviews_pending']} pending"
             )
+        if jobs["failed"]:
+            err_console.print(
+                f"[yellow]warning:[/] {jobs['failed']} review(s) failed; their errors: "
+                "`hindsight jobs --state failed`; run them again: `hindsight jobs retry "
+                "--all-failed`",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+def _by_kind(stats: dict[str, Any], kind: str) -> int:
+    exps = stats.get("experiences", {})
+    by_kind = exps.get("by_kind", {}) if isinstance(exps, dict) else {}
+    return int(by_kind.get(kind, 0))
 
 
 def _exp_total(stats: dict[str, Any]) -> int:
@@ -153,6 +178,10 @@ def recall(
     explain: Annotated[
         bool, typer.Option("--explain", help="Show why, and what was left out.")
     ] = False,
+    episodes: Annotated[
+        bool,
+        typer.Option("--episodes", help="Also show the most similar past episodes (runs)."),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Recall the experiences most useful for QUERY, with their score breakdown."""
@@ -165,11 +194,34 @@ def recall(
             tags=tag or (),
             top_k=top_k,
             mode=mode,
+            include_episodes=episodes,
         )
         if as_json:
             print_json(result.to_json(explain=explain))
             return
         _print_hits(result, explain)
+        if episodes:
+            _print_episodes(result)
+
+
+def _print_episodes(result: Any) -> None:
+    from rich.table import Table
+
+    if not result.episodes:
+        out_console.print("no past episodes recalled")
+        return
+    table = Table(title="past episodes", show_lines=False)
+    for col in ("#", "score", "outcome", "episode"):
+        table.add_column(col)
+    for i, hit in enumerate(result.episodes, 1):
+        exp = hit.experience
+        table.add_row(
+            f"E{i}",
+            f"{hit.score:.3f}",
+            str(exp.metadata.get("outcome", "unknown")),
+            escape(exp.content),
+        )
+    out_console.print(table)
 
 
 def _print_hits(result: Any, explain: bool) -> None:
@@ -225,6 +277,7 @@ def stats(
 @app.command()
 def demo(
     ctx: typer.Context,
+    reviewer: ReviewerOpt = None,
     model: Annotated[
         str | None,
         typer.Option("--model", help="A real model (provider:model, LangChain init_chat_model)."),
@@ -237,8 +290,9 @@ def demo(
     LangGraph the framework-free demo runs instead."""
     from hindsight.cli._demo_graph import run
 
+    overrides = check_reviewer(reviewer)
     with guarded():
-        run(state(ctx).data_dir, as_json=as_json, model=model)
+        run(state(ctx).data_dir, as_json=as_json, reviewer=overrides.get("reviewer"), model=model)
 
 
 def main() -> None:
@@ -265,3 +319,7 @@ def main() -> None:
         )
         code = exc.exit_code
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# Commands registered by other modules (one line each).
+from hindsight.cli import _jobs as _jobs_commands  # noqa: E402, F401  (jobs, worker: issue 3)

@@ -13,7 +13,7 @@ from typing import Any
 
 from hindsight.cli._common import out_console, print_json
 from hindsight.memory import Memory
-from hindsight.models import EventType
+from hindsight.models import EventType, ExperienceKind
 from hindsight.render import BLOCK_START
 
 TENANT = "demo"
@@ -84,17 +84,23 @@ def _agent_run(mem: Memory, question: str, order_id: str) -> dict[str, Any]:
     }
 
 
-def run_demo(data_dir: Path | None, *, as_json: bool = False) -> dict[str, Any]:
-    """Run the two-run demo in ``data_dir`` (default: a fresh temporary folder)."""
+def run_demo(
+    data_dir: Path | None, *, as_json: bool = False, reviewer: str | None = None
+) -> dict[str, Any]:
+    """Run the two-run demo in ``data_dir`` (default: a fresh temporary folder) with the
+    ``reviewer`` named (``heuristic``, ``llm``, ``both``; default: the REVIEWER setting)."""
     tmp = None
     if data_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="hindsight-demo-")
         data_dir = Path(tmp.name)
     try:
-        with Memory(data_dir=data_dir) as mem:
+        options: dict[str, Any] = {"reviewer": reviewer} if reviewer else {}
+        with Memory(data_dir=data_dir, **options) as mem:
             run1 = _agent_run(mem, "Where is my order 8812? It was due yesterday.", "8812")
             mem.flush(timeout=60)
-            lessons = mem.list_experiences(tenant_id=TENANT)
+            stored = mem.list_experiences(tenant_id=TENANT)
+            lessons = [e for e in stored if e.kind is not ExperienceKind.EPISODE]
+            episodes = [e.content for e in stored if e.kind is ExperienceKind.EPISODE]
             run2 = _agent_run(mem, "Can you check on order 9907 for me?", "9907")
             mem.flush(timeout=60)
             traj2 = mem.get_trajectory(run2["trajectory_id"], tenant_id=TENANT)
@@ -107,6 +113,7 @@ def run_demo(data_dir: Path | None, *, as_json: bool = False) -> dict[str, Any]:
             {"kind": e.kind.value, "content": e.content, "confidence": e.confidence}
             for e in lessons
         ],
+        "episodes": episodes,
         "run2": {
             **{k: v for k, v in run2.items() if k not in ("recalled", "system_prompt")},
             "recall": run2["recalled"].to_json(explain=True),
@@ -118,6 +125,9 @@ def run_demo(data_dir: Path | None, *, as_json: bool = False) -> dict[str, Any]:
         print_json(doc)
     else:
         _print(run1, lessons, run2, traj2)
+        for text in episodes:
+            out_console.print("\n[bold]Episode of run 1[/] (hindsight recall --episodes):")
+            out_console.print(f"  {text}", markup=False, highlight=False)
     return doc
 
 

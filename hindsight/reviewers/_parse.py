@@ -44,7 +44,12 @@ class ReportParseError(ReviewError):
     Attributes:
         problem: what is wrong, in words the model can act on (shown to it in the one retry).
         reply: the reply text as received (``""`` when there was none).
+        retryable: ``False``: the reviewer already re-asked once with the error, so a review
+            job that ends with this error fails at once (state ``failed``, error kept) instead
+            of being retried with backoff; ``hindsight jobs retry`` runs it again.
     """
+
+    retryable = False
 
     def __init__(self, problem: str, reply: str = "") -> None:
         self.problem = problem

@@ -7,8 +7,10 @@ when the reply is malformed (:mod:`hindsight.reviewers._parse`), and turns the a
 lessons. Any litellm provider works: ``openai/<model>`` with ``api_base`` for an
 OpenAI-compatible server, ``ollama/qwen2.5:7b``, ``anthropic/...``, ``gpt-4o-mini``.
 
-litellm is imported on first use (it takes seconds to import) and nothing global in it is
-changed: every setting travels with each call.
+litellm is imported on first use (it takes seconds to import) and every setting travels with
+each call. One global is set: ``litellm.suppress_debug_info = True``, because litellm otherwise
+``print``s a debugging hint to stdout on every provider error, which would corrupt a CLI's
+``--json`` output or an MCP stdio stream while a review runs in the background.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import httpx
 from hindsight._errors import ReviewError, UsageError
 from hindsight.compress import MIN_BUDGET, CompressedTrajectory, compress_trajectory
 from hindsight.config import MemoryConfig
-from hindsight.models import EventType, Trajectory
+from hindsight.models import EventType, ExperienceKind, Trajectory
 from hindsight.ports import Lesson
 from hindsight.reviewers._parse import ReportParseError, parse_reply, reply_text
 from hindsight.reviewers.prompts import (
@@ -84,6 +86,14 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, float(value))
     except (TypeError, ValueError):
         return None
+
+
+def _litellm() -> Any:
+    """litellm, kept from printing to stdout (see the module docstring)."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
 
 
 def _short(exc: BaseException) -> str:
@@ -303,8 +313,7 @@ class LLMReviewer:
         return True
 
     def _complete(self, messages: list[dict[str, str]]) -> Any:
-        import litellm
-
+        litellm = _litellm()
         request = self._request(messages)
         attempt = 0
         while True:
@@ -317,8 +326,7 @@ class LLMReviewer:
                 attempt += 1
 
     async def _acomplete(self, messages: list[dict[str, str]]) -> Any:
-        import litellm
-
+        litellm = _litellm()
         request = self._request(messages)
         attempt = 0
         while True:
@@ -361,13 +369,14 @@ class LLMReviewer:
         return ReportParseError(problem, second.reply)
 
     def _lessons(self, response: Any, traj: Trajectory) -> list[Lesson]:
-        """The lessons in a reply; a reply without any (all answers null) is unusable too."""
+        """The lessons in a reply; a reply without any (all answers null, perhaps an episode
+        summary alone) is unusable too."""
         report = parse_reply(response)
         tools = list(dict.fromkeys(e.tool_name for e in traj.events if e.tool_name))
         lessons = report_to_lessons(
             report, model=self.model, outcome=traj.outcome, known_tools=tools
         )
-        if not lessons:
+        if all(lesson.kind is ExperienceKind.EPISODE for lesson in lessons):
             raise ReportParseError(
                 "every answer was null or blank: give at least the outcome sentence and one rule",
                 reply_text(response),
@@ -382,7 +391,8 @@ class LLMReviewer:
         Returns ``[]`` for an empty or content-free trajectory without any request (case C05).
         Compression and token counting run in a worker thread, off the event loop.
         Each lesson's metadata holds ``prompt_version``
-        (:data:`hindsight.reviewers.prompts.PROMPT_VERSION`), ``model`` and ``question``.
+        (:data:`hindsight.reviewers.prompts.PROMPT_VERSION`), ``model`` and ``question``. When
+        the model wrote an episode summary, it comes last as a lesson of kind ``EPISODE``.
 
         Raises:
             ReviewTimeoutError: every try timed out (case C22).

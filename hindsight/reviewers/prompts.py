@@ -6,10 +6,12 @@ lesson can be traced to the prompt that produced it and re-reviewed when the pro
 Change the prompt -> bump the version.
 
 The model answers the six constrained questions of S2, one sentence each, plus 1-3 rules
-"when X, do Y", each with a self-rated confidence in [0, 1], as one JSON object matching
-:class:`ReviewReport`. That class is passed to litellm as ``response_format``; litellm turns it
-into a strict ``json_schema`` (every property required, nullable where an answer may not apply,
-``additionalProperties: false``), so the schema declares no defaults and no numeric bounds.
+"when X, do Y", each with a self-rated confidence in [0, 1], and a short episode summary of the
+run (goal, steps and tools in order, outcome, turning point; MISSION S4), as one JSON object
+matching :class:`ReviewReport`. That class is passed to litellm as ``response_format``; litellm
+turns it into a strict ``json_schema`` (every property required, nullable where an answer may
+not apply, ``additionalProperties: false``), so the schema declares no defaults and no numeric
+bounds.
 Parsing is lenient instead: the validators below accept a missing answer, a bare string instead
 of an answer object, percentages, and clamp confidences into [0, 1]; a reply that is still not a
 report is rejected with a message the reviewer shows the model in its one retry.
@@ -43,14 +45,23 @@ __all__ = [
     "trajectory_language",
 ]
 
-PROMPT_VERSION = "review-v1"
-"""Version of the prompt, schema and mapping below; stored on every lesson."""
+PROMPT_VERSION = "review-v2"
+"""Version of the prompt, schema and mapping below; stored on every lesson.
+
+History: ``review-v1`` six answers and 1-3 rules; ``review-v2`` adds the ``episode`` summary."""
 
 DEFAULT_CONFIDENCE = 0.5
 """Confidence given to an answer whose reply left it out (neutral; MISSION S3 range [0,1])."""
 
 MAX_RULES = 3
 """At most this many rules are kept from one reply, in reply order (MISSION S2: 1-3 rules)."""
+
+MAX_EPISODE_WORDS = 120
+"""The prompt asks for an episode summary of at most this many words ("a few hundred tokens
+at most", issue 3); a longer one is cut to :data:`MAX_EPISODE_CHARS` characters when stored."""
+
+MAX_EPISODE_CHARS = 1200
+"""Longest episode summary kept from a reply, in characters (about 300 tokens of English)."""
 
 # Answers that mean "nothing to say": never stored as a lesson (case C21). Compared after
 # lower-casing and stripping spaces and end punctuation.
@@ -296,6 +307,21 @@ class ReviewReport(_Schema):
         description="6. The class of tasks these lessons apply to (general, not this one request)."
     )
     rules: list[Rule] = Field(description='1 to 3 rules of the form "When X, do Y."')
+    episode: str | None = Field(
+        description=f"A summary of the run in at most {MAX_EPISODE_WORDS} words, in the "
+        "language of the trajectory: the goal, the steps and tools in order, the outcome and "
+        "the turning point."
+    )
+
+    @field_validator("episode", mode="before")
+    @classmethod
+    def _episode(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):  # {"text": ...} or {"summary": ...}
+            value = value.get("text", value.get("summary"))
+        text = _clean_text(value)
+        if isinstance(text, str) and len(text) > MAX_EPISODE_CHARS:
+            text = text[: MAX_EPISODE_CHARS - 1].rstrip() + "…"
+        return text
 
     @model_validator(mode="before")
     @classmethod
@@ -303,7 +329,14 @@ class ReviewReport(_Schema):
         if not isinstance(value, Mapping):
             return value
         data = dict(value)
-        for key in ("cause", "failing_tools", "repeated_attempts", "do_differently", "task_class"):
+        for key in (
+            "cause",
+            "failing_tools",
+            "repeated_attempts",
+            "do_differently",
+            "task_class",
+            "episode",
+        ):
             data.setdefault(key, None)
         if data.get("rules") is None:
             data["rules"] = []
@@ -376,6 +409,8 @@ again without changing anything)? Text null when there were none.
 6. task_class: what class of tasks does this apply to (general, not this one user's request)?
 Then write 1 to 3 rules of the form "When X, do Y." that a future agent can apply, each with \
 its confidence.
+Last, "episode": a summary of this run in at most 120 words: the goal, the steps and tools in \
+order, the outcome, and the turning point (the step that decided the outcome).
 
 Rules for your reply:
 - Write every sentence in the language named in the request (the language of the trajectory): \
@@ -392,7 +427,8 @@ and secrets.
 "cause": {"text": "..." or null, "confidence": 0.0}, "failing_tools": {"tools": ["..."], \
 "text": "..." or null, "confidence": 0.0}, "repeated_attempts": {"text": ..., "confidence": \
 0.0}, "do_differently": {"text": ..., "confidence": 0.0}, "task_class": {"text": ..., \
-"confidence": 0.0}, "rules": [{"text": "When ..., do ....", "confidence": 0.0}]}"""
+"confidence": 0.0}, "rules": [{"text": "When ..., do ....", "confidence": 0.0}], "episode": \
+"..."}"""
 
 FEW_SHOT_TRAJECTORY = """\
 Task: Tell me the delivery status of order A-1043.
@@ -445,6 +481,10 @@ FEW_SHOT_REPLY: dict[str, Any] = {
             "confidence": 0.75,
         }
     ],
+    "episode": "Goal: the delivery status of order A-1043. Steps: order_query timed out twice "
+    "with the same arguments, then order_status returned a cached status. Outcome: partial, "
+    "the user got a status from 09:12. Turning point: switching to order_status after the "
+    "second timeout.",
 }
 
 
@@ -506,6 +546,10 @@ def report_to_lessons(
 
     Every lesson's metadata holds ``prompt_version`` (:data:`PROMPT_VERSION`), ``model`` and
     ``question`` (the report field it came from). Confidence is the model's self-rating.
+
+    A non-blank ``episode`` summary becomes one more lesson of kind ``EPISODE`` (question
+    ``"episode"``, last in the list): the engine stores it as the run's episode instead of its
+    own deterministic summary (:mod:`hindsight.episodes`).
     """
     verdict = report.outcome.result
     if verdict == "unknown" and outcome is not None:
@@ -545,6 +589,7 @@ def report_to_lessons(
         ),
     ]
     entries += [("rules", ExperienceKind.RULE, r.text, r.confidence, None) for r in report.rules]
+    entries.append(("episode", ExperienceKind.EPISODE, report.episode, DEFAULT_CONFIDENCE, None))
 
     lessons: list[Lesson] = []
     for question, kind, text, confidence, tools in entries:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ from hindsight.store.trajectories import new_job_row
 __all__ = ["JobStore"]
 
 _MAX_ERROR_CHARS = 4000
+_IN_CHUNK = 500  # ids per IN (...) clause
 _jobs = review_jobs.c
 
 
@@ -121,6 +123,37 @@ class JobStore(StoreCore):
                     return job_from_row(row)
         return None
 
+    def release_review_jobs(self, worker_id: str, error: str = "interrupted") -> int:
+        """Put every ``running`` job leased by ``worker_id`` back to ``pending``, runnable now
+        (a worker stopping with jobs in hand); ``error`` becomes their ``last_error``.
+
+        Returns:
+            how many jobs were released.
+
+        Raises:
+            UsageError: empty ``worker_id``.
+        """
+        if not isinstance(worker_id, str) or not worker_id.strip():
+            raise UsageError("worker_id must be a non-empty string")
+        now = self._now()
+        with self._tx(write=True) as conn:
+            result = conn.execute(
+                update(review_jobs)
+                .where(
+                    _jobs.state == JobState.RUNNING.value,
+                    _jobs.lease_owner == worker_id.strip()[:200],
+                )
+                .values(
+                    state=JobState.PENDING.value,
+                    last_error=str(error)[:_MAX_ERROR_CHARS],
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    run_after=now,
+                    updated_at=now,
+                )
+            )
+            return int(result.rowcount or 0)
+
     def complete_review_job(self, job_id: Any) -> None:
         """Mark a job ``succeeded`` and clear its lease and last error.
 
@@ -218,3 +251,111 @@ class JobStore(StoreCore):
         query = query.order_by(_jobs.created_at, _jobs.id).limit(limit)
         with self._tx() as conn:
             return [job_from_row(row) for row in conn.execute(query).mappings()]
+
+    def retry_review_jobs(
+        self,
+        job_ids: Sequence[Any] = (),
+        *,
+        all_failed: bool = False,
+        tenant_id: str | None = None,
+    ) -> list[ReviewJob]:
+        """Put failed jobs back to ``pending``, runnable now, with ``attempts`` reset to 0.
+
+        ``last_error`` is kept until the next attempt replaces it. Used by
+        ``hindsight jobs retry``; a worker (in-process, ``hindsight worker``, or the next open
+        of the store) then runs them.
+
+        Args:
+            job_ids: the jobs to retry (any UUID form); each must be ``failed``.
+            all_failed: retry every failed job instead (of ``tenant_id`` when given).
+            tenant_id: with ``all_failed``: only this tenant's; with ``job_ids``: the jobs
+                must belong to it. ``None``: any tenant (operators).
+
+        Returns:
+            The retried jobs as now stored, oldest first.
+
+        Raises:
+            UsageError: neither or both of ``job_ids`` and ``all_failed``; a bad id; a job
+                that is not ``failed`` (its state is named).
+            NotFoundError: a job id that does not exist (in this tenant).
+            TenantRequiredError: an empty tenant string.
+        """
+        if isinstance(job_ids, str | bytes):
+            job_ids = [job_ids]
+        ids = list(dict.fromkeys(normalize_id(j, "review job id") for j in job_ids))
+        if bool(ids) == bool(all_failed):
+            raise UsageError("retry needs job ids or all_failed=True (not both)")
+        tenant = validate_tenant(tenant_id) if tenant_id is not None else None
+        now = self._now()
+        with self._tx(write=True) as conn:
+            if all_failed:
+                query = select(_jobs.id).where(_jobs.state == JobState.FAILED.value)
+                if tenant is not None:
+                    query = query.where(_jobs.tenant_id == tenant)
+                ids = [row[0] for row in conn.execute(query)]
+            else:
+                found: dict[str, Any] = {}
+                for start in range(0, len(ids), _IN_CHUNK):
+                    chunk = ids[start : start + _IN_CHUNK]
+                    query = select(_jobs.id, _jobs.state, _jobs.tenant_id).where(
+                        _jobs.id.in_(chunk)
+                    )
+                    found.update({row[0]: row for row in conn.execute(query)})
+                for jid in ids:
+                    row = found.get(jid)
+                    if row is None or (tenant is not None and row[2] != tenant):
+                        where = f" in tenant {tenant!r}" if tenant is not None else ""
+                        raise NotFoundError(f"review job {jid} not found{where}")
+                    if row[1] != JobState.FAILED.value:
+                        raise UsageError(
+                            f"review job {jid} is {row[1]}, not failed: only failed jobs can "
+                            "be retried"
+                        )
+            for start in range(0, len(ids), _IN_CHUNK):
+                conn.execute(
+                    update(review_jobs)
+                    .where(
+                        _jobs.id.in_(ids[start : start + _IN_CHUNK]),
+                        _jobs.state == JobState.FAILED.value,
+                    )
+                    .values(
+                        state=JobState.PENDING.value,
+                        attempts=0,
+                        run_after=now,
+                        lease_owner=None,
+                        lease_expires_at=None,
+                        updated_at=now,
+                    )
+                )
+            rows: list[ReviewJob] = []
+            for start in range(0, len(ids), _IN_CHUNK):
+                query = select(review_jobs).where(_jobs.id.in_(ids[start : start + _IN_CHUNK]))
+                rows.extend(job_from_row(row) for row in conn.execute(query).mappings())
+        return sorted(rows, key=lambda j: (j.created_at, j.id))
+
+    def review_job_states(self, tenant_id: str, trajectory_ids: Sequence[Any]) -> dict[str, int]:
+        """How many of these trajectories' review jobs are in each state.
+
+        Returns:
+            ``{state: n}`` for every :class:`JobState` (zero when none); trajectories without a
+            job are not counted. Used by ``hindsight ingest`` to wait for the reviews it queued.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant. UsageError: an id is not a UUID.
+        """
+        tenant = validate_tenant(tenant_id)
+        ids = list(dict.fromkeys(normalize_id(t, "trajectory id") for t in trajectory_ids))
+        counts = {s.value: 0 for s in JobState}
+        with self._tx() as conn:
+            for start in range(0, len(ids), _IN_CHUNK):
+                query = (
+                    select(_jobs.state, func.count())
+                    .where(
+                        _jobs.tenant_id == tenant,
+                        _jobs.trajectory_id.in_(ids[start : start + _IN_CHUNK]),
+                    )
+                    .group_by(_jobs.state)
+                )
+                for state, n in conn.execute(query):
+                    counts[str(state)] = counts.get(str(state), 0) + int(n)
+        return counts

@@ -1,0 +1,155 @@
+"""The engine's review path: run the reviewer(s) on one trajectory, write lessons and episode.
+
+Used by the background review jobs and by :meth:`hindsight.AsyncMemory.review_now`:
+
+1. Each part of the reviewer runs in turn (one part, or the heuristic and the LLM reviewer of
+   a :class:`~hindsight.reviewers.CombinedReviewer`), all within ``review_timeout`` seconds.
+   A part that runs out of time fails with :class:`~hindsight.reviewers.ReviewTimeoutError`.
+2. Each part's lessons are written as soon as it finishes, under that part's name
+   (``reviewer`` of the experience), minus lessons an earlier part already gave (same
+   normalised content): ``both`` never stores one lesson twice, and the heuristic lessons are
+   kept even when the LLM part fails.
+3. When every part succeeded, the run's episode is written (:mod:`hindsight.episodes`): the
+   reviewer's own summary (a lesson of kind ``episode``) or the deterministic one.
+4. If a part failed, its error is raised after the writes, so the job records it and is
+   retried (or fails visibly); a retry rewrites nothing already stored (stable ids).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from hindsight.episodes import episode_experience, episode_id, summarize_episode
+from hindsight.models import Experience, ExperienceKind, Trajectory
+from hindsight.ports import Lesson, Reviewer
+from hindsight.reviewers import (
+    CombinedReviewer,
+    HeuristicReviewer,
+    content_key,
+    has_reviewable_content,
+)
+
+__all__ = ["review_parts", "run_review"]
+
+
+def review_parts(reviewer: Reviewer) -> list[Reviewer]:
+    """The reviewers that run one after the other for ``reviewer`` (itself, or its parts)."""
+    if isinstance(reviewer, CombinedReviewer):
+        return list(reviewer.parts)
+    return [reviewer]
+
+
+async def _review_part(
+    part: Reviewer, traj: Trajectory, deadline: float, timeout: float
+) -> list[Lesson]:
+    from hindsight.reviewers.llm import ReviewTimeoutError
+
+    left = deadline - asyncio.get_running_loop().time()
+    error = ReviewTimeoutError(
+        f"review of trajectory {traj.id} by {part.name} timed out after {timeout:g} s "
+        "(review_timeout); the job is retried later"
+    )
+    if left <= 0:
+        raise error
+    if isinstance(part, HeuristicReviewer):
+        # CPU only: run it off the loop, so the loop stays free for the agent's calls.
+        work: Any = asyncio.to_thread(part.review_sync, traj)
+    else:
+        work = part.review(traj)
+    try:
+        return list(await asyncio.wait_for(work, timeout=left))
+    except TimeoutError:
+        raise error from None
+
+
+async def run_review(mem: Any, traj: Trajectory) -> list[Experience]:
+    """Review ``traj`` with ``mem.reviewer`` and store what it taught.
+
+    Args:
+        mem: the :class:`~hindsight.AsyncMemory` (its reviewer, config, store, write path).
+        traj: the stored trajectory.
+
+    Returns:
+        The trajectory's lessons and episode as stored now (including those an earlier review
+        of it stored: reviews are idempotent per trajectory).
+
+    Raises:
+        ReviewTimeoutError: a part ran out of ``review_timeout`` (its last_error says so).
+        ReviewError: a part failed (e.g. ``ReportParseError``: no usable reply); lessons of
+            the parts that succeeded are stored first.
+    """
+    timeout = float(mem.config.review_timeout)
+    deadline = asyncio.get_running_loop().time() + timeout
+    seen: set[str] = set()
+    written: list[str] = []
+    episode: tuple[Lesson, str] | None = None
+    errors: list[BaseException] = []
+    for part in review_parts(mem.reviewer):
+        try:
+            lessons = await _review_part(part, traj, deadline, timeout)
+        except Exception as exc:
+            errors.append(exc)
+            continue
+        kept: list[Lesson] = []
+        for lesson in lessons:
+            if lesson.kind is ExperienceKind.EPISODE:
+                episode = episode or (lesson, part.name)
+                continue
+            key = content_key(lesson.content)
+            if key and key not in seen:
+                seen.add(key)
+                kept.append(lesson)
+        if kept:
+            exps = await asyncio.to_thread(mem._write_lessons, traj, kept, part.name)
+            written.extend(e.id for e in exps)
+            written.extend(_lesson_ids(mem, traj, kept, part.name))
+    if not errors:
+        eid = await asyncio.to_thread(_write_episode, mem, traj, episode)
+        if eid is not None:
+            written.append(eid)
+    if errors:
+        raise errors[0]
+    found = await asyncio.to_thread(mem.store.get_experiences, traj.tenant_id, written)
+    return [found[i] for i in dict.fromkeys(written) if i in found]
+
+
+def _lesson_ids(mem: Any, traj: Trajectory, lessons: Sequence[Lesson], reviewer: str) -> list[str]:
+    """Ids the lessons have whether written now or by an earlier review (stable ids)."""
+    from hindsight.writeback import lessons_to_experiences
+
+    exps = lessons_to_experiences(
+        traj, lessons, reviewer=reviewer, embedding_model=mem.embedder.name, now=mem.clock.now()
+    )
+    return [e.id for e in exps]
+
+
+def _write_episode(mem: Any, traj: Trajectory, given: tuple[Lesson, str] | None) -> str | None:
+    """Write the episode of ``traj`` unless it is stored already: ``given`` is the reviewer's
+    own summary and that reviewer's name, else the summary is :func:`summarize_episode`.
+    Returns its id, or ``None`` for a run without reviewable content (case C05)."""
+    from hindsight.writeback import PROVENANCE_TRUST
+
+    if not has_reviewable_content(traj):
+        return None
+    eid = episode_id(traj.id)
+    if mem.store.get_experiences(traj.tenant_id, [eid]):
+        return eid
+    if given is not None:
+        content, source, meta = given[0].content, given[1], dict(given[0].metadata)
+    else:
+        content, source, meta = summarize_episode(traj), "trajectory", {}
+    if not content.strip():
+        return None
+    exp = episode_experience(
+        traj,
+        content,
+        source=source,
+        trust=round(traj.trust * PROVENANCE_TRUST.get(traj.source, 0.5), 4),
+        embedding_model=mem.embedder.name,
+        now=mem.clock.now(),
+        metadata=meta,
+    )
+    mem.writeback.write([exp], trajectory=traj)  # trajectory: the guard's taint check
+    return eid

@@ -1,0 +1,406 @@
+"""Episodes: one short, recallable summary per reviewed run (MISSION S4, S5; issue 3).
+
+A trajectory is the raw episodic record of a run; lessons are the semantic memory drawn from
+it. Between the two sits the *episode*: a few sentences saying what the run tried (goal), what
+it did (steps and tools in order), how it ended (outcome) and what decided it (turning point).
+Every review writes one per trajectory as an experience of kind
+:attr:`~hindsight.models.ExperienceKind.EPISODE`, embedded like any lesson. Recall leaves
+episodes out unless asked (``include_episodes=True``), and then lists the most similar ones
+after the lessons, in their own section with their own share of the token budget.
+
+The summary is :func:`summarize_episode` (deterministic, offline) unless the reviewer wrote one
+(the LLM reviewer's ``episode`` answer), which then wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hindsight._ids import stable_id
+from hindsight.config import RecallWeights
+from hindsight.models import (
+    EventType,
+    Experience,
+    ExperienceKind,
+    ExperienceStatus,
+    Outcome,
+    RecallHit,
+    Trajectory,
+)
+from hindsight.ports import VectorIndex
+from hindsight.recall import Candidate, RecallMode, score_candidates, select_hits
+from hindsight.reviewers._calls import ToolCall, collect_calls, is_read_only
+from hindsight.reviewers._describe import describe_args
+from hindsight.reviewers._text import error_text, is_mostly_cjk, shorten, task_summary
+from hindsight.tokens import estimate_tokens, truncate_to_tokens
+
+__all__ = [
+    "EPISODE_CONFIDENCE",
+    "EPISODE_MAX_TOKENS",
+    "EPISODE_TOP_K",
+    "EpisodeQuery",
+    "episode_experience",
+    "episode_id",
+    "recall_episodes",
+    "summarize_episode",
+    "tier_candidates",
+]
+
+EPISODE_MAX_TOKENS = 300
+"""Longest episode summary, in estimated tokens ("a few hundred tokens at most", issue 3)."""
+
+EPISODE_CONFIDENCE = 0.5
+"""Confidence of an episode: neutral. An episode reports what happened; it claims no rule, so
+recall ranks episodes by similarity and recency rather than by a reviewer's self-rating."""
+
+EPISODE_TOP_K = 3
+"""Most episodes one recall returns (``include_episodes=True``), and never more than top_k."""
+
+MAX_SHOWN_STEPS = 8
+"""Steps listed in full; a longer run shows its first 5 and last 3 around ``… N more``."""
+
+_STEP_HEAD, _STEP_TAIL = 5, 3
+_SEARCH_GROWTH = 4
+_SEARCH_MAX = 4000
+
+_EN: dict[str, Any] = {
+    "goal": "Goal",
+    "steps": "Steps",
+    "outcome": "Outcome",
+    "turn": "Turning point",
+    "answer": "Answer",
+    "no_tools": "answered without calling a tool",
+    "more": "… {n} more steps",
+    "times": " ×{n}",
+    "no_result": "no result",
+    "recovered": "after {tool} {status}, {next} worked",
+    "not_recovered": "{tool} {status}{error} and the run did not recover",
+    "key_step": "{call} succeeded",
+    "answer_only": "the answer itself",
+    "sep": "; ",
+    "end": ".",
+    "colon": ": ",
+    "reward": " (reward {reward:g})",
+    "calls": " ({n} tool calls, {failed} failed)",
+    "status": {"success": "success", "failure": "failed", "timeout": "timed out"},
+    "outcome_word": {
+        "success": "success",
+        "failure": "failure",
+        "partial": "partial success",
+        "unknown": "unknown",
+    },
+}
+_ZH: dict[str, Any] = {
+    "goal": "目标",
+    "steps": "步骤",
+    "outcome": "结果",
+    "turn": "转折点",
+    "answer": "回答",
+    "no_tools": "未调用工具，直接回答",
+    "more": "…… 另有 {n} 步",
+    "times": " ×{n}",
+    "no_result": "无结果",
+    "recovered": "{tool}{status}之后，改用 {next} 成功",
+    "not_recovered": "{tool}{status}{error}，之后没有恢复",
+    "key_step": "{call} 成功",
+    "answer_only": "直接给出的回答",
+    "sep": "；",
+    "end": "。",
+    "colon": "：",
+    "reward": "（奖励 {reward:g}）",
+    "calls": "（{n} 次工具调用，{failed} 次失败）",
+    "status": {"success": "成功", "failure": "失败", "timeout": "超时"},
+    "outcome_word": {
+        "success": "成功",
+        "failure": "失败",
+        "partial": "部分成功",
+        "unknown": "未知",
+    },
+}
+
+
+def episode_id(trajectory_id: str) -> str:
+    """The id of a trajectory's episode: one per trajectory, whichever reviewer wrote it."""
+    return stable_id(trajectory_id, "episode")
+
+
+def _status_word(call: ToolCall, words: dict[str, Any]) -> str:
+    if call.status is None:
+        return str(words["no_result"])
+    return str(words["status"][call.status.value])
+
+
+def _call_text(call: ToolCall) -> str:
+    args = describe_args(call.args, limit=60) if call.args else ""
+    return f"{call.tool}({args})"
+
+
+def _steps(calls: Sequence[ToolCall], words: dict[str, Any]) -> list[str]:
+    """One entry per call; consecutive identical calls with the same status are merged."""
+    merged: list[tuple[ToolCall, int]] = []
+    for call in calls:
+        if (
+            merged
+            and merged[-1][0].signature == call.signature
+            and merged[-1][0].status == call.status
+        ):
+            merged[-1] = (merged[-1][0], merged[-1][1] + 1)
+        else:
+            merged.append((call, 1))
+    steps = []
+    for call, count in merged:
+        times = str(words["times"]).format(n=count) if count > 1 else ""
+        steps.append(f"{_call_text(call)} → {_status_word(call, words)}{times}")
+    if len(steps) > MAX_SHOWN_STEPS:
+        hidden = len(steps) - _STEP_HEAD - _STEP_TAIL
+        steps = [
+            *steps[:_STEP_HEAD],
+            str(words["more"]).format(n=hidden),
+            *steps[-_STEP_TAIL:],
+        ]
+    return [f"{i}) {s}" if not s.startswith("…") else s for i, s in enumerate(steps, 1)]
+
+
+def _turning_point(calls: Sequence[ToolCall], outcome: Outcome, words: dict[str, Any]) -> str:
+    """What decided the run: a recovery after a failure, an unrecovered failure, or the key
+    (state-changing, else last) successful call."""
+    first_failed = next((i for i, c in enumerate(calls) if c.failed), None)
+    if first_failed is not None:
+        failed = calls[first_failed]
+        fix = next(
+            (
+                c
+                for c in calls[first_failed + 1 :]
+                if c.succeeded and c.signature != failed.signature
+            ),
+            None,
+        )
+        if fix is not None and outcome is not Outcome.FAILURE:
+            return str(words["recovered"]).format(
+                tool=failed.tool, status=_status_word(failed, words), next=_call_text(fix)
+            )
+        if fix is None or outcome is Outcome.FAILURE:
+            err = error_text(failed.output, 80)
+            return str(words["not_recovered"]).format(
+                tool=failed.tool,
+                status=_status_word(failed, words),
+                error=f" ({err})" if err else "",
+            )
+    succeeded = [c for c in calls if c.succeeded]
+    if succeeded:
+        key = next((c for c in reversed(succeeded) if not is_read_only(c.tool)), succeeded[-1])
+        return str(words["key_step"]).format(call=_call_text(key))
+    return str(words["answer_only"])
+
+
+def _final_answer(traj: Trajectory) -> str:
+    for event in reversed(traj.events):
+        if (
+            event.event_type in (EventType.FINAL_ANSWER, EventType.MODEL_CALL)
+            and event.content.strip()
+        ):
+            return event.content
+    return ""
+
+
+def summarize_episode(traj: Trajectory, *, max_tokens: int = EPISODE_MAX_TOKENS) -> str:
+    """A deterministic episode summary of ``traj``: goal, steps and tools in order, outcome,
+    turning point, and the start of the final answer.
+
+    Written in Chinese when the run's task is mostly CJK text, else in English. Consecutive
+    identical tool calls are merged (``×3``); a run with more than :data:`MAX_SHOWN_STEPS`
+    distinct steps lists its first 5 and last 3. Personal fields and ids in arguments are left
+    out (as in the heuristic reviewer's lessons).
+
+    Args:
+        traj: a finished trajectory.
+        max_tokens: cap in estimated tokens (:func:`hindsight.tokens.estimate_tokens`);
+            default :data:`EPISODE_MAX_TOKENS` (300).
+
+    Returns:
+        The summary, one paragraph; ``""`` for a trajectory without content (case C05).
+    """
+    if traj.is_empty():
+        return ""
+    user_text = " ".join(e.content for e in traj.events if e.event_type is EventType.USER_MESSAGE)
+    task = traj.task if traj.task.strip() else user_text
+    words = _ZH if is_mostly_cjk(task or user_text) else _EN
+    colon, end, sep = str(words["colon"]), str(words["end"]), str(words["sep"])
+    calls = collect_calls(traj.events)
+    goal = task_summary(task, 160) or (traj.task_type or "")
+    parts: list[str] = []
+    if goal:
+        stop = "" if goal[-1] in ".!?。！？" else end
+        parts.append(f"{words['goal']}{colon}{goal}{stop}")
+    steps = _steps(calls, words) if calls else [str(words["no_tools"])]
+    parts.append(f"{words['steps']}{colon}{sep.join(steps)}{end}")
+    outcome = str(words["outcome_word"][traj.outcome.value])
+    if traj.reward is not None:
+        outcome += str(words["reward"]).format(reward=traj.reward)
+    elif traj.outcome is Outcome.UNKNOWN and calls:
+        outcome += str(words["calls"]).format(n=len(calls), failed=sum(c.failed for c in calls))
+    parts.append(f"{words['outcome']}{colon}{outcome}{end}")
+    parts.append(f"{words['turn']}{colon}{_turning_point(calls, traj.outcome, words)}{end}")
+    answer = _final_answer(traj)
+    if answer:
+        parts.append(f"{words['answer']}{colon}{shorten(answer, 160)}")
+    text = " ".join(parts) if words is _EN else "".join(parts)
+    if estimate_tokens(text) > max_tokens:
+        text = truncate_to_tokens(text, max_tokens, marker=" …")
+    return text
+
+
+def episode_experience(
+    traj: Trajectory,
+    content: str,
+    *,
+    source: str,
+    trust: float,
+    embedding_model: str,
+    now: datetime,
+    metadata: dict[str, Any] | None = None,
+) -> Experience:
+    """The episode of ``traj`` as an experience (kind ``episode``, id :func:`episode_id`).
+
+    Args:
+        traj: the reviewed trajectory (tenant, namespace, task_type, tags are copied).
+        content: the summary (:func:`summarize_episode` or the reviewer's own).
+        source: who wrote the summary: ``"trajectory"`` (deterministic) or a reviewer name;
+            kept in ``metadata["summary_source"]`` and as ``reviewer``.
+        trust: provenance trust in [0,1] (as for the run's lessons).
+        embedding_model: recorded on the experience.
+        now: creation time (UTC).
+        metadata: extra metadata (e.g. ``prompt_version`` of an LLM summary).
+
+    ``metadata`` also holds ``outcome`` (the run's recorded outcome) and ``event_count``.
+    """
+    tools = list(dict.fromkeys(e.tool_name for e in traj.events if e.tool_name))
+    meta: dict[str, Any] = {
+        "summary_source": source,
+        "outcome": traj.outcome.value,
+        "event_count": len(traj.events),
+    }
+    meta.update(metadata or {})
+    return Experience(
+        id=episode_id(traj.id),
+        tenant_id=traj.tenant_id,
+        namespace=traj.namespace,
+        task_type=traj.task_type,
+        kind=ExperienceKind.EPISODE,
+        content=content,
+        tools=tools,
+        tags=sorted(set(traj.tags)),
+        confidence=EPISODE_CONFIDENCE,
+        importance=0.5,
+        trust=trust,
+        provenance=traj.source,
+        source_trajectory_ids=[traj.id],
+        created_at=now,
+        updated_at=now,
+        embedding_model=embedding_model,
+        reviewer=source,
+        metadata=meta,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeQuery:
+    """Where one recall looks: index, store, the query vector (``None`` in ``task_type``
+    mode), tenant, namespaces in priority order and the task_type filter."""
+
+    index: VectorIndex
+    store: Any
+    vector: Any
+    tenant_id: str
+    namespaces: list[str]
+    task_type: str | None
+
+
+def _wanted(exp: Experience, where: EpisodeQuery, episodes: bool) -> bool:
+    # Defence in depth: the SQL row decides tenant, status and namespace, not the index.
+    return (
+        exp.tenant_id == where.tenant_id
+        and exp.status is ExperienceStatus.ACTIVE
+        and exp.namespace in where.namespaces
+        and (exp.kind is ExperienceKind.EPISODE) is episodes
+    )
+
+
+def tier_candidates(where: EpisodeQuery, *, limit: int, episodes: bool) -> list[Candidate]:
+    """Up to ``limit`` recall candidates of one tier: episodes (``episodes=True``) or lessons.
+
+    Vector mode: the nearest active experiences. Both tiers share one vector index, so the
+    search asks for ``limit`` neighbours and, while fewer than ``limit`` of them are of the
+    wanted tier and the index had more to give, asks again for 4x as many (at most 4000):
+    episodes never crowd lessons out of recall, nor the reverse. ``task_type`` mode
+    (``where.vector is None``): the tier's rows with that task_type, most confident first,
+    similarity 1.0 (MISSION S16), paged the same way.
+
+    Returns:
+        candidates, nearest (or most confident) first; ``tier`` is the namespace's position.
+    """
+    tier = {ns: i for i, ns in enumerate(where.namespaces)}
+    want = limit
+    while True:
+        kept: list[Candidate] = []
+        if where.vector is not None:
+            found = where.index.search(
+                where.vector,
+                tenant_id=where.tenant_id,
+                namespaces=where.namespaces,
+                limit=want,
+                task_type=where.task_type,
+            )
+            rows = where.store.get_experiences(where.tenant_id, [h.id for h in found])
+            got = len(found)
+            for hit in found:
+                exp = rows.get(hit.id)
+                if exp is not None and _wanted(exp, where, episodes):
+                    kept.append(Candidate(exp, float(hit.similarity), tier[exp.namespace]))
+        else:
+            listed = where.store.list_experiences(
+                where.tenant_id,
+                namespaces=where.namespaces,
+                task_type=where.task_type,
+                limit=want,
+            )
+            got = len(listed)
+            kept = [
+                Candidate(e, 1.0, tier[e.namespace]) for e in listed if _wanted(e, where, episodes)
+            ]
+        if len(kept) >= limit or got < want or want >= _SEARCH_MAX:
+            return kept[:limit]
+        want = min(want * _SEARCH_GROWTH, _SEARCH_MAX)
+
+
+def recall_episodes(
+    where: EpisodeQuery,
+    *,
+    top_k: int,
+    floor: float | None,
+    weights: RecallWeights,
+    half_life_days: float,
+    now: datetime,
+    tags: Sequence[str] = (),
+    tools: Sequence[str] = (),
+    mode: RecallMode = "vector",
+) -> list[RecallHit]:
+    """The most similar past episodes: at most ``min(top_k, EPISODE_TOP_K)``, scored like
+    lessons (:func:`hindsight.recall.score_candidates`), under the same similarity floor,
+    private namespace first. One episode per run, so no per-source cap applies."""
+    k = min(top_k, EPISODE_TOP_K)
+    candidates = tier_candidates(where, limit=max(4 * k, 20), episodes=True)
+    scored = score_candidates(
+        candidates,
+        weights=weights,
+        half_life_days=half_life_days,
+        now=now,
+        tags=tags,
+        tools=tools,
+        mode=mode,
+    )
+    hits, _ = select_hits(scored, top_k=k, similarity_floor=floor, max_per_source=1.0)
+    return hits

@@ -1,0 +1,111 @@
+"""Reviewer selection (config ``reviewer``) and the ``both`` reviewer.
+
+``heuristic`` (default, offline), ``llm`` (:class:`~hindsight.reviewers.LLMReviewer` from
+``REFLECTION_MODEL`` / ``LLM_BASE_URL`` / ``LLM_API_KEY``) or ``both``: the heuristic lessons
+plus the LLM's, without duplicates.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+from hindsight._errors import UsageError
+from hindsight.config import MemoryConfig
+from hindsight.models import Trajectory
+from hindsight.ports import Lesson, Reviewer
+
+__all__ = ["REVIEWER_CHOICES", "CombinedReviewer", "content_key", "make_reviewer"]
+
+REVIEWER_CHOICES = ("heuristic", "llm", "both")
+"""Values of the ``reviewer`` setting (env ``HINDSIGHT_REVIEWER`` / ``REVIEWER``)."""
+
+_END_PUNCT = " \t\r\n.。!！?？,，;；:："
+
+
+def content_key(text: str) -> str:
+    """The key two lessons are duplicates by: NFKC, case-folded, whitespace folded, end
+    punctuation stripped (``"Retry once."`` and ``"retry  once"`` are one lesson)."""
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return folded.strip(_END_PUNCT)
+
+
+class CombinedReviewer:
+    """Several reviewers on one trajectory, their lessons concatenated without duplicates.
+
+    Two lessons are duplicates when their contents are equal after NFKC normalisation,
+    case folding, whitespace folding and stripping end punctuation; the first one (in ``parts``
+    order) is kept. Only the first episode summary is kept.
+
+    The engine runs the parts one by one itself (:mod:`hindsight._review`), so that one
+    part's lessons are stored even when another part fails, each under its own reviewer name.
+
+    Args:
+        parts: the reviewers, in order (config ``both``: heuristic, then LLM).
+
+    Raises:
+        UsageError: fewer than two parts.
+    """
+
+    def __init__(self, parts: Sequence[Reviewer]) -> None:
+        if len(parts) < 2:
+            raise UsageError("CombinedReviewer needs at least two reviewers")
+        self.parts: tuple[Reviewer, ...] = tuple(parts)
+        self.name = "+".join(p.name for p in self.parts)
+
+    def __repr__(self) -> str:
+        return f"CombinedReviewer({list(self.parts)!r})"
+
+    async def review(self, trajectory: Trajectory) -> list[Lesson]:
+        """Every part's lessons, in part order, duplicates dropped.
+
+        Raises:
+            ReviewError: the first part that failed (no partial result is returned here; the
+                engine's review path keeps the parts that succeeded).
+        """
+        out: list[Lesson] = []
+        seen: set[str] = set()
+        episode = False
+        for part in self.parts:
+            for lesson in await part.review(trajectory):
+                if lesson.kind.value == "episode":
+                    if not episode:
+                        episode = True
+                        out.append(lesson)
+                    continue
+                key = content_key(lesson.content)
+                if key and key not in seen:
+                    seen.add(key)
+                    out.append(lesson)
+        return out
+
+
+def make_reviewer(config: MemoryConfig) -> Reviewer:
+    """The reviewer the ``reviewer`` setting names.
+
+    ``heuristic`` -> :class:`~hindsight.reviewers.HeuristicReviewer`; ``llm`` ->
+    :meth:`LLMReviewer.from_config <hindsight.reviewers.LLMReviewer.from_config>`; ``both`` ->
+    :class:`CombinedReviewer` of the two. Case and surrounding spaces are ignored.
+
+    Raises:
+        UsageError: an unknown name, or ``llm`` / ``both`` without ``REFLECTION_MODEL``.
+    """
+    from hindsight.reviewers.heuristic import HeuristicReviewer
+
+    name = (config.reviewer or "").strip().lower()
+    if name not in REVIEWER_CHOICES:
+        raise UsageError(
+            f"unknown reviewer {config.reviewer!r}; choose one of {', '.join(REVIEWER_CHOICES)}"
+        )
+    if name == "heuristic":
+        return HeuristicReviewer()
+    if not config.reflection_model:
+        raise UsageError(
+            f"reviewer {name!r} needs a model: set REFLECTION_MODEL (or "
+            "HINDSIGHT_REFLECTION_MODEL), e.g. 'openai/gpt-4o-mini' or 'ollama/qwen2.5:7b', "
+            "and LLM_BASE_URL for a local or OpenAI-compatible server"
+        )
+    from hindsight.reviewers.llm import LLMReviewer
+
+    llm = LLMReviewer.from_config(config)
+    return llm if name == "llm" else CombinedReviewer([HeuristicReviewer(), llm])

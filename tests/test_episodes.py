@@ -1,0 +1,344 @@
+"""Episodes (MISSION S4/S5, issue 3 item 5): one short summary per reviewed run, embedded,
+left out of normal recall, recalled after the lessons when asked, in their own budget."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hindsight import Event, ExperienceKind, Memory, Outcome, Trajectory
+from hindsight.episodes import (
+    EPISODE_MAX_TOKENS,
+    EPISODE_TOP_K,
+    episode_id,
+    summarize_episode,
+)
+from hindsight.render import BLOCK_END, BLOCK_START, EPISODES_HEADING
+from hindsight.reviewers import HeuristicReviewer
+from hindsight.testing import FakeEmbedder
+from hindsight.tokens import estimate_tokens
+from tests.helpers import lesson, make_memory
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_with(task: str, calls: list[tuple[str, dict[str, Any], str, str]], **kw: Any) -> Trajectory:
+    events = [Event(event_type="user_message", content=task)]
+    for tool, args, status, output in calls:
+        events.append(Event(event_type="tool_call", tool_name=tool, tool_args=args))
+        events.append(
+            Event(event_type="tool_result", tool_name=tool, status=status, content=output)
+        )
+    if kw.get("answer"):
+        events.append(Event(event_type="final_answer", content=kw.pop("answer")))
+    kw.setdefault("tenant_id", "acme")
+    return Trajectory(task=task, events=events, **kw)
+
+
+def timeout_then_cache() -> Trajectory:
+    return run_with(
+        "Where is my order 8812? It was due yesterday.",
+        [
+            ("order_query", {"status_filter": "open"}, "timeout", "timed out after 5 s"),
+            ("order_query", {"status_filter": "open"}, "timeout", "timed out after 5 s"),
+            ("order_query_cached", {"status_filter": "open"}, "success", '{"status": "shipped"}'),
+        ],
+        outcome=Outcome.SUCCESS,
+        answer="Order 8812 has shipped (DHL).",
+    )
+
+
+# -- the deterministic summary --------------------------------------------------------------------
+
+
+def test_summary_has_goal_steps_in_order_outcome_and_turning_point() -> None:
+    text = summarize_episode(timeout_then_cache())
+    assert text.startswith("Goal: Where is my order 8812? ")
+    steps = text[text.index("Steps: ") : text.index("Outcome: ")]
+    # merged identical calls, in order, with their status
+    assert "1) order_query(status_filter=open) → timed out ×2" in steps
+    assert "2) order_query_cached(status_filter=open) → success" in steps
+    assert steps.index("order_query(") < steps.index("order_query_cached(")
+    assert "Outcome: success." in text
+    assert "Turning point: after order_query timed out, order_query_cached(" in text
+    assert text.endswith("Answer: Order 8812 has shipped (DHL).")
+
+
+def test_failed_run_names_the_failure_that_was_not_recovered() -> None:
+    traj = run_with(
+        "Cancel reservation ABC123",
+        [("cancel_reservation", {"cabin": "economy"}, "failure", "Error: reservation not found")],
+        outcome=Outcome.FAILURE,
+        reward=0.0,
+    )
+    text = summarize_episode(traj)
+    assert "Outcome: failure (reward 0)." in text
+    assert (
+        "Turning point: cancel_reservation failed (reservation not found) and the run did not "
+        "recover." in text
+    )
+
+
+def test_success_without_failures_names_the_state_changing_step() -> None:
+    traj = run_with(
+        "Book the 9am flight",
+        [
+            ("search_flights", {"cabin": "economy"}, "success", "[...]"),
+            ("book_reservation", {"cabin": "economy"}, "success", "booked"),
+            ("get_user_details", {"cabin": "economy"}, "success", "{...}"),
+        ],
+        outcome=Outcome.SUCCESS,
+    )
+    assert "Turning point: book_reservation(cabin=economy) succeeded." in summarize_episode(traj)
+
+
+def test_chinese_run_gets_a_chinese_summary() -> None:
+    traj = run_with(
+        "用户偏好用 pnpm 而不是 npm。请帮我安装项目依赖。",
+        [
+            ("shell", {"cmd": "npm install"}, "failure", "用户要求使用 pnpm"),
+            ("shell", {"cmd": "pnpm install"}, "success", "Done in 4.2s"),
+        ],
+        outcome=Outcome.SUCCESS,
+    )
+    text = summarize_episode(traj)
+    assert text.startswith("目标：用户偏好用 pnpm 而不是 npm。")
+    assert "步骤：1) shell(cmd=npm install) → 失败；2) shell(cmd=pnpm install) → 成功。" in text
+    assert (
+        "结果：成功。" in text
+        and "转折点：shell失败之后，改用 shell(cmd=pnpm install) 成功" in text
+    )
+
+
+def test_long_run_is_capped_and_keeps_both_ends() -> None:
+    calls = [
+        (f"tool_{i}", {"page": i}, "success" if i % 3 else "failure", "x" * 5000)
+        for i in range(300)
+    ]
+    traj = run_with(
+        "Reconcile the May ledger " + "in detail " * 400, calls, outcome=Outcome.PARTIAL
+    )
+    text = summarize_episode(traj)
+    assert estimate_tokens(text) <= EPISODE_MAX_TOKENS
+    assert "1) tool_0(page=0)" in text and "… 292 more steps" in text
+    assert "tool_299(page=299)" in text
+    assert "x" * 200 not in text
+    assert estimate_tokens(summarize_episode(traj, max_tokens=60)) <= 60
+
+
+def test_no_tools_and_empty_runs() -> None:
+    chat = Trajectory(
+        tenant_id="acme",
+        events=[
+            Event(event_type="user_message", content="What is your refund policy?"),
+            Event(event_type="final_answer", content="Refunds within 30 days."),
+        ],
+    )
+    text = summarize_episode(chat)
+    assert "Steps: answered without calling a tool." in text
+    assert "Outcome: unknown." in text and "Turning point: the answer itself." in text
+    assert summarize_episode(Trajectory(tenant_id="acme", events=[])) == ""
+
+
+# -- written by every review, left out of normal recall -----------------------------------------
+
+
+def test_every_review_writes_one_episode_that_normal_recall_never_returns(
+    tmp_path: Path, database_url: str
+) -> None:
+    with make_memory(tmp_path, database_url, reviewer=HeuristicReviewer()) as mem:
+        traj = timeout_then_cache()
+        mem.store_episode(traj)
+        assert mem.flush(timeout=60)
+        stored = mem.list_experiences(tenant_id="acme", limit=1000)
+        episodes = [e for e in stored if e.kind is ExperienceKind.EPISODE]
+        assert [e.id for e in episodes] == [episode_id(traj.id)]
+        episode = episodes[0]
+        assert episode.content == summarize_episode(traj)
+        assert episode.source_trajectory_ids == [traj.id]
+        assert episode.tools == ["order_query", "order_query_cached"]
+        assert episode.metadata["outcome"] == "success"
+        assert mem.aio.index.count("acme") == len(stored)  # embedded like every experience
+        # the summary is a near-perfect match for its own task, yet normal recall skips it
+        for query in (traj.task, episode.content):
+            result = mem.recall(query, tenant_id="acme", top_k=50)
+            assert result.hits
+            assert all(h.experience.kind is not ExperienceKind.EPISODE for h in result.hits)
+            assert result.episodes == []
+            assert EPISODES_HEADING not in result.render()
+        # a second review (review_now) does not write a second episode
+        mem.review_now(traj.id, tenant_id="acme")
+        after = mem.list_experiences(tenant_id="acme", limit=1000)
+        assert sum(e.kind is ExperienceKind.EPISODE for e in after) == 1
+
+
+def test_include_episodes_returns_lessons_first_then_the_most_similar_episodes(
+    tmp_path: Path, database_url: str
+) -> None:
+    with make_memory(tmp_path, database_url, reviewer=HeuristicReviewer()) as mem:
+        runs = [
+            run_with(
+                f"Where is order {n}? It was due yesterday.",
+                [("order_query", {"region": region}, "timeout", "timed out after 5 s")],
+                outcome=Outcome.FAILURE,
+            )
+            for n, region in ((8812, "eu"), (8813, "us"), (8814, "apac"), (8815, "eu"))
+        ]
+        unrelated = run_with(
+            "Translate the manual into German",
+            [("translate", {"lang": "de"}, "success", "ok")],
+            outcome=Outcome.SUCCESS,
+        )
+        for traj in [*runs, unrelated]:
+            mem.store_episode(traj)
+        assert mem.flush(timeout=60)
+        result = mem.recall(
+            "Where is order 9901? It was due yesterday.", tenant_id="acme", include_episodes=True
+        )
+        assert result.hits and all(
+            h.experience.kind is not ExperienceKind.EPISODE for h in result.hits
+        )
+        assert len(result.episodes) == EPISODE_TOP_K
+        assert all(h.experience.kind is ExperienceKind.EPISODE for h in result.episodes)
+        assert unrelated.id not in {h.experience.source_trajectory_ids[0] for h in result.episodes}
+        scores = [h.score for h in result.episodes]
+        assert scores == sorted(scores, reverse=True)
+        # recorded as recalled, like lessons
+        first = mem.get_experience(result.episodes[0].experience.id, tenant_id="acme")
+        assert first.recall_count == 1
+        # rendered in their own section, after the lessons, within the budget
+        text = result.render()
+        assert text.startswith(BLOCK_START) and text.endswith(BLOCK_END)
+        heading = text.index(EPISODES_HEADING)
+        assert text.index("\n1. [") < heading < text.index("\nE1. [episode; outcome failure")
+        doc = result.to_json()
+        assert len(doc["episodes"]) == EPISODE_TOP_K and doc["episodes"][0]["kind"] == "episode"
+        # top_k bounds the episodes too; other tenants never see them
+        assert (
+            len(mem.recall("order", tenant_id="acme", top_k=1, include_episodes=True).episodes) <= 1
+        )
+        assert (
+            mem.recall("Where is order 9901?", tenant_id="other", include_episodes=True).episodes
+            == []
+        )
+
+
+def test_task_type_mode_separates_the_tiers_too(tmp_path: Path) -> None:
+    with make_memory(
+        tmp_path, "sqlite:///" + str(tmp_path / "h.db"), reviewer=HeuristicReviewer()
+    ) as mem:
+        for n in range(3):
+            mem.store_episode(
+                run_with(
+                    f"Where is order {n}?",
+                    [("order_query", {}, "timeout", "timed out")],
+                    outcome=Outcome.FAILURE,
+                    task_type="support",
+                )
+            )
+        assert mem.flush(timeout=60)
+        result = mem.recall("", tenant_id="acme", task_type="support", include_episodes=True)
+        assert result.mode == "task_type"
+        assert result.hits and all(
+            h.experience.kind is not ExperienceKind.EPISODE for h in result.hits
+        )
+        assert len(result.episodes) == 3
+        plain = mem.recall("", tenant_id="acme", task_type="support", top_k=50)
+        assert all(h.experience.kind is not ExperienceKind.EPISODE for h in plain.hits)
+
+
+def test_episodes_do_not_crowd_lessons_out_of_the_candidates(tmp_path: Path) -> None:
+    """Many near-identical episodes rank above the one lesson: the lesson is still found."""
+    with make_memory(
+        tmp_path, "sqlite:///" + str(tmp_path / "h.db"), embedder=FakeEmbedder(64)
+    ) as mem:
+        for i in range(60):
+            mem.add_experience(
+                f"order lookup for customer run {i}", tenant_id="acme", kind="episode"
+            )
+        mem.add_experience("retry order lookup once, then use the cache", tenant_id="acme")
+        result = mem.recall("order lookup for customer run", tenant_id="acme", top_k=3)
+        assert [h.experience.content for h in result.hits] == [
+            "retry order lookup once, then use the cache"
+        ]
+
+
+# -- the token budget is shared ---------------------------------------------------------------
+
+
+def test_each_tier_keeps_its_share_of_the_budget(tmp_path: Path) -> None:
+    with make_memory(
+        tmp_path, "sqlite:///" + str(tmp_path / "h.db"), embedder=FakeEmbedder(64)
+    ) as mem:
+        for i in range(5):
+            mem.add_experience(f"lesson {i} about refunds " + "detail " * 2000, tenant_id="acme")
+            mem.add_experience(
+                f"episode {i} about refunds " + "step " * 2000, tenant_id="acme", kind="episode"
+            )
+        result = mem.recall("refunds", tenant_id="acme", include_episodes=True, token_budget=1000)
+        text = result.render()
+        assert estimate_tokens(text) <= 1000 and result.truncated
+        lessons_part, episodes_part = text.split(EPISODES_HEADING)
+        assert "E1. [episode" in episodes_part  # the episodes kept their share
+        assert estimate_tokens(episodes_part) >= 0.3 * 1000
+        assert estimate_tokens(lessons_part) >= 0.4 * 1000
+        alone = mem.recall("refunds", tenant_id="acme", token_budget=1000)
+        assert EPISODES_HEADING not in alone.render()
+
+
+# -- CLI ----------------------------------------------------------------------------------------
+
+
+def cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {"HINDSIGHT_DATA_DIR": str(data_dir), "COLUMNS": "200", "PYTHONIOENCODING": "utf-8"}
+    import os
+
+    env.update({k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PYTHONPATH")})
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run(
+        [sys.executable, "-c", "from hindsight.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=180,
+        cwd=REPO,
+    )
+
+
+def test_cli_recall_episodes(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with Memory(data_dir=data) as mem:
+        mem.store_episode(timeout_then_cache())
+        assert mem.flush(timeout=60)
+    proc = cli(
+        "recall",
+        "Where is order 9901? It was due yesterday.",
+        "--tenant",
+        "acme",
+        "--episodes",
+        "--json",
+        data_dir=data,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["hits"] and all(h["kind"] != "episode" for h in doc["hits"])
+    [episode] = doc["episodes"]
+    assert episode["content"].startswith("Goal: Where is my order 8812?")
+    assert EPISODES_HEADING in doc["rendered"]
+    plain = cli("recall", "Where is order 9901?", "--tenant", "acme", "--json", data_dir=data)
+    assert json.loads(plain.stdout)["episodes"] == []
+    table = cli("recall", "Where is order 9901?", "--tenant", "acme", "--episodes", data_dir=data)
+    assert table.returncode == 0 and "past episodes" in table.stdout and "E1" in table.stdout
+
+
+def test_lesson_helper_is_unaffected() -> None:
+    # Lesson kinds stay what reviewers produce; "episode" is a kind like the others.
+    assert lesson("x", kind="episode").kind is ExperienceKind.EPISODE
+    with pytest.raises(ValueError):
+        lesson("x", kind="episodes")
