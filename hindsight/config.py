@@ -66,6 +66,20 @@ class MemoryConfig(BaseSettings):
         review_retry_base: backoff in seconds before the first retry of a review job, doubled
             for each next one (5.0: retries after 5 s, then 10 s); env
             ``HINDSIGHT_REVIEW_RETRY_BASE``.
+        guard: the memory guard (docs/security.md): before-write rules, taint and conflict
+            checks, the after-recall consensus check and the automatic quarantine of
+            experiences that misled runs. On by default; ``HINDSIGHT_GUARD=off`` disables it
+            (provenance trust and the removal of invisible characters stay on).
+        min_confidence: recall leaves out experiences whose confidence fell below this
+            (failed outcomes demote a lesson until it is no longer recalled; docs/lifecycle.md).
+        archive_after_days / archive_below_confidence: an active experience not recalled for
+            30 days whose confidence is below 0.3 is archived by ``maintain`` (MISSION S3).
+        active_cap: active experiences per (tenant, task_type) above which ``maintain``
+            compresses clusters (MISSION S3: "e.g. 500").
+        dedup_judge: let the ``reflection_model`` judge ADD / UPDATE / MERGE / NOOP on write
+            (``HINDSIGHT_DEDUP_JUDGE``); off or no model: the rules decide.
+        guard_rules: a JSON or TOML file of extra/disabled guard rules and thresholds
+            (``HINDSIGHT_GUARD_RULES``; format in :mod:`hindsight.guard.rules_file`).
     """
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
@@ -98,6 +112,21 @@ class MemoryConfig(BaseSettings):
         default=5.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_REVIEW_RETRY_BASE")
     )
     background_review: bool = True
+    min_confidence: float = Field(
+        default=0.1, ge=0.0, le=1.0, validation_alias=_env("MIN_CONFIDENCE")
+    )
+    archive_after_days: float = Field(
+        default=30.0, gt=0, validation_alias=_env("ARCHIVE_AFTER_DAYS")
+    )
+    archive_below_confidence: float = Field(
+        default=0.3, ge=0.0, le=1.0, validation_alias=_env("ARCHIVE_BELOW_CONFIDENCE")
+    )
+    active_cap: int = Field(default=500, ge=2, validation_alias=_env("ACTIVE_CAP"))
+    dedup_judge: bool = Field(default=True, validation_alias=_env("DEDUP_JUDGE"))
+    guard: bool = Field(default=True, validation_alias=AliasChoices("HINDSIGHT_GUARD"))
+    guard_rules: Path | None = Field(
+        default=None, validation_alias=AliasChoices("HINDSIGHT_GUARD_RULES")
+    )
 
     def sql_url(self) -> str:
         """The SQLAlchemy URL to open (``postgresql://`` is mapped to psycopg 3)."""

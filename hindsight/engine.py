@@ -32,6 +32,7 @@ from hindsight._worker import ReviewWorker
 from hindsight.capture import RunRecorder
 from hindsight.clock import SystemClock
 from hindsight.config import MemoryConfig
+from hindsight.lifecycle.api import LifecycleMethods
 from hindsight.models import (
     Experience,
     ExperienceKind,
@@ -43,7 +44,6 @@ from hindsight.models import (
 from hindsight.ports import Clock, Embedder, Lesson, Reviewer, VectorIndex
 from hindsight.recall import RecallMode, RecallResult, score_candidates, select_hits
 from hindsight.writeback import (
-    PROVENANCE_TRUST,
     WriteBack,
     lessons_to_experiences,
     normalize_content,
@@ -52,13 +52,6 @@ from hindsight.writeback import (
 __all__ = ["AsyncMemory", "EpisodeReceipt", "validation_message"]
 
 log = logging.getLogger("hindsight")
-
-OUTCOME_SUCCESS_DELTA = 0.05
-"""Confidence added to each experience a successful run recalled."""
-
-OUTCOME_FAILURE_DELTA = 0.10
-"""Confidence taken from each experience a failed run recalled: a misleading lesson costs more
-than a missing one, so failures weigh double."""
 
 CANDIDATE_FACTOR = 4
 """Vector recall fetches ``max(CANDIDATE_FACTOR * top_k, 20)`` neighbours before re-ranking."""
@@ -89,7 +82,7 @@ def _default_reviewer(config: MemoryConfig) -> Reviewer:
     return make_reviewer(config)  # heuristic | llm | both (docs/review.md)
 
 
-class AsyncMemory:
+class AsyncMemory(LifecycleMethods):
     """Experience memory for agents, async API.
 
     Opening is synchronous (it creates folders, applies SQL migrations, opens the vector index)
@@ -168,7 +161,27 @@ class AsyncMemory:
             self.index: VectorIndex = index
             self.reviewer: Reviewer = reviewer or _default_reviewer(config)
             self._vectors = VectorSync(self.store, self.index)
-            self.writeback = WriteBack(self.store, self.embedder, self.sync_vectors)
+            from hindsight.guard.rules_file import guard_from_file
+            from hindsight.screening import WriteScreen
+
+            self.guard = guard_from_file(config.guard_rules) if config.guard else None
+            self.writeback = WriteBack(
+                self.store,
+                self.embedder,
+                self.sync_vectors,
+                screen=WriteScreen(
+                    store=self.store,
+                    index=self.index,
+                    embedder=self.embedder,
+                    guard=self.guard,
+                    clock=self.clock,
+                    shared_namespace=config.shared_namespace,
+                ),
+            )
+            from hindsight.lifecycle.dedup import make_deduper
+
+            self.deduper = make_deduper(self)  # issue 4: write step 2, dedup / supersede
+            self.writeback.dedup = self.deduper
             self.sync_vectors()  # repair a crash between an SQL write and its vector write
         except BaseException:
             self._release_partial()
@@ -223,7 +236,15 @@ class AsyncMemory:
             return
         self._closed = True
         worker = self._worker
-        self._runtime.stop(timeout, drain=worker.stop if worker is not None else None)
+
+        async def drain() -> None:
+            if worker is not None:
+                await worker.stop()
+            # A cancelled review may still be writing in an executor thread: let it finish
+            # before the store closes under it.
+            await asyncio.get_running_loop().shutdown_default_executor()
+
+        self._runtime.stop(timeout, drain=drain)
         if worker is not None:  # the loop was too busy to drain in time: release from here
             worker.release_claimed()
         self._worker = None
@@ -373,7 +394,7 @@ class AsyncMemory:
             embedding_model=self.embedder.name,
             now=self.clock.now(),
         )
-        return self.writeback.write(exps) if exps else []
+        return self.writeback.write(exps, trajectory=traj) if exps else []
 
     async def review_now(self, trajectory_id: Any, *, tenant_id: str) -> list[Experience]:
         """Review a stored trajectory now, write its lessons and its episode, and return them
@@ -461,15 +482,24 @@ class AsyncMemory:
     ) -> Experience:
         """Store a lesson directly (no review). ``confidence``/``importance`` in [0,1].
 
+        The memory guard checks it first (docs/security.md): the returned experience has
+        status ``quarantined`` and ``metadata["quarantine_reasons"]`` when a rule fired. Its
+        trust is the weight of ``source`` (:data:`hindsight.guard.TRUST_WEIGHTS`).
+
         Raises:
-            UsageError: an argument is invalid (one-line reason).
+            UsageError: an argument is invalid (one-line reason), or ``metadata`` uses a key
+                reserved for the guard.
         """
         self._check_open()
         now = self.clock.now()
+        from hindsight.guard import initial_trust
+        from hindsight.screening import check_user_metadata
+
+        tenant = validate_tenant(tenant_id)  # TenantRequiredError, as everywhere (case C17)
         try:
             prov = Provenance(source)
             exp = Experience(
-                tenant_id=tenant_id,
+                tenant_id=tenant,
                 namespace=namespace,
                 kind=ExperienceKind(kind),
                 content=normalize_content(content) if isinstance(content, str) else content,
@@ -478,21 +508,21 @@ class AsyncMemory:
                 tags=list(tags),
                 confidence=confidence,
                 importance=importance,
-                trust=PROVENANCE_TRUST[prov],
+                trust=initial_trust([prov.value]),
                 provenance=prov,
                 created_at=now,
                 updated_at=now,
                 embedding_model=self.embedder.name,
                 reviewer="manual",
-                metadata=dict(metadata or {}),
+                metadata=check_user_metadata(metadata),
             )
         except ValidationError as err:
             raise UsageError(validation_message(err)) from None
         except ValueError as err:
             raise UsageError(str(err)) from None
 
-        await asyncio.to_thread(self.writeback.write, [exp])
-        return exp
+        written = await asyncio.to_thread(self.writeback.write, [exp])
+        return written[0] if written else exp
 
     # -- recall ----------------------------------------------------------------------------------
     async def recall(
@@ -511,6 +541,7 @@ class AsyncMemory:
         trajectory_id: str | None = None,
         token_budget: int | None = None,
         include_episodes: bool = False,
+        explain: bool = False,
     ) -> RecallResult:
         """Recall the experiences most useful for ``query`` (MISSION S5, S13, S16).
 
@@ -535,6 +566,10 @@ class AsyncMemory:
                 ``min(top_k, EPISODE_TOP_K)`` (3), ranked like lessons, rendered after the
                 lessons in their own section with their own share of the budget
                 (:mod:`hindsight.episodes`). Episodes are never among ``hits``.
+            explain: also list, in ``excluded``, close experiences of this tenant that a
+                filter kept out: namespace, task_type, status (archived, superseded,
+                quarantined) (:mod:`hindsight.lifecycle.explain`; never other tenants).
+                Experiences under ``config.min_confidence`` are always excluded, with reason.
 
         Returns:
             :class:`RecallResult` with hits (score breakdown each) and exclusions.
@@ -593,6 +628,7 @@ class AsyncMemory:
             tid,
             token_budget or self.config.token_budget,
             bool(include_episodes),
+            bool(explain),
         )
 
     def _recall_sync(
@@ -609,6 +645,7 @@ class AsyncMemory:
         trajectory_id: str | None,
         token_budget: int,
         include_episodes: bool = False,
+        explain: bool = False,
     ) -> RecallResult:
         from hindsight.episodes import EpisodeQuery, recall_episodes, tier_candidates
 
@@ -628,9 +665,29 @@ class AsyncMemory:
             tools=tools,
             mode=mode,
         )
+        from hindsight.lifecycle.explain import confidence_floor, near_misses
+
+        scored, demoted = confidence_floor(scored, self.config.min_confidence)
         hits, excluded = select_hits(
             scored, top_k=top_k, similarity_floor=floor, max_per_source=self.config.max_per_source
         )
+        excluded = [*excluded, *demoted]
+        if explain and vec is not None:  # close experiences a filter kept out (issue 4)
+            seen = {h.experience.id for h in hits} | {e.experience_id for e in excluded}
+            excluded += near_misses(
+                self.store,
+                self.index,
+                vec,
+                tenant=tenant,
+                namespaces=namespaces,
+                task_type=task_type,
+                seen=seen,
+            )
+        if self.guard is not None:  # memory guard, layer 3: consensus across the recalled set
+            from hindsight.after_recall import drop_outliers
+
+            hits, outliers = drop_outliers(hits, self.store.get_vectors)
+            excluded = [*outliers, *excluded]
         episodes: list[RecallHit] = []
         if include_episodes:
             episodes = recall_episodes(
@@ -671,8 +728,11 @@ class AsyncMemory:
 
         On success each one's confidence rises by ``OUTCOME_SUCCESS_DELTA`` (0.05) and its
         ``helped_count`` by 1; on failure it drops by ``OUTCOME_FAILURE_DELTA`` (0.10) and
+        (both in :mod:`hindsight.lifecycle.confidence`; atomic, audited)
         ``misled_count`` rises by 1. Confidence stays in [0,1]. A run's outcome is counted
-        once; later calls for the same run change nothing and return ``[]``.
+        once; later calls for the same run change nothing and return ``[]``. With the memory
+        guard on, an experience that misled more runs than it helped is demoted at 2 misled
+        runs and quarantined at 3 (:func:`hindsight.after_recall.apply_misled_policy`).
 
         Returns:
             The updated experiences.
@@ -689,39 +749,17 @@ class AsyncMemory:
         return await asyncio.to_thread(self._record_outcome_sync, tenant, tid, success)
 
     def _record_outcome_sync(self, tenant: str, tid: str, success: bool) -> list[Experience]:
-        key = f"outcome:{tenant}:{tid}"
-        with self._outcome_lock:
-            if self.store.get_meta(key) is not None:
-                return []
-            self.store.set_meta(key, "success" if success else "failure")
-            ids = self.store.recalled_ids(tenant, tid)
-            current = self.store.get_experiences(tenant, ids)
-            now = self.clock.now()
-            updated = []
-            for eid in ids:
-                exp = current.get(eid)
-                if exp is None:
-                    continue
-                if success:
-                    exp = exp.model_copy(
-                        update={
-                            "confidence": min(1.0, exp.confidence + OUTCOME_SUCCESS_DELTA),
-                            "helped_count": exp.helped_count + 1,
-                            "updated_at": now,
-                        }
-                    )
-                else:
-                    exp = exp.model_copy(
-                        update={
-                            "confidence": max(0.0, exp.confidence - OUTCOME_FAILURE_DELTA),
-                            "misled_count": exp.misled_count + 1,
-                            "updated_at": now,
-                        }
-                    )
-                self.store.update_experience(exp)
-                updated.append(exp)
-            self.sync_vectors()
-            return updated
+        # Atomic and audited, once per run (hindsight.lifecycle.confidence, issue 4).
+        from hindsight.lifecycle.confidence import record_outcome
+
+        policy = None
+        if self.guard is not None and not success:  # memory guard: demote, then quarantine
+            from hindsight.after_recall import apply_misled_policy
+
+            policy = apply_misled_policy
+        updated = record_outcome(self.store, tenant, tid, success, policy=policy)
+        self.sync_vectors()
+        return updated or []
 
     # -- reading and deleting -------------------------------------------------------------------
     async def get_experience(self, experience_id: Any, *, tenant_id: str) -> Experience:
@@ -834,6 +872,61 @@ class AsyncMemory:
         if experience_id is not None and n == 0:
             raise NotFoundError(f"experience {kwargs['experience_ids'][0]} not found")
         return n
+
+    # -- quarantine (memory guard, docs/security.md) ------------------------------------------
+    async def list_quarantined(
+        self, *, tenant_id: str, namespace: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[Experience]:
+        """The tenant's quarantined experiences (most confident first); each one's reasons are
+        in ``metadata["quarantine_reasons"]``. ``limit`` 1..10000.
+
+        Raises:
+            TenantRequiredError: missing or empty tenant.
+            UsageError: bad namespace, limit or offset.
+        """
+        return await self.list_experiences(
+            tenant_id=tenant_id,
+            namespace=namespace,
+            status="quarantined",
+            limit=limit,
+            offset=offset,
+        )
+
+    async def approve(
+        self, experience_id: Any, *, tenant_id: str, note: str | None = None
+    ) -> Experience:
+        """A human approves a quarantined experience: it is recalled again. Returns it.
+
+        Raises:
+            NotFoundError: no such (non-deleted) experience in this tenant.
+            UsageError: it is not quarantined, or a bad id.
+            TenantRequiredError: missing or empty tenant.
+        """
+        return await self._decide("approve", experience_id, tenant_id, note)
+
+    async def reject(
+        self, experience_id: Any, *, tenant_id: str, note: str | None = None
+    ) -> Experience:
+        """A human rejects a quarantined experience: soft-deleted (row kept for audit, vector
+        removed). Returns it. Raises as :meth:`approve`."""
+        return await self._decide("reject", experience_id, tenant_id, note)
+
+    async def _decide(
+        self, action: str, experience_id: Any, tenant_id: str, note: str | None
+    ) -> Experience:
+        from hindsight import quarantine
+
+        self._check_open()
+        tenant = validate_tenant(tenant_id)
+        eid = normalize_id(experience_id, "experience_id")
+        decide = quarantine.approve if action == "approve" else quarantine.reject
+
+        def run() -> Experience:
+            exp = decide(self.store, tenant, eid, self.clock.now(), note)
+            self.sync_vectors()
+            return exp
+
+        return await asyncio.to_thread(run)
 
     async def stats(self, *, tenant_id: str | None = None) -> dict[str, Any]:
         """Counts of trajectories, events, experiences (by status/kind) and jobs.

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from hindsight.capture import RunRecorder
 from hindsight.config import MemoryConfig
 from hindsight.engine import AsyncMemory, EpisodeReceipt
+from hindsight.lifecycle.api import LifecycleFacade
 from hindsight.models import Experience, Provenance, Trajectory
 from hindsight.recall import RecallResult
 
@@ -20,7 +21,7 @@ __all__ = ["Memory"]
 T = TypeVar("T")
 
 
-class Memory:
+class Memory(LifecycleFacade):
     """Experience memory for agents, sync API (a thin facade over :class:`AsyncMemory`).
 
     ``Memory(data_dir="./mem")`` opens (or creates) an embedded store; see
@@ -129,6 +130,20 @@ class Memory:
     def forget(self, **kwargs: Any) -> int:
         """Hard-delete. See :meth:`AsyncMemory.forget`."""
         return self._run(self.aio.forget(**kwargs))
+
+    def list_quarantined(self, **kwargs: Any) -> list[Experience]:
+        """Quarantined experiences of a tenant. See :meth:`AsyncMemory.list_quarantined`."""
+        return self._run(self.aio.list_quarantined(**kwargs))
+
+    def approve(
+        self, experience_id: Any, *, tenant_id: str, note: str | None = None
+    ) -> Experience:
+        """Approve a quarantined experience. See :meth:`AsyncMemory.approve`."""
+        return self._run(self.aio.approve(experience_id, tenant_id=tenant_id, note=note))
+
+    def reject(self, experience_id: Any, *, tenant_id: str, note: str | None = None) -> Experience:
+        """Reject a quarantined experience. See :meth:`AsyncMemory.reject`."""
+        return self._run(self.aio.reject(experience_id, tenant_id=tenant_id, note=note))
 
     def stats(self, *, tenant_id: str | None = None) -> dict[str, Any]:
         """Counts. See :meth:`AsyncMemory.stats`."""

@@ -123,7 +123,12 @@ class Provenance(StrEnum):
 
 
 class ExperienceKind(StrEnum):
-    """What a lesson is about; one per answer of the review (MISSION S2)."""
+    """What a lesson is about; one per answer of the review (MISSION S2).
+
+    ``episode`` is not a lesson but the short summary of one run (episodic memory, MISSION S4):
+    every review writes one per trajectory; recall leaves episodes out unless asked for them
+    (``include_episodes``).
+    """
 
     OUTCOME = "outcome"
     KEY_STEP = "key_step"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from hindsight.guard.normalize import strip_invisible
 from hindsight.models import RecallHit
 from hindsight.tokens import estimate_tokens, truncate_to_tokens
 
@@ -31,9 +32,15 @@ EPISODE_BUDGET_SHARE = 0.4
 get the rest (0.6). A section with nothing to show leaves its share to the other."""
 
 _DASHES = re.compile(r"-{3,}|—{2,}|={3,}|_{3,}|#{3,}")
+# Chat-template and role tags; kept at least as wide as the guard's prompt_injection.template_tag
+# rule (tests/test_poison_e2e.py checks every example of that rule), with full-width brackets and
+# bars (DeepSeek's <｜...｜>) accepted too.
 _TEMPLATE_TAGS = re.compile(
-    r"<\|[^|>]{0,40}\|>|</?\s*(?:system|assistant|user|tool|im_start|im_end|s|instructions?)\s*>"
-    r"|\[/?(?:INST|SYS)\]|<<\s*/?SYS\s*>>",
+    r"[<＜][|｜][^|｜>＞]{0,40}[|｜][>＞]"
+    r"|[<＜]/?\s*(?:system|assistant|user|tool|im_start|im_end|s|instructions?|developer|"
+    r"tool_call|function_call|start_of_turn|end_of_turn)\s*[>＞]"
+    r"|\[(?:system|assistant|developer)\]\s*\(#[\w-]*\)"
+    r"|[\[［]/?(?:INST|SYS|SYSTEM)[\]］]|<<\s*/?SYS\s*>>",
     re.IGNORECASE,
 )
 _DELIM_WORDS = re.compile(r"(?:end of )?past experience \(reference only\)", re.IGNORECASE)
@@ -41,8 +48,9 @@ _WS = re.compile(r"\s+")
 
 
 def escape_item(text: str) -> str:
-    """Make ``text`` safe to place inside the block: one line, no delimiter, no template tags."""
-    text = _WS.sub(" ", text).strip()
+    """Make ``text`` safe to place inside the block: one line, no delimiter, no template tags,
+    no invisible characters (which could split a tag so that this escaping misses it)."""
+    text = _WS.sub(" ", strip_invisible(text)).strip()
     text = _TEMPLATE_TAGS.sub("[tag removed]", text)
     text = _DASHES.sub("-", text)
     text = _DELIM_WORDS.sub("past experience", text)

@@ -216,6 +216,7 @@ def test_c07_reopen_with_other_embedder_fails_at_open(tmp_path: Path, with_point
         assert mem.stats(tenant_id="t")["vectors"] == (3 if with_points else 0)
 
 
+@pytest.mark.timeout(1200)  # 8000 guarded, deduplicated writes; slow on a loaded 2-core machine
 def test_c10_concurrent_writes_and_deletes(tmp_path: Path, database_url: str) -> None:
     with make_memory(tmp_path, database_url) as mem:
         for rep in range(5):

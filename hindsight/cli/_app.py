@@ -195,6 +195,7 @@ def recall(
             top_k=top_k,
             mode=mode,
             include_episodes=episodes,
+            explain=explain,
         )
         if as_json:
             print_json(result.to_json(explain=explain))
@@ -320,6 +321,8 @@ def main() -> None:
         code = exc.exit_code
     sys.exit(code if isinstance(code, int) else 0)
 
-
 # Commands registered by other modules (one line each).
+from hindsight.cli import _experiences as _lifecycle_commands  # noqa: E402, F401  (issue 4)
+from hindsight.cli import _guard  # noqa: E402, F401  (quarantine, guard scan: issue 5)
 from hindsight.cli import _jobs as _jobs_commands  # noqa: E402, F401  (jobs, worker: issue 3)
+from hindsight.cli import _maintain as _maintain_commands  # noqa: E402, F401  (issue 4)
