@@ -53,6 +53,8 @@ class ReviewWorker:
         max_attempts: attempts in total before a job is left ``failed`` (:data:`MAX_ATTEMPTS`).
         retry_base: seconds of backoff before the first retry, doubled for each next one
             (:data:`RETRY_BASE_SECONDS`).
+        defer: seconds to wait before claiming the next job, called before each claim (e.g.
+            "until the agent has been quiet for 50 ms"); ``None``: never wait.
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class ReviewWorker:
         poll_seconds: float = 1.0,
         max_attempts: int = MAX_ATTEMPTS,
         retry_base: float = RETRY_BASE_SECONDS,
+        defer: Callable[[], float] | None = None,
     ) -> None:
         self._store = store
         self._handle = handle
@@ -71,6 +74,7 @@ class ReviewWorker:
         self._poll = poll_seconds
         self._max_attempts = max_attempts
         self._retry_base = retry_base
+        self._defer = defer
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -139,6 +143,8 @@ class ReviewWorker:
 
     async def _run(self) -> None:
         while True:
+            while self._defer is not None and (delay := self._defer()) > 0:
+                await asyncio.sleep(delay)  # reviews yield to the agent's own writes
             try:
                 job = await asyncio.to_thread(
                     self._store.claim_review_job, self.worker_id, self._lease

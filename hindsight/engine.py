@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -52,6 +53,10 @@ from hindsight.writeback import (
 __all__ = ["AsyncMemory", "EpisodeReceipt", "validation_message"]
 
 log = logging.getLogger("hindsight")
+
+REVIEW_YIELD_SECONDS = 0.05
+"""The in-process review worker claims a job only after no run has ended for this long (50 ms:
+longer than storing a run takes, far shorter than a review waits anyway)."""
 
 CANDIDATE_FACTOR = 4
 """Vector recall fetches ``max(CANDIDATE_FACTOR * top_k, 20)`` neighbours before re-ranking."""
@@ -128,6 +133,7 @@ class AsyncMemory(LifecycleMethods):
         self._runtime = BackgroundLoop()
         self._outcome_lock = threading.Lock()
         self._worker: ReviewWorker | None = None
+        self._last_store = 0.0
 
         from hindsight.embedders import make_embedder
 
@@ -329,6 +335,7 @@ class AsyncMemory(LifecycleMethods):
         calls it directly, so the end of a run never waits behind the review loop."""
         queue = review and not traj.is_empty()
         stored = self.store.add_trajectory(traj, enqueue_review=queue)
+        self._last_store = time.monotonic()
         if stored and queue and self.config.background_review:
             self._ensure_worker()
         return EpisodeReceipt(
@@ -360,10 +367,17 @@ class AsyncMemory(LifecycleMethods):
                     lease_seconds=self.config.review_timeout + 30,
                     max_attempts=self.config.review_max_attempts,
                     retry_base=self.config.review_retry_base,
+                    defer=self._review_defer,
                 )
             self._worker.wake()
 
         self._runtime.call_soon(start) if self._runtime_started() else self._start_runtime(start)
+
+    def _review_defer(self) -> float:
+        """Seconds the in-process worker waits before its next claim: reviews start once no
+        run has ended for :data:`REVIEW_YIELD_SECONDS`, so a burst of finishing runs is not
+        slowed by reviews competing for the interpreter and the SQLite writer."""
+        return max(0.0, self._last_store + REVIEW_YIELD_SECONDS - time.monotonic())
 
     def _runtime_started(self) -> bool:
         return self._runtime._loop is not None

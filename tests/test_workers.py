@@ -88,10 +88,11 @@ def test_retry_review_jobs_puts_failed_jobs_back_runnable_now(
     assert store.count_review_jobs(state="failed") == 0
 
 
-def test_review_job_states_counts_only_the_given_runs(store: SqlStore) -> None:
+def test_review_job_states_counts_only_the_given_runs(store: SqlStore, clock: ManualClock) -> None:
     trajs = [trajectory("t1", f"task {i}") for i in range(4)]
     for t in trajs:
         store.add_trajectory(t)
+        clock.advance(seconds=1)  # the oldest job, claimed below, is one of mine
     store.add_trajectory(trajectory("t1", "not mine"))
     job = store.claim_review_job("w", 30)
     assert job is not None
