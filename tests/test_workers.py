@@ -283,3 +283,37 @@ def test_worker_process_stops_on_sigterm_and_reports(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     doc = json.loads(out)
     assert doc["stopped_by_signal"] is True and doc["succeeded"] == 0
+
+
+def test_ingest_no_wait_leaves_jobs_pending_for_a_worker_process(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    log = tmp_path / "runs.jsonl"
+    records = [
+        {
+            "messages": [
+                {"role": "user", "content": f"Where is order {i}?"},
+                {"role": "assistant", "content": f"Order {i} has shipped."},
+            ],
+            "reward": 1,
+        }
+        for i in range(5)
+    ]
+    log.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    env = _env(HINDSIGHT_DATA_DIR=str(data))
+
+    def run(*args: str) -> Any:
+        proc = _cli(*args, env=env)
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err
+        return json.loads(out)
+
+    doc = run("ingest", str(log), "--tenant", "acme", "--no-wait", "--json")
+    assert doc["reviews_queued"] == 5
+    assert doc["reviews_succeeded"] + doc["reviews_pending"] == 5 and doc["reviews_failed"] == 0
+    listed = run("jobs", "--tenant", "acme", "--json")
+    pending = listed["counts"]["pending"]
+    assert pending == len([j for j in listed["jobs"] if j["state"] == "pending"])
+    assert run("jobs", "--tenant", "other", "--json")["jobs"] == []
+    report = run("worker", "--once", "--json")
+    assert report["succeeded"] == pending
+    assert report["jobs"] == {"pending": 0, "running": 0, "succeeded": 5, "failed": 0}
