@@ -225,7 +225,13 @@ def test_c10_concurrent_writes_and_deletes(tmp_path: Path, database_url: str) ->
             deleted = [0]
             lock = threading.Lock()
 
-            def worker(w: int, tenant: str = tenant) -> None:
+            def worker(
+                w: int,
+                tenant: str = tenant,
+                errors: list[BaseException] = errors,
+                deleted: list[int] = deleted,
+                lock: threading.Lock = lock,
+            ) -> None:
                 try:
                     for batch in range(20):
                         made = [mem.add_experience(f"w{w} b{batch} i{i} lesson", tenant_id=tenant)
@@ -234,7 +240,7 @@ def test_c10_concurrent_writes_and_deletes(tmp_path: Path, database_url: str) ->
                             mem.delete_experience(made[0].id, tenant_id=tenant)
                             with lock:
                                 deleted[0] += 1
-                except BaseException as exc:  # noqa: BLE001 - reported below
+                except BaseException as exc:  # reported below
                     errors.append(exc)
 
             threads = [threading.Thread(target=worker, args=(w,)) for w in range(8)]
@@ -374,11 +380,10 @@ def test_async_api(tmp_path: Path) -> None:
 
 def test_exception_in_recorded_run_marks_failure_and_reraises(tmp_path: Path) -> None:
     with make_memory(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}") as mem:
-        with pytest.raises(ZeroDivisionError):
-            with mem.record("divide", tenant_id="t") as run:
-                run.user_message("divide by zero")
-                run.tool_call("calc", {"a": 1})
-                1 / 0  # noqa: B018
+        with pytest.raises(ZeroDivisionError), mem.record("divide", tenant_id="t") as run:
+            run.user_message("divide by zero")
+            run.tool_call("calc", {"a": 1})
+            1 / 0  # noqa: B018
         traj = mem.get_trajectory(run.trajectory_id, tenant_id="t")
         assert traj.outcome.value == "failure"
         kinds = [(e.event_type.value, e.status.value if e.status else None) for e in traj.events]
