@@ -205,6 +205,20 @@ def test_record_timestamps_are_used(tmp_path: Path) -> None:
         ('{"status": "ok", "errors": []}', EventStatus.SUCCESS),
         ("The order shipped. " + "x" * 300 + " the carrier had a timeout", EventStatus.SUCCESS),
         ("", EventStatus.SUCCESS),
+        # Chinese / Japanese replies (the field saw these marked as successes)
+        ("错误：订单不存在", EventStatus.FAILURE),
+        ("【错误】支付金额不一致", EventStatus.FAILURE),
+        ("失败: 用户未找到", EventStatus.FAILURE),
+        ("錯誤：找不到使用者", EventStatus.FAILURE),
+        ("调用异常：余额不足", EventStatus.SUCCESS),  # does not start with an error word
+        ("异常：余额不足", EventStatus.FAILURE),
+        ("エラー: 注文が見つかりません", EventStatus.FAILURE),
+        ("请求超时", EventStatus.TIMEOUT),
+        ("错误：请求超时（30 秒）", EventStatus.TIMEOUT),
+        ("接口超時，請稍後再試", EventStatus.TIMEOUT),
+        ("タイムアウトしました", EventStatus.TIMEOUT),
+        ("订单已发货，" + "数据" * 200 + "物流曾超时", EventStatus.SUCCESS),
+        ("订单已发货，没有错误", EventStatus.SUCCESS),
     ],
 )
 def test_tool_result_status(text: str, status: EventStatus) -> None:

@@ -21,12 +21,16 @@ _ERROR_START = re.compile(
         error\b | err\b | failed\b | failure\b | exception\b | fatal\b
       | traceback\s\(most\srecent\scall\slast\)
       | [A-Za-z_][\w.]*(?:error|exception|timeout)\s*[:(]
+      # Chinese and Japanese replies: "错误：", "【错误】", "失败", "異常", "エラー:"
+      | [\[【(（]?\s*(?:错误|錯誤|出错|出錯|报错|報錯|失败|失敗|异常|異常|エラー|例外)
     )""",
     re.IGNORECASE | re.VERBOSE,
 )
 _TRACEBACK = re.compile(r"traceback \(most recent call last\)", re.IGNORECASE)
 _TIMEOUT = re.compile(
-    r"timed?[\s_-]?out|timeout|deadline exceeded|read timed|took too long", re.IGNORECASE
+    r"timed?[\s_-]?out|timeout|deadline exceeded|read timed|took too long"
+    r"|超时|超時|逾时|逾時|タイムアウト",
+    re.IGNORECASE,
 )
 _STATUS_WORDS = {
     "success": EventStatus.SUCCESS,
@@ -44,8 +48,9 @@ def classify_tool_result(text: str, message: dict[str, Any] | None = None) -> Ev
     An explicit ``status`` (success / error / failure / timeout) or ``is_error: true`` on the
     message wins. Otherwise: ``timeout`` when the reply looks like an error or is short and
     mentions a timeout (``timed out``, ``timeout``, ``deadline exceeded``); ``failure`` when it
-    starts with ``Error`` (any case), an exception name (``ValueError: ...``) or holds a
-    Python traceback; else ``success``.
+    starts with ``Error`` (any case), an exception name (``ValueError: ...``), a Chinese or
+    Japanese error word (``错误：``, ``【失败】``, ``エラー``) or holds a Python traceback; else
+    ``success``. Timeout words include ``超时`` / ``超時`` / ``タイムアウト``.
     """
     if message:
         declared = message.get("status")
