@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import sys
 import threading
@@ -262,6 +263,14 @@ def main() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)
+    parent = os.getppid()
+
+    def exit_with_parent() -> None:  # never outlive the test run that started us
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        server.shutdown()
+
+    threading.Thread(target=exit_with_parent, daemon=True).start()
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
     sys.exit(0)
