@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
+from hindsight._sync import sync_twin
 from hindsight.capture import RunRecorder
 from hindsight.config import MemoryConfig
 from hindsight.engine import AsyncMemory, EpisodeReceipt
 from hindsight.lifecycle.api import LifecycleFacade
-from hindsight.models import Experience, Provenance, Trajectory
-from hindsight.recall import RecallResult
+from hindsight.models import Provenance, Trajectory
 
 __all__ = ["Memory"]
 
@@ -81,73 +81,22 @@ class Memory(LifecycleFacade):
         self.aio._check_open()
         return self.aio._store_trajectory(self.aio._coerce_trajectory(trajectory), review)
 
-    def recall(self, query: str, **kwargs: Any) -> RecallResult:
-        """Recall experiences for ``query``. See :meth:`AsyncMemory.recall` for arguments."""
-        return self._run(self.aio.recall(query, **kwargs))
-
-    def review_now(self, trajectory_id: Any, *, tenant_id: str) -> list[Experience]:
-        """Review a stored trajectory now and return its lessons."""
-        return self._run(self.aio.review_now(trajectory_id, tenant_id=tenant_id))
-
-    def flush(self, timeout: float | None = 30.0) -> bool:
-        """Wait until queued reviews are done (``timeout`` seconds); False on timeout."""
-        return self._run(self.aio.flush(timeout))
-
-    def review_jobs(self, **kwargs: Any) -> list[Any]:
-        """Review jobs (state, attempts, last error). See :meth:`AsyncMemory.review_jobs`."""
-        return self._run(self.aio.review_jobs(**kwargs))
-
-    def retry_review_jobs(self, job_ids: Sequence[Any] = (), **kwargs: Any) -> list[Any]:
-        """Failed review jobs back to pending. See :meth:`AsyncMemory.retry_review_jobs`."""
-        return self._run(self.aio.retry_review_jobs(job_ids, **kwargs))
-
-    def add_experience(self, content: str, **kwargs: Any) -> Experience:
-        """Store a lesson directly. See :meth:`AsyncMemory.add_experience`."""
-        return self._run(self.aio.add_experience(content, **kwargs))
-
-    def record_outcome(
-        self, trajectory_id: Any, success: bool, *, tenant_id: str
-    ) -> list[Experience]:
-        """Credit or blame what the run recalled. See :meth:`AsyncMemory.record_outcome`."""
-        return self._run(self.aio.record_outcome(trajectory_id, success, tenant_id=tenant_id))
-
-    def get_experience(self, experience_id: Any, *, tenant_id: str) -> Experience:
-        """One experience; NotFoundError when absent."""
-        return self._run(self.aio.get_experience(experience_id, tenant_id=tenant_id))
-
-    def list_experiences(self, **kwargs: Any) -> list[Experience]:
-        """Experiences of a tenant. See :meth:`AsyncMemory.list_experiences`."""
-        return self._run(self.aio.list_experiences(**kwargs))
-
-    def get_trajectory(self, trajectory_id: Any, *, tenant_id: str) -> Trajectory:
-        """A stored trajectory; NotFoundError when absent."""
-        return self._run(self.aio.get_trajectory(trajectory_id, tenant_id=tenant_id))
-
-    def delete_experience(self, experience_id: Any, *, tenant_id: str) -> None:
-        """Soft-delete an experience; NotFoundError when absent."""
-        self._run(self.aio.delete_experience(experience_id, tenant_id=tenant_id))
-
-    def forget(self, **kwargs: Any) -> int:
-        """Hard-delete. See :meth:`AsyncMemory.forget`."""
-        return self._run(self.aio.forget(**kwargs))
-
-    def list_quarantined(self, **kwargs: Any) -> list[Experience]:
-        """Quarantined experiences of a tenant. See :meth:`AsyncMemory.list_quarantined`."""
-        return self._run(self.aio.list_quarantined(**kwargs))
-
-    def approve(
-        self, experience_id: Any, *, tenant_id: str, note: str | None = None
-    ) -> Experience:
-        """Approve a quarantined experience. See :meth:`AsyncMemory.approve`."""
-        return self._run(self.aio.approve(experience_id, tenant_id=tenant_id, note=note))
-
-    def reject(self, experience_id: Any, *, tenant_id: str, note: str | None = None) -> Experience:
-        """Reject a quarantined experience. See :meth:`AsyncMemory.reject`."""
-        return self._run(self.aio.reject(experience_id, tenant_id=tenant_id, note=note))
-
-    def stats(self, *, tenant_id: str | None = None) -> dict[str, Any]:
-        """Counts. See :meth:`AsyncMemory.stats`."""
-        return self._run(self.aio.stats(tenant_id=tenant_id))
+    recall = sync_twin(AsyncMemory.recall)
+    review_now = sync_twin(AsyncMemory.review_now)
+    flush = sync_twin(AsyncMemory.flush)
+    review_jobs = sync_twin(AsyncMemory.review_jobs)
+    retry_review_jobs = sync_twin(AsyncMemory.retry_review_jobs)
+    add_experience = sync_twin(AsyncMemory.add_experience)
+    record_outcome = sync_twin(AsyncMemory.record_outcome)
+    get_experience = sync_twin(AsyncMemory.get_experience)
+    list_experiences = sync_twin(AsyncMemory.list_experiences)
+    get_trajectory = sync_twin(AsyncMemory.get_trajectory)
+    delete_experience = sync_twin(AsyncMemory.delete_experience)
+    forget = sync_twin(AsyncMemory.forget)
+    list_quarantined = sync_twin(AsyncMemory.list_quarantined)
+    approve = sync_twin(AsyncMemory.approve)
+    reject = sync_twin(AsyncMemory.reject)
+    stats = sync_twin(AsyncMemory.stats)
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the worker, release files and locks (``timeout`` seconds)."""

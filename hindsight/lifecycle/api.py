@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from hindsight._errors import UsageError
 from hindsight._ids import normalize_id, validate_tenant
+from hindsight._sync import sync_twin
 from hindsight.models import Experience, ExperienceKind
 
 if TYPE_CHECKING:
@@ -356,46 +357,14 @@ class LifecycleFacade:
 
         def _run(self, coro: Coroutine[Any, Any, T]) -> T: ...
 
-    def adjust_confidence(self, experience_id: Any, delta: float, **kw: Any) -> Experience:
-        """See :meth:`AsyncMemory.adjust_confidence`."""
-        return self._run(self.aio.adjust_confidence(experience_id, delta, **kw))
-
-    def edit_experience(self, experience_id: Any, **kw: Any) -> Experience:
-        """See :meth:`AsyncMemory.edit_experience`."""
-        return self._run(self.aio.edit_experience(experience_id, **kw))
-
-    def history(self, experience_id: Any, *, tenant_id: str) -> list[dict[str, Any]]:
-        """See :meth:`AsyncMemory.history`."""
-        return self._run(self.aio.history(experience_id, tenant_id=tenant_id))
-
-    def rollback(self, experience_id: Any, version: int, **kw: Any) -> Experience:
-        """See :meth:`AsyncMemory.rollback`."""
-        return self._run(self.aio.rollback(experience_id, version, **kw))
-
-    def restore(self, experience_id: Any, *, tenant_id: str) -> Experience:
-        """See :meth:`AsyncMemory.restore`."""
-        return self._run(self.aio.restore(experience_id, tenant_id=tenant_id))
-
-    def archive_stale(self, **kw: Any) -> list[str]:
-        """See :meth:`AsyncMemory.archive_stale`."""
-        return self._run(self.aio.archive_stale(**kw))
-
-    def maintain(self, **kw: Any) -> dict[str, Any]:
-        """See :meth:`AsyncMemory.maintain`."""
-        return self._run(self.aio.maintain(**kw))
-
-    def audit_sample(self, **kw: Any) -> list[Experience]:
-        """See :meth:`AsyncMemory.audit_sample`."""
-        return self._run(self.aio.audit_sample(**kw))
-
-    def mark_wrong(self, experience_id: Any, **kw: Any) -> Experience:
-        """See :meth:`AsyncMemory.mark_wrong`."""
-        return self._run(self.aio.mark_wrong(experience_id, **kw))
-
-    def audit_log(self, **kw: Any) -> list[dict[str, Any]]:
-        """See :meth:`AsyncMemory.audit_log`."""
-        return self._run(self.aio.audit_log(**kw))
-
-    def doctor(self, **kw: Any) -> list[Any]:
-        """See :meth:`AsyncMemory.doctor`."""
-        return self._run(self.aio.doctor(**kw))
+    adjust_confidence = sync_twin(LifecycleMethods.adjust_confidence)
+    edit_experience = sync_twin(LifecycleMethods.edit_experience)
+    history = sync_twin(LifecycleMethods.history)
+    rollback = sync_twin(LifecycleMethods.rollback)
+    restore = sync_twin(LifecycleMethods.restore)
+    archive_stale = sync_twin(LifecycleMethods.archive_stale)
+    maintain = sync_twin(LifecycleMethods.maintain)
+    audit_sample = sync_twin(LifecycleMethods.audit_sample)
+    mark_wrong = sync_twin(LifecycleMethods.mark_wrong)
+    audit_log = sync_twin(LifecycleMethods.audit_log)
+    doctor = sync_twin(LifecycleMethods.doctor)
