@@ -1,0 +1,405 @@
+"""The MCP server: hindsight's memory as tools any agent can call (issue 9, MISSION S7).
+
+Tools (docs/mcp.md): ``store_episode``, ``recall_similar``, ``summarize_trajectory``,
+``adjust_confidence``, ``record_outcome``, ``forget_experience``. Built on the official ``mcp``
+SDK (2.x, :class:`mcp.server.MCPServer`), with typed input and output schemas, tool
+annotations and one-line error results (:mod:`hindsight.server._mcp_tooling`).
+
+The tenant is never a tool argument. It comes from the server: a fixed tenant for stdio
+(``hindsight mcp --tenant T``, :func:`fixed_tenant`) or the API key of each HTTP request
+(:func:`create_mcp_http`, mounted at ``/mcp`` by ``hindsight serve``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Annotated, Any
+
+try:
+    from mcp.server import MCPServer
+    from mcp.server.mcpserver import Context
+    from mcp.types import ToolAnnotations
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "the MCP server needs the 'mcp' package: pip install 'hindsight-memory[server]'"
+    ) from exc
+from pydantic import Field
+
+from hindsight._errors import AuthenticationError
+from hindsight._ids import validate_namespace, validate_tenant
+from hindsight.engine import AsyncMemory
+from hindsight.models import ExperienceKind
+from hindsight.server._mcp_models import (
+    EpisodeStored,
+    ExperienceOut,
+    ForgetResult,
+    HitOut,
+    OutcomeResult,
+    RecallOut,
+    ReviewResult,
+)
+from hindsight.server._mcp_tooling import HindsightTool
+
+__all__ = [
+    "MAX_TOP_K",
+    "TOOL_NAMES",
+    "TenantOf",
+    "build_mcp_server",
+    "create_mcp_http",
+    "fixed_tenant",
+]
+
+TenantOf = Callable[[Context], str]
+"""Gives the tenant of one tool call from its MCP context; raises
+:class:`~hindsight.AuthenticationError` when the caller is not authenticated."""
+
+MAX_TOP_K = 100
+"""Upper bound of ``recall_similar``'s ``top_k`` (the engine allows 1000; a tool answer of
+more than 100 lessons would not fit an agent's context anyway: MISSION S5, 5 items < 2000
+tokens)."""
+
+TOOL_NAMES = (
+    "store_episode",
+    "recall_similar",
+    "summarize_trajectory",
+    "adjust_confidence",
+    "record_outcome",
+    "forget_experience",
+)
+
+INSTRUCTIONS = (
+    "hindsight is your experience memory. At the start of a task call recall_similar with the "
+    "task and add the returned 'rendered' block to the end of your system prompt as reference "
+    "(not as instructions). When a run ends, call store_episode with its transcript; it is "
+    "reviewed into lessons in the background (or call summarize_trajectory to review it now). "
+    "Report how the run went with record_outcome(trajectory_id, success): lessons that helped "
+    "gain confidence, lessons that misled lose it."
+)
+
+# -- argument types (their descriptions are what agents read) ---------------------------------
+TrajectoryArg = Annotated[
+    dict[str, Any] | list[dict[str, Any]],
+    Field(
+        description="The finished run, in any of these shapes: a hindsight trajectory "
+        '{"task": "...", "outcome": "success|failure", "events": [{"event_type": '
+        '"user_message|tool_call|tool_result|final_answer|error", "content": "...", '
+        '"tool_name": "...", "status": "success|failure|timeout"}]}; an OpenAI chat '
+        'transcript (a list of messages, or {"messages": [...], "reward": 1.0}); or a '
+        'tau-bench result record {"traj": [...], "reward": 0.0}.'
+    ),
+]
+TaskTypeArg = Annotated[
+    str | None,
+    Field(description="Class of task, e.g. 'refund' or 'deploy'; exact match filter."),
+]
+NamespaceArg = Annotated[
+    str | None,
+    Field(description="Namespace inside your tenant (default: the server's namespace)."),
+]
+IdArg = Annotated[str, Field(description="A UUID, as returned by another tool.")]
+
+
+def fixed_tenant(tenant: Any) -> TenantOf:
+    """A :data:`TenantOf` that always answers ``tenant`` (stdio: ``hindsight mcp --tenant``).
+
+    Raises:
+        TenantRequiredError: ``tenant`` is missing, empty, blank or not a string (case C17):
+            refused when the server is configured, never read as "all tenants".
+    """
+    value = validate_tenant(tenant)
+    return lambda ctx: value
+
+
+def build_mcp_server(
+    memory: AsyncMemory,
+    *,
+    tenant: TenantOf,
+    namespace: str = "default",
+    name: str = "hindsight",
+) -> MCPServer:
+    """An :class:`mcp.server.MCPServer` whose tools read and write ``memory``.
+
+    Args:
+        memory: the open engine; the server never closes it.
+        tenant: the tenant of each call, from its context (:func:`fixed_tenant`, or the API key
+            of an HTTP request); its answer is checked like every tenant (case C17).
+        namespace: the namespace used when a call names none.
+        name: the server name announced to clients.
+
+    Returns:
+        The server; run it with ``server.run("stdio")`` or connect in-process with
+        ``mcp.Client(server)``.
+
+    Raises:
+        UsageError: ``namespace`` is empty.
+    """
+    default_ns = validate_namespace(namespace)
+
+    def tenant_of(ctx: Context) -> str:
+        return validate_tenant(tenant(ctx))
+
+    def ns(value: str | None) -> str:
+        return default_ns if value is None else value
+
+    async def store_episode(
+        trajectory: TrajectoryArg,
+        ctx: Context,
+        task_type: TaskTypeArg = None,
+        namespace: NamespaceArg = None,
+        review: Annotated[
+            bool,
+            Field(
+                description="Queue a background review (false if you call summarize_trajectory)."
+            ),
+        ] = True,
+    ) -> EpisodeStored:
+        """Store one finished agent run (an episode) so it is reviewed into lessons.
+
+        Call it once when a run ends, with the whole transcript. Storing the same transcript
+        again stores nothing new. Returns the trajectory_id used by summarize_trajectory and
+        record_outcome."""
+        from hindsight.ingest.records import record_format, trajectory_from_record
+
+        who = tenant_of(ctx)
+        fmt = record_format(trajectory)
+        traj = trajectory_from_record(
+            trajectory, tenant_id=who, namespace=ns(namespace), task_type=task_type, format=fmt
+        )
+        receipt = await memory.store_episode(traj, review=review)
+        return EpisodeStored(
+            trajectory_id=receipt.trajectory_id,
+            stored=bool(receipt["stored"]),
+            review_queued=bool(receipt["review_queued"]),
+            format=fmt,
+            task_type=traj.task_type,
+            events=len(traj.events),
+            outcome=traj.outcome.value,
+        )
+
+    async def recall_similar(
+        query: Annotated[
+            str,
+            Field(
+                description="The task or the user's latest message, as plain text. May be "
+                "empty when task_type is given (then: the best lessons of that task type)."
+            ),
+        ],
+        ctx: Context,
+        task_type: TaskTypeArg = None,
+        top_k: Annotated[
+            int | None,
+            Field(ge=1, le=MAX_TOP_K, description="How many lessons at most (default 5)."),
+        ] = None,
+        tags: Annotated[
+            list[str] | None,
+            Field(description='Context tags that boost matching lessons, e.g. ["billing"].'),
+        ] = None,
+        namespace: NamespaceArg = None,
+        trajectory_id: Annotated[
+            str | None,
+            Field(
+                description="Id of the run asking (any UUID you choose), so record_outcome "
+                "can later credit or blame what was recalled."
+            ),
+        ] = None,
+        include_episodes: Annotated[
+            bool, Field(description="Also return summaries of similar past runs.")
+        ] = False,
+    ) -> RecallOut:
+        """Recall lessons from past runs that are relevant to a task.
+
+        Ranked by 0.6 similarity + 0.3 confidence + 0.1 recency. Put 'rendered' at the end of
+        your system prompt as reference material. Read-only for your data (it only counts that
+        the lessons were recalled)."""
+        result = await memory.recall(
+            query,
+            tenant_id=tenant_of(ctx),
+            namespace=ns(namespace),
+            task_type=task_type,
+            top_k=top_k,
+            tags=tags or (),
+            trajectory_id=trajectory_id,
+            include_episodes=include_episodes,
+        )
+        return RecallOut(
+            query=query,
+            hits=[HitOut.of_hit(h) for h in result.hits],
+            episodes=[HitOut.of_hit(h) for h in result.episodes],
+            rendered=result.render(),
+            truncated=result.truncated,
+        )
+
+    async def summarize_trajectory(trajectory_id: IdArg, ctx: Context) -> ReviewResult:
+        """Review a stored run now and return the lessons learned from it.
+
+        Use it after store_episode when you want the lessons immediately; otherwise the
+        background review does the same. Reviewing again does not duplicate lessons."""
+        exps = await memory.review_now(trajectory_id, tenant_id=tenant_of(ctx))
+        episodes = [e for e in exps if e.kind is ExperienceKind.EPISODE]
+        return ReviewResult(
+            trajectory_id=trajectory_id,
+            lessons=[ExperienceOut.of(e) for e in exps if e.kind is not ExperienceKind.EPISODE],
+            episode=ExperienceOut.of(episodes[-1]) if episodes else None,
+        )
+
+    async def adjust_confidence(
+        experience_id: IdArg,
+        delta: Annotated[
+            float,
+            Field(ge=-1.0, le=1.0, description="Added to the confidence, e.g. 0.1 or -0.2."),
+        ],
+        ctx: Context,
+        reason: Annotated[str | None, Field(description="Why, for the audit trail.")] = None,
+    ) -> ExperienceOut:
+        """Raise or lower how much a lesson is trusted (confidence stays within 0..1).
+
+        Lower it when a recalled lesson was wrong or misleading, raise it when it proved
+        right. Returns the lesson with its new confidence."""
+        exp = await memory.adjust_confidence(
+            experience_id, delta, tenant_id=tenant_of(ctx), reason=reason, actor="mcp"
+        )
+        return ExperienceOut.of(exp)
+
+    async def record_outcome(
+        trajectory_id: Annotated[
+            str, Field(description="The trajectory_id you passed to recall_similar.")
+        ],
+        success: Annotated[bool, Field(description="Did the run succeed?")],
+        ctx: Context,
+    ) -> OutcomeResult:
+        """Report whether a run succeeded, to credit or blame the lessons it recalled.
+
+        On success each lesson that run recalled gains 0.05 confidence, on failure it loses
+        0.10. A run's outcome counts once; reporting it again changes nothing."""
+        exps = await memory.record_outcome(trajectory_id, success, tenant_id=tenant_of(ctx))
+        return OutcomeResult(
+            trajectory_id=trajectory_id,
+            success=success,
+            updated=[ExperienceOut.of(e) for e in exps],
+        )
+
+    async def forget_experience(experience_id: IdArg, ctx: Context) -> ForgetResult:
+        """Delete a lesson so it is never recalled again (e.g. it is wrong or harmful).
+
+        The row is kept for audit and an operator can restore it; an unknown id is an
+        error."""
+        from hindsight._ids import normalize_id
+
+        await memory.delete_experience(experience_id, tenant_id=tenant_of(ctx))
+        return ForgetResult(
+            experience_id=normalize_id(experience_id, "experience_id"), status="deleted"
+        )
+
+    def tool(fn: Callable[..., Any], title: str, **hints: bool) -> HindsightTool:
+        annotations = ToolAnnotations(title=title, open_world_hint=False, **hints)
+        return HindsightTool.from_function(fn, title=title, annotations=annotations)
+
+    tools = [
+        tool(store_episode, "Store a finished run", destructive_hint=False),
+        tool(recall_similar, "Recall relevant lessons", read_only_hint=True),
+        tool(summarize_trajectory, "Review a run now", destructive_hint=False),
+        tool(adjust_confidence, "Adjust a lesson's confidence", destructive_hint=False),
+        tool(
+            record_outcome, "Report a run's outcome", destructive_hint=False, idempotent_hint=True
+        ),
+        tool(forget_experience, "Delete a lesson", destructive_hint=True, idempotent_hint=True),
+    ]
+    return MCPServer(
+        name,
+        instructions=INSTRUCTIONS,
+        tools=list(tools),
+        log_level="WARNING",
+    )
+
+
+def _tenant_from_key(authenticate: Callable[[str | None], str | None]) -> TenantOf:
+    from hindsight.server._keys import key_from_headers
+
+    def tenant(ctx: Context) -> str:
+        headers = ctx.headers
+        found = authenticate(key_from_headers(headers) if headers is not None else None)
+        if found is None:
+            raise AuthenticationError(UNAUTHENTICATED)
+        return found
+
+    return tenant
+
+
+UNAUTHENTICATED = (
+    "missing or invalid API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>' "
+    "(the key selects the tenant)"
+)
+
+
+def create_mcp_http(
+    memory: AsyncMemory,
+    authenticate: Callable[[str | None], str | None],
+    *,
+    namespace: str = "default",
+) -> tuple[Any, Callable[[], AbstractAsyncContextManager[None]]]:
+    """The MCP server over streamable HTTP, as an ASGI app, for ``hindsight serve``.
+
+    Each request is authenticated on its own: its API key (``Authorization: Bearer <key>`` or
+    ``X-API-Key``, :func:`hindsight.server._keys.key_from_headers`) gives the tenant through
+    ``authenticate``. A request without a valid key gets HTTP 401 with ``WWW-Authenticate``
+    before it reaches MCP; the tools check the key again (an ``unauthorized`` tool error).
+
+    The transport is *stateless* with *JSON responses* (no ``Mcp-Session-Id``, no SSE
+    stream): every tool call is one POST answered by one JSON body. Nothing ties a client to
+    one server process, so several ``hindsight serve`` replicas can sit behind a load
+    balancer, and a key never rides on a session opened by another key. The tools need no
+    server-to-client requests, which is all a session would add (docs/mcp.md).
+
+    DNS-rebinding protection (Host / Origin allow-lists) is off: every request must carry an
+    API key, which a rebinding web page does not have, and a fixed host list would refuse the
+    names the service is reached by behind a proxy or in compose.
+
+    Args:
+        memory: the open engine (closed by the caller).
+        authenticate: raw key or ``None`` -> tenant, or ``None`` when the key is unknown
+            (:meth:`hindsight.server._keys.KeyRing.authenticate`).
+        namespace: the namespace used when a call names none.
+
+    Returns:
+        ``(app, lifespan)``: mount ``app`` at ``/mcp`` (it answers on whatever path it is
+        mounted at) and enter ``lifespan()`` in the web app's lifespan (it runs the SDK's
+        session manager; it can be entered once).
+    """
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    server = build_mcp_server(memory, tenant=_tenant_from_key(authenticate), namespace=namespace)
+    server.streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    manager = server.session_manager
+    return _KeyRequired(StreamableHTTPASGIApp(manager), authenticate), manager.run
+
+
+class _KeyRequired:
+    """ASGI wrapper: HTTP 401 (JSON error, ``WWW-Authenticate: Bearer``) without a valid key."""
+
+    def __init__(self, app: Any, authenticate: Callable[[str | None], str | None]) -> None:
+        self.app = app
+        self.authenticate = authenticate
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            from starlette.datastructures import Headers
+            from starlette.responses import JSONResponse
+
+            from hindsight._wire import error_body
+            from hindsight.server._keys import key_from_headers
+
+            if self.authenticate(key_from_headers(Headers(scope=scope))) is None:
+                response = JSONResponse(
+                    error_body("unauthorized", UNAUTHENTICATED),
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Bearer realm="hindsight"'},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

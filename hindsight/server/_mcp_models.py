@@ -1,0 +1,134 @@
+"""Output shapes of the MCP tools (issue 9, MISSION S7).
+
+Each tool's return annotation is one of these pydantic models, so the SDK publishes it as the
+tool's ``outputSchema`` and returns it as ``structuredContent`` (plus the same JSON as text for
+clients that only read text). They carry what an agent needs, never another tenant's data:
+every value comes from the caller's own experiences.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hindsight.models import Experience, RecallHit
+
+__all__ = [
+    "EpisodeStored",
+    "ExperienceOut",
+    "ForgetResult",
+    "HitOut",
+    "OutcomeResult",
+    "RecallOut",
+    "ReviewResult",
+    "ScoreOut",
+]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExperienceOut(_Out):
+    """One experience (a lesson, or the summary of one run when ``kind`` is ``episode``).
+
+    ``confidence`` is in [0, 1]; ``status`` is ``active``, ``quarantined`` (held back by the
+    memory guard, never recalled), ``archived``, ``superseded`` or ``deleted``.
+    """
+
+    id: str = Field(description="Experience id (UUID).")
+    content: str = Field(description="The lesson, one sentence or a short rule.")
+    kind: str = Field(description="rule, failure_cause, tool_reliability, improvement, ...")
+    task_type: str | None = Field(description="Class of task it applies to, if known.")
+    namespace: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    status: str
+    tools: list[str] = Field(description="Tools the lesson is about.")
+    tags: list[str]
+    source_trajectory_ids: list[str] = Field(description="Runs it was learned from.")
+    version: int = Field(ge=1)
+
+    @classmethod
+    def of(cls, exp: Experience) -> ExperienceOut:
+        """The output shape of an :class:`~hindsight.models.Experience`."""
+        return cls.model_validate(exp.model_dump(mode="json", include=set(cls.model_fields)))
+
+
+class ScoreOut(_Out):
+    """Why an experience was recalled (MISSION S13): ``score = (0.6*similarity +
+    0.3*confidence + 0.1*recency) * trust + boost`` with the configured weights."""
+
+    similarity: float
+    confidence: float
+    recency: float = Field(description="0.5 ** (age_days / half_life_days), in (0, 1].")
+    trust: float
+    boost: float = Field(description="Tag / task_type match bonus.")
+    reasons: list[str]
+
+
+class HitOut(ExperienceOut):
+    """A recalled experience with its final score and the breakdown of that score."""
+
+    score: float
+    why: ScoreOut
+
+    @classmethod
+    def of_hit(cls, hit: RecallHit) -> HitOut:
+        """The output shape of a :class:`~hindsight.models.RecallHit`."""
+        why = ScoreOut.model_validate(
+            hit.breakdown.model_dump(mode="json", include=set(ScoreOut.model_fields))
+        )
+        return cls(**ExperienceOut.of(hit.experience).model_dump(), score=hit.score, why=why)
+
+
+class RecallOut(_Out):
+    """What ``recall_similar`` returns."""
+
+    query: str = Field(description="The query exactly as received.")
+    hits: list[HitOut] = Field(description="Best first; empty when nothing relevant is stored.")
+    episodes: list[HitOut] = Field(description="Similar past runs (include_episodes only).")
+    rendered: str = Field(
+        description="The hits as one delimited block for the tail of a system prompt "
+        "(MISSION S6); empty when nothing was recalled."
+    )
+    truncated: bool = Field(description="The block was cut to fit its token budget.")
+
+
+class EpisodeStored(_Out):
+    """What ``store_episode`` returns."""
+
+    trajectory_id: str = Field(description="Id of the stored run; pass it to the other tools.")
+    stored: bool = Field(description="False when this run was already stored (idempotent).")
+    review_queued: bool = Field(
+        description="A background review will turn the run into lessons (false for empty "
+        "runs and for runs stored before)."
+    )
+    format: str = Field(description="How the trajectory was read: trajectory, openai, ...")
+    task_type: str | None
+    events: int = Field(ge=0, description="Number of events parsed.")
+    outcome: str = Field(description="success, failure, partial or unknown.")
+
+
+class ReviewResult(_Out):
+    """What ``summarize_trajectory`` returns."""
+
+    trajectory_id: str
+    lessons: list[ExperienceOut] = Field(description="Lessons written (deduplicated).")
+    episode: ExperienceOut | None = Field(description="The one-paragraph summary of the run.")
+
+
+class OutcomeResult(_Out):
+    """What ``record_outcome`` returns."""
+
+    trajectory_id: str
+    success: bool
+    updated: list[ExperienceOut] = Field(
+        description="Experiences that run recalled, with their new confidence (empty when the "
+        "run recalled nothing or its outcome was already recorded)."
+    )
+
+
+class ForgetResult(_Out):
+    """What ``forget_experience`` returns."""
+
+    experience_id: str
+    status: str = Field(description="Always 'deleted'.")

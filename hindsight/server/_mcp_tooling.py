@@ -1,0 +1,128 @@
+"""How hindsight's MCP tools read arguments and report errors (issue 9).
+
+Two adjustments to the ``mcp`` SDK's tools (2.3.0, :class:`mcp.server.mcpserver.tools.Tool`):
+
+* **Exact strings.** The SDK parses a string argument as JSON whenever the parameter is not
+  annotated plain ``str`` (a client workaround for hosts that send lists as JSON text). For a
+  ``str | None`` parameter that turns ``'{"a":1}'`` into an object (then a validation error) and
+  ``"null"`` into ``None``. :class:`ExactStringsMetadata` keeps every string sent to a parameter
+  that accepts strings exactly as sent; parameters that do not accept strings (``tags: list``,
+  ``trajectory: object | list``) still accept a JSON text of the right shape (issue 9).
+* **One-line errors.** A hindsight error, an invalid argument or a failed authentication
+  becomes a tool error result (``isError: true``) whose text is one line
+  ``"<type>: <message>"`` and whose ``structuredContent`` is ``{"error": {"type", "message",
+  "field"}}``: the shape and types of the HTTP API's errors (:mod:`hindsight._wire`).
+  Anything else is a crash: the SDK answers ``Error executing tool <name>`` and logs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import types
+from typing import Annotated, Any, Union, cast, get_args, get_origin
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.types import CallToolResult, TextContent
+from pydantic import ValidationError
+
+from hindsight._errors import HindsightError
+from hindsight._wire import error_body, status_and_type
+
+__all__ = ["ExactStringsMetadata", "HindsightTool", "error_of"]
+
+log = logging.getLogger("hindsight.mcp")
+
+
+def _accepts_str(annotation: Any) -> bool:
+    if annotation is str or annotation is Any:
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _accepts_str(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return any(_accepts_str(arg) for arg in get_args(annotation))
+    return False
+
+
+class ExactStringsMetadata(FuncMetadata):
+    """:class:`FuncMetadata` that never JSON-parses a string sent to a string parameter."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = super().pre_parse_json(data)
+        for name, info in self.arg_model.model_fields.items():
+            key = info.alias or name
+            if isinstance(data.get(key), str) and _accepts_str(info.annotation):
+                parsed[key] = data[key]
+        return parsed
+
+
+def _field_of(message: str, params: set[str]) -> str | None:
+    """The parameter a hindsight error message starts with, if it names one."""
+    head = message.split(" ", 1)[0].split(":", 1)[0].split(".", 1)[0]
+    return head if head in params else None
+
+
+def error_of(exc: BaseException, params: set[str]) -> tuple[str, str, str | None] | None:
+    """``(type, one-line message, field)`` for an anticipated failure, ``None`` for a crash.
+
+    ``type`` is the HTTP API's error type of the exception (:func:`hindsight._wire.
+    status_and_type`: ``not_found``, ``invalid_request``, ``tenant_required``,
+    ``invalid_trajectory``, ``unauthorized``, ``review_failed`` ...), or ``validation_error``
+    for arguments that do not match the tool's input schema, as over HTTP.
+
+    Args:
+        exc: the exception a tool raised (or the validation error of its arguments).
+        params: the tool's parameter names, to tell which one a message is about.
+    """
+    if isinstance(exc, ValidationError):
+        from hindsight.engine import validation_message
+
+        loc = exc.errors()[0].get("loc", ())
+        return "validation_error", validation_message(exc), str(loc[0]) if loc else None
+    if not isinstance(exc, HindsightError):
+        return None
+    kind = status_and_type(exc)[1]
+    message = error_body(kind, str(exc))["error"]["message"]
+    if kind == "invalid_trajectory":
+        return kind, message, "trajectory"
+    if kind in ("tenant_required", "unauthorized"):
+        return kind, message, None  # the tenant is configuration, never a tool argument
+    return kind, message, _field_of(message, params)
+
+
+class HindsightTool(Tool):
+    """An SDK :class:`Tool` with exact strings and one-line, typed error results."""
+
+    @classmethod
+    def from_function(cls, fn: Any, **kwargs: Any) -> HindsightTool:  # type: ignore[override]
+        """As :meth:`Tool.from_function`, with :class:`ExactStringsMetadata`."""
+        tool = cast(HindsightTool, super().from_function(fn, **kwargs))
+        meta = tool.fn_metadata
+        tool.fn_metadata = ExactStringsMetadata(
+            arg_model=meta.arg_model,
+            output_schema=meta.output_schema,
+            output_model=meta.output_model,
+            wrap_output=meta.wrap_output,
+        )
+        return tool
+
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            cause = exc.__cause__
+            params = set(self.fn_metadata.arg_model.model_fields)
+            found = error_of(cause, params) if cause is not None else None
+            if found is None:
+                raise
+            kind, message, field = found
+            log.info("MCP tool %s: %s: %s", self.name, kind, message)
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"{kind}: {message}")],
+                structured_content={"error": {"type": kind, "message": message, "field": field}},
+                is_error=True,
+            )

@@ -1,0 +1,368 @@
+"""The MCP tools in-process (issue 9, MISSION S7): schemas, annotations, every tool, errors,
+exact strings and list coercion; cases C01 (isolation), C03 (ids), C17 (empty tenant)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from hindsight._errors import AuthenticationError, TenantRequiredError
+from hindsight.server._mcp import TOOL_NAMES, build_mcp_server, fixed_tenant
+from hindsight.testing import ScriptedReviewer, test_memory
+from tests.server.mcp_support import call, echo_lessons, openai_run
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def mem() -> Any:
+    memory = test_memory(reviewer=ScriptedReviewer(echo_lessons))
+    yield memory
+    memory.close()
+
+
+@pytest.fixture
+async def acme(mem: Any) -> AsyncIterator[Any]:
+    async with Client(build_mcp_server(mem.aio, tenant=fixed_tenant("acme"))) as client:
+        yield client
+
+
+async def _learn(client: Any, task: str, **extra: Any) -> tuple[str, list[dict[str, Any]]]:
+    """Store a run and review it now; returns (trajectory id, lessons)."""
+    stored = (
+        await call(
+            client, "store_episode", {"trajectory": openai_run(task), "review": False, **extra}
+        )
+    ).ok()
+    review = (
+        await call(client, "summarize_trajectory", {"trajectory_id": stored["trajectory_id"]})
+    ).ok()
+    return stored["trajectory_id"], review["lessons"]
+
+
+# -- schemas and annotations ----------------------------------------------------------------------
+async def test_tools_have_typed_schemas_annotations_and_no_tenant_argument(acme: Any) -> None:
+    tools = {t.name: t for t in (await acme.list_tools()).tools}
+    assert set(tools) == set(TOOL_NAMES)
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 60, tool.name
+        assert tool.input_schema["type"] == "object"
+        assert not any("tenant" in p for p in tool.input_schema["properties"]), tool.name
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+        assert tool.annotations is not None and tool.annotations.open_world_hint is False
+        for prop in tool.input_schema["properties"].values():
+            assert prop.get("description"), (tool.name, prop)
+    assert tools["recall_similar"].annotations.read_only_hint is True
+    assert tools["forget_experience"].annotations.destructive_hint is True
+    assert tools["record_outcome"].annotations.idempotent_hint is True
+    for name in ("store_episode", "summarize_trajectory", "adjust_confidence", "record_outcome"):
+        assert tools[name].annotations.destructive_hint is False, name
+        assert not tools[name].annotations.read_only_hint, name
+    recall = tools["recall_similar"].input_schema
+    assert recall["required"] == ["query"]
+    assert recall["properties"]["top_k"]["anyOf"][0] == {
+        "maximum": 100,
+        "minimum": 1,
+        "type": "integer",
+    }
+    assert recall["properties"]["tags"]["anyOf"][0] == {
+        "items": {"type": "string"},
+        "type": "array",
+    }
+    assert set(tools["recall_similar"].output_schema["required"]) >= {"hits", "rendered"}
+    delta = tools["adjust_confidence"].input_schema["properties"]["delta"]
+    assert (delta["minimum"], delta["maximum"]) == (-1.0, 1.0)
+
+
+# -- every tool, end to end ---------------------------------------------------------------
+async def test_store_review_recall_outcome_adjust_forget(acme: Any, mem: Any) -> None:
+    tid, lessons = await _learn(acme, "Deploy the billing service to prod", task_type="deploy")
+    assert [x["content"] for x in lessons] == ["Deploy the billing service to prod"]
+    lesson = lessons[0]
+    assert lesson["task_type"] == "deploy" and lesson["source_trajectory_ids"] == [tid]
+
+    run = str(uuid.uuid4())
+    recall = (
+        await call(acme, "recall_similar", {"query": "deploy billing", "trajectory_id": run})
+    ).ok()
+    assert [h["id"] for h in recall["hits"]] == [lesson["id"]]
+    hit = recall["hits"][0]
+    assert hit["score"] > 0 and set(hit["why"]) >= {"similarity", "confidence", "recency"}
+    assert "--- Past experience (reference only) ---" in recall["rendered"]
+    assert lesson["content"] in recall["rendered"] and recall["truncated"] is False
+
+    outcome = (await call(acme, "record_outcome", {"trajectory_id": run, "success": True})).ok()
+    assert [e["id"] for e in outcome["updated"]] == [lesson["id"]]
+    assert outcome["updated"][0]["confidence"] == pytest.approx(lesson["confidence"] + 0.05)
+    again = (await call(acme, "record_outcome", {"trajectory_id": run, "success": False})).ok()
+    assert again["updated"] == []  # a run's outcome counts once
+
+    adjusted = (
+        await call(
+            acme,
+            "adjust_confidence",
+            {"experience_id": lesson["id"], "delta": -0.25, "reason": "wrong"},
+        )
+    ).ok()
+    assert adjusted["confidence"] == pytest.approx(lesson["confidence"] + 0.05 - 0.25)
+    assert mem.get_experience(lesson["id"], tenant_id="acme").confidence == adjusted["confidence"]
+
+    gone = (await call(acme, "forget_experience", {"experience_id": lesson["id"]})).ok()
+    assert gone == {"experience_id": lesson["id"], "status": "deleted"}
+    after = (await call(acme, "recall_similar", {"query": "deploy billing"})).ok()
+    assert lesson["id"] not in [h["id"] for h in after["hits"]]
+
+
+async def test_store_episode_reads_every_shape(acme: Any, mem: Any, tau_bench_path: Path) -> None:
+    messages = openai_run("Rotate the TLS certificate")
+    tau = json.loads(tau_bench_path.read_text())[0]
+    own = {
+        "task": "Refund order 42",
+        "outcome": "failure",
+        "events": [
+            {"event_type": "user_message", "content": "Refund order 42"},
+            {
+                "event_type": "tool_result",
+                "tool_name": "refund",
+                "status": "timeout",
+                "content": "x",
+            },
+        ],
+    }
+    shapes = [
+        (messages, "openai", 4),
+        ({"messages": messages, "reward": 1.0}, "openai", 4),
+        (tau, "tau-bench", None),
+        (own, "trajectory", 2),
+        (json.dumps(messages), "openai", 4),  # a JSON text of the same shape is read as it
+    ]
+    for value, fmt, events in shapes:
+        stored = (await call(acme, "store_episode", {"trajectory": value, "review": False})).ok()
+        assert stored["format"] == fmt
+        if events is not None:
+            assert stored["events"] == events
+        traj = mem.get_trajectory(stored["trajectory_id"], tenant_id="acme")
+        assert traj.tenant_id == "acme" and len(traj.events) == stored["events"] > 0
+    assert stored["stored"] is False  # the JSON text repeats the first transcript: stored once
+    tau_stored = (await call(acme, "store_episode", {"trajectory": tau})).ok()
+    assert tau_stored["task_type"] == "tau-bench" and tau_stored["stored"] is False
+    assert tau_stored["outcome"] == ("success" if tau["reward"] == 1 else "failure")
+
+
+# -- errors ----------------------------------------------------------------------------------------
+async def test_errors_are_one_line_tool_errors_naming_the_field(acme: Any) -> None:
+    cases: list[tuple[str, dict[str, Any], str, str | None]] = [
+        ("recall_similar", {}, "validation_error", "query"),
+        ("recall_similar", {"query": "x", "top_k": 0}, "validation_error", "top_k"),
+        ("recall_similar", {"query": "x", "top_k": 101}, "validation_error", "top_k"),
+        ("recall_similar", {"query": 42}, "validation_error", "query"),
+        ("recall_similar", {"query": "   "}, "invalid_request", "query"),
+        (
+            "recall_similar",
+            {"query": "x", "trajectory_id": "run-1"},
+            "invalid_request",
+            "trajectory_id",
+        ),
+        (
+            "adjust_confidence",
+            {"experience_id": str(uuid.uuid4()), "delta": 2},
+            "validation_error",
+            "delta",
+        ),
+        (
+            "adjust_confidence",
+            {"experience_id": str(uuid.uuid4()), "delta": "a lot"},
+            "validation_error",
+            "delta",
+        ),
+        (
+            "adjust_confidence",
+            {"experience_id": str(uuid.uuid4()), "delta": 0.1},
+            "not_found",
+            None,
+        ),
+        ("forget_experience", {"experience_id": "not-a-uuid"}, "invalid_request", "experience_id"),
+        ("forget_experience", {"experience_id": str(uuid.uuid4())}, "not_found", None),
+        ("summarize_trajectory", {"trajectory_id": str(uuid.uuid4())}, "not_found", None),
+        (
+            "record_outcome",
+            {"trajectory_id": str(uuid.uuid4()), "success": "maybe"},
+            "validation_error",
+            "success",
+        ),
+        ("store_episode", {"trajectory": {"hello": "world"}}, "invalid_trajectory", "trajectory"),
+        ("store_episode", {"trajectory": "not json"}, "validation_error", "trajectory"),
+        ("store_episode", {"trajectory": {"messages": "hi"}}, "invalid_trajectory", "trajectory"),
+        (
+            "store_episode",
+            {"trajectory": {"tenant_id": "other", "task": "t", "events": []}},
+            "invalid_request",
+            None,
+        ),
+    ]
+    for name, args, kind, field in cases:
+        done = await call(acme, name, args)
+        assert done.is_error, (name, args, done.data)
+        assert done.error is not None, (name, args, done.text)
+        assert (done.error["type"], done.error["field"]) == (kind, field), (name, args, done.error)
+        assert done.error["message"].strip()
+    unknown = await call(acme, "no_such_tool", {})
+    assert unknown.is_error and "no_such_tool" in unknown.text
+
+
+async def test_strings_are_kept_exactly_as_sent(acme: Any, mem: Any) -> None:
+    for text in ["123", '{"a":1}', "null", "true", '["x"]', '"quoted"', " spaced "]:
+        stored = (
+            await call(
+                acme,
+                "store_episode",
+                {"trajectory": openai_run(f"task {text}"), "task_type": text, "review": False},
+            )
+        ).ok()
+        assert stored["task_type"] == text
+        traj = mem.get_trajectory(stored["trajectory_id"], tenant_id="acme")
+        assert traj.task_type == stored["task_type"]
+        recall = await call(acme, "recall_similar", {"query": text, "task_type": text})
+        assert recall.ok()["query"] == text
+    await _learn(acme, "typed as json", task_type='{"kind": "deploy"}')
+    exact = (
+        await call(acme, "recall_similar", {"query": "", "task_type": '{"kind": "deploy"}'})
+    ).ok()
+    assert [h["content"] for h in exact["hits"]] == ["typed as json"]
+    assert exact["hits"][0]["task_type"] == '{"kind": "deploy"}'
+
+
+async def test_tags_accept_a_list_or_its_json_text_and_name_the_field_otherwise(
+    acme: Any, mem: Any
+) -> None:
+    await _learn(acme, "Invoices need the billing tag", tags=None)
+    mem.add_experience("Billing lessons carry a tag", tenant_id="acme", tags=["billing"])
+    as_list = (await call(acme, "recall_similar", {"query": "billing", "tags": ["billing"]})).ok()
+    as_text = (await call(acme, "recall_similar", {"query": "billing", "tags": '["billing"]'})).ok()
+    assert [h["id"] for h in as_list["hits"]] == [h["id"] for h in as_text["hits"]]
+    tagged = [h for h in as_text["hits"] if h["tags"] == ["billing"]]
+    assert tagged and tagged[0]["why"]["boost"] > 0  # the coerced tags were used
+    for bad in ["billing", '{"a": 1}', "[1, 2]", 7]:
+        done = await call(acme, "recall_similar", {"query": "billing", "tags": bad})
+        assert done.error is not None and done.error["field"] == "tags", (bad, done.text)
+        assert done.error["type"] == "validation_error"
+
+
+# -- isolation (C01, C03, C17) ------------------------------------------------------------
+async def test_c01_tenants_never_see_each_other_over_mcp(mem: Any) -> None:
+    server_a = build_mcp_server(mem.aio, tenant=fixed_tenant("tenant-a"))
+    server_b = build_mcp_server(mem.aio, tenant=fixed_tenant("tenant-b"))
+    async with Client(server_a) as a, Client(server_b) as b:
+        _, a_lessons = await _learn(a, "Project Zephyr deploys with Helm", task_type="deploy")
+        b_tid, b_lessons = await _learn(
+            b, "Project Zephyr deploys with Terraform", task_type="deploy"
+        )
+        b_ids = {b_tid, *(x["id"] for x in b_lessons)}
+        for args in (
+            {"query": "how does Zephyr deploy?"},
+            {"query": "Terraform Zephyr", "top_k": 100, "include_episodes": True},
+            {"query": "", "task_type": "deploy"},
+        ):
+            seen = await call(a, "recall_similar", args)
+            text = json.dumps(seen.ok()) + seen.text
+            assert "Helm" in text and a_lessons[0]["id"] in text
+            assert "Terraform" not in text.replace(args["query"], "")
+            assert not any(i in text for i in b_ids)
+            assert len(seen.data["hits"]) == 1
+        # B's ids behave exactly like ids that exist nowhere, and change nothing
+        unknown = str(uuid.uuid4())
+        for name, args in [
+            ("forget_experience", {"experience_id": "{X}"}),
+            ("adjust_confidence", {"experience_id": "{X}", "delta": -1}),
+            ("summarize_trajectory", {"trajectory_id": "{X}"}),
+        ]:
+            target = b_tid if name == "summarize_trajectory" else b_lessons[0]["id"]
+            theirs = await call(
+                a,
+                name,
+                {k: v.replace("X", target) if isinstance(v, str) else v for k, v in args.items()},
+            )
+            nowhere = await call(
+                a,
+                name,
+                {k: v.replace("X", unknown) if isinstance(v, str) else v for k, v in args.items()},
+            )
+            assert theirs.error is not None and theirs.error["type"] == "not_found"
+            assert theirs.text.replace(target, "<id>") == nowhere.text.replace(unknown, "<id>")
+        assert (await call(a, "record_outcome", {"trajectory_id": b_tid, "success": False})).ok()[
+            "updated"
+        ] == []
+        b_lesson = mem.get_experience(b_lessons[0]["id"], tenant_id="tenant-b")
+        assert (
+            b_lesson.status.value == "active" and b_lesson.confidence == b_lessons[0]["confidence"]
+        )
+        # and B still recalls its own lesson only
+        b_seen = (await call(b, "recall_similar", {"query": "how does Zephyr deploy?"})).ok()
+        assert [h["id"] for h in b_seen["hits"]] == [b_lessons[0]["id"]]
+
+
+async def test_c03_forget_by_any_id_form_then_sql_and_vectors_agree(acme: Any, mem: Any) -> None:
+    forms = [
+        str.upper,
+        lambda i: "{" + i + "}",
+        lambda i: "{" + i.upper() + "}",
+        lambda i: i.replace("-", ""),
+    ]
+    for i, form in enumerate(forms):
+        _, lessons = await _learn(acme, f"Lesson number {i} about caching")
+        eid = lessons[0]["id"]
+        done = (await call(acme, "forget_experience", {"experience_id": form(eid)})).ok()
+        assert done["experience_id"] == eid
+        seen = (
+            await call(
+                acme, "recall_similar", {"query": f"Lesson number {i} about caching", "top_k": 100}
+            )
+        ).ok()
+        assert eid not in [h["id"] for h in seen["hits"]]
+        again = await call(acme, "forget_experience", {"experience_id": form(eid)})
+        assert again.error is not None and again.error["type"] == "not_found"
+    stats = mem.stats(tenant_id="acme")
+    live = stats["experiences"]["total"] - stats["experiences"]["by_status"].get("deleted", 0)
+    assert stats["vectors"] == live
+
+
+@pytest.mark.parametrize("bad", [None, "", "   ", [], 0])
+def test_c17_an_empty_tenant_is_refused_when_the_server_is_configured(bad: Any) -> None:
+    with pytest.raises(TenantRequiredError):
+        fixed_tenant(bad)
+
+
+async def test_c17_a_tenant_that_turns_empty_or_unauthenticated_is_a_tool_error(mem: Any) -> None:
+    before = mem.stats(tenant_id="acme")
+    for tenant in [lambda ctx: "", lambda ctx: None, lambda ctx: "  "]:
+        async with Client(build_mcp_server(mem.aio, tenant=tenant)) as client:
+            for name, args in [
+                ("recall_similar", {"query": "cache"}),
+                ("store_episode", {"trajectory": openai_run("x")}),
+                ("forget_experience", {"experience_id": str(uuid.uuid4())}),
+            ]:
+                done = await call(client, name, args)
+                assert done.error is not None and done.error["type"] == "tenant_required", done.text
+
+    def refuse(ctx: Any) -> str:
+        raise AuthenticationError("missing or invalid API key")
+
+    async with Client(build_mcp_server(mem.aio, tenant=refuse)) as client:
+        done = await call(client, "recall_similar", {"query": "cache"})
+        assert done.error == {
+            "type": "unauthorized",
+            "message": "missing or invalid API key",
+            "field": None,
+        }
+    assert mem.stats(tenant_id="acme") == before
