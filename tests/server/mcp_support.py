@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
+
+import uvicorn
 
 from hindsight import Lesson, Trajectory
 
@@ -56,3 +62,22 @@ async def call(client: Any, name: str, args: dict[str, Any]) -> ToolCall:
         if done.error is not None:
             assert done.text == f"{done.error['type']}: {done.error['message']}"
     return done
+
+
+@contextlib.contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """Run ``app`` with uvicorn on a free loopback port; yields the base URL; always stops."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "uvicorn did not stop"
