@@ -452,3 +452,21 @@ def test_scripts_refuse_bad_arguments(tmp_path: Path) -> None:
         env={**os.environ, "VECTOR_DB_URL": ""},
     )
     assert done.returncode == 1 and "VECTOR_DB_URL" in done.stderr
+
+
+def test_deploy_page_documents_every_setting() -> None:
+    """docs/deploy.md's configuration table names every environment variable MemoryConfig
+    reads, every name of .env.example and the API key variables of ``hindsight serve``."""
+    text = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+    rows = {m.group(1) for m in re.finditer(r"^\| `([A-Z][A-Z0-9_]*)`", text, re.M)}
+    rows |= {n for m in re.finditer(r"^\| (`[A-Z].*?) \|", text, re.M) for n in re.findall(
+        r"`([A-Z][A-Z0-9_]*)`", m.group(1))}  # fmt: skip
+    missing = []
+    for name, field in MemoryConfig.model_fields.items():
+        alias = field.validation_alias
+        choices = [str(c) for c in getattr(alias, "choices", [])]
+        if choices and not set(choices) & rows:
+            missing.append(f"{name} ({' / '.join(choices)})")
+    missing += sorted(set(env_file(ENV_EXAMPLE, commented=True)) - rows)
+    missing += sorted({"HINDSIGHT_API_KEYS", "HINDSIGHT_API_KEYS_FILE", *S10} - rows)
+    assert not missing, f"docs/deploy.md#configuration lacks: {missing}"
