@@ -12,6 +12,8 @@ Every exception the library raises on purpose derives from :class:`HindsightErro
     |   +-- StoreLockedError                  another live process owns the embedded store (C09)
     +-- EmbeddingError                        an embedder failed to produce vectors
     +-- ReviewError                           a review could not produce lessons
+    +-- AuthenticationError                   HTTP client: the API key is missing or unknown (401)
+    +-- ServiceError                          HTTP client: the service is unreachable or failed
 
 User errors (``UsageError`` and its children) are separate from run-time errors, as in
 pydantic-ai. None of the names shadow a builtin.
@@ -20,12 +22,14 @@ pydantic-ai. None of the names shadow a builtin.
 from __future__ import annotations
 
 __all__ = [
+    "AuthenticationError",
     "EmbedderMismatchError",
     "EmbeddingError",
     "HindsightError",
     "InvalidTrajectoryError",
     "NotFoundError",
     "ReviewError",
+    "ServiceError",
     "StoreError",
     "StoreLockedError",
     "TenantRequiredError",
@@ -82,3 +86,24 @@ class EmbeddingError(HindsightError):
 
 class ReviewError(HindsightError):
     """A reviewer could not turn a trajectory into lessons."""
+
+
+class AuthenticationError(HindsightError):
+    """The hindsight service refused the API key: missing, unknown or revoked (HTTP 401).
+
+    Raised by :class:`hindsight.client.HindsightClient`; the key decides the tenant, so there
+    is nothing to retry without another key (docs/http.md).
+    """
+
+
+class ServiceError(HindsightError):
+    """The hindsight service could not be reached (connection error, timeout) or answered
+    with an error that maps to no other class (e.g. an unexpected HTTP 5xx).
+
+    Raised by :class:`hindsight.client.HindsightClient`; ``status`` is the HTTP status code
+    (``None`` when no response arrived).
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

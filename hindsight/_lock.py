@@ -28,9 +28,10 @@ LOCK_FILE = "hindsight.lock"
 OWNER_FILE = "hindsight.lock.owner.json"
 
 _SHARE_HINT = (
-    "one embedded store serves one process; to share it, run `hindsight serve` (HTTP/MCP) on "
-    "this data dir and point the other processes at that server, or use a Qdrant server and "
-    "PostgreSQL (set VECTOR_DB_URL and DATABASE_URL)"
+    "one embedded store serves one process; to share it, run `hindsight serve` on this data dir "
+    "(HTTP API at http://127.0.0.1:8710/v1, MCP at http://127.0.0.1:8710/mcp; docs/http.md) and "
+    "point the other processes at it (hindsight.client.HindsightClient or an MCP client), or "
+    "use a Qdrant server and PostgreSQL (set VECTOR_DB_URL and DATABASE_URL)"
 )
 
 

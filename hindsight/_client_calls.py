@@ -1,0 +1,300 @@
+"""Request building and response parsing for :mod:`hindsight.client` (no I/O).
+
+Each function turns the arguments of one engine method (minus ``tenant_id``, which the API key
+decides) into a :class:`Call`: HTTP method, path, JSON body, query parameters and the function
+that turns the response JSON into the engine's return type. The sync and async clients only
+send calls (docs/http.md lists the routes).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypedDict, TypeVar
+from urllib.parse import quote
+
+from hindsight._errors import UsageError
+from hindsight.engine import EpisodeReceipt
+from hindsight.models import Experience, Trajectory
+from hindsight.recall import RecallResult
+
+__all__ = [
+    "AddOptions",
+    "Call",
+    "EditOptions",
+    "ListOptions",
+    "RecallOptions",
+    "StoreOptions",
+]
+
+T = TypeVar("T")
+Method = Literal["GET", "POST", "PATCH", "DELETE"]
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One HTTP request and how to read its answer."""
+
+    method: Method
+    path: str
+    parse: Callable[[Any], T]
+    json: Any = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class StoreOptions(TypedDict, total=False):
+    """Options of ``store_episode`` / ``store_records`` (see ``POST /v1/episodes``)."""
+
+    review: bool
+    format: Literal["auto", "trajectory", "openai", "tau-bench", "events"]
+    namespace: str
+    task_type: str | None
+
+
+class RecallOptions(TypedDict, total=False):
+    """Options of ``recall``: as :meth:`hindsight.AsyncMemory.recall` without ``tenant_id``."""
+
+    namespace: str | Sequence[str]
+    include_shared: bool
+    task_type: str | None
+    tags: Sequence[str]
+    tools: Sequence[str]
+    top_k: int | None
+    mode: Literal["vector", "task_type"] | None
+    similarity_floor: float | None
+    trajectory_id: str | uuid.UUID | None
+    token_budget: int | None
+    include_episodes: bool
+    explain: bool
+
+
+class AddOptions(TypedDict, total=False):
+    """Options of ``add_experience`` (as :meth:`hindsight.AsyncMemory.add_experience`)."""
+
+    namespace: str
+    kind: str
+    task_type: str | None
+    tools: Sequence[str]
+    tags: Sequence[str]
+    confidence: float
+    importance: float
+    source: str
+    metadata: dict[str, Any] | None
+
+
+class EditOptions(TypedDict, total=False):
+    """Options of ``edit_experience`` (as :meth:`hindsight.AsyncMemory.edit_experience`)."""
+
+    content: str
+    kind: str
+    task_type: str
+    tools: list[str]
+    tags: list[str]
+    importance: float
+    metadata: dict[str, Any]
+    reason: str
+
+
+class ListOptions(TypedDict, total=False):
+    """Filters and paging of ``list_experiences`` / ``list_quarantined``."""
+
+    namespace: str | None
+    task_type: str | None
+    status: str
+    limit: int
+    offset: int
+
+
+def _id(value: Any, what: str) -> str:
+    """An id for a URL path: any form the engine accepts, percent-encoded (braces too)."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{what} must be a UUID (string or uuid.UUID), got {value!r:.80}")
+    return quote(value.strip(), safe="")
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready values: UUIDs as strings, sequences as lists, enums as their values."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, str | bytes):
+        return value
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence):
+        return [_plain(v) for v in value]
+    enum_value = getattr(value, "value", None)
+    return enum_value if isinstance(enum_value, str) else value
+
+
+def _experience(doc: Any) -> Experience:
+    return Experience.model_validate(doc)
+
+
+def _experiences(doc: Any) -> list[Experience]:
+    items = doc["items"] if isinstance(doc, dict) else doc
+    return [Experience.model_validate(d) for d in items]
+
+
+def _receipts(doc: Any) -> list[EpisodeReceipt]:
+    return [EpisodeReceipt(r) for r in doc["episodes"]]
+
+
+def _first_receipt(doc: Any) -> EpisodeReceipt:
+    receipts = _receipts(doc)
+    if not receipts:
+        raise UsageError("the record held no trajectory")
+    return receipts[0]
+
+
+def _recall(doc: Any) -> RecallResult:
+    fields = RecallResult.model_fields
+    return RecallResult.model_validate({k: v for k, v in doc.items() if k in fields})
+
+
+def _history(doc: Any) -> list[dict[str, Any]]:
+    out = []
+    for row in doc:
+        row = dict(row)
+        if isinstance(row.get("experience"), dict):
+            row["experience"] = Experience.model_validate(row["experience"])
+        out.append(row)
+    return out
+
+
+def _json(doc: Any) -> Any:
+    return doc
+
+
+def _none(_: Any) -> None:
+    return None
+
+
+def _body(trajectory: Any, options: StoreOptions) -> dict[str, Any]:
+    fmt = options.get("format", "auto")
+    if isinstance(trajectory, Trajectory):
+        record: Any = trajectory.model_dump(mode="json")
+        fmt = "trajectory" if fmt == "auto" else fmt
+    else:
+        record = _plain(trajectory)
+    body: dict[str, Any] = {"trajectory": record, "format": fmt}
+    for key in ("review", "namespace", "task_type"):
+        if key in options:
+            body[key] = options[key]
+    return body
+
+
+# -- the calls ----------------------------------------------------------------------------------
+def health() -> Call[dict[str, Any]]:
+    return Call("GET", "/health", _json)
+
+
+def ready() -> Call[dict[str, Any]]:
+    return Call("GET", "/ready", _json)
+
+
+def store_episode(trajectory: Any, options: StoreOptions) -> Call[EpisodeReceipt]:
+    return Call("POST", "/v1/episodes", _first_receipt, json=_body(trajectory, options))
+
+
+def store_records(record: Any, options: StoreOptions) -> Call[list[EpisodeReceipt]]:
+    return Call("POST", "/v1/episodes", _receipts, json=_body(record, options))
+
+
+def get_trajectory(trajectory_id: Any) -> Call[Trajectory]:
+    path = f"/v1/episodes/{_id(trajectory_id, 'trajectory_id')}"
+    return Call("GET", path, Trajectory.model_validate)
+
+
+def review_now(trajectory_id: Any) -> Call[list[Experience]]:
+    path = f"/v1/episodes/{_id(trajectory_id, 'trajectory_id')}/review"
+    return Call("POST", path, _experiences)
+
+
+def recall(query: str, options: RecallOptions) -> Call[RecallResult]:
+    body = {"query": query, **_plain(dict(options))}
+    return Call("POST", "/v1/recall", _recall, json=body)
+
+
+def record_outcome(trajectory_id: Any, success: bool) -> Call[list[Experience]]:
+    body = {"trajectory_id": _plain(trajectory_id), "success": success}
+    return Call("POST", "/v1/outcomes", _experiences, json=body)
+
+
+def add_experience(content: str, options: AddOptions) -> Call[Experience]:
+    body = {"content": content, **_plain(dict(options))}
+    return Call("POST", "/v1/experiences", _experience, json=body)
+
+
+def get_experience(experience_id: Any) -> Call[Experience]:
+    return Call("GET", f"/v1/experiences/{_id(experience_id, 'experience_id')}", _experience)
+
+
+def list_experiences(options: ListOptions, *, quarantined: bool = False) -> Call[list[Experience]]:
+    params = {k: v for k, v in options.items() if v is not None}
+    path = "/v1/quarantine" if quarantined else "/v1/experiences"
+    return Call("GET", path, _experiences, params=params)
+
+
+def adjust_confidence(experience_id: Any, delta: float, reason: str | None) -> Call[Experience]:
+    path = f"/v1/experiences/{_id(experience_id, 'experience_id')}"
+    body = {"confidence_delta": delta, "reason": reason}
+    return Call("PATCH", path, _experience, json=body)
+
+
+def edit_experience(experience_id: Any, options: EditOptions) -> Call[Experience]:
+    path = f"/v1/experiences/{_id(experience_id, 'experience_id')}"
+    return Call("PATCH", path, _experience, json=_plain(dict(options)))
+
+
+def delete_experience(experience_id: Any) -> Call[None]:
+    return Call("DELETE", f"/v1/experiences/{_id(experience_id, 'experience_id')}", _none)
+
+
+def forget(experience_id: Any, trajectory_id: Any, everything: bool) -> Call[int]:
+    body = {
+        "experience_id": _plain(experience_id),
+        "trajectory_id": _plain(trajectory_id),
+        "everything": everything,
+    }
+    return Call("POST", "/v1/forget", lambda doc: int(doc["removed"]), json=body)
+
+
+def history(experience_id: Any) -> Call[list[dict[str, Any]]]:
+    path = f"/v1/experiences/{_id(experience_id, 'experience_id')}/history"
+    return Call("GET", path, _history)
+
+
+def rollback(experience_id: Any, version: int, reason: str | None) -> Call[Experience]:
+    path = f"/v1/experiences/{_id(experience_id, 'experience_id')}/rollback"
+    return Call("POST", path, _experience, json={"version": version, "reason": reason})
+
+
+def restore(experience_id: Any) -> Call[Experience]:
+    path = f"/v1/experiences/{_id(experience_id, 'experience_id')}/restore"
+    return Call("POST", path, _experience)
+
+
+def decide(action: str, experience_id: Any, note: str | None) -> Call[Experience]:
+    path = f"/v1/quarantine/{_id(experience_id, 'experience_id')}/{action}"
+    return Call("POST", path, _experience, json={"note": note})
+
+
+def review_jobs(state: str | None, limit: int) -> Call[list[dict[str, Any]]]:
+    params: dict[str, Any] = {"limit": limit}
+    if state is not None:
+        params["state"] = state
+    return Call("GET", "/v1/jobs", _json, params=params)
+
+
+def retry_review_jobs(job_ids: Sequence[Any], all_failed: bool) -> Call[list[dict[str, Any]]]:
+    if isinstance(job_ids, str | uuid.UUID):
+        job_ids = [job_ids]
+    body = {"job_ids": [_plain(j) for j in job_ids], "all_failed": all_failed}
+    return Call("POST", "/v1/jobs/retry", _json, json=body)
+
+
+def stats() -> Call[dict[str, Any]]:
+    return Call("GET", "/v1/stats", _json)

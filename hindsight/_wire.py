@@ -1,0 +1,103 @@
+"""The error shape of the HTTP API, shared by the server and the client (docs/http.md).
+
+Every error response body is ``{"error": {"type": <str>, "message": <one line>, "field":
+<str | None>}}``. :data:`ERROR_TYPES` is the one table from exception class to HTTP status and
+``type``; the client maps a ``type`` back to the same exception class (:func:`exception_for`),
+so code written against the embedded engine catches the same errors through the service.
+No web framework needed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hindsight._errors import (
+    AuthenticationError,
+    EmbedderMismatchError,
+    EmbeddingError,
+    HindsightError,
+    InvalidTrajectoryError,
+    NotFoundError,
+    ReviewError,
+    ServiceError,
+    StoreError,
+    StoreLockedError,
+    TenantRequiredError,
+    UsageError,
+)
+
+__all__ = ["ERROR_TYPES", "error_body", "exception_for", "status_and_type"]
+
+ERROR_TYPES: tuple[tuple[type[BaseException], int, str], ...] = (
+    # Most specific first: the first class an exception is an instance of wins.
+    (AuthenticationError, 401, "unauthorized"),
+    (TenantRequiredError, 400, "tenant_required"),
+    (InvalidTrajectoryError, 422, "invalid_trajectory"),
+    (UsageError, 400, "invalid_request"),
+    (NotFoundError, 404, "not_found"),
+    (StoreLockedError, 503, "store_locked"),
+    (EmbedderMismatchError, 503, "embedder_mismatch"),
+    (StoreError, 503, "store_unavailable"),
+    (EmbeddingError, 502, "embedding_failed"),
+    (ReviewError, 502, "review_failed"),
+    (ServiceError, 500, "internal_error"),
+)
+"""(exception class, HTTP status, error type). Types the server adds without an exception
+class: ``validation_error`` (422, a request field is invalid), ``forbidden`` (403, a body names
+another tenant), ``method_not_allowed`` (405), ``payload_too_large`` (413), ``review_timeout``
+(504), ``not_ready`` (503); the client raises :class:`UsageError` for the 4xx ones,
+:class:`ReviewError` for ``review_timeout`` and :class:`ServiceError` for the rest."""
+
+_EXTRA_TYPES: dict[str, type[HindsightError]] = {
+    "validation_error": UsageError,
+    "forbidden": UsageError,
+    "method_not_allowed": UsageError,
+    "payload_too_large": UsageError,
+    "review_timeout": ReviewError,
+    "not_ready": ServiceError,
+}
+
+
+def status_and_type(exc: BaseException) -> tuple[int, str]:
+    """HTTP status and error type of an exception (500 ``internal_error`` when unknown)."""
+    if type(exc).__name__ == "ReviewTimeoutError":
+        return 504, "review_timeout"
+    for cls, status, name in ERROR_TYPES:
+        if isinstance(exc, cls):
+            return status, name
+    return 500, "internal_error"
+
+
+def error_body(type_: str, message: str, field: str | None = None) -> dict[str, Any]:
+    """The JSON error body; ``message`` is squeezed to one line."""
+    return {"error": {"type": type_, "message": " ".join(str(message).split()), "field": field}}
+
+
+def exception_for(status: int, body: Any) -> HindsightError:
+    """The exception a client raises for an error response (``body``: parsed JSON or text).
+
+    Known ``type`` -> its class (:data:`ERROR_TYPES`); otherwise 401 -> AuthenticationError,
+    404 -> NotFoundError, other 4xx -> UsageError, 5xx -> ServiceError.
+    """
+    err = body.get("error") if isinstance(body, dict) else None
+    if isinstance(err, dict):
+        type_ = str(err.get("type", ""))
+        message = str(err.get("message", "")) or f"HTTP {status}"
+    else:
+        type_, message = "", (str(body)[:300] if body else f"HTTP {status}")
+    cls: type[HindsightError] | None = _EXTRA_TYPES.get(type_)
+    for known, _, name in ERROR_TYPES:
+        if name == type_ and issubclass(known, HindsightError):
+            cls = known
+    if cls is None:
+        if status == 401:
+            cls = AuthenticationError
+        elif status == 404:
+            cls = NotFoundError
+        elif 400 <= status < 500:
+            cls = UsageError
+        else:
+            cls = ServiceError
+    if issubclass(cls, ServiceError):
+        return ServiceError(f"{message} (HTTP {status})", status)
+    return cls(message)

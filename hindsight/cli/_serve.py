@@ -1,0 +1,209 @@
+"""``hindsight serve`` (HTTP API + MCP on one port) and ``hindsight keys`` (issue 9;
+docs/http.md)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from hindsight.cli._app import JsonOpt, app
+from hindsight.cli._common import State, err_console, fail, guarded, out_console, print_json, state
+from hindsight.config import MemoryConfig
+
+keys_app = typer.Typer(
+    name="keys",
+    help="API keys of `hindsight serve`: each key belongs to one tenant (stored hashed).",
+    no_args_is_help=True,
+)
+app.add_typer(keys_app)
+
+KeysFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--file",
+        help="Keys file (default: HINDSIGHT_API_KEYS_FILE, else <data dir>/api-keys.json).",
+    ),
+]
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def _config(st: State, **overrides: Any) -> MemoryConfig:
+    if st.data_dir is not None:
+        overrides["data_dir"] = st.data_dir
+    return MemoryConfig(**overrides)
+
+
+def _keys_file(st: State, given: Path | None) -> Path:
+    from hindsight.server._keys import ENV_KEYS_FILE, KEYS_FILE_NAME
+
+    if given is not None:
+        return given
+    if os.environ.get(ENV_KEYS_FILE, "").strip():
+        return Path(os.environ[ENV_KEYS_FILE].strip())
+    return Path(_config(st).data_dir) / KEYS_FILE_NAME
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port.")] = 8710,
+    keys_file: Annotated[
+        Path | None,
+        typer.Option("--keys-file", help="API keys file (wins over HINDSIGHT_API_KEYS_FILE)."),
+    ] = None,
+    insecure_single_tenant: Annotated[
+        str | None,
+        typer.Option(
+            "--insecure-single-tenant",
+            help="No API keys: every request is this tenant's (local single-user use only).",
+        ),
+    ] = None,
+    workers_in_process: Annotated[
+        bool,
+        typer.Option(
+            "--workers-in-process/--no-workers-in-process",
+            help="Run review jobs in this process (off: run `hindsight worker` processes).",
+        ),
+    ] = True,
+    max_body_bytes: Annotated[
+        int, typer.Option("--max-body-bytes", min=1024, help="Larger request bodies get 413.")
+    ] = 2 * 1024 * 1024,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="uvicorn log level: warning, info, debug.")
+    ] = "info",
+) -> None:
+    """Serve the HTTP API (/v1, docs at /docs) and MCP (/mcp) on one port.
+
+    Uses the same configuration as every command (DATABASE_URL, VECTOR_DB_URL, ...). Stops
+    gracefully on SIGTERM or Ctrl-C: open requests finish, the store is closed and reviews not
+    done yet stay queued for the next start."""
+    try:
+        import uvicorn
+
+        from hindsight.server import create_app
+        from hindsight.server._app import NO_KEYS_MESSAGE
+    except ImportError as exc:
+        raise fail(f"{exc} (pip install 'hindsight-memory[server]')", 1) from None
+
+    from hindsight.engine import AsyncMemory
+    from hindsight.server._keys import KeyRing
+
+    st = state(ctx)
+    with guarded():
+        config = _config(st, background_review=workers_in_process)
+        if insecure_single_tenant is not None:
+            ring = KeyRing.single_tenant(insecure_single_tenant)
+            if host not in LOOPBACK:
+                err_console.print(
+                    f"[yellow]warning:[/] no API keys and listening on {escape(host)}: anyone "
+                    "who can reach this port reads and writes tenant "
+                    f"{escape(insecure_single_tenant)!r}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+        else:
+            ring = KeyRing.from_env(keys_file=keys_file, data_dir=config.data_dir)
+        if ring.is_empty():
+            raise fail(NO_KEYS_MESSAGE, 2)
+        memory = AsyncMemory(config)
+    try:
+        with guarded():
+            web = create_app(memory, keyring=ring, max_body_bytes=max_body_bytes)
+        where = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
+        keys = "none (--insecure-single-tenant)" if ring.insecure else (ring.path or "env")
+        err_console.print(
+            f"hindsight: HTTP API at {where}/v1 (docs {where}/docs), MCP at {where}/mcp; "
+            f"store {escape(config.sql_url())}; keys: {escape(str(keys))}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        uv = uvicorn.Server(
+            uvicorn.Config(
+                web,
+                host=host,
+                port=port,
+                log_level=log_level,
+                lifespan="on",
+                timeout_graceful_shutdown=10,
+            )
+        )
+        uv.run()
+    finally:
+        memory.close()
+    if not uv.started:
+        raise fail(f"could not serve on {host}:{port} (see the log above)", 1)
+
+
+@keys_app.command("create")
+def keys_create(
+    ctx: typer.Context,
+    tenant: Annotated[str, typer.Option("--tenant", help="The tenant this key acts as.")],
+    file: KeysFileOpt = None,
+    label: Annotated[str | None, typer.Option("--label", help="A note (who uses it).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a key and print it once (only its SHA-256 hash is stored). A running server
+    picks it up without a restart."""
+    from hindsight.server._keys import create_key
+
+    path = _keys_file(state(ctx), file)
+    with guarded():
+        raw, record = create_key(path, tenant, label=label)
+    if as_json:
+        print_json({"key": raw, "id": record.id, "tenant": record.tenant, "file": str(path)})
+        return
+    out_console.print(raw, highlight=False, soft_wrap=True)
+    err_console.print(
+        f"key {record.id} for tenant {escape(record.tenant)!r} added to {escape(str(path))}; "
+        "it is shown only now",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@keys_app.command("list")
+def keys_list(ctx: typer.Context, file: KeysFileOpt = None, as_json: JsonOpt = False) -> None:
+    """The keys of the file: id, tenant, creation time, label (never the keys)."""
+    from hindsight.server._keys import read_keys_file
+
+    path = _keys_file(state(ctx), file)
+    with guarded():
+        records = read_keys_file(path)
+    if as_json:
+        print_json(
+            [
+                {"id": r.id, "tenant": r.tenant, "created_at": r.created_at, "label": r.label}
+                for r in records
+            ]
+        )
+        return
+    if not records:
+        out_console.print(f"no keys in {escape(str(path))}", highlight=False)
+    for r in records:
+        note = f"  ({escape(r.label)})" if r.label else ""
+        out_console.print(f"{r.id}  {escape(r.tenant)}  {r.created_at}{note}", highlight=False)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    ctx: typer.Context,
+    key_id: Annotated[
+        str | None, typer.Argument(help="The key's id (from `keys list`) or the key itself.")
+    ] = None,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", help="Revoke every key of this tenant.")
+    ] = None,
+    file: KeysFileOpt = None,
+) -> None:
+    """Remove a key (or all of a tenant's); a running server refuses it at once."""
+    from hindsight.server._keys import revoke_keys
+
+    path = _keys_file(state(ctx), file)
+    with guarded():
+        n = revoke_keys(path, key_id=key_id, tenant=tenant)
+    out_console.print(f"revoked {n} key(s) in {escape(str(path))}", highlight=False)

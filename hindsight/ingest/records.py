@@ -1,0 +1,167 @@
+"""One in-memory record (a request body, an MCP tool argument) -> trajectories.
+
+The same formats ``hindsight ingest`` reads from files (:mod:`hindsight.ingest`), plus the
+hindsight :class:`~hindsight.models.Trajectory` JSON itself:
+
+* ``trajectory``: a Trajectory as JSON (an object with an ``events`` list and trajectory fields);
+  its own ``id`` is kept, its ``tenant_id`` may be left out (the caller's is used);
+* ``openai``: ``{"messages": [...], ...}`` or a bare list of chat messages;
+* ``tau-bench``: one tau-bench result record ``{"task_id", "trial", "reward", "traj"}``;
+* ``events``: one event object, or a list of them, grouped by ``trajectory_id`` (ids re-derived,
+  as in files).
+
+``auto`` picks the format from the record's shape (:func:`record_format`). Ids of the three log
+formats are deterministic, as in :func:`hindsight.ingest.iter_trajectories`, so sending the same
+record twice stores it once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from hindsight._errors import InvalidTrajectoryError, UsageError
+from hindsight._ids import validate_namespace, validate_tenant
+from hindsight.ingest._reader import RawRecord
+from hindsight.ingest.events import events_records_to_trajectories
+from hindsight.ingest.openai import openai_record_to_trajectory
+from hindsight.ingest.tau_bench import tau_bench_record_to_trajectory
+from hindsight.models import Trajectory
+
+__all__ = [
+    "RECORD_FORMATS",
+    "RecordFormat",
+    "record_format",
+    "trajectories_from_record",
+    "trajectory_from_record",
+]
+
+RecordFormat = Literal["auto", "trajectory", "openai", "tau-bench", "events"]
+RECORD_FORMATS: tuple[str, ...] = ("auto", "trajectory", "openai", "tau-bench", "events")
+
+
+def _is_list_of(value: Any, key: str) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and key in v for v in value)
+
+
+def record_format(record: Any) -> str:
+    """The format of one record, from its shape.
+
+    ``traj`` key -> ``tau-bench``; an ``events`` list -> ``trajectory``; ``event_type`` key or
+    a list of objects with ``event_type`` -> ``events``; ``messages`` key or a list of objects
+    with ``role`` (also an empty list) -> ``openai``.
+
+    Raises:
+        InvalidTrajectoryError: none of these shapes.
+    """
+    if isinstance(record, dict):
+        if "traj" in record:
+            return "tau-bench"
+        if isinstance(record.get("events"), list):
+            return "trajectory"
+        if "event_type" in record:
+            return "events"
+        if "messages" in record:
+            return "openai"
+    elif isinstance(record, list):
+        if record and _is_list_of(record, "event_type"):
+            return "events"
+        if _is_list_of(record, "role"):
+            return "openai"
+    raise InvalidTrajectoryError(
+        "cannot tell the trajectory format: expected a hindsight trajectory (an object with "
+        "'events'), OpenAI messages ('messages' or a list of messages with 'role'), a "
+        "tau-bench record ('traj') or events ('event_type'); or name the format"
+    )
+
+
+def _own_trajectory(record: Any, tenant: str, namespace: str, task_type: str | None) -> Trajectory:
+    if not isinstance(record, dict):
+        raise InvalidTrajectoryError(
+            f"a trajectory must be a JSON object, got {type(record).__name__}"
+        )
+    given = record.get("tenant_id")
+    if given is not None and (not isinstance(given, str) or given.strip() != tenant):
+        raise UsageError(
+            f"the trajectory's tenant_id {given!r:.60} is not the caller's tenant {tenant!r}"
+        )
+    data = {**record, "tenant_id": tenant}
+    data.setdefault("namespace", namespace)
+    if task_type is not None:
+        data["task_type"] = task_type
+    try:
+        return Trajectory.model_validate(data)
+    except ValidationError as err:
+        from hindsight.engine import validation_message
+
+        raise InvalidTrajectoryError(f"invalid trajectory: {validation_message(err)}") from None
+
+
+def trajectories_from_record(
+    record: Any,
+    *,
+    tenant_id: str,
+    format: str = "auto",
+    namespace: str = "default",
+    task_type: str | None = None,
+    where: str = "record",
+) -> list[Trajectory]:
+    """Parse one in-memory record into trajectories (one, or several for a list of events).
+
+    Args:
+        record: a parsed JSON value (dict or list).
+        tenant_id: the tenant the trajectories belong to (always the caller's, never the
+            record's; a ``trajectory`` record naming another tenant is refused).
+        format: one of :data:`RECORD_FORMATS` (default ``auto``: :func:`record_format`).
+        namespace: namespace for log formats, and for a trajectory record without one.
+        task_type: overrides the record's own task_type (tau-bench default ``"tau-bench"``).
+        where: how error messages name the record (e.g. ``"request body"``).
+
+    Returns:
+        The trajectories, in record order (events: by first appearance of each id).
+
+    Raises:
+        TenantRequiredError: empty tenant.
+        UsageError: unknown format, bad namespace, or a trajectory of another tenant.
+        InvalidTrajectoryError: the record is malformed (one-line reason).
+    """
+    tenant = validate_tenant(tenant_id)
+    namespace = validate_namespace(namespace)
+    if format not in RECORD_FORMATS:
+        raise UsageError(f"format must be one of {', '.join(RECORD_FORMATS)}, got {format!r:.40}")
+    resolved = record_format(record) if format == "auto" else format
+    if resolved == "trajectory":
+        return [_own_trajectory(record, tenant, namespace, task_type)]
+    kw: dict[str, Any] = {"tenant_id": tenant, "namespace": namespace, "task_type": task_type}
+    if resolved == "events":
+        items = record if isinstance(record, list) else [record]
+        raws = [RawRecord(i, f"{where} event {i}", v) for i, v in enumerate(items, start=1)]
+        return list(events_records_to_trajectories(raws, **kw))
+    raw = RawRecord(1, where, record)
+    if resolved == "tau-bench":
+        return [tau_bench_record_to_trajectory(raw, **kw)]
+    return [openai_record_to_trajectory(raw, **kw)]
+
+
+def trajectory_from_record(
+    record: Any,
+    *,
+    tenant_id: str,
+    namespace: str = "default",
+    task_type: str | None = None,
+    format: str = "auto",
+) -> Trajectory:
+    """Exactly one trajectory from one record; see :func:`trajectories_from_record`.
+
+    Raises:
+        InvalidTrajectoryError: the record holds no trajectory or several (events of more
+            than one ``trajectory_id``), or is malformed.
+        UsageError, TenantRequiredError: as :func:`trajectories_from_record`.
+    """
+    found = trajectories_from_record(
+        record, tenant_id=tenant_id, format=format, namespace=namespace, task_type=task_type
+    )
+    if len(found) != 1:
+        raise InvalidTrajectoryError(f"expected one trajectory in the record, found {len(found)}")
+    return found[0]

@@ -1,0 +1,202 @@
+"""The HTTP service: :func:`create_app` builds the FastAPI app (issue 9; docs/http.md).
+
+One process owns the store; agents in any language share it through this API (and through MCP
+at ``/mcp``, :mod:`hindsight.server._mcp`). Every route but ``/health`` and ``/ready`` needs an
+API key, and the key alone decides the tenant (:mod:`hindsight.server._keys`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hindsight._errors import UsageError
+from hindsight.config import MemoryConfig
+from hindsight.engine import AsyncMemory
+from hindsight.server._deps import MISSING_KEY, UNKNOWN_KEY
+from hindsight.server._errors import error_response, install_error_handlers
+from hindsight.server._keys import KeyRing, key_from_headers
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "NO_KEYS_MESSAGE", "create_app"]
+
+log = logging.getLogger("hindsight.server")
+
+DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
+"""Request bodies above 2 MiB are refused with 413 (a tau-bench run is ~20-60 KB)."""
+MCP_PATH = "/mcp"
+NO_KEYS_MESSAGE = (
+    "no API keys configured: create one with `hindsight keys create --tenant <tenant>`, or set "
+    "HINDSIGHT_API_KEYS=tenant:key or HINDSIGHT_API_KEYS_FILE, or run a local single-user "
+    "server with --insecure-single-tenant <tenant>"
+)
+
+
+def create_app(
+    memory: AsyncMemory | None = None,
+    *,
+    keyring: KeyRing | None = None,
+    config: MemoryConfig | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    mcp: bool = True,
+) -> FastAPI:
+    """The FastAPI app of the hindsight service.
+
+    Args:
+        memory: the engine to serve; ``None``: the lifespan opens one from ``config`` at
+            startup and closes it at shutdown (an interrupted review goes back to pending).
+        keyring: API keys -> tenants; default :meth:`KeyRing.from_env` (keys file in the
+            config's data dir when present).
+        config: the engine's configuration when ``memory`` is ``None`` (default: from the
+            environment, DATABASE_URL, VECTOR_DB_URL ... as everywhere, MISSION S10).
+        max_body_bytes: request bodies above this many bytes get 413 (default 2 MiB).
+        mcp: serve MCP (streamable HTTP) at ``/mcp`` when :mod:`hindsight.server._mcp` is
+            there.
+
+    Returns:
+        The app; run it with uvicorn (``hindsight serve``) or any ASGI server.
+
+    Raises:
+        UsageError: no API key is configured (and the keyring is not single-tenant), or a
+            bad ``max_body_bytes``.
+    """
+    if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int):
+        raise UsageError("max_body_bytes must be an integer number of bytes")
+    if max_body_bytes < 1024:
+        raise UsageError(f"max_body_bytes must be at least 1024, got {max_body_bytes}")
+    if keyring is None:
+        data_dir = (memory.config if memory is not None else config or MemoryConfig()).data_dir
+        keyring = KeyRing.from_env(data_dir=data_dir)
+    if keyring.is_empty():
+        raise UsageError(NO_KEYS_MESSAGE)
+    from hindsight import __version__
+
+    app = FastAPI(
+        title="hindsight",
+        version=__version__,
+        summary="Experience memory for LLM agents: store runs, review them, recall lessons.",
+        lifespan=_lifespan(memory, config, mcp),
+    )
+    app.state.keyring = keyring
+    app.state.memory = None
+    app.state.mcp_app = None
+    install_error_handlers(app)
+    from hindsight.server import _routes_experiences, _routes_ops, _routes_runs
+
+    app.include_router(_routes_ops.router)
+    app.include_router(_routes_runs.router)
+    app.include_router(_routes_experiences.router)
+    app.add_middleware(_Gate, max_body_bytes=max_body_bytes)
+    return app
+
+
+def _lifespan(memory: AsyncMemory | None, config: MemoryConfig | None, mcp: bool) -> Any:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own = memory is None
+        mem = memory if memory is not None else await asyncio.to_thread(AsyncMemory, config)
+        try:
+            async with AsyncExitStack() as stack:
+                if mcp:
+                    await _start_mcp(app, mem, stack)
+                app.state.memory = mem
+                yield
+        finally:
+            app.state.memory = None
+            app.state.mcp_app = None
+            if own:
+                await mem.aclose()
+
+    return lifespan
+
+
+async def _start_mcp(app: FastAPI, memory: AsyncMemory, stack: AsyncExitStack) -> None:
+    try:
+        from hindsight.server._mcp import create_mcp_http  # type: ignore[import-not-found,unused-ignore]
+    except ModuleNotFoundError as exc:
+        if exc.name != "hindsight.server._mcp":
+            raise
+        log.info("hindsight: MCP over HTTP is not available in this build")
+        return
+    keyring: KeyRing = app.state.keyring
+    asgi, session_manager = create_mcp_http(memory, keyring.authenticate)
+    await stack.enter_async_context(session_manager())
+    app.state.mcp_app = asgi
+
+
+class _TooLarge(StarletteHTTPException):
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is over the limit of {limit} bytes")
+
+
+class _Gate:
+    """In front of every route: refuse bodies over the limit with 413 ``payload_too_large``
+    (a declared ``Content-Length`` at once, a chunked body while it streams), and send ``/mcp``
+    and ``/mcp/...`` to the MCP app (path unchanged) once the key is valid, 401 in the API's
+    error shape otherwise."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.limit = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.limit:
+            await self._refuse(scope, receive, send)
+            return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge(self.limit)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self._route(scope, headers, limited_receive, tracking_send)
+        except _TooLarge:
+            if started:
+                raise
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"the request body is over the limit of {self.limit} bytes"
+        await error_response(413, "payload_too_large", message)(scope, receive, send)
+
+    async def _route(self, scope: Scope, headers: Headers, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if path != MCP_PATH and not path.startswith(MCP_PATH + "/"):
+            await self.app(scope, receive, send)
+            return
+        state = scope["app"].state
+        raw = key_from_headers(headers)
+        if state.keyring.authenticate(raw) is None:
+            message = MISSING_KEY if raw is None else UNKNOWN_KEY
+            await error_response(401, "unauthorized", message)(scope, receive, send)
+            return
+        mcp_app = state.mcp_app
+        if mcp_app is None:
+            response = error_response(404, "not_found", "MCP over HTTP is not enabled here")
+            await response(scope, receive, send)
+            return
+        await mcp_app(scope, receive, send)

@@ -1,0 +1,97 @@
+"""Every error of the HTTP API in one shape (docs/http.md).
+
+Body: ``{"error": {"type", "message", "field"}}`` (:mod:`hindsight._wire`). hindsight errors map
+by :data:`hindsight._wire.ERROR_TYPES`; FastAPI's validation errors become 422
+``validation_error`` naming the first bad field; Starlette's HTTP errors keep their status; any
+other exception is logged with its traceback and answered 500 ``internal_error`` without
+details.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from hindsight._errors import HindsightError
+from hindsight._wire import error_body, status_and_type
+
+__all__ = ["error_response", "install_error_handlers"]
+
+log = logging.getLogger("hindsight.server")
+
+AUTH_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="hindsight"'}
+_HTTP_TYPES = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def error_response(
+    status: int, type_: str, message: str, field: str | None = None, headers: Any = None
+) -> JSONResponse:
+    """A JSON error response in the one shape (401s carry ``WWW-Authenticate``)."""
+    if status == 401:
+        headers = {**AUTH_CHALLENGE, **(headers or {})}
+    return JSONResponse(error_body(type_, message, field), status_code=status, headers=headers)
+
+
+def _field_of(loc: tuple[Any, ...]) -> str | None:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts) or None
+
+
+def _validation(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    first = errors[0] if errors else {}
+    loc = tuple(first.get("loc", ()))
+    field = _field_of(loc)
+    where = loc[0] if loc else "body"
+    msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    if first.get("type") == "json_invalid":
+        field, detail = None, (first.get("ctx") or {}).get("error", "")
+        msg = f"the request body is not valid JSON ({detail} at character {loc[-1]})"
+    elif first.get("type") == "missing" and field is None:
+        msg = "a JSON request body is required"
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    text = f"{where} field {field}: {msg}{more}" if field else f"{msg}{more}"
+    return error_response(422, "validation_error", text, field)
+
+
+def _hindsight(_: Request, exc: Exception) -> JSONResponse:
+    status, type_ = status_and_type(exc)
+    if status >= 500:
+        log.warning("hindsight: %s: %s", type(exc).__name__, exc)
+    return error_response(status, type_, str(exc) or type(exc).__name__)
+
+
+def _http(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    type_ = _HTTP_TYPES.get(exc.status_code, "error" if exc.status_code < 500 else "internal_error")
+    detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    return error_response(exc.status_code, type_, detail, headers=exc.headers)
+
+
+def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("hindsight: unexpected error on %s %s", request.method, request.url.path)
+    return error_response(500, "internal_error", "internal error (logged on the server)")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers that give every error the one JSON shape."""
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(HindsightError, _hindsight)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)

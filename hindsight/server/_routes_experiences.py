@@ -1,0 +1,185 @@
+"""Routes for experiences, hard deletes and the quarantine (docs/http.md).
+
+Ids are accepted in every form the engine accepts (case C03: upper-case, braces, ``urn:uuid:``).
+Another tenant's id answers exactly like an unknown one: 404 ``not_found`` (never 403).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+
+from hindsight._errors import UsageError
+from hindsight.models import Experience, ExperienceStatus
+from hindsight.server._deps import Memory, Tenant
+from hindsight.server._schemas import (
+    AddExperienceBody,
+    EditExperienceBody,
+    ExperiencePage,
+    ForgetBody,
+    ForgetResponse,
+    NoteBody,
+    RollbackBody,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["experiences"])
+
+Limit = Annotated[int, Query(ge=1, le=10000)]
+Offset = Annotated[int, Query(ge=0, le=10**9)]
+Namespace = Annotated[str | None, Query(min_length=1, max_length=200)]
+
+
+def _page(items: list[Experience], limit: int, offset: int) -> dict[str, Any]:
+    nxt = offset + len(items) if len(items) == limit else None
+    return {"items": items, "limit": limit, "offset": offset, "next_offset": nxt}
+
+
+@router.get("/experiences", response_model=ExperiencePage, summary="List experiences")
+async def list_experiences(
+    tenant: Tenant,
+    memory: Memory,
+    namespace: Namespace = None,
+    task_type: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    status: ExperienceStatus = ExperienceStatus.ACTIVE,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Any:
+    """The tenant's experiences of one status, most confident first, a page at a time."""
+    items = await memory.list_experiences(
+        tenant_id=tenant,
+        namespace=namespace,
+        task_type=task_type,
+        status=status.value,
+        limit=limit,
+        offset=offset,
+    )
+    return _page(items, limit, offset)
+
+
+@router.post(
+    "/experiences", status_code=201, response_model=Experience, summary="Add a lesson directly"
+)
+async def add_experience(body: AddExperienceBody, tenant: Tenant, memory: Memory) -> Any:
+    """Store a lesson without a review. The memory guard checks it first: a suspicious one
+    comes back with status ``quarantined`` and its reasons in ``metadata``."""
+    return await memory.add_experience(
+        body.content,
+        tenant_id=tenant,
+        namespace=body.namespace,
+        kind=body.kind,
+        task_type=body.task_type,
+        tools=body.tools,
+        tags=body.tags,
+        confidence=body.confidence,
+        importance=body.importance,
+        source=body.source,
+        metadata=body.metadata,
+    )
+
+
+@router.get("/experiences/{experience_id}", response_model=Experience, summary="An experience")
+async def get_experience(experience_id: str, tenant: Tenant, memory: Memory) -> Any:
+    return await memory.get_experience(experience_id, tenant_id=tenant)
+
+
+@router.patch("/experiences/{experience_id}", response_model=Experience, summary="Adjust or edit")
+async def patch_experience(
+    experience_id: str, body: EditExperienceBody, tenant: Tenant, memory: Memory
+) -> Any:
+    """``confidence_delta`` adds to the confidence (clamped to [0, 1], audited; MISSION S7
+    ``adjust_confidence``); the other fields edit the lesson as a new version (see history and
+    rollback). One kind of change per request."""
+    edits = body.model_dump(exclude_unset=True, exclude={"confidence_delta", "reason"})
+    if body.confidence_delta is not None:
+        if edits:
+            raise UsageError("send confidence_delta or edits of other fields, not both")
+        return await memory.adjust_confidence(
+            experience_id, body.confidence_delta, tenant_id=tenant, reason=body.reason
+        )
+    if not edits:
+        raise UsageError("nothing to change: send confidence_delta or fields to edit")
+    return await memory.edit_experience(
+        experience_id, tenant_id=tenant, reason=body.reason, **edits
+    )
+
+
+@router.delete("/experiences/{experience_id}", status_code=204, summary="Soft-delete")
+async def delete_experience(experience_id: str, tenant: Tenant, memory: Memory) -> Response:
+    """Never recalled again; the row stays for audit, the vector is removed. 404 when it is
+    unknown or deleted already."""
+    await memory.delete_experience(experience_id, tenant_id=tenant)
+    return Response(status_code=204)
+
+
+@router.get("/experiences/{experience_id}/history", summary="Every version, oldest first")
+async def history(experience_id: str, tenant: Tenant, memory: Memory) -> list[dict[str, Any]]:
+    rows = await memory.history(experience_id, tenant_id=tenant)
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        doc = dict(row)
+        exp = doc.get("experience")
+        if isinstance(exp, Experience):
+            doc["experience"] = exp.model_dump(mode="json")
+        out.append(doc)
+    return out
+
+
+@router.post(
+    "/experiences/{experience_id}/rollback", response_model=Experience, summary="Roll back"
+)
+async def rollback(experience_id: str, body: RollbackBody, tenant: Tenant, memory: Memory) -> Any:
+    """Restore what an earlier version said, as a new version (undoable)."""
+    return await memory.rollback(experience_id, body.version, tenant_id=tenant, reason=body.reason)
+
+
+@router.post("/experiences/{experience_id}/restore", response_model=Experience, summary="Restore")
+async def restore(experience_id: str, tenant: Tenant, memory: Memory) -> Any:
+    """Bring back an archived, superseded or soft-deleted experience."""
+    return await memory.restore(experience_id, tenant_id=tenant)
+
+
+@router.post("/forget", response_model=ForgetResponse, summary="Hard-delete")
+async def forget(body: ForgetBody, tenant: Tenant, memory: Memory) -> Any:
+    """Remove rows and vectors for good: one experience, what one run taught, or
+    ``everything`` of the key's tenant. Exactly one of the three (an empty filter is never
+    "all")."""
+    removed = await memory.forget(
+        tenant_id=tenant,
+        experience_id=body.experience_id,
+        trajectory_id=body.trajectory_id,
+        everything=body.everything,
+    )
+    return {"removed": removed}
+
+
+@router.get("/quarantine", response_model=ExperiencePage, summary="Quarantined experiences")
+async def list_quarantined(
+    tenant: Tenant,
+    memory: Memory,
+    namespace: Namespace = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Any:
+    items = await memory.list_quarantined(
+        tenant_id=tenant, namespace=namespace, limit=limit, offset=offset
+    )
+    return _page(items, limit, offset)
+
+
+@router.post("/quarantine/{experience_id}/approve", response_model=Experience, summary="Approve")
+async def approve(
+    experience_id: str, tenant: Tenant, memory: Memory, body: NoteBody | None = None
+) -> Any:
+    """A human approves a quarantined experience: it is recalled again."""
+    return await memory.approve(experience_id, tenant_id=tenant, note=body.note if body else None)
+
+
+@router.post("/quarantine/{experience_id}/reject", response_model=Experience, summary="Reject")
+async def reject(
+    experience_id: str, tenant: Tenant, memory: Memory, body: NoteBody | None = None
+) -> Any:
+    """A human rejects a quarantined experience: soft-deleted."""
+    return await memory.reject(experience_id, tenant_id=tenant, note=body.note if body else None)

@@ -1,0 +1,89 @@
+"""Routes for operations: liveness, readiness, review jobs and stats (docs/http.md)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+
+from hindsight.cli._jobs import job_json  # one JSON shape of a job, as `hindsight jobs --json`
+from hindsight.server._deps import Memory, Tenant, keyring_of
+from hindsight.server._errors import error_response
+from hindsight.server._schemas import RetryJobsBody
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/health", summary="Liveness (no key needed)")
+async def health() -> dict[str, str]:
+    """``{"status": "ok"}`` while the process serves requests (MISSION S10)."""
+    return {"status": "ok"}
+
+
+@router.get(
+    "/ready",
+    summary="Readiness (no key needed)",
+    responses={503: {"description": "not ready: the reason is in the error message"}},
+)
+async def ready(request: Request) -> Any:
+    """Touches the SQL store and the vector index; 503 ``not_ready`` naming what failed."""
+    memory = getattr(request.app.state, "memory", None)
+    if memory is None:
+        return error_response(503, "not_ready", "the memory engine is not open (starting up)")
+    problem = keyring_of(request).problem()
+    if problem is not None:
+        return error_response(503, "not_ready", f"API keys: {problem}")
+
+    def probe() -> dict[str, Any]:
+        checks: dict[str, Any] = {}
+        try:
+            memory.store.get_meta("embedding_model")
+            checks["sql"] = "ok"
+        except Exception as exc:
+            checks["sql"] = f"{type(exc).__name__}: {exc}"
+        try:
+            checks["vectors"] = "ok"
+            checks["vector_points"] = memory.index.count(None)
+        except Exception as exc:
+            checks["vectors"] = f"{type(exc).__name__}: {exc}"
+        return checks
+
+    try:
+        checks = await asyncio.wait_for(asyncio.to_thread(probe), timeout=10.0)
+    except TimeoutError:
+        return error_response(503, "not_ready", "SQL or vector store did not answer in 10 s")
+    failed = [f"{k}: {v}" for k, v in checks.items() if k in ("sql", "vectors") and v != "ok"]
+    if failed:
+        return error_response(503, "not_ready", "; ".join(failed))
+    return {"status": "ready", "sql": "ok", "vectors": "ok"}
+
+
+@router.get("/v1/stats", summary="Counts of the key's tenant")
+async def stats(tenant: Tenant, memory: Memory) -> dict[str, Any]:
+    """Trajectories, events, experiences (by status and kind), vectors and review jobs of the
+    key's tenant only."""
+    return await memory.stats(tenant_id=tenant)
+
+
+@router.get("/v1/jobs", summary="Review jobs of the key's tenant")
+async def list_jobs(
+    tenant: Tenant,
+    memory: Memory,
+    state: Literal["pending", "running", "succeeded", "failed"] | None = None,
+    limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+) -> list[dict[str, Any]]:
+    """Oldest first; ``last_error`` says why a failed job failed."""
+    jobs = await memory.review_jobs(state=state, tenant_id=tenant, limit=limit)
+    return [job_json(j) for j in jobs]
+
+
+@router.post("/v1/jobs/retry", summary="Retry failed review jobs")
+async def retry_jobs(body: RetryJobsBody, tenant: Tenant, memory: Memory) -> list[dict[str, Any]]:
+    """Put failed jobs back to pending: ``job_ids`` or ``all_failed`` (of this tenant)."""
+    jobs = await memory.retry_review_jobs(
+        body.job_ids, all_failed=body.all_failed, tenant_id=tenant
+    )
+    return [job_json(j) for j in jobs]

@@ -1,0 +1,118 @@
+"""Routes for runs: store episodes, review now, recall, outcomes (docs/http.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from hindsight.models import Experience, Trajectory
+from hindsight.server._deps import Memory, Tenant
+from hindsight.server._errors import error_response
+from hindsight.server._schemas import (
+    EpisodeBody,
+    EpisodesResponse,
+    OutcomeBody,
+    RecallBody,
+    RecallResponse,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["runs"])
+
+
+def _foreign_tenant(body: EpisodeBody, tenant: str) -> str | None:
+    """The tenant a trajectory body names when it is not the caller's (-> 403)."""
+    given = body.trajectory.get("tenant_id") if isinstance(body.trajectory, dict) else None
+    if given is None or body.format not in ("auto", "trajectory"):
+        return None
+    if isinstance(given, str) and given.strip() == tenant:
+        return None
+    return repr(given)[:80]
+
+
+@router.post(
+    "/episodes",
+    status_code=201,
+    response_model=EpisodesResponse,
+    summary="Store a finished run (and queue its review)",
+    responses={403: {"description": "the body names another tenant"}},
+)
+async def store_episode(body: EpisodeBody, tenant: Tenant, memory: Memory) -> Any:
+    """Store the run(s) in ``trajectory`` for the key's tenant; idempotent (the same record
+    twice is stored once, ``stored: false``). A ``tenant_id`` in the body must be the key's
+    tenant (else 403 ``forbidden``): data is never written to a tenant the caller did not
+    authenticate as."""
+    from hindsight.ingest.records import record_format, trajectories_from_record
+
+    foreign = _foreign_tenant(body, tenant)
+    if foreign is not None:
+        return error_response(
+            403,
+            "forbidden",
+            f"trajectory.tenant_id {foreign} is not the tenant of this API key; leave it out",
+            "trajectory.tenant_id",
+        )
+    fmt = record_format(body.trajectory) if body.format == "auto" else body.format
+    trajectories = trajectories_from_record(
+        body.trajectory,
+        tenant_id=tenant,
+        format=fmt,
+        namespace=body.namespace,
+        task_type=body.task_type,
+        where="request body trajectory",
+    )
+    receipts = [dict(await memory.store_episode(t, review=body.review)) for t in trajectories]
+    return {"format": fmt, "episodes": receipts}
+
+
+@router.get("/episodes/{trajectory_id}", response_model=Trajectory, summary="A stored run")
+async def get_episode(trajectory_id: str, tenant: Tenant, memory: Memory) -> Any:
+    """The stored trajectory with its events; 404 when this tenant has no such run."""
+    return await memory.get_trajectory(trajectory_id, tenant_id=tenant)
+
+
+@router.post(
+    "/episodes/{trajectory_id}/review",
+    response_model=list[Experience],
+    summary="Review a stored run now",
+)
+async def review_now(trajectory_id: str, tenant: Tenant, memory: Memory) -> Any:
+    """Review the run now and return the experiences written (its episode summary last).
+    502 ``review_failed`` / 504 ``review_timeout`` when the reviewer fails."""
+    return await memory.review_now(trajectory_id, tenant_id=tenant)
+
+
+@router.post("/recall", response_model=RecallResponse, summary="Recall experiences for a task")
+async def recall(body: RecallBody, tenant: Tenant, memory: Memory) -> Any:
+    """Ranked experiences with score breakdowns (MISSION S5, S13) and ``rendered``, the block
+    for the tail of the system prompt (S6). Only the key's tenant is ever searched."""
+    result = await memory.recall(
+        body.query,
+        tenant_id=tenant,
+        namespace=body.namespace,
+        include_shared=body.include_shared,
+        task_type=body.task_type,
+        tags=body.tags,
+        tools=body.tools,
+        top_k=body.top_k,
+        mode=body.mode,
+        similarity_floor=body.similarity_floor,
+        trajectory_id=body.trajectory_id,
+        token_budget=body.token_budget,
+        include_episodes=body.include_episodes,
+        explain=body.explain,
+    )
+    doc: dict[str, Any] = result.model_dump(mode="json")
+    doc["rendered"] = result.render()
+    doc["truncated"] = result.truncated
+    return JSONResponse(doc)
+
+
+@router.post("/outcomes", response_model=list[Experience], summary="Record how a run ended")
+async def record_outcome(body: OutcomeBody, tenant: Tenant, memory: Memory) -> Any:
+    """Credit (success) or blame (failure) the experiences the run recalled; counted once
+    per run. Returns the experiences updated (``[]`` when none, or already counted)."""
+    return await memory.record_outcome(body.trajectory_id, body.success, tenant_id=tenant)

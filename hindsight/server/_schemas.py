@@ -1,0 +1,167 @@
+"""Request and response bodies of the HTTP API (docs/http.md).
+
+Request bodies forbid unknown fields (a typo is a 422 naming the field, not a silently ignored
+option). Strings are kept exactly as sent: a field typed ``str`` never accepts a number or
+``null`` in its place. Limits mirror the engine's (top_k 1..1000, limit 1..10000, delta in
+[-1, 1]).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hindsight.models import Experience, ExperienceKind, Provenance, RecallHit
+from hindsight.recall import Exclusion
+
+__all__ = [
+    "AddExperienceBody",
+    "EditExperienceBody",
+    "EpisodeBody",
+    "EpisodesResponse",
+    "ExperiencePage",
+    "ForgetBody",
+    "ForgetResponse",
+    "NoteBody",
+    "OutcomeBody",
+    "RecallBody",
+    "RecallResponse",
+    "RetryJobsBody",
+    "RollbackBody",
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EpisodeBody(_Body):
+    """``POST /v1/episodes``: a finished run to store (and review in the background)."""
+
+    trajectory: dict[str, Any] | list[Any] = Field(
+        description="A hindsight Trajectory (its tenant_id may be left out), an OpenAI record "
+        "({'messages': [...]}) or message list, a tau-bench result record, or events."
+    )
+    format: Literal["auto", "trajectory", "openai", "tau-bench", "events"] = "auto"
+    namespace: str = Field(default="default", min_length=1, max_length=200)
+    task_type: str | None = Field(default=None, min_length=1, max_length=200)
+    review: bool = Field(default=True, description="Queue the post-hoc review (MISSION S2).")
+
+
+class EpisodeReceiptModel(BaseModel):
+    trajectory_id: str
+    stored: bool
+    review_queued: bool
+
+
+class EpisodesResponse(BaseModel):
+    """The trajectories the body held (one, or several for a list of events)."""
+
+    format: str
+    episodes: list[EpisodeReceiptModel]
+
+
+class RecallBody(_Body):
+    """``POST /v1/recall``: the arguments of :meth:`hindsight.AsyncMemory.recall`."""
+
+    query: str = Field(default="", max_length=100_000)
+    namespace: str | list[str] = "default"
+    include_shared: bool = True
+    task_type: str | None = None
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    tools: list[str] = Field(default_factory=list, max_length=100)
+    top_k: int | None = Field(default=None, ge=1, le=1000)
+    mode: Literal["vector", "task_type"] | None = None
+    similarity_floor: float | None = Field(default=None, ge=-1.0, le=1.0)
+    trajectory_id: str | None = None
+    token_budget: int | None = Field(default=None, ge=50, le=1_000_000)
+    include_episodes: bool = False
+    explain: bool = False
+
+
+class RecallResponse(BaseModel):
+    """A :class:`hindsight.RecallResult` plus its rendered block (``rendered``: the
+    system-prompt tail, MISSION S6) and whether rendering was cut to the budget."""
+
+    query: str
+    tenant_id: str
+    namespaces: list[str]
+    mode: str
+    hits: list[RecallHit]
+    excluded: list[Exclusion]
+    token_budget: int
+    similarity_floor: float | None
+    episodes: list[RecallHit]
+    rendered: str
+    truncated: bool
+
+
+class AddExperienceBody(_Body):
+    """``POST /v1/experiences``: a lesson written directly (no review)."""
+
+    content: str = Field(min_length=1, max_length=100_000)
+    namespace: str = "default"
+    kind: ExperienceKind = ExperienceKind.RULE
+    task_type: str | None = None
+    tools: list[str] = Field(default_factory=list, max_length=100)
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    source: Provenance = Provenance.USER
+    metadata: dict[str, Any] | None = None
+
+
+class EditExperienceBody(_Body):
+    """``PATCH /v1/experiences/{id}``: either ``confidence_delta`` (clamped to [0, 1],
+    audited) or edits of the other fields (a new version, see history/rollback), not both."""
+
+    confidence_delta: float | None = Field(default=None, ge=-1.0, le=1.0)
+    content: str | None = Field(default=None, min_length=1, max_length=100_000)
+    kind: ExperienceKind | None = None
+    task_type: str | None = None
+    tools: list[str] | None = None
+    tags: list[str] | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    metadata: dict[str, Any] | None = None
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class ExperiencePage(BaseModel):
+    """One page of experiences; ``next_offset`` is ``None`` on the last page."""
+
+    items: list[Experience]
+    limit: int
+    offset: int
+    next_offset: int | None
+
+
+class RollbackBody(_Body):
+    version: int = Field(ge=1)
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class NoteBody(_Body):
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class ForgetBody(_Body):
+    """``POST /v1/forget``: hard delete; exactly one of the three."""
+
+    experience_id: str | None = None
+    trajectory_id: str | None = None
+    everything: bool = False
+
+
+class ForgetResponse(BaseModel):
+    removed: int
+
+
+class OutcomeBody(_Body):
+    trajectory_id: str
+    success: bool
+
+
+class RetryJobsBody(_Body):
+    job_ids: list[str] = Field(default_factory=list, max_length=10_000)
+    all_failed: bool = False
