@@ -81,7 +81,8 @@ def serve(
 
     Uses the same configuration as every command (DATABASE_URL, VECTOR_DB_URL, ...). Stops
     gracefully on SIGTERM or Ctrl-C: open requests finish, the store is closed and reviews not
-    done yet stay queued for the next start."""
+    done yet stay queued for the next start (exit status: uvicorn re-raises the signal after
+    the graceful shutdown, as service managers expect)."""
     try:
         import uvicorn
 
@@ -113,7 +114,7 @@ def serve(
         memory = AsyncMemory(config)
     try:
         with guarded():
-            web = create_app(memory, keyring=ring, max_body_bytes=max_body_bytes)
+            web = create_app(memory, keyring=ring, max_body_bytes=max_body_bytes, close_memory=True)
         where = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
         keys = "none (--insecure-single-tenant)" if ring.insecure else (ring.path or "env")
         err_console.print(

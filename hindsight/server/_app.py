@@ -46,6 +46,7 @@ def create_app(
     config: MemoryConfig | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     mcp: bool = True,
+    close_memory: bool = False,
 ) -> FastAPI:
     """The FastAPI app of the hindsight service.
 
@@ -59,6 +60,8 @@ def create_app(
         max_body_bytes: request bodies above this many bytes get 413 (default 2 MiB).
         mcp: serve MCP (streamable HTTP) at ``/mcp`` when :mod:`hindsight.server._mcp` is
             there.
+        close_memory: also close a given ``memory`` at shutdown (``hindsight serve`` opens
+            it first, to report a locked store in one line, and hands it over).
 
     Returns:
         The app; run it with uvicorn (``hindsight serve``) or any ASGI server.
@@ -82,7 +85,7 @@ def create_app(
         title="hindsight",
         version=__version__,
         summary="Experience memory for LLM agents: store runs, review them, recall lessons.",
-        lifespan=_lifespan(memory, config, mcp),
+        lifespan=_lifespan(memory, config, mcp, close_memory),
     )
     app.state.keyring = keyring
     app.state.memory = None
@@ -97,10 +100,12 @@ def create_app(
     return app
 
 
-def _lifespan(memory: AsyncMemory | None, config: MemoryConfig | None, mcp: bool) -> Any:
+def _lifespan(
+    memory: AsyncMemory | None, config: MemoryConfig | None, mcp: bool, close: bool
+) -> Any:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        own = memory is None
+        own = memory is None or close
         mem = memory if memory is not None else await asyncio.to_thread(AsyncMemory, config)
         try:
             async with AsyncExitStack() as stack:
@@ -113,6 +118,7 @@ def _lifespan(memory: AsyncMemory | None, config: MemoryConfig | None, mcp: bool
             app.state.mcp_app = None
             if own:
                 await mem.aclose()
+                log.warning("hindsight: store closed; reviews not done yet stay queued")
 
     return lifespan
 
