@@ -136,6 +136,7 @@ def test_prompt_sizes_measure_the_compressed_review_request(five_tasks: dict) ->
     assert out["compressed_tokens"]["mean"] <= out["original_tokens"]["mean"]
     assert out["prompt_tokens"]["mean"] > out["compressed_tokens"]["mean"]  # + system, few-shot
     assert 0 < out["ratio"] <= 1 and 0 < out["ratio_total"] <= 1
+    assert out["budget"] == 6000 and 0 <= out["over_budget"] <= out["compressed_runs"] <= 5
     with pytest.raises(ValueError, match="no trajectories"):
         relevance.prompt_sizes([])
 

@@ -39,9 +39,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from hindsight.bench import percentile
 from tests.benchmarks._peers_data import PrecomputedEmbedder, Workload, make_workload
 from tests.benchmarks._peers_systems import SYSTEMS
 
@@ -53,6 +54,11 @@ PUBLISHED_ANCHOR = (
 )
 GOAL_MEM0_RATIO = 20.0
 _PACKAGES = ("hindsight-memory", "mem0ai", "langgraph", "qdrant-client", "qdrant-edge-py")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) of ``values``, linear interpolation (numpy's)."""
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
 
 
 def _say(message: str) -> None:

@@ -225,7 +225,9 @@ def prompt_sizes(
     every event in full, compressed = the trajectory part of the request, prompt = the whole
     request: system prompt + few-shot + trajectory), ``"ratio"`` (mean of per-trajectory
     compressed/original), ``"ratio_total"`` (sum compressed / sum original), and
-    ``"compressed_runs"`` (how many had to be compressed at all).
+    ``"compressed_runs"`` (how many came out smaller at all: long outputs and arguments are cut
+    even under budget), ``"over_budget"`` (how many exceeded ``"budget"``, the reviewer's
+    ``max_input_tokens``, in full, so that middle steps had to be left out).
 
     Raises:
         ValueError: no trajectories.
@@ -253,6 +255,8 @@ def prompt_sizes(
         "ratio": mean(c / o for o, c, _ in rows),
         "ratio_total": sum(comp) / sum(orig),
         "compressed_runs": sum(c < o for o, c, _ in rows),
+        "over_budget": sum(o > reviewer.max_input_tokens for o, _, _ in rows),
+        "budget": reviewer.max_input_tokens,
     }
 
 
@@ -280,7 +284,8 @@ def format_report(report: dict[str, Any]) -> str:
             f"review prompt ({p['trajectories']} trajectories): trajectory "
             f"{p['original_tokens']['mean']:.0f} -> {p['compressed_tokens']['mean']:.0f} tokens "
             f"on average (ratio {p['ratio']:.2f}, total {p['ratio_total']:.2f}; "
-            f"{p['compressed_runs']} runs compressed); whole request "
+            f"{p['compressed_runs']} runs shortened, {p['over_budget']} over the "
+            f"{p['budget']}-token budget); whole request "
             f"{p['prompt_tokens']['mean']:.0f} tokens on average, max {p['prompt_tokens']['max']}"
         )
     return "\n".join(lines)
