@@ -8,6 +8,7 @@ Real mem0 (embedded: local Qdrant + SQLite history, no LLM) and LangGraph InMemo
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -83,15 +84,19 @@ def test_tenant_filter_is_applied_by_every_system(tmp_path) -> None:
             system.close()
 
 
-def test_cli_prints_json_and_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_prints_json_a_plot_and_refuses_bad_arguments(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     argv = ["--sizes", "30", "--queries", "5", "--repeats", "1", "--systems", "hindsight,langgraph"]
     assert peers.main([*argv, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["results"][0]["size"] == 30
     assert set(report["results"][0]["systems"]) == {"hindsight", "langgraph"}
     assert "not measured here" in report["published_anchor"]
-    assert peers.main(argv) == 0
+    png = tmp_path / "img" / "peers.png"
+    assert peers.main([*argv, "--plot", str(png)]) == 0
     text = capsys.readouterr().out
+    assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size > 5000
     assert "x p50" in text and "not measured here" in text
     with pytest.raises(SystemExit) as exc:
         peers.main(["--sizes", "ten"])
@@ -99,3 +104,11 @@ def test_cli_prints_json_and_refuses_bad_arguments(capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         peers.main(["--systems", "mem0"])  # hindsight is the reference
     assert "must include 'hindsight'" in capsys.readouterr().err
+
+
+def test_plot_refuses_an_empty_report(tmp_path: Path) -> None:
+    from tests.benchmarks._peers_plot import plot_report
+
+    with pytest.raises(ValueError, match="no results"):
+        plot_report({"results": []}, tmp_path / "x.png")
+    assert not (tmp_path / "x.png").exists()

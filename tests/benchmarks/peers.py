@@ -2,7 +2,7 @@
 
 Not a test (timings are reported, never asserted). Run (extra ``bench``)::
 
-    python tests/benchmarks/peers.py --sizes 1000,10000 [--queries 100] [--json]
+    python tests/benchmarks/peers.py --sizes 1000,10000 [--queries 100] [--json] [--plot F.png]
 
 For each size N, one process, one machine, the same data and the same embedder for all:
 
@@ -216,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top-k", type=int, default=5)
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--plot", type=Path, help="also write a PNG of recall latency here")
     args = parser.parse_args(argv)
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -231,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     report["machine"]["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    if args.plot is not None:
+        from tests.benchmarks._peers_plot import plot_report
+
+        report["plot"] = str(plot_report(report, args.plot))
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0
 
