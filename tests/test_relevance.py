@@ -156,3 +156,8 @@ def test_cli_json_and_one_line_errors(
         relevance.main(["--path", str(tau_bench_path), "--embedders", "word2vec"])
     assert exc.value.code == 2
     assert "unknown embedder/reviewer ['word2vec']" in capsys.readouterr().err
+    for bad in (["--tasks", "0"], ["--top-k", "0"], ["--path", str(tau_bench_path) + ".nope"]):
+        with pytest.raises(SystemExit) as exc:
+            relevance.main(bad)
+        assert exc.value.code == 2
+    assert "tau-bench file not found" in capsys.readouterr().err

@@ -311,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
             f"unknown embedder/reviewer {bad}; "
             f"embedders {list(EMBEDDERS)}, reviewers {list(REVIEWERS)}"
         )
+    if (args.tasks is not None and args.tasks < 1) or args.top_k < 1:
+        parser.error(f"--tasks and --top-k must be >= 1, got {args.tasks}, {args.top_k}")
     if not args.path.is_file():
         parser.error(f"tau-bench file not found: {args.path}")
     trials = load_trials(args.path, args.tasks)
