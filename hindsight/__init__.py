@@ -6,12 +6,14 @@ next run's system prompt.
 """
 
 from hindsight._errors import (
+    AuthenticationError,
     EmbedderMismatchError,
     EmbeddingError,
     HindsightError,
     InvalidTrajectoryError,
     NotFoundError,
     ReviewError,
+    ServiceError,
     StoreError,
     StoreLockedError,
     TenantRequiredError,
@@ -44,6 +46,7 @@ __all__ = [
     "BLOCK_END",
     "BLOCK_START",
     "AsyncMemory",
+    "AuthenticationError",
     "EmbedderMismatchError",
     "EmbeddingError",
     "EpisodeReceipt",
@@ -68,6 +71,7 @@ __all__ = [
     "ReviewError",
     "RunRecorder",
     "ScoreBreakdown",
+    "ServiceError",
     "StoreError",
     "StoreLockedError",
     "TenantRequiredError",
