@@ -21,7 +21,7 @@ With the guard off (``HINDSIGHT_GUARD=off``) only step 1 runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +42,9 @@ __all__ = [
     "check_user_metadata",
     "quarantine",
 ]
+
+Fetch = Callable[[str, list[str]], Mapping[str, Experience]]
+"""Reads experiences: ``fetch(tenant_id, ids) -> {id: Experience}`` (absent ids left out)."""
 
 CONFLICT_NEIGHBOURS = 5
 """Nearest active experiences (same tenant; own and shared namespace) given to the conflict
@@ -152,13 +155,52 @@ class WriteScreen:
         return exp.model_copy(update={"content": cleaned, "metadata": meta})
 
     def neighbours(
-        self, exp: Experience, vector: npt.ArrayLike | None = None
+        self,
+        exp: Experience,
+        vector: npt.ArrayLike | None = None,
+        *,
+        fetch: Fetch | None = None,
     ) -> list[tuple[str, float]]:
         """``(content, confidence)`` of the active experiences of ``exp``'s tenant nearest to
         it (own namespace and the shared one), leaving out ``exp`` itself, its parent and the
         other lessons of the same run(s): the conflict test is about contradicting knowledge
         established elsewhere, and a run's outcome and its episode summary may well "disagree"
-        in wording ("the run failed" / "it did not recover")."""
+        in wording ("the run failed" / "it did not recover").
+
+        ``fetch(tenant_id, ids) -> {id: Experience}`` reads the rows (default: the store)."""
+        ids = self._neighbour_ids(exp, vector)
+        return self._neighbours_from(exp, ids, fetch or self.store.get_experiences)
+
+    def neighbours_many(
+        self, exps: Sequence[Experience], vectors: npt.ArrayLike, fetch: Fetch
+    ) -> list[list[tuple[str, float]] | None]:
+        """:meth:`neighbours` of each of a batch's experiences that :meth:`check` would look
+        up (active, of an advice kind; ``None`` for the others), reading all their rows with
+        one ``fetch`` per tenant (issue 10: one query per batch instead of one per lesson)."""
+        rows = np.asarray(vectors, dtype=np.float32)
+        ids: list[list[str] | None] = [
+            self._neighbour_ids(exp, rows[i]) if self._looks_up(exp) else None
+            for i, exp in enumerate(exps)
+        ]
+        wanted: dict[str, list[str]] = {}
+        for exp, found in zip(exps, ids, strict=True):
+            wanted.setdefault(exp.tenant_id, []).extend(found or ())
+        fetched = {tenant: fetch(tenant, some) for tenant, some in wanted.items() if some}
+        return [
+            None
+            if found is None
+            else self._neighbours_from(exp, found, lambda t, _ids: fetched.get(t, {}))
+            for exp, found in zip(exps, ids, strict=True)
+        ]
+
+    def _looks_up(self, exp: Experience) -> bool:
+        return (
+            self.guard is not None
+            and exp.status is ExperienceStatus.ACTIVE
+            and exp.kind in ADVICE_KINDS
+        )
+
+    def _neighbour_ids(self, exp: Experience, vector: npt.ArrayLike | None) -> list[str]:
         if vector is None:
             vector = self.embedder.embed([exp.content])[0]
         namespaces = list(dict.fromkeys([exp.namespace, self.shared_namespace]))
@@ -169,8 +211,12 @@ class WriteScreen:
             limit=CONFLICT_NEIGHBOURS + 2,
         )
         skip = {exp.id, exp.parent_id}
-        ids = [h.id for h in hits if h.id not in skip]
-        rows = self.store.get_experiences(exp.tenant_id, ids) if ids else {}
+        return [h.id for h in hits if h.id not in skip]
+
+    def _neighbours_from(
+        self, exp: Experience, ids: list[str], fetch: Fetch
+    ) -> list[tuple[str, float]]:
+        rows = fetch(exp.tenant_id, ids) if ids else {}
         runs = set(exp.source_trajectory_ids)
         found = [
             (rows[i].content, rows[i].confidence)

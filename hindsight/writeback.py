@@ -21,6 +21,7 @@ import numpy.typing as npt
 from hindsight._ids import stable_id
 from hindsight.guard import TRUST_WEIGHTS, initial_trust
 from hindsight.guard.evidence import EvidenceIndex
+from hindsight.lifecycle.dedup import RowCache
 from hindsight.models import Experience, Provenance, Trajectory
 from hindsight.ports import Embedder, Lesson
 from hindsight.screening import WriteScreen
@@ -65,7 +66,7 @@ def lessons_to_experiences(
     ``metadata["evidence"]``, ``provenance`` is the most trusted of them and
     ``trust = traj.trust * initial_trust(sources)``.
     """
-    evidence = EvidenceIndex(traj)
+    evidence = EvidenceIndex.of(traj)
     out: dict[str, Experience] = {}
     for lesson in lessons:
         content = normalize_content(lesson.content)
@@ -157,7 +158,9 @@ class WriteBack:
         """
         if self.screen is None:
             return exp
-        evidence = EvidenceIndex(trajectory) if isinstance(trajectory, Trajectory) else trajectory
+        evidence = (
+            EvidenceIndex.of(trajectory) if isinstance(trajectory, Trajectory) else trajectory
+        )
         return self.screen.check(exp, existing=existing, vector=vector, evidence=evidence)
 
     def write(
@@ -184,16 +187,24 @@ class WriteBack:
         if self.screen is not None:
             new = [self.screen.clean(e) for e in new]
         vectors = self.embedder.embed([e.content for e in new])
-        # 1. The memory guard, before dedup (issue 5).
-        evidence = EvidenceIndex(trajectory) if trajectory is not None else None
-        new = [
-            self.guard_experience(e, vector=vectors[i], trajectory=evidence)
-            for i, e in enumerate(new)
-        ]
-        # 2. Dedup / merge / supersede of the guarded candidates (issue 4), then store.
+        evidence = EvidenceIndex.of(trajectory) if trajectory is not None else None
+        cleaned = new
+
+        def screen(rows: RowCache) -> list[Experience]:
+            # 1. The memory guard, before dedup (issue 5); neighbour rows read once per batch.
+            if self.screen is None:
+                return list(cleaned)
+            existing = self.screen.neighbours_many(cleaned, vectors, rows.get)
+            return [
+                self.screen.check(e, existing=existing[i], vector=vectors[i], evidence=evidence)
+                for i, e in enumerate(cleaned)
+            ]
+
+        # 2. Dedup / merge / supersede of the guarded candidates (issue 4), then store; the
+        # deduper syncs the vector index when it is done.
         if self.dedup is not None:
-            new = self.dedup.write(new, vectors)
-        else:
-            self.store.add_experiences(new, vectors)
+            return self.dedup.write(cleaned, vectors, screen=screen)
+        new = screen(RowCache(self.store))
+        self.store.add_experiences(new, vectors)
         self._sync()
         return new

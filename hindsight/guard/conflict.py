@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from hindsight.guard.normalize import normalize
 
@@ -62,6 +63,7 @@ _QUOTED = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)  # pure; the write path compares the same texts often (issue 10)
 def polarity(text: str) -> int:
     """``+1`` or ``-1``: the parity of negation/removal markers in ``text`` (normalized here),
     leaving out quoted text (an error message a lesson quotes is not the lesson's stance).
@@ -72,6 +74,7 @@ def polarity(text: str) -> int:
     return -1 if len(_NEG.findall(normalize(_QUOTED.sub(" ", text)))) % 2 else 1
 
 
+@lru_cache(maxsize=4096)  # pure, and returns an immutable set
 def key_terms(text: str) -> frozenset[str]:
     """The content terms of ``text``: stemmed English words and Chinese character bigrams.
 

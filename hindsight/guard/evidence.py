@@ -21,8 +21,11 @@ case, width and invisible characters do not hide a copy.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from hindsight.guard.checker import Guard
 from hindsight.guard.normalize import normalize
@@ -30,6 +33,8 @@ from hindsight.guard.trust import canonical_source
 from hindsight.models import EventType, Trajectory
 
 __all__ = [
+    "INDEX_CACHE_SIZE",
+    "QUOTES_CACHE_SIZE",
     "QUOTE_CJK_CHARS",
     "QUOTE_WORDS",
     "TAINT_WINDOW_CHARS",
@@ -49,6 +54,11 @@ TAINT_WINDOW_CHARS = 400
 quote came from, not the whole of a possibly huge tool output)."""
 TOOL_EVENT_TYPES = frozenset({EventType.TOOL_RESULT, EventType.ERROR})
 """Events whose text was written by a tool (or by what the tool read), not by the user."""
+
+INDEX_CACHE_SIZE = 16
+"""Runs whose :class:`EvidenceIndex` :meth:`EvidenceIndex.of` keeps (most recently used)."""
+QUOTES_CACHE_SIZE = 256
+"""Lessons whose quotes one index remembers."""
 
 _TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -94,11 +104,42 @@ class EvidenceIndex:
         trajectory: the reviewed run.
 
     Building costs one pass over every event's text; each query costs one pass over the
-    lesson. Never raises on a valid :class:`Trajectory`.
+    lesson (remembered: the write path asks about the same lesson more than once). Never
+    raises on a valid :class:`Trajectory`. Use :meth:`of` to share one index per run.
     """
+
+    _cache: ClassVar[OrderedDict[Hashable, EvidenceIndex]] = OrderedDict()
+    _cache_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def of(cls, trajectory: Trajectory) -> EvidenceIndex:
+        """The index of ``trajectory``, built once for the last :data:`INDEX_CACHE_SIZE` runs.
+
+        A review writes a run's lessons, then its episode, and works out their stable ids on
+        the way: each step used to build its own index (issue 10: four per tau-bench run).
+        The cache key is what the index depends on (the run's id and source, and every
+        event's type and content), so an edited trajectory gets a new index.
+        """
+        key = (
+            trajectory.id,
+            trajectory.source,
+            tuple((event.event_type, event.content) for event in trajectory.events),
+        )
+        with cls._cache_lock:
+            found = cls._cache.get(key)
+            if found is not None:
+                cls._cache.move_to_end(key)
+                return found
+        built = cls(trajectory)
+        with cls._cache_lock:
+            cls._cache[key] = built
+            while len(cls._cache) > INDEX_CACHE_SIZE:
+                cls._cache.popitem(last=False)
+        return built
 
     def __init__(self, trajectory: Trajectory) -> None:
         self.trajectory = trajectory
+        self._quotes: dict[str, tuple[Quote, ...]] = {}
         self._texts: list[str] = []
         self._where: dict[tuple[str, ...], list[tuple[int, int, int]]] = {}
         for index, event in enumerate(trajectory.events):
@@ -112,13 +153,18 @@ class EvidenceIndex:
     def quotes(self, content: str) -> list[Quote]:
         """The passages of the trajectory that ``content`` copies, at most one per event,
         in event order."""
-        found: dict[int, Quote] = {}
-        for key in _shingles(_tokens(normalize(content))):
-            for index, start, end in self._where.get(key, ()):
-                if index not in found:
-                    event = self.trajectory.events[index]
-                    found[index] = Quote(index, event.event_type, start, end)
-        return [found[i] for i in sorted(found)]
+        known = self._quotes.get(content)
+        if known is None:
+            found: dict[int, Quote] = {}
+            for key in _shingles(_tokens(normalize(content))):
+                for index, start, end in self._where.get(key, ()):
+                    if index not in found:
+                        event = self.trajectory.events[index]
+                        found[index] = Quote(index, event.event_type, start, end)
+            known = tuple(found[i] for i in sorted(found))
+            if len(self._quotes) < QUOTES_CACHE_SIZE:
+                self._quotes[content] = known
+        return list(known)
 
     def sources(self, content: str) -> list[str]:
         """The evidence sources of a lesson with this ``content`` (see :func:`lesson_sources`)."""

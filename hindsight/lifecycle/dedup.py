@@ -47,7 +47,7 @@ import numpy as np
 from hindsight.guard.conflict import compare
 from hindsight.lifecycle.text import compare_texts, dedup_key
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
-from hindsight.ports import Embedder, FloatMatrix, VectorIndex
+from hindsight.ports import Embedder, FloatMatrix, VectorHit, VectorIndex
 from hindsight.store import SqlStore
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ __all__ = [
     "Decision",
     "Deduper",
     "Op",
+    "RowCache",
     "decide",
     "dedup_threshold_of",
     "make_deduper",
@@ -179,6 +180,52 @@ def decide(
     return Decision(Op.ADD, reason="different lesson")
 
 
+class RowCache:
+    """Experiences read from SQL at most once per write batch (issue 10).
+
+    The guard's conflict neighbours and the dedup candidates of every lesson of a batch are
+    read through one cache: one query per tenant for the ids not seen yet, instead of one per
+    lesson and per check. :meth:`forget` drops rows a decision of the batch changed, so the
+    next lesson reads them fresh, exactly as when each lesson read its own rows.
+
+    Args:
+        store: the SQL store (``get_experiences``).
+    """
+
+    def __init__(self, store: SqlStore) -> None:
+        self._store = store
+        self._rows: dict[tuple[str, str], Experience | None] = {}
+        self._wanted: dict[str, list[str]] = {}
+
+    def want(self, tenant_id: str, ids: Sequence[str]) -> None:
+        """Read these too with the tenant's next query (one query instead of two)."""
+        self._wanted.setdefault(tenant_id, []).extend(ids)
+
+    def get(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Experience]:
+        """The tenant's experiences among ``ids`` (absent ones left out), by id.
+
+        Raises:
+            TenantRequiredError, UsageError: as :meth:`SqlStore.get_experiences`.
+        """
+        wanted = [*ids, *self._wanted.pop(tenant_id, ())]
+        missing = [i for i in dict.fromkeys(wanted) if (tenant_id, i) not in self._rows]
+        if missing:
+            found = self._store.get_experiences(tenant_id, missing)
+            for i in missing:
+                self._rows[(tenant_id, i)] = found.get(i)
+        out: dict[str, Experience] = {}
+        for i in ids:
+            row = self._rows[(tenant_id, i)]
+            if row is not None:
+                out[i] = row
+        return out
+
+    def forget(self, tenant_id: str, ids: Sequence[str]) -> None:
+        """Drop cached rows (they changed); the next :meth:`get` reads them again."""
+        for i in ids:
+            self._rows.pop((tenant_id, i), None)
+
+
 class Deduper:
     """Step 2 of :meth:`hindsight.writeback.WriteBack.write`: dedup, merge, supersede, store.
 
@@ -218,25 +265,41 @@ class Deduper:
     def _scope(exp: Experience) -> tuple[str, str, str | None, str]:
         return (exp.tenant_id, exp.namespace, exp.task_type, ExperienceKind(exp.kind).value)
 
-    def candidates(
-        self,
-        exp: Experience,
-        vector: Any,
-        batch: Sequence[tuple[Experience, Any]] = (),
-    ) -> list[tuple[Experience, float]]:
-        """Active experiences of ``exp``'s scope closest to ``vector``, best first."""
-        scope = self._scope(exp)
-        found = self.index.search(
+    def search(self, exp: Experience, vector: Any) -> list[VectorHit]:
+        """The index query behind :meth:`candidates`: the :data:`CANDIDATES` nearest active
+        points of ``exp``'s tenant, namespace and task_type."""
+        return self.index.search(
             vector,
             tenant_id=exp.tenant_id,
             namespaces=[exp.namespace],
             limit=CANDIDATES,
             task_type=exp.task_type,
         )
-        rows = self.store.get_experiences(exp.tenant_id, [h.id for h in found])
+
+    def candidates(
+        self,
+        exp: Experience,
+        vector: Any,
+        batch: Sequence[tuple[Experience, Any]] = (),
+        *,
+        hits: Sequence[VectorHit] | None = None,
+        rows: RowCache | None = None,
+    ) -> list[tuple[Experience, float]]:
+        """Active experiences of ``exp``'s scope closest to ``vector``, best first.
+
+        ``hits``: the result of :meth:`search` when already run; ``rows``: the batch's
+        :class:`RowCache` (default: read from the store)."""
+        scope = self._scope(exp)
+        found = self.search(exp, vector) if hits is None else hits
+        ids = [h.id for h in found]
+        rows_by_id = (
+            rows.get(exp.tenant_id, ids)
+            if rows is not None
+            else self.store.get_experiences(exp.tenant_id, ids)
+        )
         out: dict[str, tuple[Experience, float]] = {}
         for hit in found:
-            cand = rows.get(hit.id)
+            cand = rows_by_id.get(hit.id)
             if cand is None or cand.status is not ExperienceStatus.ACTIVE or cand.id == exp.id:
                 continue
             if self._scope(cand) == scope:
@@ -248,10 +311,17 @@ class Deduper:
         return sorted(out.values(), key=lambda pair: -pair[1])
 
     def decide(
-        self, exp: Experience, vector: Any, batch: Sequence[tuple[Experience, Any]] = ()
+        self,
+        exp: Experience,
+        vector: Any,
+        batch: Sequence[tuple[Experience, Any]] = (),
+        *,
+        hits: Sequence[VectorHit] | None = None,
+        rows: RowCache | None = None,
     ) -> Decision:
-        """The decision for ``exp``: the judge's when configured and usable, else the rules'."""
-        cands = self.candidates(exp, vector, batch)
+        """The decision for ``exp``: the judge's when configured and usable, else the rules'.
+        ``hits`` / ``rows``: see :meth:`candidates`."""
+        cands = self.candidates(exp, vector, batch, hits=hits, rows=rows)
         ruled = decide(exp, cands, self.threshold)
         if self.judge is None or not cands or ruled.op is Op.NOOP:
             return ruled
@@ -263,34 +333,74 @@ class Deduper:
         return judged if judged is not None else ruled
 
     # -- writing ---------------------------------------------------------------------------
-    def write(self, experiences: Sequence[Experience], vectors: FloatMatrix) -> list[Experience]:
+    def write(
+        self,
+        experiences: Sequence[Experience],
+        vectors: FloatMatrix,
+        *,
+        screen: Callable[[RowCache], Sequence[Experience]] | None = None,
+    ) -> list[Experience]:
         """Decide and store each experience; returns what each one became (the new row, or
-        the existing experience it was folded into), in input order, without repeats."""
+        the existing experience it was folded into), in input order, without repeats.
+
+        Args:
+            experiences: the candidates, one row of ``vectors`` each.
+            vectors: their embeddings, shape ``(len(experiences), dimension)``.
+            screen: the memory guard's step for the batch (issue 5), run first under this
+                write's lock with the index freshly synced; given the batch's
+                :class:`RowCache`, returns the experiences to write in the same order
+                (possibly quarantined). The write path (:meth:`WriteBack.write`) passes it
+                so that the guard and dedup read each neighbour row once (issue 10).
+
+        The index is queried for every lesson before the screen and the first decision
+        (nothing is synced in between, so the hits are those a query at decision time would
+        get; the guard leaves tenant, scope and content as they are); rows a decision changes
+        are read again for the next lessons.
+        """
         results: dict[str, Experience] = {}
         with self._lock:
             self._sync()
-            batch: list[tuple[Experience, Any]] = []
+            rows = RowCache(self.store)
+            hits = [
+                self.search(exp, vec) if exp.status is ExperienceStatus.ACTIVE else []
+                for exp, vec in zip(experiences, vectors, strict=True)
+            ]
+            for exp, found in zip(experiences, hits, strict=True):
+                rows.want(exp.tenant_id, [h.id for h in found])
+            if screen is not None:  # reads its neighbours and the candidates in one query
+                experiences = list(screen(rows))
+                if len(experiences) != len(vectors):
+                    raise ValueError("the screen must return one experience per vector")
+            for exp in experiences:
+                rows.get(exp.tenant_id, [])
+            # Earlier lessons of this batch, by scope (only same-scope ones are candidates).
+            batch: dict[tuple[str, str, str | None, str], list[tuple[Experience, Any]]] = {}
             pending: list[tuple[Experience, Any]] = []
-            for exp, vec in zip(experiences, vectors, strict=True):
+            for exp, vec, found in zip(experiences, vectors, hits, strict=True):
                 if exp.status is not ExperienceStatus.ACTIVE:
                     pending.append((exp, vec))  # quarantined by the guard: stored as is
                     results[exp.id] = exp
                     continue
-                decision = self.decide(exp, vec, batch)
+                same = batch.setdefault(self._scope(exp), [])
+                decision = self.decide(exp, vec, same, hits=found, rows=rows)
                 if decision.op is Op.ADD:
                     pending.append((exp, vec))
-                    batch.append((exp, vec))
+                    same.append((exp, vec))
                     results[exp.id] = exp
                     continue
                 self._flush(pending)
                 stored = self._apply(decision, exp, vec)
-                if decision.op in (Op.SUPERSEDE, Op.CONFLICT):
-                    if decision.op is Op.SUPERSEDE and decision.target is not None:
+                assert decision.target is not None
+                rows.forget(exp.tenant_id, [decision.target.id, stored.id])
+                for scope, items in batch.items():
+                    if decision.op is Op.SUPERSEDE:
                         gone = decision.target.id
-                        batch = [(e, v) for e, v in batch if e.id != gone]
-                    batch.append((stored, vec))
-                else:
-                    batch = [(stored if e.id == stored.id else e, v) for e, v in batch]
+                        items = [(e, v) for e, v in items if e.id != gone]
+                    elif decision.op is not Op.CONFLICT:
+                        items = [(stored if e.id == stored.id else e, v) for e, v in items]
+                    batch[scope] = items
+                if decision.op in (Op.SUPERSEDE, Op.CONFLICT):
+                    batch.setdefault(self._scope(stored), []).append((stored, vec))
                 results[stored.id] = stored
             self._flush(pending)
             self._sync()

@@ -18,7 +18,9 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = [
     "TextDiff",
@@ -107,6 +109,13 @@ def _marked(tokens: list[str]) -> list[tuple[str, bool]]:
     return out
 
 
+@lru_cache(maxsize=4096)
+def _marked_text(text: str) -> tuple[tuple[str, bool], ...]:
+    """:func:`_marked` tokens of ``text``, remembered: dedup compares each new lesson with
+    the same few stored neighbours again and again (issue 10)."""
+    return tuple(_marked(tokenize(text)))
+
+
 def specifics(text: str) -> frozenset[str]:
     """The specific values of ``text`` (case folded), see :func:`is_specific`."""
     return frozenset(tok for tok, spec in _marked(tokenize(text)) if spec)
@@ -161,8 +170,8 @@ class TextDiff:
 
 def compare_texts(older: str, newer: str) -> TextDiff:
     """Align ``older`` and ``newer`` token by token (:mod:`difflib`) and describe the change."""
-    a = _marked(tokenize(older))
-    b = _marked(tokenize(newer))
+    a = _marked_text(older)
+    b = _marked_text(newer)
     spec_a = frozenset(t for t, s in a if s)
     spec_b = frozenset(t for t, s in b if s)
     words_a = [t for t, _ in a if t[:1].isalnum() or t[:1] == "_" or ord(t[:1] or " ") > 0x3000]
@@ -214,7 +223,7 @@ def compare_texts(older: str, newer: str) -> TextDiff:
     )
 
 
-def _wording_changes(a: list[tuple[str, bool]], b: list[tuple[str, bool]]) -> int:
+def _wording_changes(a: Sequence[tuple[str, bool]], b: Sequence[tuple[str, bool]]) -> int:
     wa = [t for t, _ in a if _is_word_char_token(t)]
     wb = [t for t, _ in b if _is_word_char_token(t)]
     matcher = difflib.SequenceMatcher(None, wa, wb, autojunk=False)

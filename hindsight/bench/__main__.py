@@ -1,0 +1,5 @@
+"""``python -m hindsight.bench``: see :func:`hindsight.bench.main`."""
+
+from hindsight.bench import main
+
+main()
