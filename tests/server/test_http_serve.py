@@ -100,3 +100,14 @@ def test_single_tenant_mode_and_graceful_sigterm(tmp_path: Path) -> None:
         assert store.count_review_jobs(state="pending", tenant_id="solo") == 1  # still queued
     finally:
         store.close()
+
+
+def test_the_server_package_names_its_extra_and_the_core_needs_none() -> None:
+    code = (
+        "import sys; sys.modules['fastapi'] = None\n"
+        "import hindsight, hindsight.client\n"
+        "try:\n    import hindsight.server\nexcept ImportError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'hindsight-memory[server]'" in done.stdout
