@@ -463,3 +463,48 @@ def test_count_tokens_uses_the_model_tokenizer_offline_and_falls_back(
 
     monkeypatch.setattr(litellm, "token_counter", broken)
     assert LLMReviewer(MODEL).count_tokens(text) == estimate_tokens(text)
+
+
+@pytest.mark.parametrize(
+    ("estimated_share", "ratio"),
+    [(0.78, 1.31), (0.75, 1.4), (0.6, 1.75), (0.5, 2.1), (0.9, 1.15), (1.0, 1.02), (0.5, 3.0)],
+)
+def test_text_under_the_estimated_budget_but_over_the_real_one_is_cut(
+    ratio: float, estimated_share: float
+) -> None:
+    """The offline estimate can be low (JSON-heavy tau-bench text: ~20% low). A text the
+    estimate puts under budget but the model's tokenizer puts over it must still be cut, by
+    however much the tokenizer says -- not come back unchanged (found on tau-bench: 6,116 real
+    tokens for a 6,000 budget)."""
+    from hindsight.tokens import estimate_tokens
+
+    class Tokenizer(LLMReviewer):
+        def count_tokens(self, text: str) -> int:
+            return int(estimate_tokens(text) * ratio)
+
+    budget = 2000
+    events = [Event(event_type=EventType.USER_MESSAGE, content="Book the cheapest flight.")]
+    i = 0
+    while estimate_tokens(render_whole(events)) < budget * estimated_share:
+        events += [
+            Event(event_type=EventType.TOOL_CALL, tool_name=f"search_{i}", tool_args={"p": i}),
+            Event(
+                event_type=EventType.TOOL_RESULT,
+                tool_name=f"search_{i}",
+                status=EventStatus.SUCCESS,
+                content=f"flight {i}: " + " ".join(f"{{'seat': {j}}}" for j in range(12)),
+            ),
+        ]
+        i += 1
+    traj = Trajectory(tenant_id="acme", events=events)
+    rev = Tokenizer(MODEL, max_input_tokens=budget)
+    compressed = rev.compress(traj)
+    assert rev.count_tokens(compressed.text) <= budget, (ratio, estimated_share)
+
+
+def render_whole(events: list[Event]) -> str:
+    from hindsight.compress import compress_trajectory
+    from hindsight.tokens import estimate_tokens
+
+    whole = Trajectory(tenant_id="acme", events=events)
+    return compress_trajectory(whole, max_tokens=10**9, count_tokens=estimate_tokens).text

@@ -226,7 +226,10 @@ class LLMReviewer:
             actual = self.count_tokens(compressed.text)
             if actual <= self.max_input_tokens:
                 break
-            budget = int(budget * self.max_input_tokens / actual * 0.95)
+            # Scale what the estimate says the text holds now (not the budget: a text already
+            # under the estimated budget would come back unchanged) by the tokenizer's ratio.
+            estimated = min(budget, estimate_tokens(compressed.text))
+            budget = int(estimated * self.max_input_tokens / actual * 0.95)
             if budget < MIN_BUDGET:
                 break
             compressed = compress_trajectory(traj, max_tokens=budget, count_tokens=estimate_tokens)
