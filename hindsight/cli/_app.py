@@ -322,7 +322,11 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 # Commands registered by other modules (one line each).
+from hindsight.cli import _backup as _backup_commands  # noqa: E402, F401  (issue 9)
+from hindsight.cli import _bench as _bench_command  # noqa: E402, F401  (hindsight bench: issue 10)
 from hindsight.cli import _experiences as _lifecycle_commands  # noqa: E402, F401  (issue 4)
 from hindsight.cli import _guard  # noqa: E402, F401  (quarantine, guard scan: issue 5)
 from hindsight.cli import _jobs as _jobs_commands  # noqa: E402, F401  (jobs, worker: issue 3)
 from hindsight.cli import _maintain as _maintain_commands  # noqa: E402, F401  (issue 4)
+from hindsight.cli import _mcp as _mcp_command  # noqa: E402, F401  (hindsight mcp: issue 9)
+from hindsight.cli import _serve as _serve_commands  # noqa: E402, F401  (serve, keys: issue 9)
