@@ -141,6 +141,14 @@ class ReviewWorker:
                 log.debug("hindsight: review worker ended with an error", exc_info=True)
         self.release_claimed()
 
+    @staticmethod
+    async def _settle(finish: Any, *args: Any, **kwargs: Any) -> None:
+        """Record a job's end; a job deleted meanwhile (``forget``) has nothing to record."""
+        try:
+            await asyncio.to_thread(finish, *args, **kwargs)
+        except NotFoundError:
+            log.debug("hindsight: review job %s was forgotten meanwhile", args[0])
+
     async def _run(self) -> None:
         while True:
             while self._defer is not None and (delay := self._defer()) > 0:
@@ -169,8 +177,9 @@ class ReviewWorker:
             except asyncio.CancelledError:
                 raise
             except NotFoundError:
-                # The trajectory was forgotten meanwhile: nothing left to review.
-                await asyncio.to_thread(self._store.complete_review_job, job.id)
+                # The trajectory was forgotten meanwhile (before or during the review): nothing
+                # left to review, and nothing it taught was written.
+                await self._settle(self._store.complete_review_job, job.id)
             except Exception as exc:
                 self.failed += 1
                 error = f"{type(exc).__name__}: {exc}"[:2000]
@@ -180,11 +189,9 @@ class ReviewWorker:
                     else None
                 )
                 log.warning("hindsight: review of %s failed (%s)", job.trajectory_id, error)
-                await asyncio.to_thread(
-                    self._store.fail_review_job, job.id, error, retry_after=retry
-                )
+                await self._settle(self._store.fail_review_job, job.id, error, retry_after=retry)
             else:
                 self.processed += 1
-                await asyncio.to_thread(self._store.complete_review_job, job.id)
+                await self._settle(self._store.complete_review_job, job.id)
             finally:
                 self._current = None

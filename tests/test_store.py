@@ -434,11 +434,15 @@ def test_forget_by_trajectory(store: SqlStore) -> None:
     run, keep = traj(), traj()
     store.add_trajectory(run)
     store.add_trajectory(keep)
+    theirs = traj("t2")
+    store.add_trajectory(theirs)
     sourced = exp(source_trajectory_ids=[keep.id, run.id])
     unrelated = exp(source_trajectory_ids=[keep.id])
-    # another tenant naming the same trajectory id must not be touched
-    foreign = exp("t2", source_trajectory_ids=[run.id])
+    foreign = exp("t2", source_trajectory_ids=[theirs.id])  # another tenant: never touched
     store.add_experiences([sourced, unrelated, foreign], None)
+    # an experience cannot cite another tenant's run (nor a run that is not stored)
+    with pytest.raises(NotFoundError, match="not stored in tenant 't2'"):
+        store.add_experiences([exp("t2", source_trajectory_ids=[run.id])], None)
     store.record_recall("t1", [unrelated.id], T0, trajectory_id=run.id)
     assert store.forget("t1", trajectory_id=uuid.UUID(run.id)) == 1
     assert not store.has_trajectory("t1", run.id)
@@ -446,7 +450,7 @@ def test_forget_by_trajectory(store: SqlStore) -> None:
     assert store.get_experiences("t1", [sourced.id, unrelated.id]).keys() == {unrelated.id}
     assert store.get_experience("t2", foreign.id) == foreign
     assert store.recalled_ids("t1", run.id) == []
-    assert [j.trajectory_id for j in store.list_review_jobs()] == [keep.id]
+    assert sorted(j.trajectory_id for j in store.list_review_jobs()) == sorted([keep.id, theirs.id])
     assert store.stats("t1")["events"] == len(keep.events)
     assert store.forget("t2", trajectory_id=keep.id) == 0
     assert store.has_trajectory("t1", keep.id)

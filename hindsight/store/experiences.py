@@ -26,7 +26,7 @@ from hindsight.store.codec import (
 )
 from hindsight.store.records import OutboxOp
 from hindsight.store.schema import experiences as _table
-from hindsight.store.schema import recalls
+from hindsight.store.schema import recalls, trajectories
 
 __all__ = ["ExperienceStore"]
 
@@ -107,7 +107,13 @@ class ExperienceStore(StoreCore):
     def _insert_experience_rows(
         self, conn: Connection, items: list[Experience], rows: list[dict[str, Any]], now: datetime
     ) -> None:
-        """Inside a write transaction: insert checked rows and queue their outbox upserts."""
+        """Inside a write transaction: insert checked rows and queue their outbox upserts.
+
+        Raises:
+            NotFoundError: an experience learned from runs that are all gone (forgotten while
+                their review was in flight): a forgotten run must not teach again.
+        """
+        self._check_sources_alive(conn, items)
         for part in chunks([e.id for e in items]):
             taken = conn.execute(select(_table.c.id).where(_table.c.id.in_(part)).limit(1)).first()
             if taken is not None:
@@ -116,6 +122,33 @@ class ExperienceStore(StoreCore):
         self._add_outbox(
             conn, now, [(OutboxOp.UPSERT, e.id, e.tenant_id, vector_payload(e)) for e in items]
         )
+
+    def _check_sources_alive(self, conn: Connection, items: Sequence[Experience]) -> None:
+        """Refuse experiences whose source trajectories are all gone from their tenant.
+
+        The trajectory rows are read ``FOR SHARE`` on PostgreSQL, so a concurrent ``forget``
+        waits for this transaction (and then deletes what it wrote); SQLite serializes writes.
+        """
+        wanted = {(e.tenant_id, s) for e in items for s in e.source_trajectory_ids}
+        if not wanted:
+            return
+        alive: set[tuple[str, str]] = set()
+        for tenant in {t for t, _ in wanted}:
+            ids = sorted(s for t, s in wanted if t == tenant)
+            for part in chunks(ids):
+                query = (
+                    select(trajectories.c.id)
+                    .where(trajectories.c.tenant_id == tenant, trajectories.c.id.in_(part))
+                    .with_for_update(read=True)
+                )
+                alive.update((tenant, tid) for tid in conn.execute(query).scalars())
+        for exp in items:
+            sources = [(exp.tenant_id, s) for s in exp.source_trajectory_ids]
+            if sources and not alive.intersection(sources):
+                raise NotFoundError(
+                    f"trajectory {exp.source_trajectory_ids[0]} is not stored in tenant "
+                    f"{exp.tenant_id!r} (forgotten?): its lessons are not written"
+                )
 
     def get_experience(self, tenant_id: str, experience_id: Any) -> Experience:
         """One experience of the tenant, whatever its status.
