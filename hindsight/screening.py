@@ -57,7 +57,10 @@ ADVICE_KINDS = frozenset(
 consensus check after recall): two runs that ended differently, or two tools that failed with
 different errors, are observations, not contradicting advice. Measured on the 200 real
 tau-bench runs: testing every kind quarantined 36 of 673 harmless lessons (outcomes of similar
-tasks "conflict"), testing advice kinds none (docs/security.md)."""
+tasks "conflict"), testing advice kinds none (docs/security.md). An experience of any other
+kind - above all an ``episode``, a factual summary of one run - is never conflict-tested, even
+when ``existing`` is handed to :meth:`WriteScreen.check`; the rules and the taint check still
+run on it (issue 5 follow-up)."""
 
 GUARD_METADATA_KEYS = frozenset(
     {
@@ -242,9 +245,9 @@ class WriteScreen:
         Args:
             exp: the candidate (new, edited or merged).
             existing: ``(content, confidence)`` pairs for the conflict test; ``None`` looks
-                them up with :meth:`neighbours` (advice kinds only; see :data:`ADVICE_KINDS`:
-                an experience of another kind is not conflict-tested unless ``existing`` is
-                given).
+                them up with :meth:`neighbours`. Ignored for experiences that are not of an
+                advice kind (:data:`ADVICE_KINDS`): episodes and other observations are never
+                conflict-tested, only checked by the rules and for taint.
             vector: the candidate's embedding (of the cleaned content), to avoid embedding
                 it again for the neighbour search.
             evidence: the reviewed trajectory's quotable text, for the taint check.
@@ -256,8 +259,10 @@ class WriteScreen:
         exp = self.clean(exp)
         if self.guard is None or exp.status is not ExperienceStatus.ACTIVE:
             return exp  # only what can be recalled is checked; a quarantined one stays so
-        if existing is None:
-            existing = self.neighbours(exp, vector) if exp.kind in ADVICE_KINDS else []
+        if exp.kind not in ADVICE_KINDS:
+            existing = []
+        elif existing is None:
+            existing = self.neighbours(exp, vector)
         verdict = self.guard.check(exp.content, source=exp.provenance.value, existing=existing)
         reasons = list(verdict.reasons)
         if evidence is not None:

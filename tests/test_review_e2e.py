@@ -83,10 +83,10 @@ def env_for(data_dir: Path, server: Server, **extra: str) -> dict[str, str]:
         HINDSIGHT_DATA_DIR=str(data_dir),
         REFLECTION_MODEL=MODEL,
         LLM_BASE_URL=server.base,
-        # Issue 3's flow on its own: no LLM dedup judge, no guard heuristics (they have their
-        # own tests); identical lessons of several runs may still merge into one experience.
+        # Issue 3's flow on its own: no LLM dedup judge; identical lessons of several runs may
+        # still merge into one experience. The memory guard stays on (its default): honest
+        # review output must pass it (tests/test_guard_conflict.py).
         HINDSIGHT_DEDUP_JUDGE="false",
-        HINDSIGHT_GUARD="off",
     )
     env.update(extra)
     return env
