@@ -40,12 +40,13 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hindsight.guard.conflict import compare
-from hindsight.lifecycle.text import compare_texts, dedup_key
+from hindsight.lifecycle.text import TEXT_CACHE_SIZE, cannot_align, compare_texts, dedup_key
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 from hindsight.ports import Embedder, FloatMatrix, VectorHit, VectorIndex
 from hindsight.store import SqlStore
@@ -136,6 +137,16 @@ def dedup_threshold_of(embedder: Any) -> float:
     return DEFAULT_DEDUP_THRESHOLD
 
 
+_key = lru_cache(maxsize=TEXT_CACHE_SIZE)(dedup_key)
+""":func:`dedup_key`, remembered: a stored lesson is a candidate of many new ones (issue 10)."""
+
+
+def _opposite(older: str, newer: str) -> bool:
+    """Rule 2: the same subject (key-term overlap >= 0.6) with opposite polarity."""
+    polar = compare(older, newer)
+    return polar.polarity_a != polar.polarity_b and polar.overlap >= 0.6
+
+
 def _established(exp: Experience) -> bool:
     return exp.support_count >= ESTABLISHED_SUPPORT or exp.helped_count >= ESTABLISHED_HELPED
 
@@ -148,17 +159,22 @@ def decide(
     kind = new.kind.value if isinstance(new.kind, ExperienceKind) else str(new.kind)
     if kind in NEVER_FOLDED or not candidates:
         return Decision(Op.ADD, reason="no similar experience in scope")
-    key = dedup_key(new.content)
+    key = _key(new.content)
     for cand, sim in candidates:
-        if dedup_key(cand.content) == key:
+        if _key(cand.content) == key:
             return Decision(Op.NOOP, cand, sim, "same text up to case/space/punctuation")
     episodic = kind in EPISODIC
     for cand, sim in candidates[:RULE_CANDIDATES]:
-        diff = compare_texts(cand.content, new.content)
-        if not episodic and (sim >= threshold or diff.aligned or diff.same_specifics):
-            polar = compare(cand.content, new.content)
-            if polar.polarity_a != polar.polarity_b and polar.overlap >= 0.6:
+        if cannot_align(cand.content, new.content):
+            # Not the same specifics, not aligned, not an update: only the polarity test of
+            # a close pair can apply (the same outcome as with the full comparison below).
+            if not episodic and sim >= threshold and _opposite(cand.content, new.content):
                 return Decision(Op.CONFLICT, cand, sim, "same subject, opposite polarity")
+            continue
+        diff = compare_texts(cand.content, new.content)
+        close = sim >= threshold or diff.aligned or diff.same_specifics
+        if not episodic and close and _opposite(cand.content, new.content):
+            return Decision(Op.CONFLICT, cand, sim, "same subject, opposite polarity")
         if diff.same_specifics and sim >= threshold:
             return Decision(
                 Op.MERGE, cand, sim, f"near-duplicate (cosine {sim:.3f} >= {threshold:.2f})"

@@ -18,12 +18,15 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 __all__ = [
+    "TEXT_CACHE_SIZE",
     "TextDiff",
+    "cannot_align",
     "compare_texts",
     "dedup_key",
     "is_specific",
@@ -50,6 +53,12 @@ _CORRECTION = frozenset(
     }
 )
 _SLOT_KEYS = {"=", ":", "is", "are", "was", "were", "version", "v", "@"}
+
+TEXT_CACHE_SIZE = 16384
+"""Texts whose tokens :func:`compare_texts` remembers (least recently used go first). Dedup
+compares each new lesson with up to 5 stored neighbours, and the same stored lessons are
+neighbours of many new ones (issue 10: at 10k lessons a 4,096-entry cache missed one lookup in
+four). Tokens are shared between texts, so an entry is a few hundred bytes plus its counts."""
 
 
 def dedup_key(text: str) -> str:
@@ -96,12 +105,17 @@ def is_specific(token: str, *, sentence_start: bool = False) -> bool:
     return token[0].isupper() and not sentence_start
 
 
+@lru_cache(maxsize=65536)
+def _mark(token: str, sentence_start: bool) -> tuple[str, bool]:
+    """``(token case folded, is it specific)``, one shared tuple per distinct pair."""
+    return (token.casefold(), is_specific(token, sentence_start=sentence_start))
+
+
 def _marked(tokens: list[str]) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
     start = True
     for token in tokens:
-        spec = is_specific(token, sentence_start=start)
-        out.append((token.casefold(), spec))
+        out.append(_mark(token, start))
         if token in _SENTENCE_END:
             start = True
         elif _is_word_char_token(token):
@@ -109,11 +123,33 @@ def _marked(tokens: list[str]) -> list[tuple[str, bool]]:
     return out
 
 
-@lru_cache(maxsize=4096)
-def _marked_text(text: str) -> tuple[tuple[str, bool], ...]:
-    """:func:`_marked` tokens of ``text``, remembered: dedup compares each new lesson with
-    the same few stored neighbours again and again (issue 10)."""
-    return tuple(_marked(tokenize(text)))
+def _is_word(token: str) -> bool:
+    """Counted in :attr:`TextDiff.length`: words, numbers, identifiers and CJK runs."""
+    return token[:1].isalnum() or token[:1] == "_" or ord(token[:1] or " ") > 0x3000
+
+
+@dataclass(frozen=True, slots=True)
+class _Profile:
+    """What :func:`compare_texts` and :func:`cannot_align` need of one text."""
+
+    marked: tuple[tuple[str, bool], ...]
+    specifics: frozenset[str]
+    words: int
+    plain_words: Counter[str]  # wording tokens (word-like, not specific), case folded
+    tokens: Counter[str]  # every token, case folded
+
+
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
+def _profile(text: str) -> _Profile:
+    """The :class:`_Profile` of ``text``, remembered (see :data:`TEXT_CACHE_SIZE`)."""
+    marked = tuple(_marked(tokenize(text)))
+    return _Profile(
+        marked=marked,
+        specifics=frozenset(t for t, s in marked if s),
+        words=sum(1 for t, _ in marked if _is_word(t)),
+        plain_words=Counter(t for t, s in marked if not s and _is_word_char_token(t)),
+        tokens=Counter(t for t, _ in marked),
+    )
 
 
 def specifics(text: str) -> frozenset[str]:
@@ -168,15 +204,38 @@ class TextDiff:
         )
 
 
+def cannot_align(older: str, newer: str) -> bool:
+    """True when :func:`compare_texts` ``(older, newer)`` is sure to find the two texts
+    neither with the same specifics, nor :attr:`~TextDiff.aligned`, nor an
+    :attr:`~TextDiff.is_update`, decided without aligning them (issue 10: the alignment was
+    most of dedup's time).
+
+    The bound: a wording token of one text (not specific) that occurs more often in it than
+    in the other text at all cannot sit in an ``equal`` block of the alignment, so it counts
+    as changed wording; when these alone exceed ``max(3, length // 2)`` tokens the texts are
+    not aligned (and not an update, which allows 3). False means "compare them".
+    """
+    pa, pb = _profile(older), _profile(newer)
+    if pa.specifics == pb.specifics:
+        return False
+    limit = max(3, max(pa.words, pb.words) // 2)
+    changed = 0
+    for mine, theirs in ((pa.plain_words, pb.tokens), (pb.plain_words, pa.tokens)):
+        for token, count in mine.items():
+            extra = count - theirs.get(token, 0)
+            if extra > 0:
+                changed += extra
+                if changed > limit:
+                    return True
+    return False
+
+
 def compare_texts(older: str, newer: str) -> TextDiff:
     """Align ``older`` and ``newer`` token by token (:mod:`difflib`) and describe the change."""
-    a = _marked_text(older)
-    b = _marked_text(newer)
-    spec_a = frozenset(t for t, s in a if s)
-    spec_b = frozenset(t for t, s in b if s)
-    words_a = [t for t, _ in a if t[:1].isalnum() or t[:1] == "_" or ord(t[:1] or " ") > 0x3000]
-    words_b = [t for t, _ in b if t[:1].isalnum() or t[:1] == "_" or ord(t[:1] or " ") > 0x3000]
-    length = max(len(words_a), len(words_b))
+    pa, pb = _profile(older), _profile(newer)
+    a, b = pa.marked, pb.marked
+    spec_a, spec_b = pa.specifics, pb.specifics
+    length = max(pa.words, pb.words)
     if spec_a == spec_b:
         wording = _wording_changes(a, b)
         return TextDiff(True, wording_changes=wording, length=length)

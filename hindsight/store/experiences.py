@@ -19,6 +19,7 @@ from hindsight.store.codec import (
     EXPERIENCE_FIELDS,
     checked,
     experience_from_row,
+    experience_from_stored,
     experience_row,
     vector_from_bytes,
     vector_payload,
@@ -183,9 +184,7 @@ class ExperienceStore(StoreCore):
             for part in chunks(wanted):
                 query = select(*_COLUMNS).where(ids_in_tenant(part, tenant))
                 for row in conn.execute(query):
-                    found[row[0]] = experience_from_row(
-                        dict(zip(EXPERIENCE_FIELDS, row, strict=True))
-                    )
+                    found[row[0]] = experience_from_stored(row)
         return found
 
     def list_experiences(
