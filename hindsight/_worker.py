@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -80,8 +81,33 @@ class ReviewWorker:
         self._idle = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._current: Any = None
+        self._armed = False  # woken and not idle yet: it will claim again before sleeping
+        self._arm_lock = threading.Lock()
         self.processed = 0
         self.failed = 0
+
+    def needs_wake(self) -> bool:
+        """From any thread, after committing a job: ``False`` when the worker is already awake
+        (woken, deferring, claiming or reviewing) and so will claim that job before it goes
+        idle; ``True`` when the caller must :meth:`wake` it (it is then counted as awake).
+
+        This spares the end of each run a cross-thread wake of the loop (a GIL handoff to the
+        loop thread on the agent's path, issue 10) while the worker is busy anyway. It is
+        safe: the worker clears the flag *before* its last claim (see :meth:`_disarm`), so a
+        job committed before a ``False`` answer is seen by that claim.
+        """
+        task = self._task
+        with self._arm_lock:
+            if self._armed and task is not None and not task.done():
+                return False
+            self._armed = True
+            return True
+
+    def _disarm(self) -> bool:
+        """Mark the worker idle; returns whether it was armed (then claim once more)."""
+        with self._arm_lock:
+            was, self._armed = self._armed, False
+            return was
 
     @property
     def busy(self) -> bool:
@@ -96,6 +122,8 @@ class ReviewWorker:
 
     def wake(self) -> None:
         """Look for jobs now (call on the loop thread)."""
+        with self._arm_lock:
+            self._armed = True
         self._idle.clear()
         self._wake.set()
         self.start()
@@ -131,6 +159,7 @@ class ReviewWorker:
     async def stop(self) -> None:
         """Cancel the loop; an interrupted job is put back to pending."""
         task, self._task = self._task, None
+        self._disarm()
         if task is not None:
             task.cancel()
             try:
@@ -166,6 +195,8 @@ class ReviewWorker:
                 log.exception("hindsight: could not claim a review job")
                 job = None
             if job is None:
+                if self._disarm():
+                    continue  # a job committed while armed is seen by this next claim
                 self._idle.set()
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):

@@ -337,7 +337,9 @@ class AsyncMemory(LifecycleMethods):
         stored = self.store.add_trajectory(traj, enqueue_review=queue)
         self._last_store = time.monotonic()
         if stored and queue and self.config.background_review:
-            self._ensure_worker()
+            worker = self._worker
+            if worker is None or worker.needs_wake():  # skip the wake while it is awake
+                self._ensure_worker()
         return EpisodeReceipt(
             trajectory_id=traj.id, stored=stored, review_queued=bool(stored and queue)
         )

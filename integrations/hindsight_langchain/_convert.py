@@ -56,8 +56,49 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]} [... {len(text) - limit} more characters cut]"
 
 
+class _NotPlain(Exception):
+    """Raised by :func:`_plain_copy` for anything JSON would change."""
+
+
+_PLAIN_DEPTH = 50
+
+
+def _plain_copy(value: Any, depth: int = 0) -> Any:
+    """A copy of ``value`` when it is already plain JSON (dicts with ``str`` keys, lists, str,
+    int, float, bool, None: exact types, finite floats), else :class:`_NotPlain`."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if value != value or value in (float("inf"), float("-inf")):
+            raise _NotPlain
+        return value
+    if depth >= _PLAIN_DEPTH:
+        raise _NotPlain
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out[key] = _plain_copy(item, depth + 1)
+        return out
+    if kind is list:
+        return [_plain_copy(item, depth + 1) for item in value]
+    raise _NotPlain
+
+
 def jsonable(value: Any) -> Any:
-    """``value`` made storable as JSON: unknown objects become their ``str()``."""
+    """``value`` made storable as JSON: a copy holding only dicts, lists, strings, numbers,
+    booleans and None; unknown objects become their ``str()``.
+
+    Values that are plain JSON already (metadata, tool arguments: nearly all of them) are
+    copied directly; only the others take the ``json.dumps(default=str)`` round trip, which
+    costs ~30 times more (issue 10: it was most of the cost of building a trajectory).
+    """
+    try:
+        return _plain_copy(value)
+    except _NotPlain:
+        pass
     try:
         return json.loads(json.dumps(value, default=str, ensure_ascii=False))
     except (TypeError, ValueError):

@@ -565,17 +565,23 @@ class _HandlerBase:
         self._submit(self._capture.take(everything=True), incomplete=True)
         return self.wait(timeout)
 
-    def detach(self, run_id: UUID) -> Trajectory | None:
+    def detach(self, run_id: UUID, *, trajectory_id: str | None = None) -> Trajectory | None:
         """Take the root run ``run_id`` out of the handler now, *without* storing it, and
         return what was captured so far as a trajectory: its events in capture order (tool
         calls still open get an ``incomplete`` failed result), outcome ``unknown``, no final
         answer (the run has not ended). For callers that finish runs themselves: the reflect
-        node of hindsight_langgraph (issue 7) relies on it. ``None`` when ``run_id`` is not an
-        open root run of this handler, or the trajectory cannot be built (logged, counted)."""
+        node of hindsight_langgraph (issue 7) relies on it. ``trajectory_id``: the id the
+        trajectory and its events get (default: the root run id). ``None`` when ``run_id`` is
+        not an open root run of this handler, or the trajectory cannot be built (logged,
+        counted)."""
         capture = self._capture
         with capture.lock:
             group = capture.tree.detach(run_id)
-        return capture.trajectory(group) if group is not None else None
+        if group is None:
+            return None
+        if trajectory_id is not None:
+            group.buffer.trajectory_id = trajectory_id
+        return capture.trajectory(group)
 
 
 class HindsightCallbackHandler(_HandlerBase, BaseCallbackHandler):

@@ -166,7 +166,7 @@ class TrajectoryCapture:
                 return None
             self.closed = True
             try:
-                return self.handler.detach(self.anchor)
+                return self.handler.detach(self.anchor, trajectory_id=self.trajectory_id)
             except Exception:
                 log.exception(
                     "hindsight: could not take the events of trajectory %s", self.trajectory_id

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from hindsight import AsyncMemory, Memory, UsageError
+from hindsight import AsyncMemory, Memory, Trajectory, UsageError
 
 __all__ = ["MemoryRef", "as_memory_ref"]
 
@@ -27,6 +27,17 @@ class MemoryRef:
         """Run one of ``aio``'s coroutines to completion from sync code (on the memory's own
         background loop, so it also works inside a thread of a running event loop)."""
         return self.aio._runtime.run(coro)
+
+    def store_episode(self, trajectory: Trajectory, *, review: bool = True) -> Any:
+        """Store ``trajectory`` and queue its review from sync code, on the calling thread
+        (one SQL transaction, the path of :meth:`hindsight.Memory.store_episode`): no hop
+        through the background loop, so the end of a graph run never waits behind the loop
+        (issue 10). Returns the :class:`~hindsight.engine.EpisodeReceipt`.
+
+        Raises:
+            UsageError: the memory is closed. StoreError: the database failed.
+        """
+        return Memory.from_async(self.aio).store_episode(trajectory, review=review)
 
     def submit(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
         """Run ``coro`` on the memory's background loop without waiting; a failure is logged

@@ -195,7 +195,7 @@ def create_reflect_node(
     def reflect(state: Any, config: RunnableConfig) -> dict[str, Any]:
         traj = spec.trajectory(state, config)
         try:
-            spec.memory.run(spec.memory.aio.store_episode(traj, review=spec.review))
+            spec.memory.store_episode(traj, review=spec.review)  # on this thread: one insert
             if traj.outcome in (Outcome.SUCCESS, Outcome.FAILURE):
                 spec.memory.run(
                     spec.memory.aio.record_outcome(

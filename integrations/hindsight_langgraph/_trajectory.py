@@ -64,7 +64,10 @@ def assemble(
     """
     tid = capture.trajectory_id
     if part is not None:
-        events = [e.model_copy(update={"trajectory_id": tid}) for e in part.events]
+        events = [
+            e if e.trajectory_id == tid else e.model_copy(update={"trajectory_id": tid})
+            for e in part.events
+        ]
     elif messages:
         events = events_from_messages(messages, tid)
     else:

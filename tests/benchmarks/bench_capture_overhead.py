@@ -9,33 +9,28 @@ Two agents on scripted fake chat models (real LangChain / LangGraph objects, no 
 making ``--tools`` (10) sequential tool calls and then answering:
 
 * **LangChain handler**: a ``create_agent`` agent, run with and without
-  ``HindsightCallbackHandler`` (``bench_langchain_overhead.measure``: the trajectory is stored by
-  the handler's background writer, its review queued);
+  ``HindsightCallbackHandler`` (``bench_langchain_overhead.measure``: the trajectory is built
+  and stored by the handler's background writer, its review queued);
 * **LangGraph nodes**: a ReAct ``StateGraph`` (agent -> tools -> agent ...), compiled once as
   is and once after ``add_hindsight`` (recall node at the start: a real recall from a memory
   holding 500 lessons of the tenant, block at the tail of the system prompt; automatic capture
   of the whole graph run; reflect node at the end: stores the trajectory, queues its review).
+  The recall the node makes is real work the user asked for, not capture: after each pair the
+  same recall is timed on its own (``recall_ms``) and ``capture_ratio`` is the median of
+  ``(time(with) - recall) / time(without)``.
 
-Runs with and without alternate within each pair (the order flips every pair, so drift in
-machine load hits both alike); the figure is the median of per-pair ratios
-``time(with) / time(without)`` of ``invoke``, on a real embedded memory (SQLite + Qdrant Edge in
-a temporary folder), in two modes:
-
-* ``caller``: between pairs, outside the timed region, the background work of the previous run
-  finishes (handler writer / review worker): the cost the agent's caller sees;
-* ``back-to-back``: no waiting, reviews run too and overlap the next runs on the same CPU (the
-  cost in throughput of a saturated process).
+The "without" runs see no hindsight at all (the LangGraph capture router, a callback handler of
+every run once registered, is switched off for them). Pairs, ratios and the three modes
+(``caller``, ``back_to_back``, ``back_to_back_review``) are described in ``_overhead.py``;
+each line reports the wall-time ratio and the process CPU-time ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE))
 
+from _overhead import MODES, drain_reviews, paired  # noqa: E402
 from bench_langchain_overhead import measure as measure_handler  # noqa: E402
 from hindsight_langchain.testing import ScriptedChatModel, ai, call  # noqa: E402
 from hindsight_langgraph import add_hindsight  # noqa: E402
@@ -90,54 +86,28 @@ def react_graph(n_tools: int) -> StateGraph[Any, Any, Any, Any]:
     return builder
 
 
-def _timed(run: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
+QUESTION = "look up the keys; get_order timed out last time"
 
 
-def paired(
-    without: Callable[[], Any],
-    with_: Callable[[], Any],
-    runs: int,
-    between: Callable[[], Any] = lambda: None,
-) -> dict[str, float]:
-    """Median ratio and medians (ms) of ``runs`` alternating pairs after 5 warm-up pairs."""
-    for _ in range(5):
-        without()
-        with_()
-    between()
-    ratios, base, timed_with = [], [], []
-    for i in range(runs):
-        if i % 2:
-            b, w = _timed(without), _timed(with_)
-        else:
-            w, b = _timed(with_), _timed(without)
-        between()
-        base.append(b)
-        timed_with.append(w)
-        ratios.append(w / b)
-    return {
-        "median_ratio": statistics.median(ratios),
-        "median_ms_without": statistics.median(base) * 1000,
-        "median_ms_with": statistics.median(timed_with) * 1000,
-    }
-
-
-def measure_langgraph(runs: int, n_tools: int, *, wait: bool, data_dir: Path) -> dict[str, float]:
+def measure_langgraph(runs: int, n_tools: int, *, mode: str, data_dir: Path) -> dict[str, float]:
     """Median ratio of the graph with ``add_hindsight`` to the same graph without it."""
     plain = react_graph(n_tools).compile()
-    with Memory(data_dir=data_dir) as memory:
+    with Memory(data_dir=data_dir, background_review=mode != "back_to_back") as memory:
         for text in synthetic_lessons(SEEDED_LESSONS):
             memory.add_experience(text, tenant_id=TENANT, kind="improvement", confidence=0.8)
         hooked = add_hindsight(react_graph(n_tools), memory, tenant_id=TENANT).compile()
-        question = {"messages": [("user", "look up the keys; get_order timed out last time")]}
+        question = {"messages": [("user", QUESTION)]}
         result = paired(
             lambda: plain.invoke(question),
             lambda: hooked.invoke(question),
             runs,
-            between=(lambda: memory.flush(timeout=300)) if wait else (lambda: None),
+            between=(lambda: memory.flush(timeout=300)) if mode == "caller" else (lambda: None),
+            side=lambda: memory.recall(QUESTION, tenant_id=TENANT),
         )
+        result["recall_ms"] = result.pop("side_ms")
+        result["capture_ratio"] = result.pop("ratio_without_side")
+        if mode == "back_to_back":
+            result["review_ms_per_run"] = drain_reviews(memory, runs + 5)
         memory.flush(timeout=600)
         stats = memory.stats(tenant_id=TENANT)
         assert stats["trajectories"] >= runs + 5, stats  # every hooked run was captured
@@ -157,19 +127,24 @@ def main(argv: list[str] | None = None) -> int:
         ("langchain_handler", measure_handler),
         ("langgraph_nodes", measure_langgraph),
     ):
-        for mode, wait in (("caller", True), ("back_to_back", False)):
+        for mode in MODES:
             print(f"measuring {name} ({mode})...", file=sys.stderr)
             with tempfile.TemporaryDirectory(prefix="hindsight-bench-") as tmp:
-                r = fn(args.runs, args.tools, wait=wait, data_dir=Path(tmp))
+                r = fn(args.runs, args.tools, mode=mode, data_dir=Path(tmp))
             report["results"][f"{name}/{mode}"] = r
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
     print(f"agent: {args.tools} tool calls per run, {args.runs} pairs of runs per line")
     for key, r in report["results"].items():
+        extra = ""
+        if "recall_ms" in r:
+            extra += f", recall {r['recall_ms']:.1f} ms, capture ratio {r['capture_ratio']:.3f}"
+        if "review_ms_per_run" in r:
+            extra += f", review {r['review_ms_per_run']:.1f} ms/run after"
         print(
-            f"{key:30} median ratio {r['median_ratio']:.3f} "
-            f"(without {r['median_ms_without']:.1f} ms, with {r['median_ms_with']:.1f} ms)"
+            f"{key:36} median ratio {r['median_ratio']:.3f} cpu {r['median_cpu_ratio']:.3f} "
+            f"(without {r['median_ms_without']:.1f} ms, with {r['median_ms_with']:.1f} ms{extra})"
         )
     return 0
 

@@ -1,0 +1,118 @@
+"""Paired with/without timing shared by the capture overhead benchmarks (issue 10, item 3).
+
+Not a test. ``paired`` alternates runs with and without capture (the order flips every pair,
+so drift in machine load hits both alike) and reports medians of per-pair ratios, in wall
+time (what the agent's caller waits) and in CPU time of the whole process (``process_time``,
+all threads: less sensitive to other processes on a shared machine, but it also counts
+background threads of ours that run during the timed call).
+
+Modes (``MODES``):
+
+* ``caller``: between pairs, outside the timed region, the background work of the previous
+  run finishes (the handler's writer, then the review of the run): the cost the agent's caller
+  sees when the process has a spare moment between runs;
+* ``back_to_back``: no waiting; the handler's writer overlaps the next runs; review jobs are
+  queued in SQL during the timed runs but run after them (as a ``hindsight worker`` process
+  would run them), and their time is reported apart (``review_ms_per_run``): capture cost in
+  throughput of a saturated process;
+* ``back_to_back_review``: no waiting, reviews run in this process too (the in-process worker
+  starts a review 50 ms after the last run ended): capture plus review competing for the
+  same interpreter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["MODES", "drain_reviews", "no_capture_hook", "paired"]
+
+MODES = ("caller", "back_to_back", "back_to_back_review")
+
+
+@contextlib.contextmanager
+def no_capture_hook() -> Iterator[None]:
+    """Runs inside see no hindsight_langgraph capture router: the "without" side is a process
+    without hindsight (the router, once registered, is a callback handler of every run)."""
+    try:
+        from hindsight_langgraph._capture import _HOOK
+    except ImportError:  # pragma: no cover - langgraph extra missing
+        yield
+        return
+    token = _HOOK.set(None)
+    try:
+        yield
+    finally:
+        _HOOK.reset(token)
+
+
+def _timed(run: Callable[[], Any]) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    run()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def paired(
+    without: Callable[[], Any],
+    with_: Callable[[], Any],
+    runs: int,
+    *,
+    between: Callable[[], Any] = lambda: None,
+    side: Callable[[], Any] | None = None,
+    warmup: int = 5,
+) -> dict[str, float]:
+    """Medians of ``runs`` alternating pairs after ``warmup`` pairs.
+
+    Args:
+        without, with_: one run each (``without`` is run with the capture hook off).
+        between: called after each pair, untimed (``caller`` mode: wait for background work).
+        side: timed separately after each pair (e.g. the recall a recall node makes), its
+            median reported as ``side_ms`` and subtracted per pair in ``ratio_without_side``.
+
+    Returns:
+        ``median_ratio`` (wall), ``median_cpu_ratio``, ``median_ms_without``,
+        ``median_ms_with`` and, with ``side``, ``side_ms`` and ``ratio_without_side``.
+    """
+
+    def base() -> Any:
+        with no_capture_hook():
+            return without()
+
+    for _ in range(warmup):
+        base()
+        with_()
+    between()
+    ratios, cpu_ratios, b_ms, w_ms, side_ms, rest = [], [], [], [], [], []
+    for i in range(runs):
+        if i % 2:
+            b, w = _timed(base), _timed(with_)
+        else:
+            w, b = _timed(with_), _timed(base)
+        s = _timed(side)[0] if side is not None else 0.0
+        between()
+        ratios.append(w[0] / b[0])
+        cpu_ratios.append(w[1] / b[1] if b[1] > 0 else float("nan"))
+        b_ms.append(b[0] * 1000)
+        w_ms.append(w[0] * 1000)
+        side_ms.append(s * 1000)
+        rest.append((w[0] - s) / b[0])
+    out = {
+        "median_ratio": statistics.median(ratios),
+        "median_cpu_ratio": statistics.median(cpu_ratios),
+        "median_ms_without": statistics.median(b_ms),
+        "median_ms_with": statistics.median(w_ms),
+    }
+    if side is not None:
+        out["side_ms"] = statistics.median(side_ms)
+        out["ratio_without_side"] = statistics.median(rest)
+    return out
+
+
+def drain_reviews(memory: Any, runs: int) -> float:
+    """Run the queued reviews now (``memory.flush``); returns milliseconds per run."""
+    start = time.perf_counter()
+    memory.flush(timeout=600)
+    return (time.perf_counter() - start) * 1000 / max(runs, 1)
