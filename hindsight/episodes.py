@@ -329,13 +329,17 @@ def _wanted(exp: Experience, where: EpisodeQuery, episodes: bool) -> bool:
     )
 
 
+_EPISODE_KINDS = [ExperienceKind.EPISODE.value]
+_LESSON_KINDS = [k.value for k in ExperienceKind if k is not ExperienceKind.EPISODE]
+
+
 def tier_candidates(where: EpisodeQuery, *, limit: int, episodes: bool) -> list[Candidate]:
     """Up to ``limit`` recall candidates of one tier: episodes (``episodes=True``) or lessons.
 
-    Vector mode: the nearest active experiences. Both tiers share one vector index, so the
-    search asks for ``limit`` neighbours and, while fewer than ``limit`` of them are of the
-    wanted tier and the index had more to give, asks again for 4x as many (at most 4000):
-    episodes never crowd lessons out of recall, nor the reverse. ``task_type`` mode
+    Vector mode: the nearest active experiences of the tier's kinds (the index filters on the
+    ``kind`` payload, so episodes never crowd lessons out of recall, nor the reverse); while
+    fewer than ``limit`` of them survive the SQL check (tenant, status, namespace, kind) and
+    the index had more to give, it asks again for 4x as many (at most 4000). ``task_type`` mode
     (``where.vector is None``): the tier's rows with that task_type, most confident first,
     similarity 1.0 (MISSION S16), paged the same way.
 
@@ -353,6 +357,7 @@ def tier_candidates(where: EpisodeQuery, *, limit: int, episodes: bool) -> list[
                 namespaces=where.namespaces,
                 limit=want,
                 task_type=where.task_type,
+                kinds=_EPISODE_KINDS if episodes else _LESSON_KINDS,
             )
             rows = where.store.get_experiences(where.tenant_id, [h.id for h in found])
             got = len(found)

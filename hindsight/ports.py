@@ -111,8 +111,11 @@ class VectorIndex(Protocol):
         limit: int,
         task_type: str | None = None,
         statuses: Sequence[str] = ("active",),
+        kinds: Sequence[str] | None = None,
     ) -> list[VectorHit]:
-        """The ``limit`` nearest active points of ``tenant_id`` in ``namespaces``.
+        """The ``limit`` nearest active points of ``tenant_id`` in ``namespaces`` (and, when
+        ``kinds`` is given, whose ``kind`` payload is one of them: recall's lesson and episode
+        tiers search apart so neither crowds out the other).
 
         Raises:
             TenantRequiredError: ``tenant_id`` is empty or missing.

@@ -91,6 +91,7 @@ def point(
     task_type: str | None = None,
     status: str = "active",
     point_id: str | None = None,
+    kind: str = "rule",
 ) -> VectorPoint:
     return VectorPoint(
         id=point_id or pid(),
@@ -100,7 +101,7 @@ def point(
             "namespace": namespace,
             "task_type": task_type,
             "status": status,
-            "kind": "rule",
+            "kind": kind,
             "tags": ["a", "b"],
         },
     )
@@ -229,6 +230,26 @@ def test_task_type_filter(index: Any) -> None:
     index.upsert([booking, refund, untyped])
     assert [h[0] for h in search(index, unit(1, 0, 0, 0), task_type="refund")] == [refund.id]
     assert len(search(index, unit(1, 0, 0, 0))) == 3  # None = any task_type
+
+
+def test_kinds_filter(index: Any) -> None:
+    episode = point(unit(1, 0, 0, 0), kind="episode")
+    rule = point(unit(1, 0.1, 0, 0), kind="rule")
+    tip = point(unit(1, 0.2, 0, 0), kind="improvement")
+    index.upsert([episode, rule, tip])
+    near = unit(1, 0, 0, 0)
+    assert [h[0] for h in search(index, near, kinds=["episode"])] == [episode.id]
+    assert [h[0] for h in search(index, near, kinds=("rule", "improvement"))] == [
+        rule.id,
+        tip.id,
+    ]
+    assert [h[0] for h in search(index, near, kinds=["rule"], limit=1)] == [rule.id]
+    assert len(search(index, near)) == 3  # None = any kind
+    assert search(index, near, kinds=[]) == []
+    with pytest.raises(UsageError):
+        search(index, near, kinds="rule")
+    with pytest.raises(UsageError):
+        search(index, near, kinds=[""])
 
 
 def test_status_filter_and_set_status(index: Any) -> None:

@@ -54,11 +54,14 @@ class SearchScope:
     task_type: str | None
     statuses: list[str]
     limit: int
+    kinds: list[str] | None = None
 
     @property
     def empty(self) -> bool:
         """True when the scope can match nothing (no namespace, no status or ``limit == 0``)."""
-        return not self.namespaces or not self.statuses or self.limit == 0
+        return (
+            not self.namespaces or not self.statuses or self.limit == 0 or self.kinds == []
+        )
 
 
 def check_dimension(dimension: Any) -> int:
@@ -165,13 +168,14 @@ def check_search(
     limit: int,
     task_type: str | None,
     statuses: Sequence[str],
+    kinds: Sequence[str] | None = None,
 ) -> SearchScope:
     """Validate the arguments of :meth:`hindsight.ports.VectorIndex.search`.
 
     Raises:
         TenantRequiredError: ``tenant_id`` is ``None``, empty, blank or not a string.
-        UsageError: bad query vector; ``limit`` negative or not an int; a namespace/status is
-            not a non-empty string.
+        UsageError: bad query vector; ``limit`` negative or not an int; a namespace, status or
+            kind is not a non-empty string.
     """
     tenant = validate_tenant(tenant_id)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
@@ -185,6 +189,7 @@ def check_search(
         task_type=task_type.strip() if task_type is not None else None,
         statuses=_check_labels(statuses, "statuses"),
         limit=limit,
+        kinds=None if kinds is None else _check_labels(kinds, "kinds"),
     )
 
 

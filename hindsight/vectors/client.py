@@ -242,6 +242,8 @@ class QdrantClientVectorIndex:
             must.append(
                 qm.FieldCondition(key="task_type", match=qm.MatchValue(value=scope.task_type))
             )
+        if scope.kinds is not None:
+            must.append(qm.FieldCondition(key="kind", match=qm.MatchAny(any=scope.kinds)))
         return qm.Filter(must=must)
 
     def search(
@@ -253,6 +255,7 @@ class QdrantClientVectorIndex:
         limit: int,
         task_type: str | None = None,
         statuses: Sequence[str] = ("active",),
+        kinds: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         """The ``limit`` nearest points of ``tenant_id`` whose namespace is one of
         ``namespaces``, whose status is one of ``statuses`` and (if given) whose task_type is
@@ -265,7 +268,7 @@ class QdrantClientVectorIndex:
             StoreError: the server failed or the index is closed.
         """
         scope = check_search(
-            self.dimension, vector, tenant_id, namespaces, limit, task_type, statuses
+            self.dimension, vector, tenant_id, namespaces, limit, task_type, statuses, kinds
         )
         if scope.empty:
             return []

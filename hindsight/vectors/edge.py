@@ -402,6 +402,8 @@ class EdgeVectorIndex:
         ]
         if scope.task_type is not None:
             must.append(qe.FieldCondition("task_type", match=qe.MatchValue(scope.task_type)))
+        if scope.kinds is not None:
+            must.append(one_of("kind", scope.kinds))
         return qe.Filter(must=must)
 
     def search(
@@ -413,6 +415,7 @@ class EdgeVectorIndex:
         limit: int,
         task_type: str | None = None,
         statuses: Sequence[str] = ("active",),
+        kinds: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         """The ``limit`` nearest points of ``tenant_id`` whose namespace is one of
         ``namespaces``, whose status is one of ``statuses`` and (if given) whose task_type is
@@ -429,7 +432,7 @@ class EdgeVectorIndex:
             StoreError: the shard failed or is closed.
         """
         scope = check_search(
-            self.dimension, vector, tenant_id, namespaces, limit, task_type, statuses
+            self.dimension, vector, tenant_id, namespaces, limit, task_type, statuses, kinds
         )
         if scope.empty:
             return []

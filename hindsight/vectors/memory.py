@@ -102,6 +102,7 @@ class InMemoryVectorIndex:
         limit: int,
         task_type: str | None = None,
         statuses: Sequence[str] = ("active",),
+        kinds: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         """The ``limit`` most similar points of ``tenant_id`` whose namespace is one of
         ``namespaces``, whose status is one of ``statuses`` and (if given) whose task_type is
@@ -112,7 +113,7 @@ class InMemoryVectorIndex:
             UsageError: wrong vector dimension, NaN, negative ``limit``.
         """
         scope = check_search(
-            self.dimension, vector, tenant_id, namespaces, limit, task_type, statuses
+            self.dimension, vector, tenant_id, namespaces, limit, task_type, statuses, kinds
         )
         if scope.empty:
             return []
@@ -130,6 +131,7 @@ class InMemoryVectorIndex:
                 and payload.get("namespace") in namespaces_set
                 and payload.get("status") in statuses_set
                 and (scope.task_type is None or payload.get("task_type") == scope.task_type)
+                and (scope.kinds is None or payload.get("kind") in scope.kinds)
             ]
             if not ids:
                 return []
