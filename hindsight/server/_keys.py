@@ -4,7 +4,9 @@ Where keys come from (:meth:`KeyRing.from_env`, used by ``hindsight serve``):
 
 1. ``HINDSIGHT_API_KEYS="tenant:key,tenant2:key2"`` (inline, for containers and tests);
 2. a keys file: ``--keys-file`` of ``hindsight serve``, else ``HINDSIGHT_API_KEYS_FILE``, else
-   ``<data_dir>/api-keys.json`` when it exists (written by ``hindsight keys create``).
+   ``<data_dir>/api-keys.json`` (written by ``hindsight keys create``; followed even while it
+   does not exist yet, so the first ``keys create`` works on a server started with inline
+   keys only).
 
 Both sources are merged; a key listed in both for two different tenants is refused. The keys
 file is re-read when it changes, so ``hindsight keys create`` / ``revoke`` take effect on a
@@ -281,7 +283,8 @@ class KeyRing:
 
         Args:
             keys_file: explicit keys file (``--keys-file``); wins over ``HINDSIGHT_API_KEYS_FILE``.
-            data_dir: where the default ``api-keys.json`` lives (used only when it exists).
+            data_dir: where the default ``api-keys.json`` lives; followed even when it does not
+                exist yet (a key created later works without a restart).
             environ: the environment (default ``os.environ``).
 
         Raises:
@@ -295,7 +298,7 @@ class KeyRing:
             path = Path(keys_file)
         elif env.get(ENV_KEYS_FILE, "").strip():
             path = Path(env[ENV_KEYS_FILE].strip())
-        elif data_dir is not None and (Path(data_dir) / KEYS_FILE_NAME).exists():
+        elif data_dir is not None:
             path = Path(data_dir) / KEYS_FILE_NAME
         ring = cls(static, path=path)
         for digest, tenant in ring._file_hashes.items():

@@ -84,10 +84,14 @@ def start_server(
     extra_args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
     first_tenant: str | None = "bootstrap",
+    pass_keys_file: bool = True,
 ) -> Served:
-    """Start ``python -m hindsight serve`` and wait for /health (fails with its log)."""
+    """Start ``python -m hindsight serve`` and wait for /health (fails with its log).
+
+    ``pass_keys_file=False`` leaves ``--keys-file`` out: the server then follows
+    ``<data_dir>/api-keys.json`` (``Served.keys_file`` points there)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    keys_file = data_dir / "keys.json"
+    keys_file = data_dir / ("keys.json" if pass_keys_file else "api-keys.json")
     if first_tenant:
         create_key(keys_file, first_tenant)  # a server without keys refuses to start
     port = free_port()
@@ -106,7 +110,9 @@ def start_server(
     full_env.update(env or {})
     log = data_dir / "serve.log"
     args = [sys.executable, "-m", "hindsight", "serve", "--port", str(port)]
-    args += ["--keys-file", str(keys_file), "--log-level", "warning", *extra_args]
+    if pass_keys_file:
+        args += ["--keys-file", str(keys_file)]
+    args += ["--log-level", "warning", *extra_args]
     with log.open("wb") as out:
         proc = subprocess.Popen(args, cwd=REPO, env=full_env, stdout=out, stderr=out)
     served = Served(f"http://127.0.0.1:{port}", data_dir, keys_file, log, proc, database_url)

@@ -74,6 +74,33 @@ def test_keys_cli_stores_hashes_only_and_env_keys_work(tmp_path: Path) -> None:
         server.stop()
 
 
+def test_a_key_created_after_start_works_without_a_keys_file_at_start(tmp_path: Path) -> None:
+    """Review finding: a server started with inline keys only must follow the default
+    ``<data dir>/api-keys.json`` even though it did not exist yet (docs/deploy.md: no restart);
+    a file that turns invalid later fails closed."""
+    server = start_server(
+        tmp_path,
+        first_tenant=None,
+        pass_keys_file=False,
+        env={"HINDSIGHT_API_KEYS": "acme:envkey123"},
+    )
+    try:
+        assert not (tmp_path / "api-keys.json").exists()
+        made = hs("keys", "create", "--tenant", "globex", data_dir=tmp_path)
+        assert made.returncode == 0, made.stderr
+        key = made.stdout.strip()
+        for raw, tenant in ((key, "globex"), ("envkey123", "acme")):
+            r = httpx.get(server.url + "/v1/stats", headers={"Authorization": f"Bearer {raw}"})
+            assert r.status_code == 200 and r.json()["tenant_id"] == tenant, r.text
+        (tmp_path / "api-keys.json").write_text("{not json", encoding="utf-8")
+        r = httpx.get(server.url + "/v1/stats", headers={"Authorization": f"Bearer {key}"})
+        assert r.status_code == 401
+        ready = httpx.get(server.url + "/ready")
+        assert ready.status_code == 503 and "api-keys.json" in ready.text, ready.text
+    finally:
+        server.stop()
+
+
 def test_single_tenant_mode_and_graceful_sigterm(tmp_path: Path) -> None:
     server = start_server(
         tmp_path,
