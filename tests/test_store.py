@@ -696,3 +696,16 @@ def test_get_experiences_is_one_primary_key_lookup(store: SqlStore) -> None:
             ).fetchall()
         details = " ".join(str(row[-1]) for row in plan).upper()
         assert "SCAN" not in details.replace("USING INDEX", ""), details
+
+
+def test_a_trajectory_id_of_another_tenant_is_refused_not_dropped(store: SqlStore) -> None:
+    mine = traj("t1")
+    assert store.add_trajectory(mine) is True
+    assert store.add_trajectory(mine) is False  # same tenant, same run: idempotent
+    theirs = mine.model_copy(update={"tenant_id": "t2", "task": "their own run"})
+    with pytest.raises(UsageError, match="already in use") as err:
+        store.add_trajectory(theirs)
+    assert "t1" not in str(err.value)  # never says whose it is
+    assert not store.has_trajectory("t2", mine.id)
+    assert store.get_trajectory("t1", mine.id).task == mine.task
+    assert [j.trajectory_id for j in store.list_review_jobs()] == [mine.id]

@@ -47,11 +47,13 @@ class TrajectoryStore(StoreCore):
             enqueue_review: also queue a pending review job for it.
 
         Returns:
-            ``True`` if stored; ``False`` (and nothing changed) if a trajectory with this id
-            already exists, so re-ingesting the same run is a no-op.
+            ``True`` if stored; ``False`` (and nothing changed) if this tenant already has a
+            trajectory with this id, so re-ingesting the same run is a no-op.
 
         Raises:
-            UsageError: ``traj`` is not a :class:`~hindsight.models.Trajectory`.
+            UsageError: ``traj`` is not a :class:`~hindsight.models.Trajectory`, or its id
+                belongs to a run of another tenant (ids are global; the message does not say
+                whose).
             StoreError: the database failed.
         """
         if not isinstance(traj, Trajectory):
@@ -64,6 +66,15 @@ class TrajectoryStore(StoreCore):
                 trajectory_row(traj, now),
             ).first()
             if inserted is None:
+                owner = conn.execute(
+                    select(trajectories.c.tenant_id).where(trajectories.c.id == traj.id)
+                ).scalar_one_or_none()
+                if owner is not None and owner != traj.tenant_id:
+                    # Ids are global: never drop this tenant's run silently in favour of
+                    # another tenant's (and never say whose it is).
+                    raise UsageError(
+                        f"trajectory id {traj.id} is already in use; send the run with a new id"
+                    )
                 return False
             if rows:
                 conn.execute(insert(events), rows)
