@@ -10,9 +10,12 @@ hindsight :class:`~hindsight.models.Trajectory` JSON itself:
 * ``events``: one event object, or a list of them, grouped by ``trajectory_id`` (ids re-derived,
   as in files).
 
-``auto`` picks the format from the record's shape (:func:`record_format`). Ids of the three log
-formats are deterministic, as in :func:`hindsight.ingest.iter_trajectories`, so sending the same
-record twice stores it once.
+``auto`` picks the format from the record's shape (:func:`record_format`). A declared format
+the record's shape contradicts (a tau-bench record sent as ``openai``), or a non-empty object
+without the declared format's key (``{"foo": 1}`` as ``openai``), is refused, so nothing the
+caller sent is dropped silently (review finding on issue 9). Ids of the three log formats are
+deterministic, as in :func:`hindsight.ingest.iter_trajectories`, so sending the same record
+twice stores it once.
 """
 
 from __future__ import annotations
@@ -45,6 +48,18 @@ def _is_list_of(value: Any, key: str) -> bool:
     return isinstance(value, list) and all(isinstance(v, dict) and key in v for v in value)
 
 
+def _object_shapes(record: dict[str, Any]) -> list[str]:
+    """Every format whose key an object has (a well-formed record has exactly one)."""
+    shapes = [
+        fmt for key, fmt in (("traj", "tau-bench"), ("event_type", "events")) if key in record
+    ]
+    if isinstance(record.get("events"), list):
+        shapes.append("trajectory")
+    if "messages" in record:
+        shapes.append("openai")
+    return shapes
+
+
 def record_format(record: Any) -> str:
     """The format of one record, from its shape.
 
@@ -53,17 +68,19 @@ def record_format(record: Any) -> str:
     with ``role`` (also an empty list) -> ``openai``.
 
     Raises:
-        InvalidTrajectoryError: none of these shapes.
+        InvalidTrajectoryError: none of these shapes, or an object with the keys of two
+            formats (e.g. ``traj`` and ``messages``: one of them would be dropped).
     """
     if isinstance(record, dict):
-        if "traj" in record:
-            return "tau-bench"
-        if isinstance(record.get("events"), list):
-            return "trajectory"
-        if "event_type" in record:
-            return "events"
-        if "messages" in record:
-            return "openai"
+        shapes = _object_shapes(record)
+        if len(shapes) > 1:
+            raise InvalidTrajectoryError(
+                "the record has the keys of several formats ("
+                + ", ".join(f"{_SHAPE_OF[f]} of {f}" for f in shapes)
+                + "): one record holds one run in one format"
+            )
+        if shapes:
+            return shapes[0]
     elif isinstance(record, list):
         if record and _is_list_of(record, "event_type"):
             return "events"
@@ -74,6 +91,41 @@ def record_format(record: Any) -> str:
         "'events'), OpenAI messages ('messages' or a list of messages with 'role'), a "
         "tau-bench record ('traj') or events ('event_type'); or name the format"
     )
+
+
+_SHAPE_OF: dict[str, str] = {
+    "tau-bench": "'traj'",
+    "trajectory": "an 'events' list",
+    "events": "'event_type'",
+    "openai": "'messages'",
+}
+
+
+def _check_declared(record: Any, declared: str, where: str) -> None:
+    """Refuse a record whose shape says another format than the declared one, or a non-empty
+    object without the declared format's key (its content would convert to nothing)."""
+    if not record:
+        return  # an empty object or list has nothing to lose and fits every list format
+    if isinstance(record, dict) and len(_object_shapes(record)) > 1:
+        record_format(record)  # raises: the keys of several formats
+    try:
+        shape = record_format(record)
+    except InvalidTrajectoryError:
+        if declared in ("openai", "tau-bench") and isinstance(record, dict):
+            keys = ", ".join(repr(k) for k in list(record)[:5])
+            raise InvalidTrajectoryError(
+                f"{where} has no {_SHAPE_OF[declared]} (it has {keys}): not a format "
+                f"{declared!r} record, its content would be lost"
+            ) from None
+        return  # the converter names what is wrong
+    if shape != declared:
+        why = f"it has {_SHAPE_OF[shape]}"
+        if isinstance(record, list):
+            why = "it is a list of messages"
+        raise InvalidTrajectoryError(
+            f"{where} looks like format {shape!r} ({why}), not the declared format "
+            f"{declared!r}: send format {shape!r} or 'auto'"
+        )
 
 
 def _own_trajectory(record: Any, tenant: str, namespace: str, task_type: str | None) -> Trajectory:
@@ -124,13 +176,19 @@ def trajectories_from_record(
     Raises:
         TenantRequiredError: empty tenant.
         UsageError: unknown format, bad namespace, or a trajectory of another tenant.
-        InvalidTrajectoryError: the record is malformed (one-line reason).
+        InvalidTrajectoryError: the record is malformed, its shape contradicts the declared
+            ``format`` (e.g. a tau-bench record sent as ``openai``), or a non-empty object
+            lacks the declared format's key (one-line reason).
     """
     tenant = validate_tenant(tenant_id)
     namespace = validate_namespace(namespace)
     if format not in RECORD_FORMATS:
         raise UsageError(f"format must be one of {', '.join(RECORD_FORMATS)}, got {format!r:.40}")
-    resolved = record_format(record) if format == "auto" else format
+    if format == "auto":
+        resolved = record_format(record)
+    else:
+        resolved = format
+        _check_declared(record, resolved, where)
     if resolved == "trajectory":
         return [_own_trajectory(record, tenant, namespace, task_type)]
     kw: dict[str, Any] = {"tenant_id": tenant, "namespace": namespace, "task_type": task_type}

@@ -74,7 +74,8 @@ def _hindsight(_: Request, exc: Exception) -> JSONResponse:
     status, type_ = status_and_type(exc)
     if status >= 500:
         log.warning("hindsight: %s: %s", type(exc).__name__, exc)
-    return error_response(status, type_, str(exc) or type(exc).__name__)
+    field = "trajectory" if type_ == "invalid_trajectory" else None  # as MCP store_episode
+    return error_response(status, type_, str(exc) or type(exc).__name__, field)
 
 
 def _http(_: Request, exc: Exception) -> JSONResponse:

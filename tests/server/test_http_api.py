@@ -136,6 +136,42 @@ def test_other_formats_and_the_body_tenant(served: Served, tenant_pair: tuple[st
         assert http.get("/v1/stats").json()["trajectories"] == 0
 
 
+def test_a_record_of_another_format_is_refused_never_stored_empty(
+    served_sqlite: Served, tenant_pair: tuple[str, str]
+) -> None:
+    """Review finding: a declared format the record contradicts gave 201 with an empty run."""
+    tenant, _ = tenant_pair
+    messages = {"messages": [{"role": "user", "content": "hi"}]}
+    tau = {"task_id": 7, "trial": 0, "reward": 1.0, "traj": [{"role": "user", "content": "hi"}]}
+    event = {"trajectory_id": "r", "event_type": "user_message", "content": "hi"}
+    cases: list[tuple[str, Any, str]] = [
+        ("tau-bench", messages, "'openai'"),
+        ("openai", tau, "'tau-bench'"),
+        ("openai", event, "'events'"),
+        ("tau-bench", {"events": []}, "'trajectory'"),
+        ("events", [{"role": "user", "content": "hi"}], "'openai'"),
+        ("trajectory", messages, "'openai'"),
+        ("openai", {"transcript": "hi"}, "'transcript'"),  # no key of the declared format
+        ("tau-bench", {"task_id": 7}, "'traj'"),
+        ("auto", {**tau, "messages": messages["messages"]}, "several formats"),
+    ]
+    with served_sqlite.http(tenant) as http:
+        for fmt, record, named in cases:
+            r = http.post("/v1/episodes", json={"format": fmt, "trajectory": record})
+            err = error_of(r, 422, "invalid_trajectory")
+            assert named in err["message"], (fmt, record, err)
+            assert err["field"] == "trajectory", err
+        assert http.get("/v1/stats").json()["trajectories"] == 0  # nothing stored, not even empty
+        for fmt, record in (("openai", messages), ("tau-bench", tau), ("events", [event])):
+            r = http.post("/v1/episodes", json={"format": fmt, "trajectory": record})
+            assert r.status_code == 201 and r.json()["format"] == fmt, r.text
+            tid = r.json()["episodes"][0]["trajectory_id"]
+            assert len(http.get(f"/v1/episodes/{tid}").json()["events"]) == 1
+        # An empty record has nothing to lose: still an (empty) run, as before.
+        r = http.post("/v1/episodes", json={"format": "openai", "trajectory": {"messages": []}})
+        assert r.status_code == 201, r.text
+
+
 def test_c01_only_the_keys_tenant_is_seen(served: Served, tenant_pair: tuple[str, str]) -> None:
     a, b = tenant_pair
     with served.http(a) as ha, served.http(b) as hb:

@@ -221,6 +221,22 @@ async def test_errors_are_one_line_tool_errors_naming_the_field(acme: Any) -> No
     assert unknown.is_error and "no_such_tool" in unknown.text
 
 
+async def test_store_episode_never_drops_part_of_a_record(acme: Any, mem: Any) -> None:
+    """Review finding (same converter as HTTP): a record with the keys of two formats would
+    lose one of them; it is a one-line invalid_trajectory naming both, and nothing is stored."""
+    tau = {"task_id": 7, "reward": 1.0, "traj": [{"role": "user", "content": "hi"}]}
+    for record in (
+        {**tau, "messages": openai_run("Rotate the key")},
+        {"event_type": "user_message", "content": "hi", "messages": []},
+        json.dumps({**tau, "events": []}),
+    ):
+        done = await call(acme, "store_episode", {"trajectory": record})
+        assert done.error is not None, done.text
+        assert (done.error["type"], done.error["field"]) == ("invalid_trajectory", "trajectory")
+        assert "several formats" in done.error["message"], done.error
+    assert mem.stats(tenant_id="acme")["trajectories"] == 0
+
+
 async def test_strings_are_kept_exactly_as_sent(acme: Any, mem: Any) -> None:
     for text in ["123", '{"a":1}', "null", "true", '["x"]', '"quoted"', " spaced "]:
         stored = (
