@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import sys
 from datetime import UTC, datetime
@@ -33,6 +34,29 @@ _SHARE_HINT = (
     "point the other processes at it (hindsight.client.HindsightClient or an MCP client), or "
     "use a Qdrant server and PostgreSQL (set VECTOR_DB_URL and DATABASE_URL)"
 )
+
+
+def _server_hint(command: str) -> str | None:
+    """When the holder is ``hindsight serve``, where to reach it (from its --host/--port)."""
+    words = command.split()
+    starts = [i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "hindsight"]
+    if not starts:
+        return None
+    rest = words[starts[0] + 1 :]
+    while rest and rest[0].startswith("-"):  # global options before the command
+        rest = rest[1:] if "=" in rest[0] else rest[2:]
+    if not rest or rest[0] != "serve":
+        return None
+    port = re.search(r"--port[ =](\d+)", command)
+    host = re.search(r"--host[ =](\S+)", command)
+    where = host.group(1) if host else "127.0.0.1"
+    if where in ("0.0.0.0", "::", "[::]"):
+        where = "127.0.0.1"
+    base = f"http://{where}:{port.group(1) if port else 8710}"
+    return (
+        f"that process is a hindsight server: use it instead (HTTP API at {base}/v1, MCP at "
+        f"{base}/mcp; hindsight.client.HindsightClient or an MCP client; docs/http.md)"
+    )
 
 
 def _command_line() -> str:
@@ -141,7 +165,8 @@ class DataDirLock:
                 f"another live process: pid {pid} on {owner.get('hostname', '?')}, "
                 f"command {owner.get('command', '?')!r}"
             )
-        return f"data dir {self.data_dir} is in use by {who}; {_SHARE_HINT}"
+        hint = _server_hint(str(owner.get("command", ""))) or _SHARE_HINT
+        return f"data dir {self.data_dir} is in use by {who}; {hint}"
 
     def __enter__(self) -> Self:
         self.acquire()

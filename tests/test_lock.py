@@ -117,3 +117,68 @@ def test_garbage_owner_file_does_not_block(tmp_path: Path) -> None:
     with DataDirLock(data) as lock:
         owner = lock.owner()
         assert owner is not None and owner["pid"] == os.getpid()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["doctor"],
+        ["doctor", "--json"],
+        ["stats", "--tenant", "t"],
+        ["recall", "x", "--tenant", "t"],
+    ],
+)
+def test_cli_commands_on_a_locked_data_dir_say_so_in_one_line(
+    tmp_path: Path, holder: subprocess.Popen[str], args: list[str]
+) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "COLUMNS": "400",
+    }
+    env.pop("DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "hindsight", "--data-dir", str(tmp_path / "data"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"pid {holder.pid}" in lines[0] and "hindsight serve" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("command", "url"),
+    [
+        ("/v/bin/python3 /v/bin/hindsight serve --port 18731", "http://127.0.0.1:18731"),
+        ("python -m hindsight serve --host 0.0.0.0 --port=9000", "http://127.0.0.1:9000"),
+        ("hindsight --data-dir d serve --host 10.0.0.5", "http://10.0.0.5:8710"),
+        ("hindsight serve", "http://127.0.0.1:8710"),
+    ],
+)
+def test_a_server_holding_the_lock_is_pointed_at_by_its_own_url(
+    tmp_path: Path, command: str, url: str
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / OWNER_FILE).write_text(
+        json.dumps({"pid": 1, "hostname": "elsewhere", "command": command}), encoding="utf-8"
+    )
+    message = DataDirLock(data)._locked_message()
+    assert f"HTTP API at {url}/v1" in message and f"MCP at {url}/mcp" in message
+    assert "VECTOR_DB_URL" not in message  # the server is the way to share, here
+
+
+def test_a_holder_that_is_not_a_server_gets_the_general_advice(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / OWNER_FILE).write_text(
+        json.dumps({"pid": 1, "hostname": "h", "command": "python -m hindsight recall serve"}),
+        encoding="utf-8",
+    )
+    message = DataDirLock(data)._locked_message()
+    assert "run `hindsight serve` on this data dir" in message

@@ -117,10 +117,14 @@ def doctor(
     problems left."""
     from hindsight._errors import EmbedderMismatchError
 
-    try:
-        ctx_mem = open_memory(state(ctx))
-        mem = ctx_mem.__enter__()
-    except EmbedderMismatchError as exc:
+    mismatch: EmbedderMismatchError | None = None
+    with guarded():  # a locked data dir (C09) or bad settings: one line, not a traceback
+        try:
+            ctx_mem = open_memory(state(ctx))
+            mem = ctx_mem.__enter__()
+        except EmbedderMismatchError as exc:  # a finding of its own, reported below
+            mismatch = exc
+    if mismatch is not None:
         doc = {
             "ok": False,
             "findings": [
@@ -128,7 +132,7 @@ def doctor(
                     "name": "embedding_model",
                     "ok": False,
                     "count": 1,
-                    "message": str(exc),
+                    "message": str(mismatch),
                     "ids": [],
                     "repaired": 0,
                 }
@@ -137,7 +141,7 @@ def doctor(
         if as_json:
             print_json(doc)
         else:
-            out_console.print(f"FAIL embedding_model: {escape(str(exc))}", highlight=False)
+            out_console.print(f"FAIL embedding_model: {escape(str(mismatch))}", highlight=False)
         raise typer.Exit(1) from None
     with guarded():
         try:
