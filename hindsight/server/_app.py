@@ -146,7 +146,7 @@ class _Gate:
     """In front of every route: refuse bodies over the limit with 413 ``payload_too_large``
     (a declared ``Content-Length`` at once, a chunked body while it streams), and send ``/mcp``
     and ``/mcp/...`` to the MCP app (path unchanged) once the key is valid, 401 in the API's
-    error shape otherwise."""
+    error shape otherwise; a method other than POST on ``/mcp`` is 405 with ``Allow: POST``."""
 
     def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
         self.app = app
@@ -199,6 +199,13 @@ class _Gate:
         if state.keyring.authenticate(raw) is None:
             message = MISSING_KEY if raw is None else UNKNOWN_KEY
             await error_response(401, "unauthorized", message)(scope, receive, send)
+            return
+        if scope.get("method") != "POST":
+            # Stateless JSON responses (create_mcp_http): no SSE stream to GET, no session
+            # to DELETE; without this a GET opened a stream that never ended (review finding).
+            message = "MCP over HTTP here takes POST only (stateless JSON, no SSE stream)"
+            response = error_response(405, "method_not_allowed", message, headers={"Allow": "POST"})
+            await response(scope, receive, send)
             return
         mcp_app = state.mcp_app
         if mcp_app is None:

@@ -172,6 +172,36 @@ def test_a_record_of_another_format_is_refused_never_stored_empty(
         assert r.status_code == 201, r.text
 
 
+def test_mcp_takes_post_only_no_endless_stream(
+    served_sqlite: Served, tenant_pair: tuple[str, str]
+) -> None:
+    """Review finding: an authenticated GET /mcp opened an SSE stream that never ended; the
+    transport is stateless JSON, so GET and DELETE are 405 with Allow: POST (unauthenticated:
+    401 first)."""
+    tenant, _ = tenant_pair
+    with served_sqlite.http(tenant) as http:
+        for method in ("GET", "DELETE"):
+            r = http.request(method, "/mcp", timeout=10.0)
+            err = error_of(r, 405, "method_not_allowed")
+            assert r.headers["allow"] == "POST" and "POST" in err["message"]
+        r = http.get("/mcp/", timeout=10.0)
+        assert r.status_code == 405 and r.headers["allow"] == "POST"
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
+        headers = {"Accept": "application/json, text/event-stream"}
+        r = http.post("/mcp", json=init, headers=headers)
+        assert r.status_code == 200 and r.json()["result"]["serverInfo"], r.text
+    error_of(httpx.get(served_sqlite.url + "/mcp", timeout=10.0), 401, "unauthorized")
+
+
 def test_c01_only_the_keys_tenant_is_seen(served: Served, tenant_pair: tuple[str, str]) -> None:
     a, b = tenant_pair
     with served.http(a) as ha, served.http(b) as hb:
