@@ -25,6 +25,7 @@ from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.runnables.config import var_child_runnable_config
 
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, Trajectory
+from hindsight.client import AsyncHindsightClient, HindsightClient
 from hindsight.models import EventStatus, EventType
 from hindsight_langchain._buffer import OutcomeFn, judge_outcome
 from hindsight_langchain._convert import (
@@ -86,7 +87,7 @@ class _Capture:
 
     def __init__(
         self,
-        memory: Memory | AsyncMemory,
+        memory: Memory | AsyncMemory | HindsightClient | AsyncHindsightClient,
         *,
         tenant_id: str | None,
         namespace: str,
@@ -457,7 +458,9 @@ _EVENTS = (
 
 _DOC_ARGS = """
     Args:
-        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`.
+        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
+            :class:`hindsight.client.HindsightClient` / ``AsyncHindsightClient`` of a
+            ``hindsight serve`` (issue 9; the API key decides the tenant).
         tenant_id: the tenant of every run, unless a run's ``config["metadata"]`` has
             ``hindsight_tenant_id`` (or ``tenant_id``); one of the two is required to store.
         namespace, task_type, tags: defaults, overridden per run by ``hindsight_namespace``,
@@ -472,7 +475,7 @@ _DOC_ARGS = """
             own (30); ``flush()`` stores them at once.
 
     Raises:
-        UsageError: ``memory`` is not a Memory/AsyncMemory, or an argument is invalid.
+        UsageError: ``memory`` is not one of those, or an argument is invalid.
         TenantRequiredError: ``tenant_id`` is given but empty.
 
     The handler never raises into the host application (``raise_error = False``): its own
@@ -487,7 +490,7 @@ class _HandlerBase:
 
     def __init__(
         self,
-        memory: Memory | AsyncMemory,
+        memory: Memory | AsyncMemory | HindsightClient | AsyncHindsightClient,
         *,
         tenant_id: str | None = None,
         namespace: str = "default",
@@ -534,6 +537,12 @@ class _HandlerBase:
     def stored(self) -> int:
         """How many trajectories this handler stored."""
         return self._capture.engine.stored
+
+    @property
+    def unsaved(self) -> list[Trajectory]:
+        """Trajectories whose store failed (e.g. the server was down), oldest first; they are
+        stored again at the next end of run (at most 1000 kept)."""
+        return [traj for traj, _ in list(self._capture.engine.unsaved.values())]
 
     @property
     def last_trajectory_id(self) -> str | None:

@@ -38,6 +38,7 @@ from langgraph.types import Command
 
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, RecallResult, Trajectory
 from hindsight._ids import new_id
+from hindsight.client import AsyncHindsightClient, HindsightClient
 from hindsight.models import EventType
 from hindsight_langchain._buffer import EventBuffer, OutcomeFn, judge_outcome
 from hindsight_langchain._convert import (
@@ -100,7 +101,9 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
     final result of retries and fallbacks done by other middleware.
 
     Args:
-        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`.
+        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
+            :class:`hindsight.client.HindsightClient` / ``AsyncHindsightClient`` of a
+            ``hindsight serve`` (issue 9; the API key decides the tenant).
         tenant_id: the tenant, unless ``config["metadata"]`` of the invoke has
             ``hindsight_tenant_id`` (or ``tenant_id``); required for recall and storing.
         namespace, task_type, tags: recall filters/boosts and trajectory labels, overridden
@@ -117,7 +120,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         max_chars: event content is clipped to this many characters (8000).
 
     Raises:
-        UsageError: ``memory`` is not a Memory/AsyncMemory, or an argument is invalid.
+        UsageError: ``memory`` is not one of those, or an argument is invalid.
         TenantRequiredError: ``tenant_id`` is given but empty.
     """
 
@@ -125,7 +128,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
 
     def __init__(
         self,
-        memory: Memory | AsyncMemory,
+        memory: Memory | AsyncMemory | HindsightClient | AsyncHindsightClient,
         *,
         tenant_id: str | None = None,
         namespace: str = "default",
@@ -165,6 +168,12 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
     def last_error(self) -> str | None:
         """Text of the last such failure."""
         return self._engine.last_error
+
+    @property
+    def unsaved(self) -> list[Trajectory]:
+        """Trajectories whose store failed (e.g. the server was down), oldest first; they are
+        stored again at the next end of run (at most 1000 kept)."""
+        return [traj for traj, _ in list(self._engine.unsaved.values())]
 
     @property
     def last_trajectory_id(self) -> str | None:

@@ -1,12 +1,16 @@
-"""Call a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory` from sync or async nodes."""
+"""Call a :class:`hindsight.Memory`, an :class:`hindsight.AsyncMemory` or a client of a
+``hindsight serve`` (:mod:`hindsight._remote`, issue 9) from sync or async nodes."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from hindsight import AsyncMemory, Memory, Trajectory, UsageError
+from hindsight import AsyncMemory, Memory, Trajectory
+from hindsight._remote import RemoteAsync, RemoteMemory, memory_faces
 
 __all__ = ["MemoryRef", "as_memory_ref"]
 
@@ -14,19 +18,30 @@ log = logging.getLogger("hindsight.langgraph")
 
 T = TypeVar("T")
 
+_REMOTE_WORK = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="hindsight-remote")
+"""Runs a remote memory's coroutines off the caller's loop (non-daemon: finishes at exit)."""
+
 
 class MemoryRef:
     """Both faces of one memory: ``aio`` (awaitable methods) and :meth:`run` for sync code."""
 
-    __slots__ = ("aio",)
+    __slots__ = ("aio", "remote")
 
-    def __init__(self, aio: AsyncMemory) -> None:
-        self.aio = aio
+    def __init__(self, aio: AsyncMemory | RemoteAsync) -> None:
+        self.aio: Any = aio
+        self.remote: RemoteMemory | None = aio.sync if isinstance(aio, RemoteAsync) else None
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run one of ``aio``'s coroutines to completion from sync code (on the memory's own
-        background loop, so it also works inside a thread of a running event loop)."""
-        return self.aio._runtime.run(coro)
+        background loop, so it also works inside a thread of a running event loop; for a
+        remote memory, in a fresh loop, on a worker thread when this thread runs a loop)."""
+        if self.remote is None:
+            return self.aio._runtime.run(coro)  # type: ignore[no-any-return]
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        return _REMOTE_WORK.submit(asyncio.run, coro).result()
 
     def store_episode(self, trajectory: Trajectory, *, review: bool = True) -> Any:
         """Store ``trajectory`` and queue its review from sync code, on the calling thread
@@ -37,6 +52,8 @@ class MemoryRef:
         Raises:
             UsageError: the memory is closed. StoreError: the database failed.
         """
+        if self.remote is not None:
+            return self.remote.store_episode(trajectory, review=review)
         return Memory.from_async(self.aio).store_episode(trajectory, review=review)
 
     def submit(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
@@ -49,6 +66,9 @@ class MemoryRef:
                 log.error("hindsight: %s failed: %s", what, exc, exc_info=exc)
 
         try:
+            if self.remote is not None:
+                _REMOTE_WORK.submit(asyncio.run, coro).add_done_callback(done)
+                return
             self.aio._runtime.submit(coro).add_done_callback(done)
         except Exception:
             coro.close()
@@ -56,15 +76,10 @@ class MemoryRef:
 
 
 def as_memory_ref(memory: Any) -> MemoryRef:
-    """Accept a :class:`Memory` or an :class:`AsyncMemory`.
+    """Accept a :class:`Memory`, an :class:`AsyncMemory`, a ``HindsightClient`` or an
+    ``AsyncHindsightClient`` (:func:`hindsight._remote.memory_faces`).
 
     Raises:
-        UsageError: anything else.
+        UsageError: anything else (the message lists the accepted types).
     """
-    if isinstance(memory, Memory):
-        return MemoryRef(memory.aio)
-    if isinstance(memory, AsyncMemory):
-        return MemoryRef(memory)
-    raise UsageError(
-        f"memory must be a hindsight.Memory or hindsight.AsyncMemory, got {type(memory).__name__}"
-    )
+    return MemoryRef(memory_faces(memory)[1])

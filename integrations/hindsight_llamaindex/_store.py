@@ -15,26 +15,23 @@ import logging
 import threading
 from typing import Any
 
-from hindsight import AsyncMemory, EpisodeReceipt, Memory, Trajectory, UsageError
+from hindsight import AsyncMemory, EpisodeReceipt, Trajectory
+from hindsight._remote import RemoteAsync, memory_faces
 
 __all__ = ["EpisodeWriter", "as_async_memory"]
 
 log = logging.getLogger("hindsight.llamaindex")
 
 
-def as_async_memory(memory: Any) -> AsyncMemory:
-    """The :class:`~hindsight.AsyncMemory` behind ``memory`` (a Memory or an AsyncMemory).
+def as_async_memory(memory: Any) -> AsyncMemory | RemoteAsync:
+    """The async face of ``memory``: the :class:`~hindsight.AsyncMemory` behind a Memory or an
+    AsyncMemory, or the :class:`~hindsight._remote.RemoteAsync` of a ``HindsightClient`` /
+    ``AsyncHindsightClient`` (issue 9; the same object for the same client).
 
     Raises:
-        UsageError: ``memory`` is neither.
+        UsageError: anything else (the message lists the accepted types).
     """
-    if isinstance(memory, AsyncMemory):
-        return memory
-    if isinstance(memory, Memory):
-        return memory.aio
-    raise UsageError(
-        f"memory must be a hindsight.Memory or hindsight.AsyncMemory, got {type(memory).__name__}"
-    )
+    return memory_faces(memory)[1]
 
 
 class EpisodeWriter:
@@ -45,7 +42,7 @@ class EpisodeWriter:
         errors: how many stores failed.
     """
 
-    def __init__(self, memory: AsyncMemory, *, review: bool = True) -> None:
+    def __init__(self, memory: AsyncMemory | RemoteAsync, *, review: bool = True) -> None:
         self._memory = memory
         self._review = review
         self._lock = threading.Lock()
@@ -75,6 +72,8 @@ class EpisodeWriter:
         """Interpreter shutdown forbids new threads (``asyncio.to_thread`` fails): write the
         row directly. Its review job stays pending and resumes when the store is next opened
         (the engine's rule for jobs left at exit, case C16)."""
+        if isinstance(self._memory, RemoteAsync):  # no new threads at exit: send from here
+            return self._memory.sync.store_episode(trajectory, review=self._review)
         queue = self._review and not trajectory.is_empty()
         stored = bool(self._memory.store.add_trajectory(trajectory, enqueue_review=queue))
         return EpisodeReceipt(

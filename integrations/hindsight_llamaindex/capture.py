@@ -144,7 +144,8 @@ class HindsightCapture:
     is captured. Use it as a context manager to install and close it around a block.
 
     Args:
-        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`.
+        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
+            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve`` (issue 9).
         tenant_id: the tenant of captured runs. ``None``: only runs started inside
             :func:`~hindsight_llamaindex.run_options` with a tenant are captured (others are
             counted in ``stats.runs_skipped``).

@@ -43,7 +43,8 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
     is counted as recalled once per run.
 
     Args:
-        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`.
+        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
+            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve`` (issue 9).
         tenant_id: required; recall is always scoped to one tenant (case C17).
         namespace: private namespace searched first (the shared one follows, MISSION S9).
         task_type, tags: passed to :meth:`hindsight.AsyncMemory.recall`.

@@ -100,7 +100,8 @@ async def run_with_memory(
         agent: a ``FunctionAgent``, ``ReActAgent``, ``AgentWorkflow`` (anything whose
             ``run(user_msg=..., memory=...)`` returns a workflow handler).
         user_msg: the user's message (``str`` or ``ChatMessage``).
-        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`.
+        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
+            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve`` (issue 9).
         tenant_id: required (case C17).
         namespace, task_type, tags: for the trajectory and the recall.
         chat_memory: the LlamaIndex ``Memory`` of the conversation.
