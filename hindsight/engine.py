@@ -87,6 +87,10 @@ def _default_reviewer(config: MemoryConfig) -> Reviewer:
     return make_reviewer(config)  # heuristic | llm | both (docs/review.md)
 
 
+_REVIEW_LOCKS = tuple(threading.Lock() for _ in range(64))
+"""Striped locks serializing reviews of one trajectory within a process (see ``_review``)."""
+
+
 class AsyncMemory(LifecycleMethods):
     """Experience memory for agents, async API.
 
@@ -393,10 +397,21 @@ class AsyncMemory(LifecycleMethods):
         await self._review(traj)
 
     async def _review(self, traj: Trajectory) -> list[Experience]:
-        """Review ``traj`` and store its lessons and episode (:mod:`hindsight._review`)."""
+        """Review ``traj`` and store its lessons and episode (:mod:`hindsight._review`).
+
+        Reviews of one trajectory in this process run one at a time (the review worker and a
+        ``review_now`` may ask together, from different event loops): the second finds the
+        lessons stored (stable ids) instead of colliding with the first's inserts.
+        """
         from hindsight._review import run_review
 
-        return await run_review(self, traj)
+        lock = _REVIEW_LOCKS[hash(traj.id) % len(_REVIEW_LOCKS)]
+        while not lock.acquire(blocking=False):  # polled: cancellation never strands it
+            await asyncio.sleep(0.01)
+        try:
+            return await run_review(self, traj)
+        finally:
+            lock.release()
 
     def _write_lessons(
         self, traj: Trajectory, lessons: Sequence[Lesson], reviewer: str | None = None
