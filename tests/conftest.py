@@ -66,6 +66,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'hindsight.db'}"
         return
+    yield from fresh_pg_database()
+
+
+def fresh_pg_database() -> Iterator[str]:
+    """Yield the URL of a new PostgreSQL database, dropped afterwards; skipped without
+    ``HINDSIGHT_TEST_DATABASE_URL``, failed under CI (where PostgreSQL must be tested)."""
     admin = _pg_admin_url()
     if not admin:
         if IN_CI:

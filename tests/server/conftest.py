@@ -24,7 +24,7 @@ import pytest
 
 from hindsight.client import HindsightClient
 from hindsight.server._keys import create_key
-from tests.conftest import IN_CI, _drop_pg_database, _new_pg_database
+from tests.conftest import fresh_pg_database
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 90.0
@@ -135,16 +135,7 @@ def start_server(
 def postgres_url() -> Iterator[str]:
     """A fresh PostgreSQL database (skipped without HINDSIGHT_TEST_DATABASE_URL, failed
     under CI), dropped afterwards."""
-    admin = os.environ.get("HINDSIGHT_TEST_DATABASE_URL")
-    if not admin:
-        if IN_CI:
-            pytest.fail("HINDSIGHT_TEST_DATABASE_URL is not set under CI")
-        pytest.skip("HINDSIGHT_TEST_DATABASE_URL not set")
-    url, name = _new_pg_database(admin)
-    try:
-        yield url
-    finally:
-        _drop_pg_database(admin, name)
+    yield from fresh_pg_database()
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
