@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from hindsight._errors import NotFoundError, UsageError
 from hindsight.models import Experience
 
@@ -56,8 +58,10 @@ def edited(current: Experience, changes: dict[str, Any]) -> Experience:
         raise UsageError("nothing to edit: pass at least one of " + ", ".join(EDITABLE))
     try:
         return Experience.model_validate({**dict(current), **wanted})
-    except ValueError as err:
-        raise UsageError(f"invalid edit: {str(err).splitlines()[-1].strip()}") from None
+    except ValidationError as err:
+        from hindsight.engine import validation_message
+
+        raise UsageError(f"invalid edit: {validation_message(err)}") from None
 
 
 def rolled_back(current: Experience, versions: list[Any], version: int) -> Experience:

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hindsight._errors import HindsightError
 from hindsight._wire import error_body, status_and_type
+from hindsight.engine import error_location
 
 __all__ = ["error_response", "install_error_handlers"]
 
@@ -45,11 +46,18 @@ def error_response(
     return JSONResponse(error_body(type_, message, field), status_code=status, headers=headers)
 
 
+_NOT_AN_OBJECT = frozenset({"dict_type", "model_type", "model_attributes_type", "mapping_type"})
+
+
 def _field_of(loc: tuple[Any, ...]) -> str | None:
-    parts = [str(p) for p in loc]
+    parts = list(loc)
     if parts and parts[0] in ("body", "query", "path", "header"):
         parts = parts[1:]
-    return ".".join(parts) or None
+    return error_location(parts)
+
+
+def _got(value: Any) -> str:
+    return "a string" if isinstance(value, str | bytes) else type(value).__name__
 
 
 def _validation(_: Request, exc: Exception) -> JSONResponse:
@@ -65,6 +73,15 @@ def _validation(_: Request, exc: Exception) -> JSONResponse:
         msg = f"the request body is not valid JSON ({detail} at character {loc[-1]})"
     elif first.get("type") == "missing" and field is None:
         msg = "a JSON request body is required"
+    elif first.get("type") in _NOT_AN_OBJECT:
+        got = _got(first.get("input"))
+        if field is None:  # the whole body: not JSON, or sent without a JSON content type
+            msg = (
+                f"the request body must be a JSON object (Content-Type: application/json), "
+                f"got {got}"
+            )
+        else:
+            msg = f"must be a JSON object, got {got}"
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
     text = f"{where} field {field}: {msg}{more}" if field else f"{msg}{more}"
     return error_response(422, "validation_error", text, field)
