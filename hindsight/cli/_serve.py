@@ -3,6 +3,7 @@ docs/http.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -111,6 +112,7 @@ def serve(
             ring = KeyRing.from_env(keys_file=keys_file, data_dir=config.data_dir)
         if ring.is_empty():
             raise fail(NO_KEYS_MESSAGE, 2)
+        _check_port_free(host, port)
         memory = AsyncMemory(config)
     try:
         with guarded():
@@ -133,11 +135,27 @@ def serve(
                 timeout_graceful_shutdown=10,
             )
         )
-        uv.run()
+        # uvicorn exits on a startup failure (e.g. the port got taken): one line below instead
+        with contextlib.suppress(SystemExit):
+            uv.run()
     finally:
         memory.close()
     if not uv.started:
         raise fail(f"could not serve on {host}:{port} (see the log above)", 1)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Fail in one line before opening the store when ``host:port`` cannot be bound."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise fail(f"could not serve on {host}:{port}: {reason.lower()}", 2) from None
 
 
 @keys_app.command("create")

@@ -43,6 +43,27 @@ def test_serve_refuses_to_start_without_keys(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "tenant:key" in bad.stderr
 
 
+def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = hs(
+            "serve",
+            "--port",
+            str(port),
+            data_dir=tmp_path,
+            env={"HINDSIGHT_API_KEYS": "acme:key-for-the-busy-port-test"},
+        )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"could not serve on 127.0.0.1:{port}" in lines[0], done.stderr
+    assert "in use" in lines[0]
+    assert not (tmp_path / "hindsight.db").exists()  # failed before opening the store
+
+
 def test_keys_cli_stores_hashes_only_and_env_keys_work(tmp_path: Path) -> None:
     made = hs("keys", "create", "--tenant", "acme", "--label", "ci", "--json", data_dir=tmp_path)
     assert made.returncode == 0, made.stderr
