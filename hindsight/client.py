@@ -264,6 +264,7 @@ class AsyncHindsightClient:
         return _finish(call, response)
 
     async def aclose(self) -> None:
+        """Close the connection pool (also done by ``async with``)."""
         await self._http.aclose()
 
     async def __aenter__(self) -> AsyncHindsightClient:
@@ -363,3 +364,15 @@ class AsyncHindsightClient:
 
     async def stats(self) -> dict[str, Any]:
         return await self._send(calls.stats())
+
+
+def _share_docs() -> None:
+    """Each async method documents itself with its sync twin's docstring (same arguments,
+    results and errors; awaited)."""
+    for name, method in vars(AsyncHindsightClient).items():
+        twin = getattr(HindsightClient, name, None)
+        if callable(method) and not name.startswith("_") and not method.__doc__ and twin:
+            method.__doc__ = twin.__doc__
+
+
+_share_docs()

@@ -139,3 +139,14 @@ def test_the_async_client(served: Served, tenant_pair: tuple[str, str]) -> None:
             assert (await client.stats())["experiences"]["total"] == 1
 
     asyncio.run(main())
+
+
+def test_every_public_client_method_is_documented() -> None:
+    import inspect
+
+    from hindsight.client import AsyncHindsightClient, HindsightClient
+
+    for cls in (HindsightClient, AsyncHindsightClient):
+        for name, method in inspect.getmembers(cls, callable):
+            if not name.startswith("_"):
+                assert (method.__doc__ or "").strip(), f"{cls.__name__}.{name} has no docstring"
