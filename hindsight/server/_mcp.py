@@ -27,7 +27,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from pydantic import Field
 
 from hindsight._errors import AuthenticationError
-from hindsight._ids import validate_namespace, validate_tenant
+from hindsight._ids import normalize_id, validate_namespace, validate_tenant
 from hindsight.engine import AsyncMemory
 from hindsight.models import ExperienceKind
 from hindsight.server._mcp_models import (
@@ -238,7 +238,7 @@ def build_mcp_server(
         exps = await memory.review_now(trajectory_id, tenant_id=tenant_of(ctx))
         episodes = [e for e in exps if e.kind is ExperienceKind.EPISODE]
         return ReviewResult(
-            trajectory_id=trajectory_id,
+            trajectory_id=normalize_id(trajectory_id, "trajectory_id"),
             lessons=[ExperienceOut.of(e) for e in exps if e.kind is not ExperienceKind.EPISODE],
             episode=ExperienceOut.of(episodes[-1]) if episodes else None,
         )

@@ -382,3 +382,15 @@ async def test_c17_a_tenant_that_turns_empty_or_unauthenticated_is_a_tool_error(
             "field": None,
         }
     assert mem.stats(tenant_id="acme") == before
+
+
+async def test_summarize_trajectory_answers_with_the_canonical_id(acme: Any) -> None:
+    stored = (
+        await call(
+            acme, "store_episode", {"trajectory": openai_run("find order 7"), "review": False}
+        )
+    ).ok()
+    tid = stored["trajectory_id"]
+    for form in (tid.upper(), "{" + tid + "}", tid.replace("-", "")):
+        review = (await call(acme, "summarize_trajectory", {"trajectory_id": form})).ok()
+        assert review["trajectory_id"] == tid
