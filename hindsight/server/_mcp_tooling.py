@@ -13,6 +13,10 @@ Two adjustments to the ``mcp`` SDK's tools (2.3.0, :class:`mcp.server.mcpserver.
   ``"<type>: <message>"`` and whose ``structuredContent`` is ``{"error": {"type", "message",
   "field"}}``: the shape and types of the HTTP API's errors (:mod:`hindsight._wire`).
   Anything else is a crash: the SDK answers ``Error executing tool <name>`` and logs it.
+* **No unknown arguments.** The SDK's argument model ignores arguments a tool does not have
+  (a typo like ``top_kk``, or ``tenant_id``); :meth:`HindsightTool.run` refuses them with a
+  ``validation_error`` naming the argument (review finding). The tenant is never an argument:
+  it comes from the server's configuration or the API key.
 """
 
 from __future__ import annotations
@@ -108,9 +112,27 @@ class HindsightTool(Tool):
         )
         return tool
 
+    def unknown_argument(self, arguments: dict[str, Any]) -> tuple[str, str] | None:
+        """``(argument, one-line message)`` for the first argument the tool does not have."""
+        fields = self.fn_metadata.arg_model.model_fields
+        known = {info.alias or name for name, info in fields.items()}
+        for name in sorted(set(arguments) - known):
+            if name in ("tenant", "tenant_id"):
+                return name, (
+                    f"unknown argument '{name}' of {self.name}: the tenant comes from the "
+                    "server's configuration (hindsight mcp --tenant) or the API key, never "
+                    "from a tool argument"
+                )
+            expected = ", ".join(sorted(known))
+            return name, f"unknown argument '{name}' of {self.name} (its arguments: {expected})"
+        return None
+
     async def run(
         self, arguments: dict[str, Any], context: Any, convert_result: bool = False
     ) -> Any:
+        unknown = self.unknown_argument(arguments)
+        if unknown is not None:
+            return self._error("validation_error", unknown[1], unknown[0])
         try:
             return await super().run(arguments, context, convert_result)
         except ToolError as exc:
@@ -119,10 +141,12 @@ class HindsightTool(Tool):
             found = error_of(cause, params) if cause is not None else None
             if found is None:
                 raise
-            kind, message, field = found
-            log.info("MCP tool %s: %s: %s", self.name, kind, message)
-            return CallToolResult(
-                content=[TextContent(type="text", text=f"{kind}: {message}")],
-                structured_content={"error": {"type": kind, "message": message, "field": field}},
-                is_error=True,
-            )
+            return self._error(*found)
+
+    def _error(self, kind: str, message: str, field: str | None) -> CallToolResult:
+        log.info("MCP tool %s: %s: %s", self.name, kind, message)
+        return CallToolResult(
+            content=[TextContent(type="text", text=f"{kind}: {message}")],
+            structured_content={"error": {"type": kind, "message": message, "field": field}},
+            is_error=True,
+        )

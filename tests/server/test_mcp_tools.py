@@ -262,7 +262,7 @@ async def test_strings_are_kept_exactly_as_sent(acme: Any, mem: Any) -> None:
 async def test_tags_accept_a_list_or_its_json_text_and_name_the_field_otherwise(
     acme: Any, mem: Any
 ) -> None:
-    await _learn(acme, "Invoices need the billing tag", tags=None)
+    await _learn(acme, "Invoices need the billing tag")
     mem.add_experience("Billing lessons carry a tag", tenant_id="acme", tags=["billing"])
     as_list = (await call(acme, "recall_similar", {"query": "billing", "tags": ["billing"]})).ok()
     as_text = (await call(acme, "recall_similar", {"query": "billing", "tags": '["billing"]'})).ok()
@@ -394,3 +394,26 @@ async def test_summarize_trajectory_answers_with_the_canonical_id(acme: Any) -> 
     for form in (tid.upper(), "{" + tid + "}", tid.replace("-", "")):
         review = (await call(acme, "summarize_trajectory", {"trajectory_id": form})).ok()
         assert review["trajectory_id"] == tid
+
+
+async def test_unknown_arguments_are_refused_naming_the_argument(acme: Any, mem: Any) -> None:
+    """Review finding: an argument a tool does not have (a typo, or a tenant) was ignored."""
+    mem.add_experience("Unknown arguments are refused", tenant_id="acme")
+    cases = [
+        ("recall_similar", {"query": "arguments", "top_kk": 3}, "top_kk"),
+        ("recall_similar", {"query": "arguments", "tenant_id": "other"}, "tenant_id"),
+        ("store_episode", {"trajectory": openai_run("deploy"), "tenant": "other"}, "tenant"),
+        ("forget_experience", {"experience_id": str(uuid.uuid4()), "everything": True}, None),
+    ]
+    for name, args, field in cases:
+        done = await call(acme, name, args)
+        assert done.is_error and done.error is not None, (name, args, done.text)
+        wrong = field or "everything"
+        assert done.error["type"] == "validation_error" and done.error["field"] == wrong
+        assert f"'{wrong}'" in done.error["message"] and name in done.error["message"]
+        if wrong.startswith("tenant"):
+            assert "API key" in done.error["message"], done.error
+        else:
+            assert "its arguments:" in done.error["message"], done.error
+    assert mem.stats(tenant_id="acme")["trajectories"] == 0
+    assert (await call(acme, "recall_similar", {"query": "arguments", "top_k": 3})).ok()["hits"]
