@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -10,11 +11,24 @@ from fastapi import APIRouter, Query, Request
 from hindsight.cli._jobs import job_json  # one JSON shape of a job, as `hindsight jobs --json`
 from hindsight.server._deps import Memory, Tenant, keyring_of
 from hindsight.server._errors import error_response
+from hindsight.server._keys import key_from_headers
 from hindsight.server._schemas import RetryJobsBody
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["operations"])
+log = logging.getLogger("hindsight.server")
+
+NOT_READY = "not ready: the reason is in the server log (or send an API key to see it here)"
+"""The reason ``/ready`` gives a caller without a valid key: the full reason may name files and
+stores of the deployment (a keys file's path and parse error), so it only goes to the server log
+and to authenticated callers (review finding)."""
+
+
+def _not_ready(request: Request, reason: str) -> Any:
+    log.warning("hindsight: not ready: %s", reason)
+    known = keyring_of(request).authenticate(key_from_headers(request.headers)) is not None
+    return error_response(503, "not_ready", reason if known else NOT_READY)
 
 
 @router.get("/health", summary="Liveness (no key needed)")
@@ -26,16 +40,20 @@ async def health() -> dict[str, str]:
 @router.get(
     "/ready",
     summary="Readiness (no key needed)",
-    responses={503: {"description": "not ready: the reason is in the error message"}},
+    responses={
+        503: {"description": "not ready: the reason is in the error message for a valid key"}
+    },
 )
 async def ready(request: Request) -> Any:
-    """Touches the SQL store and the vector index; 503 ``not_ready`` naming what failed."""
+    """Touches the SQL store and the vector index; 503 ``not_ready``. The message names what
+    failed for a caller with a valid key; without one it is :data:`NOT_READY` (the full reason
+    is logged)."""
     memory = getattr(request.app.state, "memory", None)
     if memory is None:
-        return error_response(503, "not_ready", "the memory engine is not open (starting up)")
+        return _not_ready(request, "the memory engine is not open (starting up)")
     problem = keyring_of(request).problem()
     if problem is not None:
-        return error_response(503, "not_ready", f"API keys: {problem}")
+        return _not_ready(request, f"API keys: {problem}")
 
     def probe() -> dict[str, Any]:
         checks: dict[str, Any] = {}
@@ -54,10 +72,10 @@ async def ready(request: Request) -> Any:
     try:
         checks = await asyncio.wait_for(asyncio.to_thread(probe), timeout=10.0)
     except TimeoutError:
-        return error_response(503, "not_ready", "SQL or vector store did not answer in 10 s")
+        return _not_ready(request, "SQL or vector store did not answer in 10 s")
     failed = [f"{k}: {v}" for k, v in checks.items() if k in ("sql", "vectors") and v != "ok"]
     if failed:
-        return error_response(503, "not_ready", "; ".join(failed))
+        return _not_ready(request, "; ".join(failed))
     return {"status": "ready", "sql": "ok", "vectors": "ok"}
 
 

@@ -116,8 +116,15 @@ def test_a_key_created_after_start_works_without_a_keys_file_at_start(tmp_path: 
         (tmp_path / "api-keys.json").write_text("{not json", encoding="utf-8")
         r = httpx.get(server.url + "/v1/stats", headers={"Authorization": f"Bearer {key}"})
         assert r.status_code == 401
-        ready = httpx.get(server.url + "/ready")
+        ready = httpx.get(server.url + "/ready")  # no key: a generic reason (review finding)
+        assert ready.status_code == 503 and ready.json()["error"]["type"] == "not_ready"
+        assert "api-keys.json" not in ready.text and "server log" in ready.text, ready.text
+        for headers in ({"Authorization": f"Bearer {key}"}, {"X-API-Key": "nope"}):
+            hidden = httpx.get(server.url + "/ready", headers=headers)  # refused file key, junk
+            assert hidden.status_code == 503 and "api-keys.json" not in hidden.text, hidden.text
+        ready = httpx.get(server.url + "/ready", headers={"Authorization": "Bearer envkey123"})
         assert ready.status_code == 503 and "api-keys.json" in ready.text, ready.text
+        assert "not ready: API keys:" in server.log.read_text()  # the full reason is logged
     finally:
         server.stop()
 
