@@ -115,18 +115,41 @@ def _id(value: Any, what: str) -> str:
     return quote(value.strip(), safe="")
 
 
-def _plain(value: Any) -> Any:
-    """JSON-ready values: UUIDs as strings, sequences as lists, enums as their values."""
+def _text(value: Any, what: str, *, optional: bool = False) -> Any:
+    """``value`` when it is a ``str`` (or ``None`` if ``optional``), else a one-line
+    :class:`UsageError` naming the argument (bytes: decode them first; review finding)."""
+    if isinstance(value, str) or (optional and value is None):
+        return value
+    raise UsageError(_not_json(value, what, "a string"))
+
+
+def _not_json(value: Any, what: str, expected: str) -> str:
+    if isinstance(value, bytes | bytearray):
+        return f"{what} must be {expected}, got bytes: decode them first (e.g. value.decode())"
+    return f"{what} must be {expected}, got {type(value).__name__} {value!r:.60}"
+
+
+def _plain(value: Any, what: str = "argument") -> Any:
+    """JSON-ready values: UUIDs as strings, sequences as lists, enums as their values.
+
+    Raises:
+        UsageError: a value JSON cannot carry (bytes, a set, any other object), naming where
+            it is (``what``, e.g. ``tags[0]``) instead of ``json``'s ``TypeError``.
+    """
     if isinstance(value, uuid.UUID):
         return str(value)
-    if isinstance(value, str | bytes):
+    if value is None or isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence):
-        return [_plain(v) for v in value]
+        return {
+            k: _plain(v, f"{what}.{k}" if what != "options" else str(k)) for k, v in value.items()
+        }
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        return [_plain(v, f"{what}[{i}]") for i, v in enumerate(value)]
     enum_value = getattr(value, "value", None)
-    return enum_value if isinstance(enum_value, str) else value
+    if isinstance(enum_value, str):
+        return enum_value
+    raise UsageError(_not_json(value, what, "JSON (a string, number, list or object)"))
 
 
 def _experience(doc: Any) -> Experience:
@@ -178,7 +201,7 @@ def _body(trajectory: Any, options: StoreOptions) -> dict[str, Any]:
         record: Any = trajectory.model_dump(mode="json")
         fmt = "trajectory" if fmt == "auto" else fmt
     else:
-        record = _plain(trajectory)
+        record = _plain(trajectory, "trajectory")
     body: dict[str, Any] = {"trajectory": record, "format": fmt}
     for key in ("review", "namespace", "task_type"):
         if key in options:
@@ -214,17 +237,17 @@ def review_now(trajectory_id: Any) -> Call[list[Experience]]:
 
 
 def recall(query: str, options: RecallOptions) -> Call[RecallResult]:
-    body = {"query": query, **_plain(dict(options))}
+    body = {"query": _text(query, "query"), **_plain(dict(options), "options")}
     return Call("POST", "/v1/recall", _recall, json=body)
 
 
 def record_outcome(trajectory_id: Any, success: bool) -> Call[list[Experience]]:
-    body = {"trajectory_id": _plain(trajectory_id), "success": success}
+    body = {"trajectory_id": _plain(trajectory_id, "trajectory_id"), "success": success}
     return Call("POST", "/v1/outcomes", _experiences, json=body)
 
 
 def add_experience(content: str, options: AddOptions) -> Call[Experience]:
-    body = {"content": content, **_plain(dict(options))}
+    body = {"content": _text(content, "content"), **_plain(dict(options), "options")}
     return Call("POST", "/v1/experiences", _experience, json=body)
 
 
@@ -240,13 +263,13 @@ def list_experiences(options: ListOptions, *, quarantined: bool = False) -> Call
 
 def adjust_confidence(experience_id: Any, delta: float, reason: str | None) -> Call[Experience]:
     path = f"/v1/experiences/{_id(experience_id, 'experience_id')}"
-    body = {"confidence_delta": delta, "reason": reason}
+    body = {"confidence_delta": delta, "reason": _text(reason, "reason", optional=True)}
     return Call("PATCH", path, _experience, json=body)
 
 
 def edit_experience(experience_id: Any, options: EditOptions) -> Call[Experience]:
     path = f"/v1/experiences/{_id(experience_id, 'experience_id')}"
-    return Call("PATCH", path, _experience, json=_plain(dict(options)))
+    return Call("PATCH", path, _experience, json=_plain(dict(options), "options"))
 
 
 def delete_experience(experience_id: Any) -> Call[None]:
@@ -255,8 +278,8 @@ def delete_experience(experience_id: Any) -> Call[None]:
 
 def forget(experience_id: Any, trajectory_id: Any, everything: bool) -> Call[int]:
     body = {
-        "experience_id": _plain(experience_id),
-        "trajectory_id": _plain(trajectory_id),
+        "experience_id": _plain(experience_id, "experience_id"),
+        "trajectory_id": _plain(trajectory_id, "trajectory_id"),
         "everything": everything,
     }
     return Call("POST", "/v1/forget", lambda doc: int(doc["removed"]), json=body)
@@ -269,7 +292,8 @@ def history(experience_id: Any) -> Call[list[dict[str, Any]]]:
 
 def rollback(experience_id: Any, version: int, reason: str | None) -> Call[Experience]:
     path = f"/v1/experiences/{_id(experience_id, 'experience_id')}/rollback"
-    return Call("POST", path, _experience, json={"version": version, "reason": reason})
+    body = {"version": version, "reason": _text(reason, "reason", optional=True)}
+    return Call("POST", path, _experience, json=body)
 
 
 def restore(experience_id: Any) -> Call[Experience]:
@@ -279,7 +303,7 @@ def restore(experience_id: Any) -> Call[Experience]:
 
 def decide(action: str, experience_id: Any, note: str | None) -> Call[Experience]:
     path = f"/v1/quarantine/{_id(experience_id, 'experience_id')}/{action}"
-    return Call("POST", path, _experience, json={"note": note})
+    return Call("POST", path, _experience, json={"note": _text(note, "note", optional=True)})
 
 
 def review_jobs(state: str | None, limit: int) -> Call[list[dict[str, Any]]]:
@@ -292,7 +316,7 @@ def review_jobs(state: str | None, limit: int) -> Call[list[dict[str, Any]]]:
 def retry_review_jobs(job_ids: Sequence[Any], all_failed: bool) -> Call[list[dict[str, Any]]]:
     if isinstance(job_ids, str | uuid.UUID):
         job_ids = [job_ids]
-    body = {"job_ids": [_plain(j) for j in job_ids], "all_failed": all_failed}
+    body = {"job_ids": _plain(list(job_ids), "job_ids"), "all_failed": all_failed}
     return Call("POST", "/v1/jobs/retry", _json, json=body)
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -150,3 +152,31 @@ def test_every_public_client_method_is_documented() -> None:
         for name, method in inspect.getmembers(cls, callable):
             if not name.startswith("_"):
                 assert (method.__doc__ or "").strip(), f"{cls.__name__}.{name} has no docstring"
+
+
+def test_bytes_or_objects_where_json_is_expected_are_one_line_usage_errors(
+    served_sqlite: Served,
+) -> None:
+    """Review finding: ``recall(b"q")`` raised json's TypeError; now a UsageError naming the
+    argument, raised before any request (nothing is stored)."""
+    tenant = f"bytes-{uuid.uuid4().hex[:8]}"
+    raw: Any = b"x"  # typed Any: these calls are wrong on purpose
+    with served_sqlite.client(tenant) as client:
+        some_id = str(uuid.uuid4())
+        calls: list[tuple[Callable[[], object], str, str]] = [
+            (lambda: client.recall(raw), "query", "bytes"),
+            (lambda: client.recall(cast(Any, 42)), "query", "int"),
+            (lambda: client.recall("q", tags=cast(Any, {"a"})), "tags", "set"),
+            (lambda: client.add_experience(raw), "content", "bytes"),
+            (lambda: client.add_experience("x", tags=[raw]), r"tags\[0\]", "bytes"),
+            (lambda: client.store_episode({"messages": [{"content": raw}]}), "content", "bytes"),
+            (lambda: client.adjust_confidence(some_id, 0.1, reason=raw), "reason", "bytes"),
+            (lambda: client.approve(some_id, note=raw), "note", "bytes"),
+        ]
+        for run, name, kind in calls:
+            with pytest.raises(UsageError, match=rf"{name} must be .*got {kind}") as err:
+                run()
+            assert "\n" not in str(err.value)
+        stats = client.stats()
+        assert stats["trajectories"] == 0 and stats["experiences"]["total"] == 0, stats
+        assert client.add_experience("x is fine").content == "x is fine"
