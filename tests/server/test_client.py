@@ -180,3 +180,21 @@ def test_bytes_or_objects_where_json_is_expected_are_one_line_usage_errors(
         stats = client.stats()
         assert stats["trajectories"] == 0 and stats["experiences"]["total"] == 0, stats
         assert client.add_experience("x is fine").content == "x is fine"
+
+
+def test_the_client_pages_with_offset_as_documented(served_sqlite: Served) -> None:
+    tenant = f"paging-{uuid.uuid4().hex[:8]}"
+    with served_sqlite.client(tenant) as client:
+        made = {
+            client.add_experience(f"Lesson {i}: call tool_{i} with a {i}-second timeout").id
+            for i in range(5)
+        }
+        seen: list[str] = []
+        offset = 0
+        while True:  # docs/http.md, "Python client": offset += len(page) until a short page
+            page = client.list_experiences(limit=2, offset=offset)
+            seen += [e.id for e in page]
+            offset += len(page)
+            if len(page) < 2:
+                break
+        assert sorted(seen) == sorted(made) and len(seen) == 5
