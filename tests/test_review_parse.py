@@ -26,6 +26,7 @@ from hindsight.reviewers.prompts import (
     report_to_lessons,
     trajectory_language,
 )
+from tests.llm_server import completion  # one OpenAI chat.completion body for all tests
 
 # -- fixtures ------------------------------------------------------------------------------------
 
@@ -112,40 +113,6 @@ CN_EXPECTED: list[tuple[ExperienceKind, str]] = [
     (ExperienceKind.TASK_SCOPE, CN_REPORT["task_class"]["text"]),
     (ExperienceKind.RULE, CN_REPORT["rules"][0]["text"]),
 ]
-
-
-def completion(
-    content: str | None,
-    *,
-    tool_arguments: str | None = None,
-    reasoning: str | None = None,
-    finish_reason: str = "stop",
-    model: str = "test-model",
-) -> dict[str, Any]:
-    """An OpenAI ``chat.completion`` body as a server returns it."""
-    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
-    if tool_arguments is not None:
-        message["tool_calls"] = [
-            {
-                "id": "call_9PZkPf1XQ3aYb2",
-                "type": "function",
-                "function": {"name": "ReviewReport", "arguments": tool_arguments},
-            }
-        ]
-        finish_reason = "tool_calls"
-    if reasoning is not None:
-        message["reasoning_content"] = reasoning
-    return {
-        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
-        "object": "chat.completion",
-        "created": 1741569952,
-        "model": model,
-        "system_fingerprint": "fp_f9f4fb6dbf",
-        "choices": [
-            {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
-        ],
-        "usage": {"prompt_tokens": 1873, "completion_tokens": 301, "total_tokens": 2174},
-    }
 
 
 GOOD_JSON = json.dumps(REPORT, ensure_ascii=False)
