@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hindsight._contract import validation_message
 from hindsight._errors import (
     EmbedderMismatchError,
     InvalidTrajectoryError,
@@ -50,7 +51,7 @@ from hindsight.writeback import (
     normalize_content,
 )
 
-__all__ = ["AsyncMemory", "EpisodeReceipt", "validation_message"]
+__all__ = ["AsyncMemory", "EpisodeReceipt"]
 
 log = logging.getLogger("hindsight")
 
@@ -60,26 +61,6 @@ longer than storing a run takes, far shorter than a review waits anyway)."""
 
 CANDIDATE_FACTOR = 4
 """Vector recall fetches ``max(CANDIDATE_FACTOR * top_k, 20)`` neighbours before re-ranking."""
-
-
-_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "tagged-union"})
-
-
-def error_location(loc: Sequence[Any]) -> str | None:
-    """A pydantic error location as the dotted field path a user sent, without the names
-    pydantic gives union members (``dict[str,any]``, ``function-after[...]``, ``str``)."""
-    parts = [str(p) for p in loc]
-    return ".".join(p for p in parts if "[" not in p and p not in _TYPE_TAGS) or None
-
-
-def validation_message(err: ValidationError) -> str:
-    """One line from a pydantic error: ``field: message`` of the first problem (+ count)."""
-    errors = err.errors()
-    first = errors[0]
-    loc = error_location(first.get("loc", ())) or "value"
-    msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    return f"{loc}: {msg}{more}"
 
 
 class EpisodeReceipt(dict[str, Any]):

@@ -25,6 +25,7 @@ __all__ = [
     "Event",
     "EventStatus",
     "EventType",
+    "Exclusion",
     "Experience",
     "ExperienceKind",
     "ExperienceStatus",
@@ -297,3 +298,14 @@ class RecallHit(_Model):
     experience: Experience
     score: float
     breakdown: ScoreBreakdown
+
+
+class Exclusion(BaseModel):
+    """An experience that was a candidate but was not recalled, and why (``--explain``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    experience_id: str
+    reason: str
+    similarity: float | None = None
+    score: float | None = None

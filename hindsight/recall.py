@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from hindsight.config import RecallWeights
-from hindsight.models import Experience, ExperienceKind, RecallHit, ScoreBreakdown
+from hindsight.models import Exclusion, Experience, ExperienceKind, RecallHit, ScoreBreakdown
 from hindsight.render import render_block
 
 __all__ = [
@@ -66,17 +66,6 @@ class Candidate:
     experience: Experience
     similarity: float
     tier: int
-
-
-class Exclusion(BaseModel):
-    """An experience that was a candidate but was not recalled, and why (``--explain``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    experience_id: str
-    reason: str
-    similarity: float | None = None
-    score: float | None = None
 
 
 class RecallResult(BaseModel):

@@ -150,7 +150,7 @@ class Judge:
         """
         import litellm
 
-        from hindsight.reviewers._parse import reply_text
+        from hindsight._llm import reply_text
 
         self.calls += 1
         response = litellm.completion(**self._request(self.messages(new, candidates)))
@@ -204,7 +204,7 @@ def abstract(judge: Judge, members: Sequence[Experience]) -> str | None:
     (the most supported member then stands for the cluster)."""
     import litellm
 
-    from hindsight.reviewers._parse import reply_text
+    from hindsight._llm import reply_text
 
     lessons = [{"content": m.content, "support": m.support_count} for m in members[:20]]
     messages = [

@@ -59,7 +59,7 @@ def edited(current: Experience, changes: dict[str, Any]) -> Experience:
     try:
         return Experience.model_validate({**dict(current), **wanted})
     except ValidationError as err:
-        from hindsight.engine import validation_message
+        from hindsight._contract import validation_message
 
         raise UsageError(f"invalid edit: {validation_message(err)}") from None
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from hindsight._errors import ReviewError
+from hindsight._llm import field, reply_text
 from hindsight.reviewers.prompts import ReviewReport
 
 __all__ = ["ReportParseError", "parse_reply", "parse_report", "reply_text"]
@@ -56,54 +56,6 @@ class ReportParseError(ReviewError):
         self.reply = reply
         shown = reply if len(reply) <= _MAX_SHOWN else reply[:_MAX_SHOWN] + "…"
         super().__init__(f"{problem} (reply: {shown!r})" if reply else problem)
-
-
-# -- where the text is -------------------------------------------------------------------------
-
-
-def _get(obj: Any, name: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
-def _as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping | list):  # arguments already decoded by the client
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
-
-
-def reply_text(response: Any) -> str:
-    """The text of the first choice of a chat-completion ``response`` that should hold the report.
-
-    ``response`` is a litellm ``ModelResponse`` or the same shape as a dict. Order: a non-blank
-    ``message.content`` (a list of content parts is joined); else the arguments of the first
-    tool call; else the legacy ``function_call`` arguments; else ``""``. ``reasoning_content``
-    (and ``thinking_blocks``) are never used: reasoning is not the answer.
-    """
-    choices = _get(response, "choices") or []
-    if not choices:
-        return ""
-    message = _get(choices[0], "message")
-    if message is None:
-        return ""
-    content = _get(message, "content")
-    if isinstance(content, list):
-        parts = [_as_text(_get(p, "text")) if not isinstance(p, str) else p for p in content]
-        content = "\n".join(p for p in parts if p)
-    text = _as_text(content)
-    if text.strip():
-        return text
-    for call in _get(message, "tool_calls") or []:
-        arguments = _as_text(_get(_get(call, "function"), "arguments"))
-        if arguments.strip():
-            return arguments
-    legacy = _get(message, "function_call")
-    return _as_text(_get(legacy, "arguments")) if legacy is not None else ""
 
 
 # -- text -> object ----------------------------------------------------------------------------
@@ -319,8 +271,8 @@ def parse_reply(response: Any) -> ReviewReport:
     """
     text = reply_text(response)
     if not text.strip():
-        choices = _get(response, "choices") or []
-        reason = _get(choices[0], "finish_reason") if choices else None
+        choices = field(response, "choices") or []
+        reason = field(choices[0], "finish_reason") if choices else None
         why = f" (finish_reason {reason!r})" if reason else ""
         raise ReportParseError(
             f"the reply had no content and no tool call arguments{why}: expected one JSON object"

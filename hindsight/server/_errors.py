@@ -17,9 +17,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from hindsight._contract import error_location
 from hindsight._errors import HindsightError
 from hindsight._wire import error_body, status_and_type
-from hindsight.engine import error_location
 
 __all__ = ["error_response", "install_error_handlers"]
 

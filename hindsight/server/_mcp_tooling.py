@@ -81,7 +81,7 @@ def error_of(exc: BaseException, params: set[str]) -> tuple[str, str, str | None
         params: the tool's parameter names, to tell which one a message is about.
     """
     if isinstance(exc, ValidationError):
-        from hindsight.engine import validation_message
+        from hindsight._contract import validation_message
 
         loc = exc.errors()[0].get("loc", ())
         return "validation_error", validation_message(exc), str(loc[0]) if loc else None
