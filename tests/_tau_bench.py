@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hindsight.ingest import iter_trajectories
+from hindsight.capture.ingest import iter_trajectories
 from hindsight.models import Trajectory
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared/data/tau-bench/gpt-4o-airline.json"

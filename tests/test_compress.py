@@ -310,7 +310,7 @@ def test_empty_trajectory() -> None:
 
 
 def test_tau_bench_airline_every_trajectory_fits_6000_tokens(tau_bench_path: Path) -> None:
-    from hindsight.ingest import iter_trajectories
+    from hindsight.capture.ingest import iter_trajectories
 
     count = _litellm_counter("openai/gpt-4o")
     trajectories = list(iter_trajectories(tau_bench_path, tenant_id="bench"))

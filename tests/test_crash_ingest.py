@@ -43,7 +43,7 @@ CHILD = (
     + r"""
 import itertools, sys
 from hindsight import Memory
-from hindsight.ingest import iter_trajectories
+from hindsight.capture.ingest import iter_trajectories
 
 data_dir, path, tenant, start = sys.argv[1:5]
 mem = Memory(data_dir=data_dir)

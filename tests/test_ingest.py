@@ -10,8 +10,8 @@ import pytest
 from _tau_bench import tau_file, tau_trajectories
 
 from hindsight._errors import InvalidTrajectoryError, TenantRequiredError
-from hindsight.ingest import count_records, detect_format, iter_trajectories
-from hindsight.ingest._status import classify_tool_result
+from hindsight.capture.ingest import count_records, detect_format, iter_trajectories
+from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.models import EventStatus, EventType, Outcome, Provenance, Trajectory
 
 __all__ = ["tau_file", "tau_trajectories"]  # fixtures imported for pytest

@@ -18,8 +18,8 @@ import pytest
 import respx
 
 from hindsight import BLOCK_END, BLOCK_START, Lesson, Trajectory
+from hindsight.capture.ingest import iter_trajectories
 from hindsight.guard import DEFAULT_RULES
-from hindsight.ingest import iter_trajectories
 from hindsight.models import EventType
 from hindsight.render import escape_item, render_block
 from hindsight.reviewers import HeuristicReviewer

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from _tau_bench import tau_file, tau_trajectories
 
-from hindsight.ingest import iter_trajectories
+from hindsight.capture.ingest import iter_trajectories
 from hindsight.models import Event, EventType, ExperienceKind, Outcome, Trajectory
 from hindsight.ports import Lesson, Reviewer
 from hindsight.reviewers import HeuristicReviewer

@@ -75,7 +75,7 @@ def ingest(
     `hindsight jobs --state failed` and `hindsight jobs retry`."""
     from rich.progress import Progress
 
-    from hindsight.ingest import count_records, iter_trajectories
+    from hindsight.capture.ingest import count_records, iter_trajectories
 
     if format not in ("auto", "openai", "tau-bench", "events"):
         raise fail(f"--format must be auto, openai, tau-bench or events, got {format!r}", 2)

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hindsight.ingest._common import canonical_json
-from hindsight.ingest._status import classify_tool_result
+from hindsight.capture.ingest._common import canonical_json
+from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.models import Event, EventStatus, EventType
 
 __all__ = ["ToolCall", "collect_calls", "is_read_only"]

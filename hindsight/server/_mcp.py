@@ -159,7 +159,7 @@ def build_mcp_server(
         Call it once when a run ends, with the whole transcript. Storing the same transcript
         again stores nothing new. Returns the trajectory_id used by summarize_trajectory and
         record_outcome."""
-        from hindsight.ingest.records import record_format, trajectory_from_record
+        from hindsight.capture.ingest.records import record_format, trajectory_from_record
 
         who = tenant_of(ctx)
         fmt = record_format(trajectory)

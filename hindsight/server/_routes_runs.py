@@ -45,7 +45,7 @@ async def store_episode(body: EpisodeBody, tenant: Tenant, memory: Memory) -> An
     twice is stored once, ``stored: false``). A ``tenant_id`` in the body must be the key's
     tenant (else 403 ``forbidden``): data is never written to a tenant the caller did not
     authenticate as."""
-    from hindsight.ingest.records import record_format, trajectories_from_record
+    from hindsight.capture.ingest.records import record_format, trajectories_from_record
 
     foreign = _foreign_tenant(body, tenant)
     if foreign is not None:

@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 
 from hindsight._ids import new_id, validate_tenant
-from hindsight.ingest._common import system_prompt_metadata
+from hindsight.capture.ingest._common import system_prompt_metadata
 from hindsight.models import (
     Event,
     EventStatus,

@@ -13,7 +13,7 @@ from langchain_core.messages import (
 )
 
 from hindsight import Event, EventType, Outcome, Trajectory
-from hindsight.ingest._messages import parse_messages
+from hindsight.capture.ingest._messages import parse_messages
 from hindsight.models import content_to_text, utcnow
 
 __all__ = ["assemble", "current_turn", "events_from_messages", "final_answer"]

@@ -7,7 +7,7 @@ Not part of the default test run (tests/test_relevance.py runs it on a few tasks
 For each embedder x reviewer available offline, in a fresh embedded store (SQLite + Qdrant
 Edge, the default), through the engine as a user would:
 
-1. trials 0-2 of every task are ingested (``hindsight.ingest.iter_trajectories``) and stored
+1. trials 0-2 of every task are ingested (``hindsight.capture.ingest.iter_trajectories``) and stored
    with ``Memory.store_episode(review=False)``, then reviewed with ``Memory.review_now`` (the
    lessons go through the usual write path: guard, dedup);
 2. for every task, trial 3's first user message is the query: ``Memory.recall(query,
@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no cost-map fetch
 
-from hindsight.ingest import iter_trajectories
+from hindsight.capture.ingest import iter_trajectories
 from hindsight.models import ExperienceKind, Trajectory
 from tests.benchmarks._relevance_metrics import (
     hit_at_k,

@@ -15,14 +15,14 @@ from datetime import datetime
 from typing import Any
 
 from hindsight._errors import InvalidTrajectoryError
-from hindsight.ingest._common import (
+from hindsight.capture.ingest._common import (
     SYNTHETIC_STEP,
     canonical_json,
     event_id,
     parse_timestamp,
     system_prompt_metadata,
 )
-from hindsight.ingest._status import classify_tool_result
+from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.models import Event, EventType, content_to_text
 
 __all__ = ["ParsedMessages", "parse_arguments", "parse_messages"]

@@ -11,15 +11,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from hindsight._errors import InvalidTrajectoryError
-from hindsight.ingest._common import (
+from hindsight.capture.ingest._common import (
     SYNTHETIC_BASE,
     outcome_from,
     parse_reward,
     parse_timestamp,
     trajectory_id,
 )
-from hindsight.ingest._messages import parse_messages
-from hindsight.ingest._reader import RawRecord
+from hindsight.capture.ingest._messages import parse_messages
+from hindsight.capture.ingest._reader import RawRecord
 from hindsight.models import Provenance, Trajectory
 
 __all__ = ["MAX_TASK_CHARS", "build_trajectory", "openai_record_to_trajectory"]

@@ -4,11 +4,11 @@ Formats:
 
 * ``openai``: a JSON array or JSON Lines of records ``{"messages": [...], "reward"?,
   "outcome"?, "task_id"?, "task_type"?, "id"?}`` or bare message lists
-  (:mod:`hindsight.ingest.openai`);
+  (:mod:`hindsight.capture.ingest.openai`);
 * ``tau-bench``: tau-bench result files ``[{"task_id", "trial", "reward", "info", "traj"}]``
-  (:mod:`hindsight.ingest.tau_bench`);
+  (:mod:`hindsight.capture.ingest.tau_bench`);
 * ``events``: our own JSON Lines of events or whole trajectories
-  (:mod:`hindsight.ingest.events`).
+  (:mod:`hindsight.capture.ingest.events`).
 
 Trajectory ids are deterministic (format, tenant, namespace, record content), so ingesting a
 file twice gives the same ids and the store can skip what it has. Unparsable JSON raises
@@ -24,11 +24,11 @@ from pathlib import Path
 
 from hindsight._errors import InvalidTrajectoryError
 from hindsight._ids import validate_namespace, validate_tenant
-from hindsight.ingest._detect import Format, ResolvedFormat, format_of_record
-from hindsight.ingest._reader import RawRecord, count_raw_records, iter_raw_records
-from hindsight.ingest.events import events_records_to_trajectories
-from hindsight.ingest.openai import openai_record_to_trajectory
-from hindsight.ingest.tau_bench import tau_bench_record_to_trajectory
+from hindsight.capture.ingest._detect import Format, ResolvedFormat, format_of_record
+from hindsight.capture.ingest._reader import RawRecord, count_raw_records, iter_raw_records
+from hindsight.capture.ingest.events import events_records_to_trajectories
+from hindsight.capture.ingest.openai import openai_record_to_trajectory
+from hindsight.capture.ingest.tau_bench import tau_bench_record_to_trajectory
 from hindsight.models import Trajectory
 
 __all__ = ["Format", "ResolvedFormat", "count_records", "detect_format", "iter_trajectories"]

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 __all__ = ["Format", "ResolvedFormat", "format_of_record"]
 
-#: Formats :func:`hindsight.ingest.iter_trajectories` accepts.
+#: Formats :func:`hindsight.capture.ingest.iter_trajectories` accepts.
 Format = Literal["auto", "openai", "tau-bench", "events"]
 #: A concrete format (what ``"auto"`` resolves to).
 ResolvedFormat = Literal["openai", "tau-bench", "events"]

@@ -1,6 +1,6 @@
 """One in-memory record (a request body, an MCP tool argument) -> trajectories.
 
-The same formats ``hindsight ingest`` reads from files (:mod:`hindsight.ingest`), plus the
+The same formats ``hindsight ingest`` reads from files (:mod:`hindsight.capture.ingest`), plus the
 hindsight :class:`~hindsight.models.Trajectory` JSON itself:
 
 * ``trajectory``: a Trajectory as JSON (an object with an ``events`` list and trajectory fields);
@@ -14,7 +14,7 @@ hindsight :class:`~hindsight.models.Trajectory` JSON itself:
 the record's shape contradicts (a tau-bench record sent as ``openai``), or a non-empty object
 without the declared format's key (``{"foo": 1}`` as ``openai``), is refused, so nothing the
 caller sent is dropped silently (review finding on issue 9). Ids of the three log formats are
-deterministic, as in :func:`hindsight.ingest.iter_trajectories`, so sending the same record
+deterministic, as in :func:`hindsight.capture.ingest.iter_trajectories`, so sending the same record
 twice stores it once.
 """
 
@@ -26,10 +26,10 @@ from pydantic import ValidationError
 
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import validate_namespace, validate_tenant
-from hindsight.ingest._reader import RawRecord
-from hindsight.ingest.events import events_records_to_trajectories
-from hindsight.ingest.openai import openai_record_to_trajectory
-from hindsight.ingest.tau_bench import tau_bench_record_to_trajectory
+from hindsight.capture.ingest._reader import RawRecord
+from hindsight.capture.ingest.events import events_records_to_trajectories
+from hindsight.capture.ingest.openai import openai_record_to_trajectory
+from hindsight.capture.ingest.tau_bench import tau_bench_record_to_trajectory
 from hindsight.models import Trajectory
 
 __all__ = [
@@ -145,7 +145,7 @@ def _own_trajectory(record: Any, tenant: str, namespace: str, task_type: str | N
     try:
         return Trajectory.model_validate(data)
     except ValidationError as err:
-        from hindsight.engine import validation_message
+        from hindsight._contract import validation_message
 
         raise InvalidTrajectoryError(f"invalid trajectory: {validation_message(err)}") from None
 

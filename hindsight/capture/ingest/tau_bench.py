@@ -7,8 +7,8 @@ chat messages]}`` (the ``historical_trajectories`` files of sierra-research/tau-
 from __future__ import annotations
 
 from hindsight._errors import InvalidTrajectoryError
-from hindsight.ingest._reader import RawRecord
-from hindsight.ingest.openai import build_trajectory
+from hindsight.capture.ingest._reader import RawRecord
+from hindsight.capture.ingest.openai import build_trajectory
 from hindsight.models import Trajectory
 
 __all__ = ["TAU_BENCH_TAG", "TAU_BENCH_TASK_TYPE", "tau_bench_record_to_trajectory"]

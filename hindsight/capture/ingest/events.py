@@ -8,7 +8,7 @@ Each record (a JSON Lines line or an item of a JSON array) is either
   ``tags``; the first value seen for each wins; or
 * one whole :class:`~hindsight.models.Trajectory` as JSON (an object with an ``events`` list).
 
-Ids are re-derived (see :func:`~hindsight.ingest._common.trajectory_id`) so that ingest is
+Ids are re-derived (see :func:`~hindsight.capture.ingest._common.trajectory_id`) so that ingest is
 idempotent and tenants never share ids; the file's own ids are kept in metadata
 (``source_trajectory_id``, and ``source_event_id`` on events). The tenant and namespace always
 come from the caller, and the source is always :attr:`Provenance.USER`.
@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hindsight._errors import InvalidTrajectoryError
-from hindsight.ingest._common import (
+from hindsight.capture.ingest._common import (
     SYNTHETIC_BASE,
     SYNTHETIC_STEP,
     event_id,
@@ -31,7 +31,7 @@ from hindsight.ingest._common import (
     parse_reward,
     trajectory_id,
 )
-from hindsight.ingest._reader import RawRecord
+from hindsight.capture.ingest._reader import RawRecord
 from hindsight.models import Event, EventType, Provenance, Trajectory
 
 __all__ = ["events_records_to_trajectories"]
