@@ -163,7 +163,7 @@ class AsyncMemory(LifecycleMethods):
             self.reviewer: Reviewer = reviewer or _default_reviewer(config)
             self._vectors = VectorSync(self.store, self.index)
             from hindsight.guard.rules_file import guard_from_file
-            from hindsight.screening import WriteScreen
+            from hindsight.guard.screening import WriteScreen
 
             self.guard = guard_from_file(config.guard_rules) if config.guard else None
             self.writeback = WriteBack(
@@ -515,7 +515,7 @@ class AsyncMemory(LifecycleMethods):
         self._check_open()
         now = self.clock.now()
         from hindsight.guard import initial_trust
-        from hindsight.screening import check_user_metadata
+        from hindsight.guard.screening import check_user_metadata
 
         tenant = validate_tenant(tenant_id)  # TenantRequiredError, as everywhere (case C17)
         try:
@@ -706,7 +706,7 @@ class AsyncMemory(LifecycleMethods):
                 seen=seen,
             )
         if self.guard is not None:  # memory guard, layer 3: consensus across the recalled set
-            from hindsight.after_recall import drop_outliers
+            from hindsight.guard.after_recall import drop_outliers
 
             hits, outliers = drop_outliers(hits, self.store.get_vectors)
             excluded = [*outliers, *excluded]
@@ -754,7 +754,7 @@ class AsyncMemory(LifecycleMethods):
         ``misled_count`` rises by 1. Confidence stays in [0,1]. A run's outcome is counted
         once; later calls for the same run change nothing and return ``[]``. With the memory
         guard on, an experience that misled more runs than it helped is demoted at 2 misled
-        runs and quarantined at 3 (:func:`hindsight.after_recall.apply_misled_policy`).
+        runs and quarantined at 3 (:func:`hindsight.guard.after_recall.apply_misled_policy`).
 
         Returns:
             The updated experiences.
@@ -776,7 +776,7 @@ class AsyncMemory(LifecycleMethods):
 
         policy = None
         if self.guard is not None and not success:  # memory guard: demote, then quarantine
-            from hindsight.after_recall import apply_misled_policy
+            from hindsight.guard.after_recall import apply_misled_policy
 
             policy = apply_misled_policy
         updated = record_outcome(self.store, tenant, tid, success, policy=policy)
@@ -936,7 +936,7 @@ class AsyncMemory(LifecycleMethods):
     async def _decide(
         self, action: str, experience_id: Any, tenant_id: str, note: str | None
     ) -> Experience:
-        from hindsight import quarantine
+        from hindsight.guard import quarantine
 
         self._check_open()
         tenant = validate_tenant(tenant_id)

@@ -21,10 +21,10 @@ import numpy.typing as npt
 from hindsight._ids import stable_id
 from hindsight.guard import TRUST_WEIGHTS, initial_trust
 from hindsight.guard.evidence import EvidenceIndex
+from hindsight.guard.screening import WriteScreen
 from hindsight.lifecycle.dedup import RowCache
 from hindsight.models import Experience, Provenance, Trajectory
 from hindsight.ports import Embedder, Lesson
-from hindsight.screening import WriteScreen
 from hindsight.store import SqlStore
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class WriteBack:
         store: the SQL store (source of truth).
         embedder: embeds experience contents.
         sync_vectors: brings the vector index up to date after a write.
-        screen: the memory guard's write step (:class:`hindsight.screening.WriteScreen`);
+        screen: the memory guard's write step (:class:`hindsight.guard.screening.WriteScreen`);
             ``None`` writes without it (tests of the bare pipeline only).
     """
 

@@ -16,8 +16,8 @@ from hindsight import ExperienceKind
 from hindsight.embedders import HashEmbedder
 from hindsight.guard import Guard, compare
 from hindsight.guard.conflict import ConflictScore, directives, polarity
+from hindsight.guard.screening import ADVICE_KINDS
 from hindsight.models import Experience
-from hindsight.screening import ADVICE_KINDS
 from hindsight.testing import ScriptedReviewer
 from tests.helpers import lesson, make_memory, trajectory
 

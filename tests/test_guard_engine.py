@@ -17,8 +17,8 @@ from hindsight import (
     Trajectory,
     UsageError,
 )
-from hindsight.after_recall import MISLED_DEMOTE_AT, MISLED_QUARANTINE_AT
 from hindsight.guard import TRUST_WEIGHTS
+from hindsight.guard.after_recall import MISLED_DEMOTE_AT, MISLED_QUARANTINE_AT
 from hindsight.models import Experience, ExperienceKind
 from hindsight.render import PREAMBLE
 from hindsight.testing import ScriptedReviewer, test_memory

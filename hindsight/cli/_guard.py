@@ -43,7 +43,7 @@ def quarantine_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List the tenant's quarantined experiences with the guard's reasons."""
-    from hindsight.quarantine import quarantine_entry
+    from hindsight.guard.quarantine import quarantine_entry
 
     with guarded(), open_memory(state(ctx)) as mem:
         items = mem.list_quarantined(tenant_id=tenant, namespace=namespace, limit=limit)

@@ -1,8 +1,9 @@
 """Memory guard: keep poisoned lessons out of the experience store (MISSION S8, issue 5).
 
-Three layers defend the memory; this package holds their checks, and the engine wires them
-(:mod:`hindsight.screening` before write, :mod:`hindsight.after_recall` after recall,
-:mod:`hindsight.quarantine` for the human review):
+Three layers defend the memory; this package holds all of them: the checks (rules, trust,
+conflict, consensus, evidence), the screen every write goes through
+(:mod:`hindsight.guard.screening`), the checks after recall (:mod:`hindsight.guard.after_recall`)
+and the human review of what was quarantined (:mod:`hindsight.guard.quarantine`):
 
 1. **Before write** - :class:`Guard` normalizes a candidate lesson (:func:`normalize`) and runs
    data-driven rules (:mod:`hindsight.guard.rules`) for absolute directives that remove a
@@ -16,8 +17,9 @@ Three layers defend the memory; this package holds their checks, and the engine 
    the experience's trust weight, which multiplies its recall score; a lesson's sources are
    what it copies of its run (:func:`~hindsight.guard.evidence.lesson_sources`).
 3. **After recall** - :func:`~hindsight.guard.consensus.find_outliers` flags recalled items
-   that contradict the majority; the engine drops them and demotes, then quarantines,
-   experiences that misled runs.
+   that contradict the majority; :func:`~hindsight.guard.after_recall.drop_outliers` takes them
+   out of a recall, and :func:`~hindsight.guard.after_recall.apply_misled_policy` demotes, then
+   quarantines, experiences that misled runs.
 
 Quick use::
 
@@ -27,6 +29,10 @@ Quick use::
     assert verdict.verdict == "quarantine"
 
 See docs/security.md for the threat model, the rule catalogue and measured rates.
+
+May import: the foundation only (``models``, ``ports``, ``_errors``...). The write path
+(:mod:`hindsight.writeback`), recall and the engine call the guard; it calls none of them (the
+store it screens against comes in as an argument).
 """
 
 from __future__ import annotations

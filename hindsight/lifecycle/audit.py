@@ -44,7 +44,7 @@ def mark_wrong(
     Raises:
         NotFoundError: no such experience. UsageError: it is deleted or quarantined already.
     """
-    from hindsight.screening import quarantine
+    from hindsight.guard.screening import quarantine
 
     exp = store.get_experience(tenant, experience_id)
     if exp.status in (ExperienceStatus.DELETED, ExperienceStatus.QUARANTINED):

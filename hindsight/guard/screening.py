@@ -13,7 +13,7 @@ every experience that is created or edited, before deduplication:
    :class:`~hindsight.guard.evidence.EvidenceIndex`);
 3. **quarantine** - on any hit the experience is stored with status ``quarantined`` and the
    reasons in ``metadata["quarantine_reasons"]``; it is never recalled until a human approves
-   it (:mod:`hindsight.quarantine`).
+   it (:mod:`hindsight.guard.quarantine`).
 
 With the guard off (``HINDSIGHT_GUARD=off``) only step 1 runs.
 """

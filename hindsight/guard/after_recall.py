@@ -19,9 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from hindsight.guard.consensus import find_outliers
-from hindsight.models import Experience, ExperienceStatus, RecallHit
-from hindsight.recall import Exclusion
-from hindsight.screening import ADVICE_KINDS, quarantine
+from hindsight.guard.screening import ADVICE_KINDS, quarantine
+from hindsight.models import Exclusion, Experience, ExperienceStatus, RecallHit
 
 __all__ = [
     "DEMOTED_TRUST_FACTOR",
@@ -48,7 +47,7 @@ def drop_outliers(
 ) -> tuple[list[RecallHit], list[Exclusion]]:
     """Remove the recalled items that contradict the majority of the recalled set.
 
-    Only hits of the advice kinds (:data:`hindsight.screening.ADVICE_KINDS`) take part;
+    Only hits of the advice kinds (:data:`hindsight.guard.screening.ADVICE_KINDS`) take part;
     descriptions of single runs are never flagged nor count as a majority.
 
     Args:
