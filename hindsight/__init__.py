@@ -38,7 +38,7 @@ from hindsight.models import (
 )
 from hindsight.ports import Lesson
 from hindsight.recall import Exclusion, RecallResult
-from hindsight.render import BLOCK_END, BLOCK_START
+from hindsight.recall.render import BLOCK_END, BLOCK_START
 
 __version__ = "0.1.0"
 

@@ -40,11 +40,11 @@ from hindsight.models import (
     ExperienceKind,
     ExperienceStatus,
     Provenance,
-    RecallHit,
     Trajectory,
 )
 from hindsight.ports import Clock, Embedder, Lesson, Reviewer, VectorIndex
-from hindsight.recall import RecallMode, RecallResult, score_candidates, select_hits
+from hindsight.recall import RecallMode, RecallResult
+from hindsight.recall.pipeline import Recall, RecallRequest
 from hindsight.writeback import (
     WriteBack,
     lessons_to_experiences,
@@ -58,10 +58,6 @@ log = logging.getLogger("hindsight")
 REVIEW_YIELD_SECONDS = 0.05
 """The in-process review worker claims a job only after no run has ended for this long (50 ms:
 longer than storing a run takes, far shorter than a review waits anyway)."""
-
-CANDIDATE_FACTOR = 4
-"""Vector recall fetches ``max(CANDIDATE_FACTOR * top_k, 20)`` neighbours before re-ranking."""
-
 
 class EpisodeReceipt(dict[str, Any]):
     """What :meth:`AsyncMemory.store_episode` returns: a dict with ``trajectory_id`` (str),
@@ -183,6 +179,14 @@ class AsyncMemory(LifecycleMethods):
 
             self.deduper = make_deduper(self)  # issue 4: write step 2, dedup / supersede
             self.writeback.dedup = self.deduper
+            self._recall = Recall(
+                self.store,
+                self.index,
+                self.embedder,
+                self.clock,
+                config,
+                consensus=self.guard is not None,
+            )
             self.sync_vectors()  # repair a crash between an SQL write and its vector write
         except BaseException:
             self._release_partial()
@@ -587,10 +591,10 @@ class AsyncMemory(LifecycleMethods):
                 MISSION S4) into ``RecallResult.episodes``: at most
                 ``min(top_k, EPISODE_TOP_K)`` (3), ranked like lessons, rendered after the
                 lessons in their own section with their own share of the budget
-                (:mod:`hindsight.episodes`). Episodes are never among ``hits``.
+                (:mod:`hindsight.recall.candidates`). Episodes are never among ``hits``.
             explain: also list, in ``excluded``, close experiences of this tenant that a
                 filter kept out: namespace, task_type, status (archived, superseded,
-                quarantined) (:mod:`hindsight.lifecycle.explain`; never other tenants).
+                quarantined) (:mod:`hindsight.recall.explain`; never other tenants).
                 Experiences under ``config.min_confidence`` are always excluded, with reason.
 
         Returns:
@@ -636,111 +640,22 @@ class AsyncMemory(LifecycleMethods):
         if floor is None and mode == "vector":
             floor = self.embedder.similarity_floor
         tid = normalize_id(trajectory_id, "trajectory_id") if trajectory_id else None
-        return await asyncio.to_thread(
-            self._recall_sync,
-            query,
-            tenant,
-            namespaces,
-            task_type,
-            list(tags),
-            list(tools),
-            k,
-            mode,
-            floor if mode == "vector" else None,
-            tid,
-            token_budget or self.config.token_budget,
-            bool(include_episodes),
-            bool(explain),
-        )
-
-    def _recall_sync(
-        self,
-        query: str,
-        tenant: str,
-        namespaces: list[str],
-        task_type: str | None,
-        tags: list[str],
-        tools: list[str],
-        top_k: int,
-        mode: RecallMode,
-        floor: float | None,
-        trajectory_id: str | None,
-        token_budget: int,
-        include_episodes: bool = False,
-        explain: bool = False,
-    ) -> RecallResult:
-        from hindsight.episodes import EpisodeQuery, recall_episodes, tier_candidates
-
-        vec = None
-        if mode == "vector":
-            text = f"{query}\nTools: {', '.join(tools)}" if tools else query
-            vec = self.embedder.embed([text])[0]
-        # Lessons only: episodes are their own tier (hindsight.episodes).
-        where = EpisodeQuery(self.index, self.store, vec, tenant, namespaces, task_type)
-        candidates = tier_candidates(where, limit=max(CANDIDATE_FACTOR * top_k, 20), episodes=False)
-        scored = score_candidates(
-            candidates,
-            weights=self.config.weights,
-            half_life_days=self.config.half_life_days,
-            now=self.clock.now(),
-            tags=tags,
-            tools=tools,
-            mode=mode,
-        )
-        from hindsight.lifecycle.explain import confidence_floor, near_misses
-
-        scored, demoted = confidence_floor(scored, self.config.min_confidence)
-        hits, excluded = select_hits(
-            scored, top_k=top_k, similarity_floor=floor, max_per_source=self.config.max_per_source
-        )
-        excluded = [*excluded, *demoted]
-        if explain and vec is not None:  # close experiences a filter kept out (issue 4)
-            seen = {h.experience.id for h in hits} | {e.experience_id for e in excluded}
-            excluded += near_misses(
-                self.store,
-                self.index,
-                vec,
-                tenant=tenant,
-                namespaces=namespaces,
-                task_type=task_type,
-                seen=seen,
-            )
-        if self.guard is not None:  # memory guard, layer 3: consensus across the recalled set
-            from hindsight.guard.after_recall import drop_outliers
-
-            hits, outliers = drop_outliers(hits, self.store.get_vectors)
-            excluded = [*outliers, *excluded]
-        episodes: list[RecallHit] = []
-        if include_episodes:
-            episodes = recall_episodes(
-                where,
-                top_k=top_k,
-                floor=floor,
-                weights=self.config.weights,
-                half_life_days=self.config.half_life_days,
-                now=self.clock.now(),
-                tags=tags,
-                tools=tools,
-                mode=mode,
-            )
-        if hits or episodes:
-            self.store.record_recall(
-                tenant,
-                [h.experience.id for h in [*hits, *episodes]],
-                self.clock.now(),
-                trajectory_id,
-            )
-        return RecallResult(
+        request = RecallRequest(
             query=query,
             tenant_id=tenant,
             namespaces=namespaces,
+            task_type=task_type,
+            tags=list(tags),
+            tools=list(tools),
+            top_k=k,
             mode=mode,
-            hits=hits,
-            excluded=excluded,
-            token_budget=token_budget,
-            similarity_floor=floor,
-            episodes=episodes,
+            similarity_floor=floor if mode == "vector" else None,
+            trajectory_id=tid,
+            token_budget=token_budget or self.config.token_budget,
+            include_episodes=bool(include_episodes),
+            explain=bool(explain),
         )
+        return await asyncio.to_thread(self._recall.run, request)
 
     # -- outcomes -----------------------------------------------------------------------------
     async def record_outcome(

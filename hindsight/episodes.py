@@ -15,23 +15,17 @@ The summary is :func:`summarize_episode` (deterministic, offline) unless the rev
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from hindsight._ids import stable_id
-from hindsight.config import RecallWeights
 from hindsight.models import (
     EventType,
     Experience,
     ExperienceKind,
-    ExperienceStatus,
     Outcome,
-    RecallHit,
     Trajectory,
 )
-from hindsight.ports import VectorIndex
-from hindsight.recall import Candidate, RecallMode, score_candidates, select_hits
 from hindsight.reviewers._calls import ToolCall, collect_calls, is_read_only
 from hindsight.reviewers._describe import describe_args
 from hindsight.reviewers._text import error_text, is_mostly_cjk, shorten, task_summary
@@ -40,13 +34,9 @@ from hindsight.tokens import estimate_tokens, truncate_to_tokens
 __all__ = [
     "EPISODE_CONFIDENCE",
     "EPISODE_MAX_TOKENS",
-    "EPISODE_TOP_K",
-    "EpisodeQuery",
     "episode_experience",
     "episode_id",
-    "recall_episodes",
     "summarize_episode",
-    "tier_candidates",
 ]
 
 EPISODE_MAX_TOKENS = 300
@@ -56,15 +46,10 @@ EPISODE_CONFIDENCE = 0.5
 """Confidence of an episode: neutral. An episode reports what happened; it claims no rule, so
 recall ranks episodes by similarity and recency rather than by a reviewer's self-rating."""
 
-EPISODE_TOP_K = 3
-"""Most episodes one recall returns (``include_episodes=True``), and never more than top_k."""
-
 MAX_SHOWN_STEPS = 8
 """Steps listed in full; a longer run shows its first 5 and last 3 around ``… N more``."""
 
 _STEP_HEAD, _STEP_TAIL = 5, 3
-_SEARCH_GROWTH = 4
-_SEARCH_MAX = 4000
 
 _EN: dict[str, Any] = {
     "goal": "Goal",
@@ -304,108 +289,3 @@ def episode_experience(
         reviewer=source,
         metadata=meta,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class EpisodeQuery:
-    """Where one recall looks: index, store, the query vector (``None`` in ``task_type``
-    mode), tenant, namespaces in priority order and the task_type filter."""
-
-    index: VectorIndex
-    store: Any
-    vector: Any
-    tenant_id: str
-    namespaces: list[str]
-    task_type: str | None
-
-
-def _wanted(exp: Experience, where: EpisodeQuery, episodes: bool) -> bool:
-    # Defence in depth: the SQL row decides tenant, status and namespace, not the index.
-    return (
-        exp.tenant_id == where.tenant_id
-        and exp.status is ExperienceStatus.ACTIVE
-        and exp.namespace in where.namespaces
-        and (exp.kind is ExperienceKind.EPISODE) is episodes
-    )
-
-
-_EPISODE_KINDS = [ExperienceKind.EPISODE.value]
-_LESSON_KINDS = [k.value for k in ExperienceKind if k is not ExperienceKind.EPISODE]
-
-
-def tier_candidates(where: EpisodeQuery, *, limit: int, episodes: bool) -> list[Candidate]:
-    """Up to ``limit`` recall candidates of one tier: episodes (``episodes=True``) or lessons.
-
-    Vector mode: the nearest active experiences of the tier's kinds (the index filters on the
-    ``kind`` payload, so episodes never crowd lessons out of recall, nor the reverse); while
-    fewer than ``limit`` of them survive the SQL check (tenant, status, namespace, kind) and
-    the index had more to give, it asks again for 4x as many (at most 4000). ``task_type`` mode
-    (``where.vector is None``): the tier's rows with that task_type, most confident first,
-    similarity 1.0 (MISSION S16), paged the same way.
-
-    Returns:
-        candidates, nearest (or most confident) first; ``tier`` is the namespace's position.
-    """
-    tier = {ns: i for i, ns in enumerate(where.namespaces)}
-    want = limit
-    while True:
-        kept: list[Candidate] = []
-        if where.vector is not None:
-            found = where.index.search(
-                where.vector,
-                tenant_id=where.tenant_id,
-                namespaces=where.namespaces,
-                limit=want,
-                task_type=where.task_type,
-                kinds=_EPISODE_KINDS if episodes else _LESSON_KINDS,
-            )
-            rows = where.store.get_experiences(where.tenant_id, [h.id for h in found])
-            got = len(found)
-            for hit in found:
-                exp = rows.get(hit.id)
-                if exp is not None and _wanted(exp, where, episodes):
-                    kept.append(Candidate(exp, float(hit.similarity), tier[exp.namespace]))
-        else:
-            listed = where.store.list_experiences(
-                where.tenant_id,
-                namespaces=where.namespaces,
-                task_type=where.task_type,
-                limit=want,
-            )
-            got = len(listed)
-            kept = [
-                Candidate(e, 1.0, tier[e.namespace]) for e in listed if _wanted(e, where, episodes)
-            ]
-        if len(kept) >= limit or got < want or want >= _SEARCH_MAX:
-            return kept[:limit]
-        want = min(want * _SEARCH_GROWTH, _SEARCH_MAX)
-
-
-def recall_episodes(
-    where: EpisodeQuery,
-    *,
-    top_k: int,
-    floor: float | None,
-    weights: RecallWeights,
-    half_life_days: float,
-    now: datetime,
-    tags: Sequence[str] = (),
-    tools: Sequence[str] = (),
-    mode: RecallMode = "vector",
-) -> list[RecallHit]:
-    """The most similar past episodes: at most ``min(top_k, EPISODE_TOP_K)``, scored like
-    lessons (:func:`hindsight.recall.score_candidates`), under the same similarity floor,
-    private namespace first. One episode per run, so no per-source cap applies."""
-    k = min(top_k, EPISODE_TOP_K)
-    candidates = tier_candidates(where, limit=max(4 * k, 20), episodes=True)
-    scored = score_candidates(
-        candidates,
-        weights=weights,
-        half_life_days=half_life_days,
-        now=now,
-        tags=tags,
-        tools=tools,
-        mode=mode,
-    )
-    hits, _ = select_hits(scored, top_k=k, similarity_floor=floor, max_per_source=1.0)
-    return hits

@@ -14,11 +14,11 @@ import pytest
 from hindsight import Event, ExperienceKind, Memory, Outcome, Trajectory
 from hindsight.episodes import (
     EPISODE_MAX_TOKENS,
-    EPISODE_TOP_K,
     episode_id,
     summarize_episode,
 )
-from hindsight.render import BLOCK_END, BLOCK_START, EPISODES_HEADING
+from hindsight.recall.candidates import EPISODE_TOP_K
+from hindsight.recall.render import BLOCK_END, BLOCK_START, EPISODES_HEADING
 from hindsight.reviewers import HeuristicReviewer
 from hindsight.testing import FakeEmbedder
 from hindsight.tokens import estimate_tokens

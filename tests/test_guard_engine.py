@@ -20,7 +20,7 @@ from hindsight import (
 from hindsight.guard import TRUST_WEIGHTS
 from hindsight.guard.after_recall import MISLED_DEMOTE_AT, MISLED_QUARANTINE_AT
 from hindsight.models import Experience, ExperienceKind
-from hindsight.render import PREAMBLE
+from hindsight.recall.render import PREAMBLE
 from hindsight.testing import ScriptedReviewer, test_memory
 from hindsight.writeback import PROVENANCE_TRUST
 from tests.helpers import lesson, make_memory

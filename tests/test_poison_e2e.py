@@ -21,7 +21,7 @@ from hindsight import BLOCK_END, BLOCK_START, Lesson, Trajectory
 from hindsight.capture.ingest import iter_trajectories
 from hindsight.guard import DEFAULT_RULES
 from hindsight.models import EventType
-from hindsight.render import escape_item, render_block
+from hindsight.recall.render import escape_item, render_block
 from hindsight.reviewers import HeuristicReviewer
 from hindsight.testing import ScriptedReviewer, test_memory
 

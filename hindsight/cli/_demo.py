@@ -14,7 +14,7 @@ from typing import Any
 from hindsight.cli._common import out_console, print_json
 from hindsight.memory import Memory
 from hindsight.models import EventType, ExperienceKind
-from hindsight.render import BLOCK_START
+from hindsight.recall.render import BLOCK_START
 
 TENANT = "demo"
 TASK_TYPE = "customer_support"

@@ -1406,7 +1406,7 @@ DEFAULT_RULES: Final[tuple[Rule, ...]] = (
     Rule(
         id="prompt_injection.delimiter",
         category="prompt_injection",
-        description="our own recall delimiter, which only hindsight.render may emit",
+        description="our own recall delimiter, which only hindsight.recall.render may emit",
         patterns_en=(
             r"past experience \(reference only\)|[-—=_#~*]{2,}\s*end of past experience|"
             r"end of past experience\s*[-—=_#~*]{2,}|[-—=_#~*]{2,}\s*past experience\b",

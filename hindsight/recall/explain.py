@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hindsight.models import Experience, ExperienceStatus
-from hindsight.recall import Exclusion
+from hindsight.models import Exclusion, Experience, ExperienceStatus
 
 __all__ = ["NEAR_MISSES", "confidence_floor", "near_misses"]
 

@@ -1,4 +1,4 @@
-"""Recall scoring, selection and the recall result (MISSION S5, S6, S13, S16).
+"""Recall scoring and selection (MISSION S5, S13, S16).
 
 ``score = (w_sim*similarity + w_conf*confidence + w_rec*recency) * trust + boost``
 
@@ -24,19 +24,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Literal
 
 from hindsight.config import RecallWeights
 from hindsight.models import Exclusion, Experience, ExperienceKind, RecallHit, ScoreBreakdown
-from hindsight.render import render_block
 
 __all__ = [
+    "EPISODIC_KINDS",
     "Candidate",
-    "Exclusion",
     "RecallMode",
-    "RecallResult",
     "recency_weight",
     "score_candidates",
     "select_hits",
@@ -66,69 +62,6 @@ class Candidate:
     experience: Experience
     similarity: float
     tier: int
-
-
-class RecallResult(BaseModel):
-    """What :meth:`hindsight.AsyncMemory.recall` returns.
-
-    ``hits`` are ordered best first (private namespace first, then shared). ``excluded``
-    lists close candidates that were dropped, with the reason. ``episodes`` holds the most
-    similar past run summaries when recall was asked for them (``include_episodes=True``),
-    best first; they are rendered after the lessons, in their own section.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    query: str
-    tenant_id: str
-    namespaces: list[str]
-    mode: RecallMode
-    hits: list[RecallHit]
-    excluded: list[Exclusion] = Field(default_factory=list)
-    token_budget: int = 2000
-    similarity_floor: float | None = None
-    episodes: list[RecallHit] = Field(default_factory=list)
-
-    def render(self, token_budget: int | None = None) -> str:
-        """The delimited block for the system-prompt tail ('' when nothing was recalled).
-
-        Args:
-            token_budget: max estimated tokens (default: the recall's budget, 2000).
-        """
-        return render_block(self.hits, token_budget or self.token_budget, self.episodes)[0]
-
-    @property
-    def truncated(self) -> bool:
-        """True when :meth:`render` had to cut or leave out items to fit the budget."""
-        return render_block(self.hits, self.token_budget, self.episodes)[1]
-
-    def to_json(self, *, explain: bool = False) -> dict[str, Any]:
-        """The JSON shape printed by ``hindsight recall --json`` (``episodes``: same shape as
-        ``hits``, empty unless recall was asked for episodes)."""
-        hits = [_hit_json(hit) for hit in self.hits]
-        text, truncated = render_block(self.hits, self.token_budget, self.episodes)
-        doc: dict[str, Any] = {"hits": hits, "rendered": text, "truncated": truncated}
-        doc["episodes"] = [_hit_json(hit) for hit in self.episodes]
-        if explain:
-            doc["excluded"] = [e.model_dump(mode="json") for e in self.excluded]
-            doc["similarity_floor"] = self.similarity_floor
-            doc["mode"] = self.mode
-        return doc
-
-
-def _hit_json(hit: RecallHit) -> dict[str, Any]:
-    exp = hit.experience
-    return {
-        "id": exp.id,
-        "content": exp.content,
-        "kind": exp.kind.value,
-        "task_type": exp.task_type,
-        "namespace": exp.namespace,
-        "confidence": exp.confidence,
-        "score": hit.score,
-        "breakdown": hit.breakdown.model_dump(mode="json"),
-        "source_trajectory_ids": list(exp.source_trajectory_ids),
-    }
 
 
 def score_candidates(

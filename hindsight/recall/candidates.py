@@ -1,0 +1,131 @@
+"""Recall candidates: what the index (or the task_type query) offers one recall, per tier.
+
+Lessons and episodes are separate tiers (MISSION S4, S5): the index filters on the ``kind``
+payload, so episodes never crowd lessons out of a recall, nor the reverse. Episodes are
+recalled only when asked (``include_episodes=True``) and scored like lessons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hindsight.config import RecallWeights
+from hindsight.models import Experience, ExperienceKind, ExperienceStatus, RecallHit
+from hindsight.ports import VectorIndex
+from hindsight.recall.scoring import Candidate, RecallMode, score_candidates, select_hits
+
+__all__ = ["EPISODE_TOP_K", "EpisodeQuery", "recall_episodes", "tier_candidates"]
+
+EPISODE_TOP_K = 3
+"""Most episodes one recall returns (``include_episodes=True``), and never more than top_k."""
+
+_SEARCH_GROWTH = 4
+_SEARCH_MAX = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeQuery:
+    """Where one recall looks: index, store, the query vector (``None`` in ``task_type``
+    mode), tenant, namespaces in priority order and the task_type filter."""
+
+    index: VectorIndex
+    store: Any
+    vector: Any
+    tenant_id: str
+    namespaces: list[str]
+    task_type: str | None
+
+
+def _wanted(exp: Experience, where: EpisodeQuery, episodes: bool) -> bool:
+    # Defence in depth: the SQL row decides tenant, status and namespace, not the index.
+    return (
+        exp.tenant_id == where.tenant_id
+        and exp.status is ExperienceStatus.ACTIVE
+        and exp.namespace in where.namespaces
+        and (exp.kind is ExperienceKind.EPISODE) is episodes
+    )
+
+
+_EPISODE_KINDS = [ExperienceKind.EPISODE.value]
+_LESSON_KINDS = [k.value for k in ExperienceKind if k is not ExperienceKind.EPISODE]
+
+
+def tier_candidates(where: EpisodeQuery, *, limit: int, episodes: bool) -> list[Candidate]:
+    """Up to ``limit`` recall candidates of one tier: episodes (``episodes=True``) or lessons.
+
+    Vector mode: the nearest active experiences of the tier's kinds (the index filters on the
+    ``kind`` payload, so episodes never crowd lessons out of recall, nor the reverse); while
+    fewer than ``limit`` of them survive the SQL check (tenant, status, namespace, kind) and
+    the index had more to give, it asks again for 4x as many (at most 4000). ``task_type`` mode
+    (``where.vector is None``): the tier's rows with that task_type, most confident first,
+    similarity 1.0 (MISSION S16), paged the same way.
+
+    Returns:
+        candidates, nearest (or most confident) first; ``tier`` is the namespace's position.
+    """
+    tier = {ns: i for i, ns in enumerate(where.namespaces)}
+    want = limit
+    while True:
+        kept: list[Candidate] = []
+        if where.vector is not None:
+            found = where.index.search(
+                where.vector,
+                tenant_id=where.tenant_id,
+                namespaces=where.namespaces,
+                limit=want,
+                task_type=where.task_type,
+                kinds=_EPISODE_KINDS if episodes else _LESSON_KINDS,
+            )
+            rows = where.store.get_experiences(where.tenant_id, [h.id for h in found])
+            got = len(found)
+            for hit in found:
+                exp = rows.get(hit.id)
+                if exp is not None and _wanted(exp, where, episodes):
+                    kept.append(Candidate(exp, float(hit.similarity), tier[exp.namespace]))
+        else:
+            listed = where.store.list_experiences(
+                where.tenant_id,
+                namespaces=where.namespaces,
+                task_type=where.task_type,
+                limit=want,
+            )
+            got = len(listed)
+            kept = [
+                Candidate(e, 1.0, tier[e.namespace]) for e in listed if _wanted(e, where, episodes)
+            ]
+        if len(kept) >= limit or got < want or want >= _SEARCH_MAX:
+            return kept[:limit]
+        want = min(want * _SEARCH_GROWTH, _SEARCH_MAX)
+
+
+def recall_episodes(
+    where: EpisodeQuery,
+    *,
+    top_k: int,
+    floor: float | None,
+    weights: RecallWeights,
+    half_life_days: float,
+    now: datetime,
+    tags: Sequence[str] = (),
+    tools: Sequence[str] = (),
+    mode: RecallMode = "vector",
+) -> list[RecallHit]:
+    """The most similar past episodes: at most ``min(top_k, EPISODE_TOP_K)``, scored like
+    lessons (:func:`hindsight.recall.score_candidates`), under the same similarity floor,
+    private namespace first. One episode per run, so no per-source cap applies."""
+    k = min(top_k, EPISODE_TOP_K)
+    candidates = tier_candidates(where, limit=max(4 * k, 20), episodes=True)
+    scored = score_candidates(
+        candidates,
+        weights=weights,
+        half_life_days=half_life_days,
+        now=now,
+        tags=tags,
+        tools=tools,
+        mode=mode,
+    )
+    hits, _ = select_hits(scored, top_k=k, similarity_floor=floor, max_per_source=1.0)
+    return hits

@@ -1,0 +1,161 @@
+"""The recall pipeline, in order (MISSION S5, S13, S16):
+
+1. **candidates** - the query (plus the asking agent's tools) is embedded and the nearest
+   active lessons of the tenant's namespaces are fetched (:func:`.candidates.tier_candidates`,
+   ``max(CANDIDATE_FACTOR * top_k, 20)`` of them); ``task_type`` mode reads that task_type's
+   rows instead, no vectors;
+2. **score** (:func:`.scoring.score_candidates`) and leave out what fell under
+   ``min_confidence`` (:func:`.explain.confidence_floor`);
+3. **select** ``top_k`` under the similarity floor, private namespace first, at most
+   ``max_per_source`` of them from one run (:func:`.scoring.select_hits`);
+4. **explain** (``explain=True``): close experiences a filter kept out
+   (:func:`.explain.near_misses`);
+5. **guard** (memory guard on): drop hits that contradict the rest of the recalled set
+   (:func:`hindsight.guard.after_recall.drop_outliers`);
+6. **episodes** (``include_episodes=True``): the most similar past runs, their own tier
+   (:func:`.candidates.recall_episodes`);
+7. **usage**: what was recalled is recorded for the run asking (outcome attribution, S3).
+
+:class:`RecallRequest` is one checked request; :class:`Recall` runs it on the components.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hindsight.config import MemoryConfig
+from hindsight.guard.after_recall import drop_outliers
+from hindsight.models import Exclusion, RecallHit
+from hindsight.ports import Clock, Embedder, VectorIndex
+from hindsight.recall.candidates import EpisodeQuery, recall_episodes, tier_candidates
+from hindsight.recall.explain import confidence_floor, near_misses
+from hindsight.recall.result import RecallResult
+from hindsight.recall.scoring import RecallMode, score_candidates, select_hits
+
+__all__ = ["CANDIDATE_FACTOR", "Recall", "RecallRequest"]
+
+CANDIDATE_FACTOR = 4
+"""Vector recall fetches ``max(CANDIDATE_FACTOR * top_k, 20)`` neighbours before re-ranking."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRequest:
+    """One recall, every field checked (see :meth:`hindsight.AsyncMemory.recall` for each).
+
+    ``namespaces`` are in priority order and already include the shared namespace when it is
+    searched; ``similarity_floor`` is the cosine floor in effect (``None`` in task_type mode);
+    ``token_budget`` is in estimated tokens.
+    """
+
+    query: str
+    tenant_id: str
+    namespaces: list[str]
+    task_type: str | None
+    tags: list[str]
+    tools: list[str]
+    top_k: int
+    mode: RecallMode
+    similarity_floor: float | None
+    trajectory_id: str | None
+    token_budget: int
+    include_episodes: bool = False
+    explain: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """Runs :class:`RecallRequest` s on one memory's components (blocking: SQL and vectors).
+
+    Args:
+        store: the SQL store (rows decide tenant, status, namespace; recall usage is written).
+        index: the vector index.
+        embedder: embeds the query.
+        clock: "now" for recency.
+        config: weights, half-life, ``min_confidence`` and ``max_per_source``.
+        consensus: run the memory guard's consensus check on the hits (guard on).
+    """
+
+    store: Any
+    index: VectorIndex
+    embedder: Embedder
+    clock: Clock
+    config: MemoryConfig
+    consensus: bool
+
+    def run(self, req: RecallRequest) -> RecallResult:
+        """Steps 1-7 of the module docstring; returns the result to render."""
+        vec = None
+        if req.mode == "vector":
+            text = f"{req.query}\nTools: {', '.join(req.tools)}" if req.tools else req.query
+            vec = self.embedder.embed([text])[0]
+        where = EpisodeQuery(
+            self.index, self.store, vec, req.tenant_id, req.namespaces, req.task_type
+        )
+        hits, excluded = self._lessons(req, where)
+        episodes = self._episodes(req, where) if req.include_episodes else []
+        if hits or episodes:
+            self.store.record_recall(
+                req.tenant_id,
+                [h.experience.id for h in [*hits, *episodes]],
+                self.clock.now(),
+                req.trajectory_id,
+            )
+        return RecallResult(
+            query=req.query,
+            tenant_id=req.tenant_id,
+            namespaces=req.namespaces,
+            mode=req.mode,
+            hits=hits,
+            excluded=excluded,
+            token_budget=req.token_budget,
+            similarity_floor=req.similarity_floor,
+            episodes=episodes,
+        )
+
+    def _lessons(
+        self, req: RecallRequest, where: EpisodeQuery
+    ) -> tuple[list[RecallHit], list[Exclusion]]:
+        """Steps 1-5 for the lesson tier (episodes are their own tier)."""
+        limit = max(CANDIDATE_FACTOR * req.top_k, 20)
+        candidates = tier_candidates(where, limit=limit, episodes=False)
+        scored = score_candidates(candidates, **self._scoring(req))
+        scored, demoted = confidence_floor(scored, self.config.min_confidence)
+        hits, excluded = select_hits(
+            scored,
+            top_k=req.top_k,
+            similarity_floor=req.similarity_floor,
+            max_per_source=self.config.max_per_source,
+        )
+        excluded = [*excluded, *demoted]
+        if req.explain and where.vector is not None:  # close ones a filter kept out
+            seen = {h.experience.id for h in hits} | {e.experience_id for e in excluded}
+            excluded += near_misses(
+                self.store,
+                self.index,
+                where.vector,
+                tenant=req.tenant_id,
+                namespaces=req.namespaces,
+                task_type=req.task_type,
+                seen=seen,
+            )
+        if self.consensus:  # memory guard, layer 3: consensus across the recalled set
+            hits, outliers = drop_outliers(hits, self.store.get_vectors)
+            excluded = [*outliers, *excluded]
+        return hits, excluded
+
+    def _episodes(self, req: RecallRequest, where: EpisodeQuery) -> list[RecallHit]:
+        """Step 6: the most similar past episodes."""
+        return recall_episodes(
+            where, top_k=req.top_k, floor=req.similarity_floor, **self._scoring(req)
+        )
+
+    def _scoring(self, req: RecallRequest) -> dict[str, Any]:
+        return {
+            "weights": self.config.weights,
+            "half_life_days": self.config.half_life_days,
+            "now": self.clock.now(),
+            "tags": req.tags,
+            "tools": req.tools,
+            "mode": req.mode,
+        }
