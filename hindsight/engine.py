@@ -175,7 +175,7 @@ class AsyncMemory(LifecycleMethods):
                     shared_namespace=config.shared_namespace,
                 ),
             )
-            from hindsight.lifecycle.dedup import make_deduper
+            from hindsight.writeback.dedup import make_deduper
 
             self.deduper = make_deduper(self)  # issue 4: write step 2, dedup / supersede
             self.writeback.dedup = self.deduper
@@ -665,7 +665,7 @@ class AsyncMemory(LifecycleMethods):
 
         On success each one's confidence rises by ``OUTCOME_SUCCESS_DELTA`` (0.05) and its
         ``helped_count`` by 1; on failure it drops by ``OUTCOME_FAILURE_DELTA`` (0.10) and
-        (both in :mod:`hindsight.lifecycle.confidence`; atomic, audited)
+        (both in :mod:`hindsight.writeback.confidence`; atomic, audited)
         ``misled_count`` rises by 1. Confidence stays in [0,1]. A run's outcome is counted
         once; later calls for the same run change nothing and return ``[]``. With the memory
         guard on, an experience that misled more runs than it helped is demoted at 2 misled
@@ -686,8 +686,8 @@ class AsyncMemory(LifecycleMethods):
         return await asyncio.to_thread(self._record_outcome_sync, tenant, tid, success)
 
     def _record_outcome_sync(self, tenant: str, tid: str, success: bool) -> list[Experience]:
-        # Atomic and audited, once per run (hindsight.lifecycle.confidence, issue 4).
-        from hindsight.lifecycle.confidence import record_outcome
+        # Atomic and audited, once per run (hindsight.writeback.confidence, issue 4).
+        from hindsight.writeback.confidence import record_outcome
 
         policy = None
         if self.guard is not None and not success:  # memory guard: demote, then quarantine

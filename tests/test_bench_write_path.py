@@ -15,8 +15,8 @@ from hindsight.guard import Guard, Rule
 from hindsight.guard.checker import _plain_lower, _Text
 from hindsight.guard.evidence import EvidenceIndex
 from hindsight.guard.normalize import normalize
-from hindsight.lifecycle.dedup import RowCache
 from hindsight.models import Event, EventType, Experience, ExperienceKind, Trajectory, utcnow
+from hindsight.writeback.dedup import RowCache
 
 SHARED_POISON = Path(__file__).resolve().parents[2] / "shared" / "poison" / "dev.jsonl"
 

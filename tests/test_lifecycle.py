@@ -13,10 +13,10 @@ import pytest
 
 from hindsight import NotFoundError, UsageError
 from hindsight.embedders import HashEmbedder
-from hindsight.lifecycle.dedup import Op, decide
-from hindsight.lifecycle.text import compare_texts, dedup_key
 from hindsight.ports import VectorPoint
 from hindsight.testing import ManualClock, ScriptedReviewer
+from hindsight.writeback.dedup import Op, decide
+from hindsight.writeback.text import compare_texts, dedup_key
 from tests.helpers import lesson, make_memory, trajectory
 
 

@@ -1,6 +1,6 @@
 """The write path's shortcuts (issue 10) decide and read exactly what the full path does.
 
-* :func:`hindsight.lifecycle.text.cannot_align` only answers "not aligned" when the full
+* :func:`hindsight.writeback.text.cannot_align` only answers "not aligned" when the full
   alignment agrees, and dedup's decisions are the same with and without it;
 * :func:`hindsight.store.codec.experience_from_stored` (the row reader of ``get_experiences``)
   gives the same experience as full validation, on SQLite and PostgreSQL.
@@ -17,8 +17,6 @@ from pydantic import ValidationError
 from sqlalchemy import select, update
 
 from hindsight.lifecycle import dedup
-from hindsight.lifecycle.dedup import decide
-from hindsight.lifecycle.text import cannot_align, compare_texts
 from hindsight.models import (
     Experience,
     ExperienceKind,
@@ -30,6 +28,8 @@ from hindsight.models import (
 from hindsight.store import SqlStore
 from hindsight.store.codec import EXPERIENCE_FIELDS, experience_from_row, experience_from_stored
 from hindsight.store.schema import experiences as table
+from hindsight.writeback.dedup import decide
+from hindsight.writeback.text import cannot_align, compare_texts
 
 # Wording, specifics (numbers, identifiers, names), correction words, slot keys, punctuation.
 _WORDS = [

@@ -21,10 +21,10 @@ from hindsight.models import Experience, ExperienceKind
 if TYPE_CHECKING:
     from hindsight.config import MemoryConfig
     from hindsight.engine import AsyncMemory
-    from hindsight.lifecycle.dedup import Deduper
     from hindsight.lifecycle.doctor import Finding
     from hindsight.ports import Clock, Embedder, VectorIndex
     from hindsight.store import SqlStore
+    from hindsight.writeback.dedup import Deduper
 
 __all__ = ["LifecycleFacade", "LifecycleMethods", "parse_as_of"]
 
@@ -119,8 +119,8 @@ class LifecycleMethods:
         Raises:
             NotFoundError: no such experience. UsageError: nothing to edit or a bad value.
         """
-        from hindsight.lifecycle.versions import edited
         from hindsight.writeback import normalize_content
+        from hindsight.writeback.versions import edited
 
         tenant = self._scope(tenant_id)
         eid = normalize_id(experience_id, "experience_id")
@@ -206,7 +206,7 @@ class LifecycleMethods:
         Raises:
             NotFoundError: no such experience or version. UsageError: the current version.
         """
-        from hindsight.lifecycle.versions import rolled_back
+        from hindsight.writeback.versions import rolled_back
 
         tenant = self._scope(tenant_id)
         eid = normalize_id(experience_id, "experience_id")
@@ -236,7 +236,7 @@ class LifecycleMethods:
         Raises:
             NotFoundError: no such experience. UsageError: active or quarantined.
         """
-        from hindsight.lifecycle.forgetting import restore
+        from hindsight.writeback.forgetting import restore
 
         tenant = self._scope(tenant_id)
         eid = normalize_id(experience_id, "experience_id")
@@ -254,7 +254,7 @@ class LifecycleMethods:
         """Archive the tenant's experiences not recalled for ``config.archive_after_days``
         (30) whose confidence is below ``config.archive_below_confidence`` (0.3), judged at
         ``as_of`` (default now). Returns the archived ids."""
-        from hindsight.lifecycle.forgetting import archive_stale
+        from hindsight.writeback.forgetting import archive_stale
 
         tenant = self._scope(tenant_id)
         when = parse_as_of(as_of, self.clock.now())
@@ -287,10 +287,10 @@ class LifecycleMethods:
             progress: called with the name of each step.
 
         Returns:
-            See :func:`hindsight.lifecycle.maintain.maintain`.
+            See :func:`hindsight.writeback.maintain.maintain`.
         """
-        from hindsight.lifecycle.judge import abstract
-        from hindsight.lifecycle.maintain import maintain
+        from hindsight.writeback.judge import abstract
+        from hindsight.writeback.maintain import maintain
 
         tenant = self._scope(tenant_id)
         when = parse_as_of(as_of, self.clock.now())
@@ -305,7 +305,7 @@ class LifecycleMethods:
     ) -> list[Experience]:
         """A random sample of the tenant's active experiences for a human audit (MISSION S12:
         ~20)."""
-        from hindsight.lifecycle.audit import sample
+        from hindsight.writeback.audit import sample
 
         tenant = self._scope(tenant_id)
         return await asyncio.to_thread(sample, self.store, tenant, size, seed=seed)
@@ -318,7 +318,7 @@ class LifecycleMethods:
         Raises:
             NotFoundError: no such experience. UsageError: deleted or quarantined already.
         """
-        from hindsight.lifecycle.audit import mark_wrong
+        from hindsight.writeback.audit import mark_wrong
 
         tenant = self._scope(tenant_id)
         eid = normalize_id(experience_id, "experience_id")

@@ -570,7 +570,7 @@ class LifecycleStore(StoreCore):
         with self._tx() as conn:
             return [str(n) for n in conn.execute(query).scalars()]
 
-    # -- write-back operations (used by hindsight.lifecycle.dedup) ----------------------------
+    # -- write-back operations (used by hindsight.writeback.dedup) ----------------------------
     def fold_into(
         self,
         target_id: str,

@@ -6,7 +6,7 @@ Each new active experience is compared with the closest active experiences of th
 vector index plus those written earlier in the same batch. The first rule that applies wins:
 
 1. **NOOP** - same text up to case, whitespace and punctuation
-   (:func:`~hindsight.lifecycle.text.dedup_key`): no new row; the existing one gets
+   (:func:`~hindsight.writeback.text.dedup_key`): no new row; the existing one gets
    ``support_count + 1``, ``confidence = min(1, max(old, new) + SUPPORT_BONUS)`` and the new
    sources.
 2. **CONFLICT** (negation) - similar texts of opposite polarity ("always X" / "never X"):
@@ -28,7 +28,7 @@ Episodic kinds (``outcome``, ``key_step``, ``task_scope``, ``episode``) record s
 two runs never supersede or conflict with each other (rules 2, 4, 5 do not apply), and
 ``episode`` summaries are never folded at all.
 
-When an LLM judge is configured (:mod:`hindsight.lifecycle.judge`), it decides between ADD /
+When an LLM judge is configured (:mod:`hindsight.writeback.judge`), it decides between ADD /
 UPDATE (= supersede) / MERGE / NOOP for every non-exact case that has a candidate; a failed or
 invalid judgement falls back to these rules. Nothing here ever deletes a row.
 """
@@ -38,21 +38,20 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hindsight.guard.conflict import compare
-from hindsight.lifecycle.text import TEXT_CACHE_SIZE, cannot_align, compare_texts, dedup_key
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 from hindsight.ports import Embedder, FloatMatrix, VectorHit, VectorIndex
 from hindsight.store import SqlStore
+from hindsight.writeback.decision import Decision, Op
+from hindsight.writeback.text import TEXT_CACHE_SIZE, cannot_align, compare_texts, dedup_key
 
 if TYPE_CHECKING:
-    from hindsight.lifecycle.judge import Judge
+    from hindsight.writeback.judge import Judge
 
 __all__ = [
     "CANDIDATES",
@@ -78,7 +77,7 @@ DEFAULT_DEDUP_THRESHOLD = 0.92
 classes)."""
 SUPPORT_BONUS = 0.05
 """Confidence added when the same lesson is learned again: the same step as a successful
-outcome (``hindsight.lifecycle.confidence.OUTCOME_SUCCESS_DELTA``)."""
+outcome (``hindsight.writeback.confidence.OUTCOME_SUCCESS_DELTA``)."""
 SUPERSEDE_PENALTY = 0.2
 """Confidence taken from a superseded lesson: twice a failed outcome, since a newer lesson
 says it is wrong; it still can be restored or rolled back."""
@@ -103,30 +102,6 @@ EPISODIC = frozenset(
     }
 )
 NEVER_FOLDED = frozenset({"episode"})
-
-
-class Op(StrEnum):
-    """What the write-back does with a new lesson."""
-
-    ADD = "add"
-    NOOP = "noop"
-    MERGE = "merge"
-    SUPERSEDE = "supersede"
-    CONFLICT = "conflict"
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The decision for one new lesson: ``op``, the existing ``target`` (None for ADD), its
-    cosine ``similarity``, a human-readable ``reason`` and, for a judge's MERGE, the merged
-    ``content``."""
-
-    op: Op
-    target: Experience | None = None
-    similarity: float | None = None
-    reason: str = ""
-    content: str | None = None
-    by: str = "rules"
 
 
 def dedup_threshold_of(embedder: Any) -> float:
@@ -253,7 +228,7 @@ class Deduper:
         index: the vector index (source of candidates; kept in sync by ``sync``).
         embedder: its ``dedup_threshold`` is used (default 0.92), and it embeds merged texts.
         sync: brings the vector index up to date (called at the end of each write).
-        judge: optional LLM judge (:class:`hindsight.lifecycle.judge.Judge`).
+        judge: optional LLM judge (:class:`hindsight.writeback.judge.Judge`).
         guard: optional check run on a merged text before it is written (issue 5).
     """
 
@@ -476,12 +451,12 @@ class Deduper:
 
 def make_deduper(mem: Any) -> Deduper:
     """The :class:`Deduper` of an open AsyncMemory: its store, index, embedder and vector
-    sync; an LLM :class:`~hindsight.lifecycle.judge.Judge` when ``config.reflection_model`` is
+    sync; an LLM :class:`~hindsight.writeback.judge.Judge` when ``config.reflection_model`` is
     set and ``config.dedup_judge`` is on; the memory guard's check for merged texts."""
     config = mem.config
     judge = None
     if config.reflection_model and getattr(config, "dedup_judge", True):
-        from hindsight.lifecycle.judge import Judge
+        from hindsight.writeback.judge import Judge
 
         judge = Judge(
             config.reflection_model,

@@ -5,8 +5,8 @@ compression - with an ``as_of`` time so the time rules can be tested (and replay
    dedup existed) are folded with the same rules as on write, restricted to NOOP / MERGE
    (supersede and conflict are decided only when a lesson is written): the newer one is
    folded into the older one and marked ``superseded`` (``metadata["merged_into"]``).
-2. **archive**: :func:`hindsight.lifecycle.forgetting.archive_stale` at ``as_of``.
-3. **compress**: :func:`hindsight.lifecycle.compression.compress_tenant` over the cap.
+2. **archive**: :func:`hindsight.writeback.forgetting.archive_stale` at ``as_of``.
+3. **compress**: :func:`hindsight.writeback.compression.compress_tenant` over the cap.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from hindsight.lifecycle.compression import compress_tenant
-from hindsight.lifecycle.dedup import SUPPORT_BONUS, Deduper, Op, decide
-from hindsight.lifecycle.forgetting import archive_stale
 from hindsight.models import ExperienceStatus
+from hindsight.writeback.compression import compress_tenant
+from hindsight.writeback.dedup import SUPPORT_BONUS, Deduper, Op, decide
+from hindsight.writeback.forgetting import archive_stale
 
 __all__ = ["dedup_pass", "maintain"]
 

@@ -1,6 +1,6 @@
 """Comparing two lessons as text: the normalized key, the specifics, and their differences.
 
-The write-back rules (:mod:`hindsight.lifecycle.dedup`) need three facts about a pair of
+The write-back rules (:mod:`hindsight.writeback.dedup`) need three facts about a pair of
 lessons that an embedding alone does not give:
 
 * whether they are the **same text** up to case, whitespace and punctuation

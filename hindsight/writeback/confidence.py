@@ -20,8 +20,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from hindsight.lifecycle.dedup import SUPERSEDE_PENALTY, SUPPORT_BONUS
 from hindsight.models import Experience
+from hindsight.writeback.dedup import SUPERSEDE_PENALTY, SUPPORT_BONUS
 
 __all__ = [
     "OUTCOME_FAILURE_DELTA",

@@ -1,7 +1,7 @@
 """The LLM write-back judge: ADD / UPDATE / MERGE / NOOP for a new lesson (ExpeL-style
 operations, MISSION S3 "an LLM may decide update-vs-merge"), through litellm with forced JSON.
 
-Used by :class:`hindsight.lifecycle.dedup.Deduper` when ``config.reflection_model`` is set.
+Used by :class:`hindsight.writeback.dedup.Deduper` when ``config.reflection_model`` is set.
 The judge sees the new lesson and up to five similar stored lessons (ids and texts) and
 answers ``{"operation", "target_id", "content", "reason"}``:
 
@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hindsight.lifecycle.dedup import Decision, Op
 from hindsight.models import Experience
+from hindsight.writeback.decision import Decision, Op
 
 __all__ = ["JUDGE_PROMPT", "Judge", "JudgeReply"]
 

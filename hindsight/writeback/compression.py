@@ -10,7 +10,7 @@ general experience, until the task_type is back under :data:`TARGET_SHARE` (80 %
   least the threshold, which starts at the embedder's ``dedup_threshold`` and is lowered by
   :data:`THRESHOLD_STEP` (down to :data:`MIN_THRESHOLD`) until the target is reached;
 * with an LLM (``reflection_model``), a new experience states the cluster's common rule
-  (:meth:`hindsight.lifecycle.judge.Judge.abstract`); without one, or when the LLM fails, the
+  (:meth:`hindsight.writeback.judge.Judge.abstract`); without one, or when the LLM fails, the
   most supported member (support, then helped runs, then confidence) stands for the cluster
   and becomes a new version of itself;
 * either way the representative links every member's sources, adds up their support, and
