@@ -30,7 +30,6 @@ from hindsight._errors import (
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
 from hindsight._runtime import BackgroundLoop
 from hindsight._vector_sync import VectorSync
-from hindsight._worker import ReviewWorker
 from hindsight.capture import RunRecorder
 from hindsight.clock import SystemClock
 from hindsight.config import MemoryConfig
@@ -45,6 +44,7 @@ from hindsight.models import (
 from hindsight.ports import Clock, Embedder, Lesson, Reviewer, VectorIndex
 from hindsight.recall import RecallMode, RecallResult
 from hindsight.recall.pipeline import Recall, RecallRequest
+from hindsight.review.worker import ReviewWorker
 from hindsight.writeback import (
     WriteBack,
     lessons_to_experiences,
@@ -69,7 +69,7 @@ class EpisodeReceipt(dict[str, Any]):
 
 
 def _default_reviewer(config: MemoryConfig) -> Reviewer:
-    from hindsight.reviewers import make_reviewer
+    from hindsight.review import make_reviewer
 
     return make_reviewer(config)  # heuristic | llm | both (docs/review.md)
 
@@ -392,13 +392,13 @@ class AsyncMemory(LifecycleMethods):
         await self._review(traj)
 
     async def _review(self, traj: Trajectory) -> list[Experience]:
-        """Review ``traj`` and store its lessons and episode (:mod:`hindsight._review`).
+        """Review ``traj`` and store its lessons and episode (:mod:`hindsight.review.run`).
 
         Reviews of one trajectory in this process run one at a time (the review worker and a
         ``review_now`` may ask together, from different event loops): the second finds the
         lessons stored (stable ids) instead of colliding with the first's inserts.
         """
-        from hindsight._review import run_review
+        from hindsight.review.run import run_review
 
         lock = _REVIEW_LOCKS[hash(traj.id) % len(_REVIEW_LOCKS)]
         while not lock.acquire(blocking=False):  # polled: cancellation never strands it

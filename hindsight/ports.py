@@ -1,7 +1,7 @@
 """The narrow ports the engine is built on: embedder, vector index, reviewer, clock.
 
 Each port is a :class:`typing.Protocol`; the shipped implementations live in
-``hindsight.embedders``, ``hindsight.vectors``, ``hindsight.reviewers`` and ``hindsight.clock``,
+``hindsight.embedders``, ``hindsight.vectors``, ``hindsight.review`` and ``hindsight.clock``,
 and a fake of each in :mod:`hindsight.testing`. The SQL store (the source of truth) is
 :class:`hindsight.store.SqlStore`; its fake is the same class on an in-memory SQLite database.
 """

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from hindsight import UsageError
-from hindsight.compress import compress_trajectory
 from hindsight.models import Event, EventStatus, EventType, Outcome, Trajectory
+from hindsight.review.compress import compress_trajectory
 from hindsight.tokens import estimate_tokens
 
 FIRST = "Reconcile the May ledger and report mismatches."

@@ -256,7 +256,7 @@ def test_the_documented_llm_settings_are_accepted(clean_env: pytest.MonkeyPatch)
     assert config.reflection_model == "gpt-4o-mini"
     assert config.llm_base_url == "https://api.openai.com/v1"
     assert config.llm_api_key == "sk-..."
-    from hindsight.reviewers import LLMReviewer
+    from hindsight.review import LLMReviewer
 
     assert LLMReviewer.from_config(config).name.startswith("llm:")
 

@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from hindsight import Event, ExperienceKind, Memory, Outcome, Trajectory
-from hindsight.episodes import (
+from hindsight.recall.candidates import EPISODE_TOP_K
+from hindsight.recall.render import BLOCK_END, BLOCK_START, EPISODES_HEADING
+from hindsight.review import HeuristicReviewer
+from hindsight.review.episodes import (
     EPISODE_MAX_TOKENS,
     episode_id,
     summarize_episode,
 )
-from hindsight.recall.candidates import EPISODE_TOP_K
-from hindsight.recall.render import BLOCK_END, BLOCK_START, EPISODES_HEADING
-from hindsight.reviewers import HeuristicReviewer
 from hindsight.testing import FakeEmbedder
 from hindsight.tokens import estimate_tokens
 from tests.helpers import lesson, make_memory

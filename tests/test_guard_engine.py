@@ -278,7 +278,7 @@ def _tool_error_run(source: str = "user", trust: float = 1.0) -> Trajectory:
 def test_heuristic_lessons_quoting_tool_output_start_at_tool_trust(
     source: str, trust: float
 ) -> None:
-    from hindsight.reviewers import HeuristicReviewer
+    from hindsight.review import HeuristicReviewer
 
     with test_memory(reviewer=HeuristicReviewer()) as mem:
         traj = _tool_error_run(source, trust)

@@ -28,9 +28,9 @@ from hindsight import ReviewError, UsageError
 from hindsight.config import MemoryConfig
 from hindsight.models import Event, EventStatus, EventType, Outcome, Trajectory
 from hindsight.ports import Reviewer
-from hindsight.reviewers._parse import ReportParseError
-from hindsight.reviewers.llm import LLMReviewer, ReviewTimeoutError
-from hindsight.reviewers.prompts import PROMPT_VERSION, SYSTEM_PROMPT
+from hindsight.review.llm._parse import ReportParseError
+from hindsight.review.llm.prompts import PROMPT_VERSION, SYSTEM_PROMPT
+from hindsight.review.llm.reviewer import LLMReviewer, ReviewTimeoutError
 from tests.test_review_parse import (
     CN_EXPECTED,
     CN_REPORT,
@@ -503,7 +503,7 @@ def test_text_under_the_estimated_budget_but_over_the_real_one_is_cut(
 
 
 def render_whole(events: list[Event]) -> str:
-    from hindsight.compress import compress_trajectory
+    from hindsight.review.compress import compress_trajectory
     from hindsight.tokens import estimate_tokens
 
     whole = Trajectory(tenant_id="acme", events=events)

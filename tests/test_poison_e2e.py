@@ -22,7 +22,7 @@ from hindsight.capture.ingest import iter_trajectories
 from hindsight.guard import DEFAULT_RULES
 from hindsight.models import EventType
 from hindsight.recall.render import escape_item, render_block
-from hindsight.reviewers import HeuristicReviewer
+from hindsight.review import HeuristicReviewer
 from hindsight.testing import ScriptedReviewer, test_memory
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -233,7 +233,7 @@ def api() -> Iterator[respx.MockRouter]:
 def test_llm_reviewer_repeating_the_poison_is_quarantined(
     tmp_path: Path, api: respx.MockRouter
 ) -> None:
-    from hindsight.reviewers.llm import LLMReviewer
+    from hindsight.review.llm.reviewer import LLMReviewer
     from tests.test_review_parse import REPORT, completion
 
     report = copy.deepcopy(REPORT)

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hindsight import ExperienceKind, Memory
-from hindsight.reviewers import PROMPT_VERSION
+from hindsight.review import PROMPT_VERSION
 from hindsight.writeback import normalize_content
 from tests.llm_server import report_for
 

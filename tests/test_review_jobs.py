@@ -25,7 +25,7 @@ import respx
 
 from hindsight import ExperienceKind, Memory, UsageError
 from hindsight.embedders import HashEmbedder
-from hindsight.reviewers import (
+from hindsight.review import (
     PROMPT_VERSION,
     CombinedReviewer,
     HeuristicReviewer,
@@ -483,7 +483,7 @@ def test_reviewer_setting_selects_the_reviewer(
 
 
 def test_timeout_error_names_are_exported() -> None:
-    import hindsight.reviewers as reviewers
+    import hindsight.review as reviewers
 
     assert reviewers.ReviewTimeoutError is ReviewTimeoutError
     assert issubclass(ReviewTimeoutError, reviewers.ReportParseError.__mro__[1])  # ReviewError

@@ -18,8 +18,8 @@ import pytest
 
 from hindsight import ReviewError
 from hindsight.models import ExperienceKind, Outcome
-from hindsight.reviewers._parse import ReportParseError, parse_reply, parse_report, reply_text
-from hindsight.reviewers.prompts import (
+from hindsight.review.llm._parse import ReportParseError, parse_reply, parse_report, reply_text
+from hindsight.review.llm.prompts import (
     PROMPT_VERSION,
     ReviewReport,
     is_blank_answer,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hindsight import Lesson, Trajectory
-from hindsight._worker import ReviewWorker
+from hindsight.review.worker import ReviewWorker
 from tests.helpers import make_memory, trajectory
 
 TENANT = "acme"

@@ -14,9 +14,9 @@ from _tau_bench import tau_file, tau_trajectories
 from hindsight.capture.ingest import iter_trajectories
 from hindsight.models import Event, EventType, ExperienceKind, Outcome, Trajectory
 from hindsight.ports import Lesson, Reviewer
-from hindsight.reviewers import HeuristicReviewer
-from hindsight.reviewers._lessons import MAX_LESSON_CHARS
-from hindsight.reviewers._text import task_summary
+from hindsight.review import HeuristicReviewer
+from hindsight.review._text import task_summary
+from hindsight.review.heuristic._lessons import MAX_LESSON_CHARS
 
 __all__ = ["tau_file", "tau_trajectories"]  # fixtures imported for pytest
 

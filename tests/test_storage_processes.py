@@ -101,7 +101,7 @@ def test_store_reopens_after_the_opener_died(
         ]
         jobs = mem.stats(tenant_id="t")["review_jobs"]
         assert jobs["failed"] == 0 and sum(jobs.values()) == 1  # the review job is not lost
-        lease = mem.config.review_timeout + 30  # the worker's lease (hindsight._worker)
+        lease = mem.config.review_timeout + 30  # the worker's lease (hindsight.review.worker)
     # A job the dead process had claimed stays leased to it until the lease expires: reopen
     # "later" (a clock past the lease) and the review resumes and completes on flush.
     later = ManualClock(datetime.now(UTC) + timedelta(seconds=lease + 1))

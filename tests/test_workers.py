@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from hindsight import Memory, NotFoundError, TenantRequiredError, UsageError
+from hindsight.review.workers import run_workers
 from hindsight.store import JobState, SqlStore
 from hindsight.testing import ManualClock, ScriptedReviewer
-from hindsight.workers import run_workers
 from tests.helpers import lesson, trajectory
 from tests.store_fixtures import store_url  # noqa: F401  (fixture)
 

@@ -156,7 +156,7 @@ def worker(
     as many machines as needed (PostgreSQL hands each job to one worker). With the embedded
     default the worker holds the data-dir lock: run it only while no agent has the store
     open (see docs/review.md)."""
-    from hindsight.workers import run_workers
+    from hindsight.review.workers import run_workers
 
     overrides = {"background_review": False, **check_reviewer(reviewer)}
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from hindsight.cli._common import fail
-from hindsight.reviewers.combined import REVIEWER_CHOICES
+from hindsight.review.combined import REVIEWER_CHOICES
 
 __all__ = ["ReviewerOpt", "check_reviewer", "review_wait_seconds", "wait_for_reviews"]
 

@@ -20,7 +20,7 @@ Edge, the default), through the engine as a user would:
 Reviewers: only ``heuristic`` runs offline. ``llm`` and ``both`` need a language model, which
 this machine does not have (no network, no local model server); they are reported as not
 measured. The review prompt's size is measured without a model: every trajectory of the file
-is compressed as :class:`hindsight.reviewers.llm.LLMReviewer` would before sending it
+is compressed as :class:`hindsight.review.llm.reviewer.LLMReviewer` would before sending it
 (:func:`prompt_sizes`).
 
 The data file is read where it is (``--path``, default ``../shared/data/tau-bench/
@@ -232,7 +232,7 @@ def prompt_sizes(
     Raises:
         ValueError: no trajectories.
     """
-    from hindsight.reviewers.llm import LLMReviewer
+    from hindsight.review.llm.reviewer import LLMReviewer
 
     if not trajectories:
         raise ValueError("no trajectories to measure")

@@ -22,7 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from hindsight import BLOCK_END, BLOCK_START, Outcome
-from hindsight.reviewers import HeuristicReviewer
+from hindsight.review import HeuristicReviewer
 from tests.integrations.langchain_support import (
     TENANT,
     all_trajectories,

@@ -5,7 +5,7 @@ step or direct cause (``outcome``, ``key_step``, ``failure_cause``), tools that 
 out and under which arguments (``tool_reliability``), identical failing calls repeated
 (``anti_pattern``), failures followed by a call that worked and what changed
 (``improvement``), and the class of task (``task_scope``). Confidences are documented in
-:mod:`hindsight.reviewers._lessons`.
+:mod:`hindsight.review.heuristic._lessons`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import re
 
 from hindsight.models import EventType, Trajectory
 from hindsight.ports import Lesson
-from hindsight.reviewers._calls import collect_calls
-from hindsight.reviewers._lessons import (
+from hindsight.review._calls import collect_calls
+from hindsight.review._text import is_mostly_cjk, one_line, task_summary
+from hindsight.review.heuristic._lessons import (
     Context,
     anti_patterns,
     improvements,
@@ -23,8 +24,7 @@ from hindsight.reviewers._lessons import (
     task_scope,
     tool_reliability,
 )
-from hindsight.reviewers._templates import Lang, render
-from hindsight.reviewers._text import is_mostly_cjk, one_line, task_summary
+from hindsight.review.heuristic._templates import Lang, render
 
 __all__ = ["HeuristicReviewer", "has_reviewable_content"]
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hindsight._errors import UsageError
-from hindsight._worker import ReviewWorker
+from hindsight.review.worker import ReviewWorker
 
 __all__ = ["WorkerReport", "run_workers"]
 

@@ -35,7 +35,7 @@ def is_retryable(exc: BaseException) -> bool:
     """Whether a failed review is worth another attempt later.
 
     An exception whose class sets ``retryable = False`` is not: e.g.
-    :class:`~hindsight.reviewers.ReportParseError`, raised after the reviewer already re-asked
+    :class:`~hindsight.review.ReportParseError`, raised after the reviewer already re-asked
     the model once with the error (issue 3: "then the job fails visibly"). Timeouts, provider
     and store errors are retried.
     """

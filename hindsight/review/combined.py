@@ -1,6 +1,6 @@
 """Reviewer selection (config ``reviewer``) and the ``both`` reviewer.
 
-``heuristic`` (default, offline), ``llm`` (:class:`~hindsight.reviewers.LLMReviewer` from
+``heuristic`` (default, offline), ``llm`` (:class:`~hindsight.review.LLMReviewer` from
 ``REFLECTION_MODEL`` / ``LLM_BASE_URL`` / ``LLM_API_KEY``) or ``both``: the heuristic lessons
 plus the LLM's, without duplicates.
 """
@@ -37,7 +37,7 @@ class CombinedReviewer:
     case folding, whitespace folding and stripping end punctuation; the first one (in ``parts``
     order) is kept. Only the first episode summary is kept.
 
-    The engine runs the parts one by one itself (:mod:`hindsight._review`), so that one
+    The engine runs the parts one by one itself (:mod:`hindsight.review.run`), so that one
     part's lessons are stored even when another part fails, each under its own reviewer name.
 
     Args:
@@ -83,14 +83,14 @@ class CombinedReviewer:
 def make_reviewer(config: MemoryConfig) -> Reviewer:
     """The reviewer the ``reviewer`` setting names.
 
-    ``heuristic`` -> :class:`~hindsight.reviewers.HeuristicReviewer`; ``llm`` ->
-    :meth:`LLMReviewer.from_config <hindsight.reviewers.LLMReviewer.from_config>`; ``both`` ->
+    ``heuristic`` -> :class:`~hindsight.review.HeuristicReviewer`; ``llm`` ->
+    :meth:`LLMReviewer.from_config <hindsight.review.LLMReviewer.from_config>`; ``both`` ->
     :class:`CombinedReviewer` of the two. Case and surrounding spaces are ignored.
 
     Raises:
         UsageError: an unknown name, or ``llm`` / ``both`` without ``REFLECTION_MODEL``.
     """
-    from hindsight.reviewers.heuristic import HeuristicReviewer
+    from hindsight.review.heuristic.reviewer import HeuristicReviewer
 
     name = (config.reviewer or "").strip().lower()
     if name not in REVIEWER_CHOICES:
@@ -105,7 +105,7 @@ def make_reviewer(config: MemoryConfig) -> Reviewer:
             "HINDSIGHT_REFLECTION_MODEL), e.g. 'openai/gpt-4o-mini' or 'ollama/qwen2.5:7b', "
             "and LLM_BASE_URL for a local or OpenAI-compatible server"
         )
-    from hindsight.reviewers.llm import LLMReviewer
+    from hindsight.review.llm.reviewer import LLMReviewer
 
     llm = LLMReviewer.from_config(config)
     return llm if name == "llm" else CombinedReviewer([HeuristicReviewer(), llm])

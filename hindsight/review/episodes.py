@@ -26,9 +26,9 @@ from hindsight.models import (
     Outcome,
     Trajectory,
 )
-from hindsight.reviewers._calls import ToolCall, collect_calls, is_read_only
-from hindsight.reviewers._describe import describe_args
-from hindsight.reviewers._text import error_text, is_mostly_cjk, shorten, task_summary
+from hindsight.review._calls import ToolCall, collect_calls, is_read_only
+from hindsight.review._describe import describe_args
+from hindsight.review._text import error_text, is_mostly_cjk, shorten, task_summary
 from hindsight.tokens import estimate_tokens, truncate_to_tokens
 
 __all__ = [

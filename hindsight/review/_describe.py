@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, NamedTuple
 
-from hindsight.reviewers._text import one_line, shorten, tokens
+from hindsight.review._text import one_line, shorten, tokens
 
 __all__ = ["ArgChange", "describe_args", "describe_value", "diff_args", "id_kind"]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from hindsight.models import EventStatus, ExperienceKind, Outcome
 from hindsight.ports import Lesson
-from hindsight.reviewers._calls import ToolCall, is_read_only
-from hindsight.reviewers._describe import ArgChange, describe_args, diff_args
-from hindsight.reviewers._templates import Lang, advice_for, render
-from hindsight.reviewers._text import error_text, shorten, tokens
+from hindsight.review._calls import ToolCall, is_read_only
+from hindsight.review._describe import ArgChange, describe_args, diff_args
+from hindsight.review._text import error_text, shorten, tokens
+from hindsight.review.heuristic._templates import Lang, advice_for, render
 
 __all__ = [
     "ANTI_PATTERN_CONFIDENCE",

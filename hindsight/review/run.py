@@ -3,13 +3,13 @@
 Used by the background review jobs and by :meth:`hindsight.AsyncMemory.review_now`:
 
 1. Each part of the reviewer runs in turn (one part, or the heuristic and the LLM reviewer of
-   a :class:`~hindsight.reviewers.CombinedReviewer`), all within ``review_timeout`` seconds.
-   A part that runs out of time fails with :class:`~hindsight.reviewers.ReviewTimeoutError`.
+   a :class:`~hindsight.review.CombinedReviewer`), all within ``review_timeout`` seconds.
+   A part that runs out of time fails with :class:`~hindsight.review.ReviewTimeoutError`.
 2. Each part's lessons are written as soon as it finishes, under that part's name
    (``reviewer`` of the experience), minus lessons an earlier part already gave (same
    normalised content): ``both`` never stores one lesson twice, and the heuristic lessons are
    kept even when the LLM part fails.
-3. When every part succeeded, the run's episode is written (:mod:`hindsight.episodes`): the
+3. When every part succeeded, the run's episode is written (:mod:`hindsight.review.episodes`): the
    reviewer's own summary (a lesson of kind ``episode``) or the deterministic one.
 4. If a part failed, its error is raised after the writes, so the job records it and is
    retried (or fails visibly); a retry rewrites nothing already stored (stable ids).
@@ -21,15 +21,15 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from hindsight.episodes import episode_experience, episode_id, summarize_episode
 from hindsight.models import Experience, ExperienceKind, Trajectory
 from hindsight.ports import Lesson, Reviewer
-from hindsight.reviewers import (
+from hindsight.review import (
     CombinedReviewer,
     HeuristicReviewer,
     content_key,
     has_reviewable_content,
 )
+from hindsight.review.episodes import episode_experience, episode_id, summarize_episode
 
 __all__ = ["review_parts", "run_review"]
 
@@ -44,7 +44,7 @@ def review_parts(reviewer: Reviewer) -> list[Reviewer]:
 async def _review_part(
     part: Reviewer, traj: Trajectory, deadline: float, timeout: float
 ) -> list[Lesson]:
-    from hindsight.reviewers.llm import ReviewTimeoutError
+    from hindsight.review.llm.reviewer import ReviewTimeoutError
 
     left = deadline - asyncio.get_running_loop().time()
     error = ReviewTimeoutError(

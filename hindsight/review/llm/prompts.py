@@ -549,7 +549,7 @@ def report_to_lessons(
 
     A non-blank ``episode`` summary becomes one more lesson of kind ``EPISODE`` (question
     ``"episode"``, last in the list): the engine stores it as the run's episode instead of its
-    own deterministic summary (:mod:`hindsight.episodes`).
+    own deterministic summary (:mod:`hindsight.review.episodes`).
     """
     verdict = report.outcome.result
     if verdict == "unknown" and outcome is not None:

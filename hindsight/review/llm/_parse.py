@@ -1,7 +1,7 @@
 """Find, repair and validate the review report in a provider's reply (cases C06, C21).
 
 Providers do not always return clean JSON even when asked to. This module takes whatever came
-back and either returns a validated :class:`~hindsight.reviewers.prompts.ReviewReport` or raises
+back and either returns a validated :class:`~hindsight.review.llm.prompts.ReviewReport` or raises
 :class:`ReportParseError` with a message fit to show the model in a retry. Handled:
 
 * the JSON in ``message.content``, or, when the content is ``None`` or blank, in
@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from hindsight._errors import ReviewError
 from hindsight._llm import field, reply_text
-from hindsight.reviewers.prompts import ReviewReport
+from hindsight.review.llm.prompts import ReviewReport
 
 __all__ = ["ReportParseError", "parse_reply", "parse_report", "reply_text"]
 

@@ -1,9 +1,9 @@
 """Post-hoc review by a language model through litellm (MISSION S2, issue 3).
 
 :class:`LLMReviewer` compresses a finished trajectory to a token budget
-(:mod:`hindsight.compress`), asks a separately configured, usually cheaper model the six
-constrained questions of :mod:`hindsight.reviewers.prompts` in forced JSON, repairs or re-asks
-when the reply is malformed (:mod:`hindsight.reviewers._parse`), and turns the answers into
+(:mod:`hindsight.review.compress`), asks a separately configured, usually cheaper model the six
+constrained questions of :mod:`hindsight.review.llm.prompts` in forced JSON, repairs or re-asks
+when the reply is malformed (:mod:`hindsight.review.llm._parse`), and turns the answers into
 lessons. Any litellm provider works: ``openai/<model>`` with ``api_base`` for an
 OpenAI-compatible server, ``ollama/qwen2.5:7b``, ``anthropic/...``, ``gpt-4o-mini``.
 
@@ -25,12 +25,13 @@ from typing import Any
 import httpx
 
 from hindsight._errors import ReviewError, UsageError
-from hindsight.compress import MIN_BUDGET, CompressedTrajectory, compress_trajectory
+from hindsight._llm import reply_text
 from hindsight.config import MemoryConfig
 from hindsight.models import EventType, ExperienceKind, Trajectory
 from hindsight.ports import Lesson
-from hindsight.reviewers._parse import ReportParseError, parse_reply, reply_text
-from hindsight.reviewers.prompts import (
+from hindsight.review.compress import MIN_BUDGET, CompressedTrajectory, compress_trajectory
+from hindsight.review.llm._parse import ReportParseError, parse_reply
+from hindsight.review.llm.prompts import (
     ReviewReport,
     build_messages,
     report_to_lessons,
@@ -121,7 +122,7 @@ class LLMReviewer:
             server's ``Retry-After``, at most :data:`MAX_BACKOFF`); 2.
         max_input_tokens: token budget of the compressed trajectory in the request, 6000 (the
             system prompt and the few-shot example add about 1,300 more).
-        few_shot: include the short example exchange of :mod:`hindsight.reviewers.prompts`.
+        few_shot: include the short example exchange of :mod:`hindsight.review.llm.prompts`.
         backoff: base of the backoff, in seconds, 0.5.
 
     Raises:
@@ -394,7 +395,7 @@ class LLMReviewer:
         Returns ``[]`` for an empty or content-free trajectory without any request (case C05).
         Compression and token counting run in a worker thread, off the event loop.
         Each lesson's metadata holds ``prompt_version``
-        (:data:`hindsight.reviewers.prompts.PROMPT_VERSION`), ``model`` and ``question``. When
+        (:data:`hindsight.review.llm.prompts.PROMPT_VERSION`), ``model`` and ``question``. When
         the model wrote an episode summary, it comes last as a lesson of kind ``EPISODE``.
 
         Raises:
