@@ -29,7 +29,6 @@ from hindsight._errors import (
 )
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
 from hindsight._runtime import BackgroundLoop
-from hindsight._vector_sync import VectorSync
 from hindsight.capture import RunRecorder
 from hindsight.clock import SystemClock
 from hindsight.config import MemoryConfig
@@ -45,6 +44,7 @@ from hindsight.ports import Clock, Embedder, Lesson, Reviewer, VectorIndex
 from hindsight.recall import RecallMode, RecallResult
 from hindsight.recall.pipeline import Recall, RecallRequest
 from hindsight.review.worker import ReviewWorker
+from hindsight.store.vector_sync import VectorSync
 from hindsight.writeback import (
     WriteBack,
     lessons_to_experiences,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hindsight import Memory
-from hindsight.backup import rebuild_index
+from hindsight.ops.backup import rebuild_index
 from hindsight.ports import VectorPoint
 from hindsight.store import SqlStore, vector_payload
 from hindsight.testing import InMemoryVectorIndex

@@ -28,7 +28,7 @@ def backup(
     """Back up the SQL store (SQLite file copy or pg_dump), safe while it is in use.
 
     Vectors are not copied: `hindsight restore` rebuilds them from the embeddings kept in SQL."""
-    from hindsight.backup import backup as run
+    from hindsight.ops.backup import backup as run
 
     with guarded():
         report = run(_config(state(ctx)), dest, force=force)
@@ -53,7 +53,7 @@ def restore(
     as_json: JsonOpt = False,
 ) -> None:
     """Replace the store with a backup and rebuild its vectors from SQL (store closed)."""
-    from hindsight.backup import restore as run
+    from hindsight.ops.backup import restore as run
 
     with guarded():
         report = run(_config(state(ctx)), source, force=force)

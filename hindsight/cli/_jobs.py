@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,16 +57,6 @@ def _open_store(st: State) -> Iterator[Any]:
         store.close()
 
 
-def job_json(job: Any) -> dict[str, Any]:
-    """A review job as JSON (datetimes as ISO-8601 UTC)."""
-    doc = dataclasses.asdict(job)
-    doc["state"] = job.state.value
-    for key, value in doc.items():
-        if hasattr(value, "isoformat"):
-            doc[key] = value.isoformat()
-    return doc
-
-
 @jobs_app.callback()
 def jobs(
     ctx: typer.Context,
@@ -89,7 +78,7 @@ def jobs(
             for s in ("pending", "running", "succeeded", "failed")
         }
         if as_json:
-            print_json({"counts": counts, "jobs": [job_json(j) for j in found]})
+            print_json({"counts": counts, "jobs": [j.to_json() for j in found]})
             return
         _print_jobs(found, counts)
 
@@ -131,7 +120,7 @@ def jobs_retry(
     with guarded(), _open_store(state(ctx)) as store:
         retried = store.retry_review_jobs(job_ids or (), all_failed=all_failed, tenant_id=tenant)
         if as_json:
-            print_json({"retried": len(retried), "jobs": [job_json(j) for j in retried]})
+            print_json({"retried": len(retried), "jobs": [j.to_json() for j in retried]})
             return
         out_console.print(
             f"{len(retried)} job(s) back to pending; they run in the process that has the store "

@@ -174,7 +174,7 @@ def reembed(
     from rich.progress import Progress
 
     from hindsight.config import MemoryConfig
-    from hindsight.lifecycle.reembed import reembed as run
+    from hindsight.ops.reembed import reembed as run
 
     st = state(ctx)
     if not embedder.strip():

@@ -21,7 +21,7 @@ from hindsight.models import Experience, ExperienceKind
 if TYPE_CHECKING:
     from hindsight.config import MemoryConfig
     from hindsight.engine import AsyncMemory
-    from hindsight.lifecycle.doctor import Finding
+    from hindsight.ops.doctor import Finding
     from hindsight.ports import Clock, Embedder, VectorIndex
     from hindsight.store import SqlStore
     from hindsight.writeback.dedup import Deduper
@@ -343,7 +343,7 @@ class LifecycleMethods:
     ) -> list[Finding]:
         """Check SQL against vectors, the embedding model and the review queue (MISSION S11);
         repair what can be repaired when ``repair=True``. Operator tool (whole store)."""
-        from hindsight.lifecycle.doctor import diagnose
+        from hindsight.ops.doctor import diagnose
 
         self._check_open()
         return await asyncio.to_thread(diagnose, self, repair=repair, progress=progress)

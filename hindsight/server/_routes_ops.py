@@ -8,7 +8,6 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from hindsight.cli._jobs import job_json  # one JSON shape of a job, as `hindsight jobs --json`
 from hindsight.server._deps import Memory, Tenant, keyring_of
 from hindsight.server._errors import error_response
 from hindsight.server._keys import key_from_headers
@@ -95,7 +94,7 @@ async def list_jobs(
 ) -> list[dict[str, Any]]:
     """Oldest first; ``last_error`` says why a failed job failed."""
     jobs = await memory.review_jobs(state=state, tenant_id=tenant, limit=limit)
-    return [job_json(j) for j in jobs]
+    return [j.to_json() for j in jobs]
 
 
 @router.post("/v1/jobs/retry", summary="Retry failed review jobs")
@@ -104,4 +103,4 @@ async def retry_jobs(body: RetryJobsBody, tenant: Tenant, memory: Memory) -> lis
     jobs = await memory.retry_review_jobs(
         body.job_ids, all_failed=body.all_failed, tenant_id=tenant
     )
-    return [job_json(j) for j in jobs]
+    return [j.to_json() for j in jobs]

@@ -1,5 +1,9 @@
 """The SQL store (source of truth): trajectories, events, experiences with their embeddings,
-review jobs, recall records and the outbox that keeps the vector index in step.
+review jobs, recall records, versions and audit, and the outbox that keeps the vector index in
+step (:mod:`.vector_sync` replays it into whatever :class:`~hindsight.ports.VectorIndex` it is
+given). Persistence only: what to write, and when, is decided by the stages that call it.
+
+May import: the foundation only (``models``, ``ports``, ``clock``, ``_ids``, ``_errors``).
 
 >>> from hindsight.store import SqlStore
 >>> store = SqlStore("sqlite://")          # in memory; a file: "sqlite:///path/hindsight.db"

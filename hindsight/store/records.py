@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -71,3 +72,13 @@ class ReviewJob:
     run_after: datetime
     created_at: datetime
     updated_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """The job as JSON (``state`` as its value, datetimes as ISO-8601 UTC): the one shape
+        of ``hindsight jobs --json`` and ``GET /v1/jobs``."""
+        doc = dataclasses.asdict(self)
+        doc["state"] = self.state.value
+        for key, value in doc.items():
+            if hasattr(value, "isoformat"):
+                doc[key] = value.isoformat()
+        return doc

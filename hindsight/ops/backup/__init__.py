@@ -24,9 +24,9 @@ from typing import Any
 from sqlalchemy import func, inspect, select, table
 
 from hindsight._errors import UsageError
-from hindsight.backup import _postgres, _sqlite
-from hindsight.backup._reindex import rebuild_index, reindex
 from hindsight.config import MemoryConfig
+from hindsight.ops.backup import _postgres, _sqlite
+from hindsight.ops.backup._reindex import rebuild_index, reindex
 
 __all__ = ["backup", "backup_kind", "rebuild_index", "reindex", "restore"]
 
