@@ -48,7 +48,7 @@ def mcp_command(
     try:
         import anyio
 
-        from hindsight.server._mcp import build_mcp_server, fixed_tenant
+        from hindsight.service.mcp import build_mcp_server, fixed_tenant
     except ImportError as exc:
         raise fail(f"{exc} (pip install 'hindsight-memory[server]')", 1) from None
     from hindsight.config import MemoryConfig

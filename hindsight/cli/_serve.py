@@ -39,7 +39,7 @@ def _config(st: State, **overrides: Any) -> MemoryConfig:
 
 
 def _keys_file(st: State, given: Path | None) -> Path:
-    from hindsight.server._keys import ENV_KEYS_FILE, KEYS_FILE_NAME
+    from hindsight.service._keys import ENV_KEYS_FILE, KEYS_FILE_NAME
 
     if given is not None:
         return given
@@ -87,13 +87,13 @@ def serve(
     try:
         import uvicorn
 
-        from hindsight.server import create_app
-        from hindsight.server._app import NO_KEYS_MESSAGE
+        from hindsight.service.http import create_app
+        from hindsight.service.http._app import NO_KEYS_MESSAGE
     except ImportError as exc:
         raise fail(f"{exc} (pip install 'hindsight-memory[server]')", 1) from None
 
     from hindsight.engine import AsyncMemory
-    from hindsight.server._keys import KeyRing
+    from hindsight.service._keys import KeyRing
 
     st = state(ctx)
     with guarded():
@@ -168,7 +168,7 @@ def keys_create(
 ) -> None:
     """Create a key and print it once (only its SHA-256 hash is stored). A running server
     picks it up without a restart."""
-    from hindsight.server._keys import create_key
+    from hindsight.service._keys import create_key
 
     path = _keys_file(state(ctx), file)
     with guarded():
@@ -188,7 +188,7 @@ def keys_create(
 @keys_app.command("list")
 def keys_list(ctx: typer.Context, file: KeysFileOpt = None, as_json: JsonOpt = False) -> None:
     """The keys of the file: id, tenant, creation time, label (never the keys)."""
-    from hindsight.server._keys import read_keys_file
+    from hindsight.service._keys import read_keys_file
 
     path = _keys_file(state(ctx), file)
     with guarded():
@@ -220,7 +220,7 @@ def keys_revoke(
     file: KeysFileOpt = None,
 ) -> None:
     """Remove a key (or all of a tenant's); a running server refuses it at once."""
-    from hindsight.server._keys import revoke_keys
+    from hindsight.service._keys import revoke_keys
 
     path = _keys_file(state(ctx), file)
     with guarded():

@@ -1,7 +1,7 @@
 """The hindsight engine as the integration uses it, with error accounting.
 
 The handler and the middleware take a :class:`hindsight.Memory`, a
-:class:`hindsight.AsyncMemory` or a client of a hindsight service (:mod:`hindsight._remote`,
+:class:`hindsight.AsyncMemory` or a client of a hindsight service (:mod:`hindsight.service.remote`,
 issue 9) and must work from sync code, from async code and from executor threads. This wraps both
 behind one sync and one async API, and keeps the count and last text of the integration's own
 failures: they are logged, never raised into the host application.
@@ -16,7 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from hindsight import Outcome, Trajectory
-from hindsight._remote import memory_faces
+from hindsight.service.remote import memory_faces
 
 __all__ = ["Engine", "log"]
 

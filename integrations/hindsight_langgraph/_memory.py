@@ -1,5 +1,5 @@
 """Call a :class:`hindsight.Memory`, an :class:`hindsight.AsyncMemory` or a client of a
-``hindsight serve`` (:mod:`hindsight._remote`, issue 9) from sync or async nodes."""
+``hindsight serve`` (:mod:`hindsight.service.remote`, issue 9) from sync or async nodes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from hindsight import AsyncMemory, Memory, Trajectory
-from hindsight._remote import RemoteAsync, RemoteMemory, memory_faces
+from hindsight.service.remote import RemoteAsync, RemoteMemory, memory_faces
 
 __all__ = ["MemoryRef", "as_memory_ref"]
 
@@ -77,7 +77,7 @@ class MemoryRef:
 
 def as_memory_ref(memory: Any) -> MemoryRef:
     """Accept a :class:`Memory`, an :class:`AsyncMemory`, a ``HindsightClient`` or an
-    ``AsyncHindsightClient`` (:func:`hindsight._remote.memory_faces`).
+    ``AsyncHindsightClient`` (:func:`hindsight.service.remote.memory_faces`).
 
     Raises:
         UsageError: anything else (the message lists the accepted types).

@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 from hindsight import AsyncMemory, EpisodeReceipt, Trajectory
-from hindsight._remote import RemoteAsync, memory_faces
+from hindsight.service.remote import RemoteAsync, memory_faces
 
 __all__ = ["EpisodeWriter", "as_async_memory"]
 
@@ -25,7 +25,7 @@ log = logging.getLogger("hindsight.llamaindex")
 
 def as_async_memory(memory: Any) -> AsyncMemory | RemoteAsync:
     """The async face of ``memory``: the :class:`~hindsight.AsyncMemory` behind a Memory or an
-    AsyncMemory, or the :class:`~hindsight._remote.RemoteAsync` of a ``HindsightClient`` /
+    AsyncMemory, or the :class:`~hindsight.service.remote.RemoteAsync` of a ``HindsightClient`` /
     ``AsyncHindsightClient`` (issue 9; the same object for the same client).
 
     Raises:

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from hindsight.client import HindsightClient
-from hindsight.server._keys import create_key
+from hindsight.service._keys import create_key
 from tests.conftest import fresh_pg_database
 
 REPO = Path(__file__).resolve().parents[2]

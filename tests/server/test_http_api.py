@@ -408,7 +408,7 @@ def test_outcomes_and_jobs(served: Served, tenant_pair: tuple[str, str]) -> None
 
 
 def test_a_revoked_key_is_refused_at_once(served: Served, tenant_pair: tuple[str, str]) -> None:
-    from hindsight.server._keys import create_key, revoke_keys
+    from hindsight.service._keys import create_key, revoke_keys
 
     tenant, _ = tenant_pair
     raw, record = create_key(served.keys_file, tenant)

@@ -23,7 +23,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from hindsight.server import KeyRing, create_app
-from hindsight.server._mcp import create_mcp_http
+from hindsight.service.mcp import create_mcp_http
 from hindsight.testing import ScriptedReviewer, test_memory
 from tests.server.mcp_support import call, echo_lessons, openai_run, serving
 

@@ -19,8 +19,8 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 
 from hindsight import HindsightError, Memory
-from hindsight._wire import exception_for
-from hindsight.server._mcp import build_mcp_server, fixed_tenant
+from hindsight.service._wire import exception_for
+from hindsight.service.mcp import build_mcp_server, fixed_tenant
 from hindsight.testing import ScriptedReviewer, test_memory
 from tests.helpers import make_memory
 from tests.isolation_suite import (

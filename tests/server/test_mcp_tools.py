@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 
 from hindsight._errors import AuthenticationError, TenantRequiredError
-from hindsight.server._mcp import TOOL_NAMES, build_mcp_server, fixed_tenant
+from hindsight.service.mcp import TOOL_NAMES, build_mcp_server, fixed_tenant
 from hindsight.testing import ScriptedReviewer, test_memory
 from tests.server.mcp_support import call, echo_lessons, openai_run
 

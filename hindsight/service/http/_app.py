@@ -1,8 +1,8 @@
 """The HTTP service: :func:`create_app` builds the FastAPI app (issue 9; docs/http.md).
 
 One process owns the store; agents in any language share it through this API (and through MCP
-at ``/mcp``, :mod:`hindsight.server._mcp`). Every route but ``/health`` and ``/ready`` needs an
-API key, and the key alone decides the tenant (:mod:`hindsight.server._keys`).
+at ``/mcp``, :mod:`hindsight.service.mcp`). Every route but ``/health`` and ``/ready`` needs an
+API key, and the key alone decides the tenant (:mod:`hindsight.service._keys`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hindsight._errors import UsageError
 from hindsight.config import MemoryConfig
 from hindsight.engine import AsyncMemory
-from hindsight.server._deps import MISSING_KEY, UNKNOWN_KEY
-from hindsight.server._errors import error_response, install_error_handlers
-from hindsight.server._keys import KeyRing, key_from_headers
+from hindsight.service._keys import KeyRing, key_from_headers
+from hindsight.service.http._deps import MISSING_KEY, UNKNOWN_KEY
+from hindsight.service.http._errors import error_response, install_error_handlers
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "NO_KEYS_MESSAGE", "create_app"]
 
@@ -58,7 +58,7 @@ def create_app(
         config: the engine's configuration when ``memory`` is ``None`` (default: from the
             environment, DATABASE_URL, VECTOR_DB_URL ... as everywhere, MISSION S10).
         max_body_bytes: request bodies above this many bytes get 413 (default 2 MiB).
-        mcp: serve MCP (streamable HTTP) at ``/mcp`` when :mod:`hindsight.server._mcp` is
+        mcp: serve MCP (streamable HTTP) at ``/mcp`` when :mod:`hindsight.service.mcp._server` is
             there.
         close_memory: also close a given ``memory`` at shutdown (``hindsight serve`` opens
             it first, to report a locked store in one line, and hands it over).
@@ -91,7 +91,7 @@ def create_app(
     app.state.memory = None
     app.state.mcp_app = None
     install_error_handlers(app)
-    from hindsight.server import _routes_experiences, _routes_ops, _routes_runs
+    from hindsight.service.http import _routes_experiences, _routes_ops, _routes_runs
 
     app.include_router(_routes_ops.router)
     app.include_router(_routes_runs.router)
@@ -125,9 +125,9 @@ def _lifespan(
 
 async def _start_mcp(app: FastAPI, memory: AsyncMemory, stack: AsyncExitStack) -> None:
     try:
-        from hindsight.server._mcp import create_mcp_http  # type: ignore[import-not-found,unused-ignore]
+        from hindsight.service.mcp import create_mcp_http  # type: ignore[import-not-found,unused-ignore]
     except ModuleNotFoundError as exc:
-        if exc.name != "hindsight.server._mcp":
+        if exc.name not in ("hindsight.service.mcp", "hindsight.service.mcp._server"):
             raise
         log.info("hindsight: MCP over HTTP is not available in this build")
         return

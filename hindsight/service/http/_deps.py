@@ -13,7 +13,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from hindsight._errors import AuthenticationError
 from hindsight.engine import AsyncMemory
-from hindsight.server._keys import KeyRing, key_from_headers
+from hindsight.service._keys import KeyRing, key_from_headers
 
 __all__ = ["Memory", "Tenant", "keyring_of", "memory_of", "tenant_of"]
 

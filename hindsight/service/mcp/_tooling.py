@@ -11,7 +11,7 @@ Two adjustments to the ``mcp`` SDK's tools (2.3.0, :class:`mcp.server.mcpserver.
 * **One-line errors.** A hindsight error, an invalid argument or a failed authentication
   becomes a tool error result (``isError: true``) whose text is one line
   ``"<type>: <message>"`` and whose ``structuredContent`` is ``{"error": {"type", "message",
-  "field"}}``: the shape and types of the HTTP API's errors (:mod:`hindsight._wire`).
+  "field"}}``: the shape and types of the HTTP API's errors (:mod:`hindsight.service._wire`).
   Anything else is a crash: the SDK answers ``Error executing tool <name>`` and logs it.
 * **No unknown arguments.** The SDK's argument model ignores arguments a tool does not have
   (a typo like ``top_kk``, or ``tenant_id``); :meth:`HindsightTool.run` refuses them with a
@@ -32,7 +32,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from hindsight._errors import HindsightError
-from hindsight._wire import error_body, status_and_type
+from hindsight.service._wire import error_body, status_and_type
 
 __all__ = ["ExactStringsMetadata", "HindsightTool", "error_of"]
 
@@ -71,7 +71,7 @@ def _field_of(message: str, params: set[str]) -> str | None:
 def error_of(exc: BaseException, params: set[str]) -> tuple[str, str, str | None] | None:
     """``(type, one-line message, field)`` for an anticipated failure, ``None`` for a crash.
 
-    ``type`` is the HTTP API's error type of the exception (:func:`hindsight._wire.
+    ``type`` is the HTTP API's error type of the exception (:func:`hindsight.service._wire.
     status_and_type`: ``not_found``, ``invalid_request``, ``tenant_required``,
     ``invalid_trajectory``, ``unauthorized``, ``review_failed`` ...), or ``validation_error``
     for arguments that do not match the tool's input schema, as over HTTP.

@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from hindsight.server._deps import Memory, Tenant, keyring_of
-from hindsight.server._errors import error_response
-from hindsight.server._keys import key_from_headers
-from hindsight.server._schemas import RetryJobsBody
+from hindsight.service._keys import key_from_headers
+from hindsight.service.http._deps import Memory, Tenant, keyring_of
+from hindsight.service.http._errors import error_response
+from hindsight.service.http._schemas import RetryJobsBody
 
 __all__ = ["router"]
 

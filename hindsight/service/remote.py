@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from hindsight._errors import UsageError
 
 if TYPE_CHECKING:
-    from hindsight.client import HindsightClient
     from hindsight.engine import AsyncMemory, EpisodeReceipt
     from hindsight.memory import Memory
     from hindsight.models import Experience, Trajectory
     from hindsight.recall import RecallResult
+    from hindsight.service.client import HindsightClient
 
 __all__ = ["ACCEPTED", "RemoteAsync", "RemoteMemory", "memory_faces"]
 
@@ -104,7 +104,7 @@ def remote_memory(memory: Any) -> RemoteMemory | None:
 
     An :class:`~hindsight.client.AsyncHindsightClient` gives a sync client with the same URL,
     key and timeout (its custom ``transport``, if any, is not reused)."""
-    from hindsight.client import AsyncHindsightClient, HindsightClient
+    from hindsight.service.client import AsyncHindsightClient, HindsightClient
 
     if isinstance(memory, RemoteMemory):
         return memory

@@ -1,7 +1,8 @@
-"""hindsight as a service: the HTTP API (FastAPI), API keys, and MCP over HTTP (issue 9).
+"""The HTTP API (FastAPI; issue 9, docs/http.md): :func:`create_app` serves ``/v1`` and mounts
+MCP at ``/mcp``; the API keys (:class:`KeyRing`) decide each request's tenant.
 
 Needs the ``server`` extra: ``pip install 'hindsight-memory[server]'``. Run it with
-``hindsight serve``; see docs/http.md.
+``hindsight serve``. Public door: :mod:`hindsight.server`.
 """
 
 from __future__ import annotations
@@ -13,18 +14,14 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised without the e
         "hindsight.server needs FastAPI: pip install 'hindsight-memory[server]'"
     ) from exc
 
-from hindsight.server._app import DEFAULT_MAX_BODY_BYTES, create_app
-from hindsight.server._keys import KeyRing, create_key, key_from_headers, revoke_keys
-from hindsight.server._mcp import build_mcp_server, create_mcp_http, fixed_tenant
+from hindsight.service._keys import KeyRing, create_key, key_from_headers, revoke_keys
+from hindsight.service.http._app import DEFAULT_MAX_BODY_BYTES, create_app
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "KeyRing",
-    "build_mcp_server",
     "create_app",
     "create_key",
-    "create_mcp_http",
-    "fixed_tenant",
     "key_from_headers",
     "revoke_keys",
 ]

@@ -3,7 +3,7 @@
 Tools (docs/mcp.md): ``store_episode``, ``recall_similar``, ``summarize_trajectory``,
 ``adjust_confidence``, ``record_outcome``, ``forget_experience``. Built on the official ``mcp``
 SDK (2.x, :class:`mcp.server.MCPServer`), with typed input and output schemas, tool
-annotations and one-line error results (:mod:`hindsight.server._mcp_tooling`).
+annotations and one-line error results (:mod:`hindsight.service.mcp._tooling`).
 
 The tenant is never a tool argument. It comes from the server: a fixed tenant for stdio
 (``hindsight mcp --tenant T``, :func:`fixed_tenant`) or the API key of each HTTP request
@@ -30,7 +30,7 @@ from hindsight._errors import AuthenticationError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
 from hindsight.engine import AsyncMemory
 from hindsight.models import ExperienceKind
-from hindsight.server._mcp_models import (
+from hindsight.service.mcp._models import (
     EpisodeStored,
     ExperienceOut,
     ForgetResult,
@@ -39,7 +39,7 @@ from hindsight.server._mcp_models import (
     RecallOut,
     ReviewResult,
 )
-from hindsight.server._mcp_tooling import HindsightTool
+from hindsight.service.mcp._tooling import HindsightTool
 
 __all__ = [
     "MAX_TOP_K",
@@ -314,7 +314,7 @@ def build_mcp_server(
 
 
 def _tenant_from_key(authenticate: Callable[[str | None], str | None]) -> TenantOf:
-    from hindsight.server._keys import key_from_headers
+    from hindsight.service._keys import key_from_headers
 
     def tenant(ctx: Context) -> str:
         headers = ctx.headers
@@ -341,7 +341,7 @@ def create_mcp_http(
     """The MCP server over streamable HTTP, as an ASGI app, for ``hindsight serve``.
 
     Each request is authenticated on its own: its API key (``Authorization: Bearer <key>`` or
-    ``X-API-Key``, :func:`hindsight.server._keys.key_from_headers`) gives the tenant through
+    ``X-API-Key``, :func:`hindsight.service._keys.key_from_headers`) gives the tenant through
     ``authenticate``. A request without a valid key gets HTTP 401 with ``WWW-Authenticate``
     before it reaches MCP; the tools check the key again (an ``unauthorized`` tool error).
 
@@ -358,7 +358,7 @@ def create_mcp_http(
     Args:
         memory: the open engine (closed by the caller).
         authenticate: raw key or ``None`` -> tenant, or ``None`` when the key is unknown
-            (:meth:`hindsight.server._keys.KeyRing.authenticate`).
+            (:meth:`hindsight.service._keys.KeyRing.authenticate`).
         namespace: the namespace used when a call names none.
 
     Returns:
@@ -391,8 +391,8 @@ class _KeyRequired:
             from starlette.datastructures import Headers
             from starlette.responses import JSONResponse
 
-            from hindsight._wire import error_body
-            from hindsight.server._keys import key_from_headers
+            from hindsight.service._keys import key_from_headers
+            from hindsight.service._wire import error_body
 
             if self.authenticate(key_from_headers(Headers(scope=scope))) is None:
                 response = JSONResponse(

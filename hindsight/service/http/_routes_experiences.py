@@ -12,8 +12,8 @@ from fastapi import APIRouter, Query, Response
 
 from hindsight._errors import UsageError
 from hindsight.models import Experience, ExperienceStatus
-from hindsight.server._deps import Memory, Tenant
-from hindsight.server._schemas import (
+from hindsight.service.http._deps import Memory, Tenant
+from hindsight.service.http._schemas import (
     AddExperienceBody,
     EditExperienceBody,
     ExperiencePage,

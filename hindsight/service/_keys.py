@@ -13,7 +13,7 @@ file is re-read when it changes, so ``hindsight keys create`` / ``revoke`` take 
 running server without a restart. A keys file that became unreadable or invalid fails closed
 (every key refused, the error logged) until it is fixed.
 
-This module needs no web framework: the MCP server (:mod:`hindsight.server._mcp`) and the CLI
+This module needs no web framework: the MCP server (:mod:`hindsight.service.mcp`) and the CLI
 use it too.
 """
 

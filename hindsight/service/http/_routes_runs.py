@@ -8,9 +8,9 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from hindsight.models import Experience, Trajectory
-from hindsight.server._deps import Memory, Tenant
-from hindsight.server._errors import error_response
-from hindsight.server._schemas import (
+from hindsight.service.http._deps import Memory, Tenant
+from hindsight.service.http._errors import error_response
+from hindsight.service.http._schemas import (
     EpisodeBody,
     EpisodesResponse,
     OutcomeBody,

@@ -1,7 +1,7 @@
 """Every error of the HTTP API in one shape (docs/http.md).
 
-Body: ``{"error": {"type", "message", "field"}}`` (:mod:`hindsight._wire`). hindsight errors map
-by :data:`hindsight._wire.ERROR_TYPES`; FastAPI's validation errors become 422
+Body: ``{"error": {"type", "message", "field"}}`` (:mod:`hindsight.service._wire`). hindsight
+errors map by :data:`hindsight.service._wire.ERROR_TYPES`; FastAPI's validation errors become 422
 ``validation_error`` naming the first bad field; Starlette's HTTP errors keep their status; any
 other exception is logged with its traceback and answered 500 ``internal_error`` without
 details.
@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hindsight._contract import error_location
 from hindsight._errors import HindsightError
-from hindsight._wire import error_body, status_and_type
+from hindsight.service._wire import error_body, status_and_type
 
 __all__ = ["error_response", "install_error_handlers"]
 

@@ -1,4 +1,4 @@
-"""Request building and response parsing for :mod:`hindsight.client` (no I/O).
+"""Request building and response parsing for the HTTP client (:mod:`hindsight.client`; no I/O).
 
 Each function turns the arguments of one engine method (minus ``tenant_id``, which the API key
 decides) into a :class:`Call`: HTTP method, path, JSON body, query parameters and the function
