@@ -3,12 +3,13 @@ and cold start, at several store sizes (issue 10, item 1).
 
 Run with ``hindsight bench`` (docs/cli.md, docs/benchmarks.md) or ``python -m hindsight.bench``.
 Numbers are wall-clock on the machine it runs on; tests check their shape, never their values.
+
+May import: the engine (it measures a deployment through :class:`hindsight.Memory`) and
+everything below it. Never the CLI or the service: ``hindsight bench`` (the CLI) calls this
+package, and ``python -m hindsight.bench`` hands over to the CLI by module name (:mod:`.__main__`).
 """
 
 from __future__ import annotations
-
-import sys
-from collections.abc import Sequence
 
 from hindsight.bench._data import latency_summary, peak_rss_mb, percentile, synthetic_lessons
 from hindsight.bench._queue import queue_latency
@@ -23,7 +24,6 @@ __all__ = [
     "bench_size",
     "cold_start_ms",
     "latency_summary",
-    "main",
     "parse_sizes",
     "peak_rss_mb",
     "percentile",
@@ -33,10 +33,3 @@ __all__ = [
     "synthetic_lessons",
 ]
 
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m hindsight.bench [options]``: the same as ``hindsight bench [options]``."""
-    from hindsight.cli._app import main as cli_main
-
-    sys.argv = ["hindsight", "bench", *(sys.argv[1:] if argv is None else argv)]
-    cli_main()

@@ -17,11 +17,11 @@ from typing import Any, TypeVar, Unpack
 
 import httpx
 
-from hindsight.service import _client_calls as calls
 from hindsight._errors import ServiceError, UsageError
 from hindsight.engine import EpisodeReceipt
 from hindsight.models import Experience, Trajectory
 from hindsight.recall import RecallResult
+from hindsight.service import _client_calls as calls
 from hindsight.service._client_calls import (
     AddOptions,
     Call,
