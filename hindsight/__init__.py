@@ -21,8 +21,7 @@ from hindsight._errors import (
 )
 from hindsight.capture import RunRecorder
 from hindsight.config import MemoryConfig, RecallWeights
-from hindsight.engine import AsyncMemory, EpisodeReceipt
-from hindsight.memory import Memory
+from hindsight.engine import AsyncMemory, EpisodeReceipt, Memory
 from hindsight.models import (
     Event,
     EventStatus,

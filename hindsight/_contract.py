@@ -1,16 +1,220 @@
-"""The input contract: how an argument that fails validation becomes one line for the caller.
+"""The input contract of the public API: the checked argument types, and how a failed check
+becomes one line for the caller.
 
-Foundation: imports nothing of hindsight but :mod:`hindsight._errors`.
+Every type below is an ``Annotated`` type whose validator is *the* check of that argument: the
+one check and the one message the API has always used (``validate_tenant`` for a tenant,
+``normalize_id`` for an id, ...). The engine checks its arguments with :func:`check`; the same
+types fit a pydantic model, a FastAPI parameter or an MCP tool signature
+(``json_schema_input_type`` gives their schema), so Python, HTTP, MCP and the CLI can share one
+contract. A failed check raises the check's own exception, unchanged (a
+:class:`~hindsight.TenantRequiredError` stays one), never a pydantic ``ValidationError``.
+
+>>> check(TopK, 5)
+5
+>>> check(ExperienceId, "{6F0C3A4E-3A55-4B8E-9A0E-7D2F1C0B9E11}")
+'6f0c3a4e-3a55-4b8e-9a0e-7d2f1c0b9e11'
+>>> check(Limit, 0)
+Traceback (most recent call last):
+    ...
+hindsight._errors.UsageError: limit must be from 1 to 10000, got 0
+
+Foundation: imports nothing of hindsight but ``_errors``, ``_ids`` and ``models``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import PlainValidator, TypeAdapter, ValidationError
 
-__all__ = ["error_location", "validation_message"]
+from hindsight._errors import HindsightError, UsageError
+from hindsight._ids import normalize_id, validate_namespace, validate_tenant
+from hindsight.models import ExperienceStatus
+
+__all__ = [
+    "AsOf",
+    "ExperienceId",
+    "Labels",
+    "Limit",
+    "Namespace",
+    "Namespaces",
+    "OptionalTenantId",
+    "Query",
+    "Status",
+    "Success",
+    "TaskType",
+    "TenantId",
+    "TopK",
+    "TrajectoryId",
+    "check",
+    "error_location",
+    "forget_filter",
+    "validation_message",
+]
+
+
+# -- the checks (each raises UsageError or a subclass with the message callers see) ------------
+
+
+def _optional_tenant(value: Any) -> str | None:
+    return None if value is None else validate_tenant(value)
+
+
+def _experience_id(value: Any) -> str:
+    return normalize_id(value, "experience_id")
+
+
+def _trajectory_id(value: Any) -> str:
+    return normalize_id(value, "trajectory_id")
+
+
+def _namespaces(value: Any) -> list[str]:
+    names = [value] if isinstance(value, str) else value
+    if not names:
+        raise UsageError("namespace must name at least one namespace")
+    return list(dict.fromkeys(validate_namespace(n) for n in names))
+
+
+def _query(value: Any) -> str:
+    if not isinstance(value, str):
+        raise UsageError(f"query must be a string, got {type(value).__name__}")
+    return value
+
+
+def _top_k(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+        raise UsageError(f"top_k must be an integer from 1 to 1000, got {value!r}")
+    return value
+
+
+def _task_type(value: Any) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise UsageError("task_type must be a non-empty string or None")
+    return value
+
+
+def _labels(value: Any) -> list[str]:
+    labels = [value] if isinstance(value, str) else list(value)
+    if not all(isinstance(t, str) for t in labels):
+        raise UsageError("tags and tools must be strings")
+    return labels
+
+
+def _limit(value: Any) -> int:
+    if not 1 <= value <= 10000:
+        raise UsageError(f"limit must be from 1 to 10000, got {value}")
+    return value  # type: ignore[no-any-return]
+
+
+def _status(value: Any) -> ExperienceStatus:
+    try:
+        return ExperienceStatus(value)
+    except ValueError:
+        names = ", ".join(s.value for s in ExperienceStatus)
+        raise UsageError(f"status must be one of {names}") from None
+
+
+def _success(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise UsageError(f"success must be True or False, got {value!r}")
+    return value
+
+
+def _as_of(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(
+                f"as_of must be an ISO 8601 date or date-time (e.g. 2026-12-31T00:00:00Z), "
+                f"got {value!r:.60}"
+            ) from None
+    if not isinstance(value, datetime):
+        raise UsageError(f"as_of must be a datetime, got {type(value).__name__}")
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+# -- the types ---------------------------------------------------------------------------------
+
+TenantId = Annotated[str, PlainValidator(validate_tenant, json_schema_input_type=str)]
+"""A tenant: a non-empty string of at most 200 characters, stripped (TenantRequiredError)."""
+OptionalTenantId = Annotated[
+    str | None, PlainValidator(_optional_tenant, json_schema_input_type=str | None)
+]
+"""A tenant, or ``None`` where the call may span every tenant (operators only)."""
+Namespace = Annotated[str, PlainValidator(validate_namespace, json_schema_input_type=str)]
+"""A namespace: a non-empty string of at most 200 characters, stripped."""
+Namespaces = Annotated[list[str], PlainValidator(_namespaces, json_schema_input_type=list[str])]
+"""One namespace or several in priority order (duplicates dropped); at least one."""
+ExperienceId = Annotated[str, PlainValidator(_experience_id, json_schema_input_type=str)]
+"""An experience id: any UUID form (case C03), as the canonical lower-case string."""
+TrajectoryId = Annotated[str, PlainValidator(_trajectory_id, json_schema_input_type=str)]
+"""A trajectory id: any UUID form, as the canonical lower-case string."""
+Query = Annotated[str, PlainValidator(_query, json_schema_input_type=str)]
+"""A recall query: a string (may be empty in task_type mode)."""
+TopK = Annotated[int, PlainValidator(_top_k, json_schema_input_type=int)]
+"""How many experiences a recall returns: an integer from 1 to 1000."""
+TaskType = Annotated[str | None, PlainValidator(_task_type, json_schema_input_type=str | None)]
+"""An exact task_type filter: a non-empty string, or ``None`` for none."""
+Labels = Annotated[list[str], PlainValidator(_labels, json_schema_input_type=list[str])]
+"""Tags or tools: strings (one string is a list of one)."""
+Limit = Annotated[int, PlainValidator(_limit, json_schema_input_type=int)]
+"""How many rows a list returns: 1 to 10000."""
+Status = Annotated[ExperienceStatus, PlainValidator(_status, json_schema_input_type=str)]
+"""An experience status by its name (``active``, ``archived``, ...)."""
+Success = Annotated[bool, PlainValidator(_success, json_schema_input_type=bool)]
+"""A run's outcome: exactly ``True`` or ``False``."""
+AsOf = Annotated[datetime | None, PlainValidator(_as_of, json_schema_input_type=str | None)]
+"""The time rules are judged at: a datetime (naive = UTC), an ISO 8601 string, or ``None``
+(now; the caller substitutes its clock's time). Always UTC."""
+
+
+@functools.cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(kind)
+
+
+def check(kind: Any, value: Any) -> Any:
+    """``value`` checked (and normalised) as ``kind``, one of the types of this module.
+
+    Raises:
+        UsageError: (or the subclass the check raises, e.g. TenantRequiredError) with the
+            check's one-line message.
+    """
+    try:
+        return _adapter(kind).validate_python(value)
+    except ValidationError as err:
+        cause = err.errors()[0].get("ctx", {}).get("error")
+        if isinstance(cause, HindsightError):
+            raise cause from None
+        raise UsageError(validation_message(err)) from None
+
+
+def forget_filter(experience_id: Any, trajectory_id: Any, everything: Any) -> dict[str, Any]:
+    """The one filter of a hard delete, checked: ``{"experience_ids": [id]}``,
+    ``{"trajectory_id": id}`` or ``{"everything": True}`` (an empty filter is never "all").
+
+    Raises:
+        UsageError: no filter given, more than one, or a bad id.
+    """
+    chosen = (experience_id, trajectory_id, everything or None)
+    if sum(x is not None and x is not False for x in chosen) != 1:
+        raise UsageError(
+            "forget needs exactly one of experience_id, trajectory_id or everything=True"
+        )
+    if experience_id is not None:
+        return {"experience_ids": [check(ExperienceId, experience_id)]}
+    if trajectory_id is not None:
+        return {"trajectory_id": check(TrajectoryId, trajectory_id)}
+    return {"everything": True}
+
+
+# -- pydantic errors as one line ----------------------------------------------------------------
 
 _TYPE_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "tagged-union"})
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from hindsight.clock import ManualClock
 from hindsight.embedders import HashEmbedder
-from hindsight.memory import Memory
+from hindsight.engine.memory import Memory
 from hindsight.models import Trajectory
 from hindsight.ports import FloatMatrix, Lesson
 from hindsight.vectors import InMemoryVectorIndex

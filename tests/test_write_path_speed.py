@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from sqlalchemy import select, update
 
-from hindsight.lifecycle import dedup
 from hindsight.models import (
     Experience,
     ExperienceKind,
@@ -28,6 +27,7 @@ from hindsight.models import (
 from hindsight.store import SqlStore
 from hindsight.store.codec import EXPERIENCE_FIELDS, experience_from_row, experience_from_stored
 from hindsight.store.schema import experiences as table
+from hindsight.writeback import dedup
 from hindsight.writeback.dedup import decide
 from hindsight.writeback.text import cannot_align, compare_texts
 

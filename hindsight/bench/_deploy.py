@@ -71,7 +71,7 @@ def open_deployment(
     Raises:
         HindsightError: the store cannot be opened.
     """
-    from hindsight.memory import Memory
+    from hindsight.engine.memory import Memory
 
     root = Path(tempfile.mkdtemp(prefix="hindsight-bench-", dir=parent))
     try:

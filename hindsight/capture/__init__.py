@@ -1,7 +1,7 @@
 """Capture (MISSION S1): turn a run into a structured :class:`~hindsight.models.Trajectory`.
 
 Owns the framework-free recorder (:class:`RunRecorder`, :mod:`.recorder`), the trajectory a
-caller hands over (:mod:`.episode`: a dict or a Trajectory, validated) and the log formats
+caller hands over (:mod:`.trajectory`: a dict or a Trajectory, validated) and the log formats
 ``hindsight ingest`` and the HTTP/MCP ``store_episode`` read (:mod:`.ingest`: openai, tau-bench,
 events, trajectory JSON).
 

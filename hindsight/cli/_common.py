@@ -65,7 +65,7 @@ def guarded() -> Iterator[None]:
 def open_memory(st: State, **overrides: Any) -> Iterator[Any]:
     """Open a :class:`hindsight.Memory` with the global options applied."""
     from hindsight.config import MemoryConfig
-    from hindsight.memory import Memory
+    from hindsight.engine.memory import Memory
 
     kwargs: dict[str, Any] = dict(overrides)
     if st.data_dir is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hindsight.cli._common import out_console, print_json
-from hindsight.memory import Memory
+from hindsight.engine.memory import Memory
 from hindsight.models import EventType, ExperienceKind
 from hindsight.recall.render import BLOCK_START
 

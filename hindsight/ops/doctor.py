@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from hindsight.models import ExperienceStatus
-from hindsight.ports import VectorPoint
+from hindsight.ports import Clock, Embedder, VectorIndex, VectorPoint
 from hindsight.store import vector_payload
 
 __all__ = ["Finding", "diagnose"]
@@ -58,16 +58,23 @@ def _points(rows: list[Any], vectors: dict[str, Any]) -> list[VectorPoint]:
 
 
 def diagnose(
-    mem: Any, *, repair: bool = False, progress: Callable[[str], None] | None = None
+    store: Any,
+    index: VectorIndex,
+    embedder: Embedder,
+    clock: Clock,
+    sync: Callable[[], int],
+    *,
+    repair: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Finding]:
-    """Run every check on an open :class:`~hindsight.AsyncMemory`; repair when asked."""
-    store, index, embedder = mem.store, mem.index, mem.embedder
+    """Run every check on an open memory's components (``sync`` applies the outbox and returns
+    how many changes it applied); repair when asked."""
     say = progress or (lambda _msg: None)
     findings: list[Finding] = []
 
     say("outbox")
     pending = int(store.stats()["outbox_pending"])
-    fixed = mem.sync_vectors() if (repair and pending) else 0
+    fixed = sync() if (repair and pending) else 0
     findings.append(
         Finding(
             "outbox",
@@ -104,7 +111,7 @@ def diagnose(
         for r, vec in zip(no_vec, array, strict=True):
             store.update_experience(r, vector=vec)
         vectors.update(store.get_vectors([r.id for r in no_vec]))
-        mem.sync_vectors()
+        sync()
         repaired = len(no_vec)
     findings.append(
         Finding(
@@ -191,7 +198,7 @@ def diagnose(
     )
 
     say("jobs")
-    now = mem.clock.now()
+    now = clock.now()
     stuck = store.expired_leases(now)
     released = store.release_expired_leases(now) if (repair and stuck) else 0
     findings.append(

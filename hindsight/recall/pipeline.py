@@ -16,14 +16,27 @@
    (:func:`.candidates.recall_episodes`);
 7. **usage**: what was recalled is recorded for the run asking (outcome attribution, S3).
 
-:class:`RecallRequest` is one checked request; :class:`Recall` runs it on the components.
+:class:`RecallRequest` is one checked request (:meth:`Recall.request` checks the arguments and
+fills in the defaults); :meth:`Recall.run` runs it on the components.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hindsight._contract import (
+    Labels,
+    Namespaces,
+    Query,
+    TaskType,
+    TenantId,
+    TopK,
+    TrajectoryId,
+    check,
+)
+from hindsight._errors import UsageError
 from hindsight.config import MemoryConfig
 from hindsight.guard.after_recall import drop_outliers
 from hindsight.models import Exclusion, RecallHit
@@ -82,6 +95,57 @@ class Recall:
     clock: Clock
     config: MemoryConfig
     consensus: bool
+
+    def request(
+        self,
+        query: Any,
+        *,
+        tenant_id: Any,
+        namespace: str | Sequence[str],
+        include_shared: bool,
+        task_type: Any,
+        tags: Any,
+        tools: Any,
+        top_k: Any,
+        mode: Any,
+        similarity_floor: float | None,
+        trajectory_id: Any,
+        token_budget: int | None,
+        include_episodes: bool,
+        explain: bool,
+    ) -> RecallRequest:
+        """The checked request of :meth:`hindsight.AsyncMemory.recall` (its docs give every
+        argument, default and error), checked in that order."""
+        tenant: str = check(TenantId, tenant_id)
+        namespaces: list[str] = check(Namespaces, namespace)
+        text: str = check(Query, query)
+        k: int = check(TopK, self.config.top_k if top_k is None else top_k)
+        task_type = check(TaskType, task_type)
+        tags, tools = check(Labels, tags), check(Labels, tools)
+        mode = _mode(mode, text, task_type)
+        if include_shared and self.config.shared_namespace not in namespaces:
+            namespaces.append(self.config.shared_namespace)
+        floor = similarity_floor
+        if floor is None:
+            floor = self.config.similarity_floor
+        if floor is None and mode == "vector":
+            floor = self.embedder.similarity_floor
+        tid: str | None = check(TrajectoryId, trajectory_id) if trajectory_id else None
+        return RecallRequest(
+            text,
+            tenant,
+            namespaces,
+            task_type,
+            tags,
+            tools,
+            k,
+            mode,
+            floor if mode == "vector" else None,
+            tid,
+            token_budget or self.config.token_budget,
+            bool(include_episodes),
+            bool(explain),
+        )
 
     def run(self, req: RecallRequest) -> RecallResult:
         """Steps 1-7 of the module docstring; returns the result to render."""
@@ -159,3 +223,22 @@ class Recall:
             "tools": req.tools,
             "mode": req.mode,
         }
+
+
+def _mode(mode: Any, query: str, task_type: str | None) -> RecallMode:
+    """The recall mode asked for, or the default: ``task_type`` for an empty query with a
+    task_type (MISSION S16), else ``vector``.
+
+    Raises:
+        UsageError: an unknown mode, an empty query in vector mode, task_type mode without a
+            task_type.
+    """
+    if mode is None:
+        mode = "task_type" if (not query.strip() and task_type) else "vector"
+    if mode not in ("vector", "task_type"):
+        raise UsageError(f"mode must be 'vector' or 'task_type', got {mode!r}")
+    if mode == "vector" and not query.strip():
+        raise UsageError("query must not be empty (or pass task_type for exact recall)")
+    if mode == "task_type" and not task_type:
+        raise UsageError("mode 'task_type' needs task_type")
+    return "vector" if mode == "vector" else "task_type"

@@ -1,6 +1,7 @@
-"""The engine's review path: run the reviewer(s) on one trajectory, write lessons and episode.
+"""One review: run the reviewer(s) on one trajectory, write its lessons and its episode.
 
-Used by the background review jobs and by :meth:`hindsight.AsyncMemory.review_now`:
+:class:`ReviewRun` is what the review jobs (:mod:`hindsight.review.runner`, in process, and
+:mod:`hindsight.review.workers`) and :meth:`hindsight.AsyncMemory.review_now` run:
 
 1. Each part of the reviewer runs in turn (one part, or the heuristic and the LLM reviewer of
    a :class:`~hindsight.review.CombinedReviewer`), all within ``review_timeout`` seconds.
@@ -9,8 +10,8 @@ Used by the background review jobs and by :meth:`hindsight.AsyncMemory.review_no
    (``reviewer`` of the experience), minus lessons an earlier part already gave (same
    normalised content): ``both`` never stores one lesson twice, and the heuristic lessons are
    kept even when the LLM part fails.
-3. When every part succeeded, the run's episode is written (:mod:`hindsight.review.episodes`): the
-   reviewer's own summary (a lesson of kind ``episode``) or the deterministic one.
+3. When every part succeeded, the run's episode is written (:mod:`hindsight.review.episodes`):
+   the reviewer's own summary (a lesson of kind ``episode``) or the deterministic one.
 4. If a part failed, its error is raised after the writes, so the job records it and is
    retried (or fails visibly); a retry rewrites nothing already stored (stable ids).
 """
@@ -19,19 +20,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hindsight.models import Experience, ExperienceKind, Trajectory
-from hindsight.ports import Lesson, Reviewer
-from hindsight.review import (
-    CombinedReviewer,
-    HeuristicReviewer,
-    content_key,
-    has_reviewable_content,
-)
+from hindsight.ports import Clock, Lesson, Reviewer
+from hindsight.review.combined import CombinedReviewer, content_key
 from hindsight.review.episodes import episode_experience, episode_id, summarize_episode
+from hindsight.review.heuristic import HeuristicReviewer, has_reviewable_content
+from hindsight.writeback import PROVENANCE_TRUST, WriteBack, lessons_to_experiences
 
-__all__ = ["review_parts", "run_review"]
+__all__ = ["ReviewRun", "review_parts"]
 
 
 def review_parts(reviewer: Reviewer) -> list[Reviewer]:
@@ -44,7 +43,7 @@ def review_parts(reviewer: Reviewer) -> list[Reviewer]:
 async def _review_part(
     part: Reviewer, traj: Trajectory, deadline: float, timeout: float
 ) -> list[Lesson]:
-    from hindsight.review.llm.reviewer import ReviewTimeoutError
+    from hindsight.review.llm.reviewer import ReviewTimeoutError  # httpx: only when needed
 
     left = deadline - asyncio.get_running_loop().time()
     error = ReviewTimeoutError(
@@ -64,92 +63,116 @@ async def _review_part(
         raise error from None
 
 
-async def run_review(mem: Any, traj: Trajectory) -> list[Experience]:
-    """Review ``traj`` with ``mem.reviewer`` and store what it taught.
+@dataclass(frozen=True, slots=True)
+class ReviewRun:
+    """One review, from reviewer to stored lessons and episode (see the module docstring).
 
     Args:
-        mem: the :class:`~hindsight.AsyncMemory` (its reviewer, config, store, write path).
-        traj: the stored trajectory.
-
-    Returns:
-        The trajectory's lessons and episode as stored now (including those an earlier review
-        of it stored: reviews are idempotent per trajectory).
-
-    Raises:
-        ReviewTimeoutError: a part ran out of ``review_timeout`` (its last_error says so).
-        ReviewError: a part failed (e.g. ``ReportParseError``: no usable reply); lessons of
-            the parts that succeeded are stored first.
+        reviewer: the memory's reviewer (one part, or a :class:`CombinedReviewer`).
+        writeback: the write path the lessons and the episode take.
+        store: the SQL store (to read back what the trajectory taught).
+        embedding_model: the embedder's name, recorded on each experience.
+        clock: creation times.
+        timeout: ``review_timeout`` in seconds, for all parts together.
     """
-    timeout = float(mem.config.review_timeout)
-    deadline = asyncio.get_running_loop().time() + timeout
-    seen: set[str] = set()
-    written: list[str] = []
-    episode: tuple[Lesson, str] | None = None
-    errors: list[BaseException] = []
-    for part in review_parts(mem.reviewer):
-        try:
-            lessons = await _review_part(part, traj, deadline, timeout)
-        except Exception as exc:
-            errors.append(exc)
-            continue
-        kept: list[Lesson] = []
-        for lesson in lessons:
-            if lesson.kind is ExperienceKind.EPISODE:
-                episode = episode or (lesson, part.name)
+
+    reviewer: Reviewer
+    writeback: WriteBack
+    store: Any
+    embedding_model: str
+    clock: Clock
+    timeout: float
+
+    async def __call__(self, traj: Trajectory) -> list[Experience]:
+        """Review ``traj`` and store what it taught.
+
+        Returns:
+            The trajectory's lessons and episode as stored now (including those an earlier
+            review of it stored: reviews are idempotent per trajectory).
+
+        Raises:
+            ReviewTimeoutError: a part ran out of ``review_timeout`` (its last_error says so).
+            ReviewError: a part failed (e.g. ``ReportParseError``: no usable reply); lessons of
+                the parts that succeeded are stored first.
+        """
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        seen: set[str] = set()
+        written: list[str] = []
+        episode: tuple[Lesson, str] | None = None
+        errors: list[BaseException] = []
+        for part in review_parts(self.reviewer):
+            try:
+                lessons = await _review_part(part, traj, deadline, self.timeout)
+            except Exception as exc:
+                errors.append(exc)
                 continue
-            key = content_key(lesson.content)
-            if key and key not in seen:
-                seen.add(key)
-                kept.append(lesson)
-        if kept:
-            exps = await asyncio.to_thread(mem._write_lessons, traj, kept, part.name)
-            written.extend(e.id for e in exps)
-            written.extend(_lesson_ids(mem, traj, kept, part.name))
-    if not errors:
-        eid = await asyncio.to_thread(_write_episode, mem, traj, episode)
-        if eid is not None:
-            written.append(eid)
-    if errors:
-        raise errors[0]
-    found = await asyncio.to_thread(mem.store.get_experiences, traj.tenant_id, written)
-    return [found[i] for i in dict.fromkeys(written) if i in found]
+            kept: list[Lesson] = []
+            for lesson in lessons:
+                if lesson.kind is ExperienceKind.EPISODE:
+                    episode = episode or (lesson, part.name)
+                    continue
+                key = content_key(lesson.content)
+                if key and key not in seen:
+                    seen.add(key)
+                    kept.append(lesson)
+            if kept:
+                exps = await asyncio.to_thread(self.write_lessons, traj, kept, part.name)
+                written.extend(e.id for e in exps)
+                written.extend(e.id for e in self._experiences(traj, kept, part.name))
+        if not errors:
+            eid = await asyncio.to_thread(self._write_episode, traj, episode)
+            if eid is not None:
+                written.append(eid)
+        if errors:
+            raise errors[0]
+        found = await asyncio.to_thread(self.store.get_experiences, traj.tenant_id, written)
+        return [found[i] for i in dict.fromkeys(written) if i in found]
 
+    def write_lessons(
+        self, traj: Trajectory, lessons: Sequence[Lesson], reviewer: str | None = None
+    ) -> list[Experience]:
+        """Turn lessons into experiences and store them (idempotent per trajectory).
+        ``reviewer``: the name recorded on them (default: the memory's reviewer)."""
+        exps = self._experiences(traj, lessons, reviewer or self.reviewer.name)
+        return self.writeback.write(exps, trajectory=traj) if exps else []
 
-def _lesson_ids(mem: Any, traj: Trajectory, lessons: Sequence[Lesson], reviewer: str) -> list[str]:
-    """Ids the lessons have whether written now or by an earlier review (stable ids)."""
-    from hindsight.writeback import lessons_to_experiences
+    def _experiences(
+        self, traj: Trajectory, lessons: Sequence[Lesson], reviewer: str
+    ) -> list[Experience]:
+        """The lessons as experiences, with the ids they have whether written now or by an
+        earlier review (stable ids)."""
+        return lessons_to_experiences(
+            traj,
+            lessons,
+            reviewer=reviewer,
+            embedding_model=self.embedding_model,
+            now=self.clock.now(),
+        )
 
-    exps = lessons_to_experiences(
-        traj, lessons, reviewer=reviewer, embedding_model=mem.embedder.name, now=mem.clock.now()
-    )
-    return [e.id for e in exps]
-
-
-def _write_episode(mem: Any, traj: Trajectory, given: tuple[Lesson, str] | None) -> str | None:
-    """Write the episode of ``traj`` unless it is stored already: ``given`` is the reviewer's
-    own summary and that reviewer's name, else the summary is :func:`summarize_episode`.
-    Returns its id, or ``None`` for a run without reviewable content (case C05)."""
-    from hindsight.writeback import PROVENANCE_TRUST
-
-    if not has_reviewable_content(traj):
-        return None
-    eid = episode_id(traj.id)
-    if mem.store.get_experiences(traj.tenant_id, [eid]):
+    def _write_episode(self, traj: Trajectory, given: tuple[Lesson, str] | None) -> str | None:
+        """Write the episode of ``traj`` unless it is stored already: ``given`` is the
+        reviewer's own summary and that reviewer's name, else the summary is
+        :func:`summarize_episode`. Returns its id, or ``None`` for a run without reviewable
+        content (case C05)."""
+        if not has_reviewable_content(traj):
+            return None
+        eid = episode_id(traj.id)
+        if self.store.get_experiences(traj.tenant_id, [eid]):
+            return eid
+        if given is not None:
+            content, source, meta = given[0].content, given[1], dict(given[0].metadata)
+        else:
+            content, source, meta = summarize_episode(traj), "trajectory", {}
+        if not content.strip():
+            return None
+        exp = episode_experience(
+            traj,
+            content,
+            source=source,
+            trust=round(traj.trust * PROVENANCE_TRUST.get(traj.source, 0.5), 4),
+            embedding_model=self.embedding_model,
+            now=self.clock.now(),
+            metadata=meta,
+        )
+        self.writeback.write([exp], trajectory=traj)  # trajectory: the guard's taint check
         return eid
-    if given is not None:
-        content, source, meta = given[0].content, given[1], dict(given[0].metadata)
-    else:
-        content, source, meta = summarize_episode(traj), "trajectory", {}
-    if not content.strip():
-        return None
-    exp = episode_experience(
-        traj,
-        content,
-        source=source,
-        trust=round(traj.trust * PROVENANCE_TRUST.get(traj.source, 0.5), 4),
-        embedding_model=mem.embedder.name,
-        now=mem.clock.now(),
-        metadata=meta,
-    )
-    mem.writeback.write([exp], trajectory=traj)  # trajectory: the guard's taint check
-    return eid

@@ -87,7 +87,7 @@ async def run_workers(
 
     async def handle(job: Any) -> None:
         try:
-            await memory._handle_job(job)
+            await memory.reviews.handle_job(job)
         except Exception as exc:
             report.failed += 1
             text = f"{type(exc).__name__}: {exc}"

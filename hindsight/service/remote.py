@@ -25,7 +25,7 @@ from hindsight._errors import UsageError
 
 if TYPE_CHECKING:
     from hindsight.engine import AsyncMemory, EpisodeReceipt
-    from hindsight.memory import Memory
+    from hindsight.engine.memory import Memory
     from hindsight.models import Experience, Trajectory
     from hindsight.recall import RecallResult
     from hindsight.service.client import HindsightClient
@@ -132,7 +132,7 @@ def memory_faces(
         UsageError: ``memory`` is none of :data:`ACCEPTED` (the message lists them).
     """
     from hindsight.engine import AsyncMemory
-    from hindsight.memory import Memory
+    from hindsight.engine.memory import Memory
 
     if isinstance(memory, Memory):
         return memory, memory.aio

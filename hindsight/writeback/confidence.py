@@ -28,6 +28,7 @@ __all__ = [
     "OUTCOME_SUCCESS_DELTA",
     "SUPERSEDE_PENALTY",
     "SUPPORT_BONUS",
+    "adjust",
     "record_outcome",
 ]
 
@@ -67,3 +68,17 @@ def record_outcome(
         return None
     found = store.get_experiences(tenant, [c["experience_id"] for c in changes])
     return [found[c["experience_id"]] for c in changes if c["experience_id"] in found]
+
+
+def adjust(
+    store: Any, tenant: str, experience_id: str, delta: float, *, actor: str, reason: str | None
+) -> Experience:
+    """Add ``delta`` (in [-1, 1]) to an experience's confidence by hand, clamped to [0, 1] and
+    audited with ``actor`` and ``reason`` (MISSION S7 ``adjust_confidence``); returns it.
+
+    Raises:
+        NotFoundError: no such experience in this tenant. UsageError: bad delta or actor.
+    """
+    store.adjust_confidence(tenant, experience_id, delta, actor=actor, reason=reason)
+    found: Experience = store.get_experience(tenant, experience_id)
+    return found

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hindsight.config import MemoryConfig
 from hindsight.guard.conflict import compare
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 from hindsight.ports import Embedder, FloatMatrix, VectorHit, VectorIndex
@@ -449,11 +450,17 @@ class Deduper:
         return text, vector
 
 
-def make_deduper(mem: Any) -> Deduper:
-    """The :class:`Deduper` of an open AsyncMemory: its store, index, embedder and vector
-    sync; an LLM :class:`~hindsight.writeback.judge.Judge` when ``config.reflection_model`` is
-    set and ``config.dedup_judge`` is on; the memory guard's check for merged texts."""
-    config = mem.config
+def make_deduper(
+    config: MemoryConfig,
+    store: SqlStore,
+    index: VectorIndex,
+    embedder: Embedder,
+    sync: Callable[[], object],
+    guard: Callable[[Experience, Any], Experience] | None,
+) -> Deduper:
+    """The :class:`Deduper` of an open memory: its store, index, embedder and vector sync; an
+    LLM :class:`~hindsight.writeback.judge.Judge` when ``config.reflection_model`` is set and
+    ``config.dedup_judge`` is on; ``guard``, the memory guard's check for merged texts."""
     judge = None
     if config.reflection_model and getattr(config, "dedup_judge", True):
         from hindsight.writeback.judge import Judge
@@ -464,10 +471,4 @@ def make_deduper(mem: Any) -> Deduper:
             api_key=config.llm_api_key,
             timeout=min(30.0, float(config.review_timeout)),
         )
-    writeback = mem.writeback
-
-    def guard(exp: Experience, vector: Any) -> Experience:
-        checked: Experience = writeback.guard_experience(exp, vector=vector)
-        return checked
-
-    return Deduper(mem.store, mem.index, mem.embedder, mem.sync_vectors, judge=judge, guard=guard)
+    return Deduper(store, index, embedder, sync, judge=judge, guard=guard)

@@ -2,7 +2,8 @@
 
 :func:`lessons_to_experiences` builds experiences from a reviewer's lessons with their
 metadata (source trajectory, task_type, tools, trust, reviewer, embedding model), with ids that
-make a second review of the same run store nothing twice.
+make a second review of the same run store nothing twice; :func:`manual_experience` builds one
+a caller adds directly (``add_experience``, no review).
 """
 
 from __future__ import annotations
@@ -11,14 +12,25 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
+from pydantic import ValidationError
+
+from hindsight._contract import validation_message
+from hindsight._errors import UsageError
 from hindsight._ids import stable_id
 from hindsight.guard import TRUST_WEIGHTS, initial_trust
 from hindsight.guard.evidence import EvidenceIndex
-from hindsight.models import Experience, Provenance, Trajectory
+from hindsight.guard.screening import check_user_metadata
+from hindsight.models import Experience, ExperienceKind, Provenance, Trajectory
 from hindsight.ports import Lesson
 
-__all__ = ["PROVENANCE_TRUST", "lessons_to_experiences", "normalize_content"]
+__all__ = [
+    "PROVENANCE_TRUST",
+    "lessons_to_experiences",
+    "manual_experience",
+    "normalize_content",
+]
 
 PROVENANCE_TRUST: Mapping[Provenance, float] = {p: TRUST_WEIGHTS[p.value] for p in Provenance}
 """Trust weight of a lesson by where its evidence came from (MISSION S8: system 1.0 > user 0.9
@@ -85,3 +97,53 @@ def lessons_to_experiences(
             metadata={**lesson.metadata, "evidence": sources},
         )
     return list(out.values())
+
+
+def manual_experience(
+    content: Any,
+    *,
+    tenant_id: str,
+    namespace: Any,
+    kind: Any,
+    task_type: Any,
+    tools: Any,
+    tags: Any,
+    confidence: Any,
+    importance: Any,
+    source: Any,
+    metadata: Any,
+    embedding_model: str,
+    now: datetime,
+) -> Experience:
+    """The experience ``add_experience`` stores: reviewer ``"manual"``, content normalised
+    (:func:`normalize_content`), trust the weight of ``source``
+    (:data:`hindsight.guard.TRUST_WEIGHTS`), ``metadata`` free of the keys the guard reserves.
+
+    Raises:
+        UsageError: an argument is invalid (one-line reason), or ``metadata`` uses a key
+            reserved for the guard.
+    """
+    try:
+        prov = Provenance(source)
+        return Experience(
+            tenant_id=tenant_id,
+            namespace=namespace,
+            kind=ExperienceKind(kind),
+            content=normalize_content(content) if isinstance(content, str) else content,
+            task_type=task_type,
+            tools=list(tools),
+            tags=list(tags),
+            confidence=confidence,
+            importance=importance,
+            trust=initial_trust([prov.value]),
+            provenance=prov,
+            created_at=now,
+            updated_at=now,
+            embedding_model=embedding_model,
+            reviewer="manual",
+            metadata=check_user_metadata(metadata),
+        )
+    except ValidationError as err:
+        raise UsageError(validation_message(err)) from None
+    except ValueError as err:
+        raise UsageError(str(err)) from None

@@ -15,10 +15,12 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from hindsight.config import MemoryConfig
 from hindsight.models import ExperienceStatus
 from hindsight.writeback.compression import compress_tenant
 from hindsight.writeback.dedup import SUPPORT_BONUS, Deduper, Op, decide
 from hindsight.writeback.forgetting import archive_stale
+from hindsight.writeback.judge import abstract
 
 __all__ = ["dedup_pass", "maintain"]
 
@@ -67,14 +69,18 @@ def dedup_pass(deduper: Deduper, tenant: str, *, actor: str = "maintain") -> lis
 
 
 def maintain(
-    mem: Any,
+    deduper: Deduper,
+    config: MemoryConfig,
     tenant: str,
     as_of: datetime,
     *,
-    abstract: Callable[[list[Any]], str | None] | None = None,
+    sync: Callable[[], object],
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run dedup, archive and compression for ``tenant`` on an open AsyncMemory.
+    """Run dedup, archive and compression for ``tenant`` (the deduper's store, index and
+    embedder; ``config``'s archive and cap settings), bringing the vector index up to date
+    (``sync``) after each step. Compression asks the deduper's LLM judge for the more general
+    rule of a cluster when there is one (:func:`hindsight.writeback.judge.abstract`).
 
     Returns:
         ``{"tenant_id", "as_of", "merged": [{"kept","merged"}], "archived": [ids],
@@ -82,32 +88,33 @@ def maintain(
         "active_after"}``.
     """
     say = progress or (lambda _step: None)
-    cfg = mem.config
-    store = mem.store
+    store = deduper.store
+    judge = deduper.judge
+    summarize = (lambda members: abstract(judge, members)) if judge is not None else None
     before = store.count_experiences(tenant, ["active"])
     say("dedup")
-    merged = dedup_pass(mem.deduper, tenant)
-    mem.sync_vectors()
+    merged = dedup_pass(deduper, tenant)
+    sync()
     say("archive")
     archived = archive_stale(
         store,
         tenant,
         as_of,
-        after_days=cfg.archive_after_days,
-        below=cfg.archive_below_confidence,
+        after_days=config.archive_after_days,
+        below=config.archive_below_confidence,
     )
-    mem.sync_vectors()
+    sync()
     say("compress")
     compressed = compress_tenant(
         store,
-        mem.embedder,
+        deduper.embedder,
         tenant,
-        cap=cfg.active_cap,
-        start_threshold=mem.deduper.threshold,
-        abstract=abstract,
-        guard=mem.deduper.guard,
+        cap=config.active_cap,
+        start_threshold=deduper.threshold,
+        abstract=summarize,
+        guard=deduper.guard,
     )
-    mem.sync_vectors()
+    sync()
     return {
         "tenant_id": tenant,
         "as_of": as_of.isoformat(),

@@ -16,14 +16,21 @@ plain status changes (archive, restore, soft delete) - those are in the audit ta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
+from hindsight._contract import validation_message
 from hindsight._errors import NotFoundError, UsageError
 from hindsight.models import Experience
+from hindsight.ports import Embedder
+from hindsight.writeback.lessons import normalize_content
 
-__all__ = ["EDITABLE", "ROLLED_BACK_FIELDS", "edited", "rolled_back"]
+__all__ = ["EDITABLE", "ROLLED_BACK_FIELDS", "edit", "edited", "history", "rollback", "rolled_back"]
+
+Guard = Callable[[Experience, Any], Experience]
+"""The memory guard's check of a new text and its vector (``WriteBack.guard_experience``)."""
 
 EDITABLE = ("content", "kind", "task_type", "tools", "tags", "importance", "metadata")
 """Fields :func:`edited` accepts."""
@@ -59,8 +66,6 @@ def edited(current: Experience, changes: dict[str, Any]) -> Experience:
     try:
         return Experience.model_validate({**dict(current), **wanted})
     except ValidationError as err:
-        from hindsight._contract import validation_message
-
         raise UsageError(f"invalid edit: {validation_message(err)}") from None
 
 
@@ -89,3 +94,102 @@ def rolled_back(current: Experience, versions: list[Any], version: int) -> Exper
         )
     old: Experience = match["experience"]
     return current.model_copy(update={f: getattr(old, f) for f in ROLLED_BACK_FIELDS})
+
+
+def edit(
+    store: Any,
+    embedder: Embedder,
+    guard: Guard | None,
+    tenant: str,
+    experience_id: str,
+    changes: dict[str, Any],
+    *,
+    actor: str,
+    reason: str | None,
+) -> Experience:
+    """Edit a stored experience: a new version whose ``parent_id`` keeps the old one. A new
+    text is normalised (:func:`~hindsight.writeback.lessons.normalize_content`), embedded
+    again and checked by ``guard`` first (a poisoned edit is quarantined). Returns the new
+    version as stored.
+
+    Raises:
+        NotFoundError: no such experience. UsageError: nothing to edit or a bad value (see
+            :func:`edited`).
+    """
+    content = changes.get("content")
+    if isinstance(content, str):
+        changes = {**changes, "content": normalize_content(content)}
+    current = store.get_experience(tenant, experience_id)
+    new = edited(current, changes)
+    vector = None
+    if new.content != current.content:
+        vector = embedder.embed([new.content])[0]
+        if guard is not None:
+            new = guard(new, vector)
+    saved: Experience = store.save_version(
+        new,
+        change="edit",
+        actor=actor,
+        reason=reason,
+        vector=vector,
+        expected_version=current.version,
+    )
+    return saved
+
+
+def rollback(
+    store: Any,
+    embedder: Embedder,
+    tenant: str,
+    experience_id: str,
+    version: int,
+    *,
+    actor: str,
+    reason: str | None,
+) -> Experience:
+    """Restore what an earlier ``version`` said (:func:`rolled_back`), written as a new
+    version (so the rollback itself can be undone); a changed text is embedded again.
+
+    Raises:
+        NotFoundError: no such experience or version. UsageError: the current version.
+    """
+    current = store.get_experience(tenant, experience_id)
+    new = rolled_back(current, store.history(tenant, experience_id), version)
+    vector = embedder.embed([new.content])[0] if new.content != current.content else None
+    saved: Experience = store.save_version(
+        new,
+        change="rollback",
+        actor=actor,
+        reason=reason or f"rollback to version {version}",
+        vector=vector,
+        expected_version=current.version,
+    )
+    return saved
+
+
+def history(store: Any, tenant: str, experience_id: str) -> list[dict[str, Any]]:
+    """Every version of an experience, oldest first, the current one last: ``[{"version",
+    "id", "parent_id", "change", "actor", "reason", "created_at", "current",
+    "experience"}]``; ``change`` says what replaced that version (``None`` for the current
+    one).
+
+    Raises:
+        NotFoundError: no such experience in this tenant.
+    """
+    current = store.get_experience(tenant, experience_id)
+    out = [{**v, "current": False} for v in store.history(tenant, experience_id)]
+    out.append(
+        {
+            "id": None,
+            "experience_id": experience_id,
+            "version": current.version,
+            "parent_id": current.parent_id,
+            "change": None,
+            "actor": None,
+            "reason": None,
+            "created_at": current.updated_at,
+            "current": True,
+            "experience": current,
+        }
+    )
+    return out

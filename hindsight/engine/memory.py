@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 
 from hindsight._sync import sync_twin
 from hindsight.capture import RunRecorder
+from hindsight.capture.trajectory import coerce_trajectory
 from hindsight.config import MemoryConfig
-from hindsight.engine import AsyncMemory, EpisodeReceipt
-from hindsight.lifecycle.api import LifecycleFacade
+from hindsight.engine.async_memory import AsyncMemory, EpisodeReceipt
 from hindsight.models import Provenance, Trajectory
 
 __all__ = ["Memory"]
@@ -21,7 +21,7 @@ __all__ = ["Memory"]
 T = TypeVar("T")
 
 
-class Memory(LifecycleFacade):
+class Memory:
     """Experience memory for agents, sync API (a thin facade over :class:`AsyncMemory`).
 
     ``Memory(data_dir="./mem")`` opens (or creates) an embedded store; see
@@ -79,7 +79,7 @@ class Memory(LifecycleFacade):
         Runs on the calling thread (one SQL transaction), not on the background loop, so the
         end of an agent run never waits behind a review in progress."""
         self.aio._check_open()
-        return self.aio._store_trajectory(self.aio._coerce_trajectory(trajectory), review)
+        return self.aio._store_trajectory(coerce_trajectory(trajectory), review)
 
     recall = sync_twin(AsyncMemory.recall)
     review_now = sync_twin(AsyncMemory.review_now)
@@ -97,6 +97,18 @@ class Memory(LifecycleFacade):
     approve = sync_twin(AsyncMemory.approve)
     reject = sync_twin(AsyncMemory.reject)
     stats = sync_twin(AsyncMemory.stats)
+    # the lesson lifecycle (hindsight.engine._lifecycle)
+    adjust_confidence = sync_twin(AsyncMemory.adjust_confidence)
+    edit_experience = sync_twin(AsyncMemory.edit_experience)
+    history = sync_twin(AsyncMemory.history)
+    rollback = sync_twin(AsyncMemory.rollback)
+    restore = sync_twin(AsyncMemory.restore)
+    archive_stale = sync_twin(AsyncMemory.archive_stale)
+    maintain = sync_twin(AsyncMemory.maintain)
+    audit_sample = sync_twin(AsyncMemory.audit_sample)
+    mark_wrong = sync_twin(AsyncMemory.mark_wrong)
+    audit_log = sync_twin(AsyncMemory.audit_log)
+    doctor = sync_twin(AsyncMemory.doctor)
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the worker, release files and locks (``timeout`` seconds)."""

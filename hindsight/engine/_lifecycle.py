@@ -1,0 +1,293 @@
+"""The lesson-lifecycle methods of :class:`hindsight.AsyncMemory` (issues 4 and 5): what happens
+to a lesson after it is written - confidence from outcomes and by hand, edits, history and
+rollback, restore, archive, maintenance, the human audit and quarantine review - and the doctor.
+
+A mixin of the facade, kept in its own module so the facade stays short: each method checks its
+arguments and runs the write-back (or ops) function that does the work in a worker thread, the
+vectors following SQL after each change. Rules and numbers: docs/lifecycle.md. It imports the
+stages only, never the facade.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from hindsight._contract import AsOf, ExperienceId, Success, TrajectoryId, check
+from hindsight.guard import Guard, quarantine
+from hindsight.guard.after_recall import apply_misled_policy
+from hindsight.models import Experience, ExperienceKind
+from hindsight.ops.doctor import Finding, diagnose
+from hindsight.writeback import audit, confidence, forgetting, versions
+from hindsight.writeback.maintain import maintain
+
+if TYPE_CHECKING:
+    from hindsight.config import MemoryConfig
+    from hindsight.ports import Clock, Embedder, VectorIndex
+    from hindsight.store import SqlStore
+    from hindsight.writeback.dedup import Deduper
+
+__all__ = ["LifecycleMethods"]
+
+T = TypeVar("T")
+
+
+class LifecycleMethods:
+    """Lifecycle methods of :class:`~hindsight.AsyncMemory` (see the module docstring)."""
+
+    if TYPE_CHECKING:
+        store: SqlStore
+        index: VectorIndex
+        embedder: Embedder
+        clock: Clock
+        config: MemoryConfig
+        deduper: Deduper
+        guard: Guard | None
+
+        def _check_open(self) -> None: ...
+        def _scope(self, tenant_id: Any) -> str: ...
+        def sync_vectors(self) -> int: ...
+        async def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    def _as_of(self, as_of: datetime | str | None) -> datetime:
+        when: datetime | None = check(AsOf, as_of)
+        return when or self.clock.now()
+
+    # -- outcomes -----------------------------------------------------------------------------
+    async def record_outcome(
+        self, trajectory_id: Any, success: bool, *, tenant_id: str
+    ) -> list[Experience]:
+        """Credit or blame the experiences the run ``trajectory_id`` recalled (MISSION S3).
+
+        On success each one's confidence rises by ``OUTCOME_SUCCESS_DELTA`` (0.05) and its
+        ``helped_count`` by 1; on failure it drops by ``OUTCOME_FAILURE_DELTA`` (0.10) and
+        ``misled_count`` rises by 1 (both in :mod:`hindsight.writeback.confidence`; atomic,
+        audited). Confidence stays in [0,1]. A run's outcome is counted once; later calls for
+        the same run change nothing and return ``[]``. With the memory guard on, an experience
+        that misled more runs than it helped is demoted at 2 misled runs and quarantined at 3
+        (:func:`hindsight.guard.after_recall.apply_misled_policy`).
+
+        Returns:
+            The updated experiences.
+
+        Raises:
+            UsageError: ``success`` is not a bool, or the id is not a UUID.
+            TenantRequiredError: missing or empty tenant.
+        """
+        tenant, tid = self._scope(tenant_id), check(TrajectoryId, trajectory_id)
+        won: bool = check(Success, success)
+        guarded = self.guard is not None and not won  # memory guard: demote, then quarantine
+        policy = apply_misled_policy if guarded else None
+        updated = await self._write(
+            confidence.record_outcome, self.store, tenant, tid, won, policy=policy
+        )
+        return updated or []
+
+    # -- confidence by hand, versions --------------------------------------------------------
+    async def adjust_confidence(
+        self,
+        experience_id: Any,
+        delta: float,
+        *,
+        tenant_id: str,
+        reason: str | None = None,
+        actor: str = "user",
+    ) -> Experience:
+        """Add ``delta`` (in [-1, 1]) to an experience's confidence, clamped to [0, 1]; the
+        change is written to the audit trail with ``actor`` and ``reason`` (MISSION S7
+        ``adjust_confidence(experience_id, delta)``). Returns the experience.
+
+        Raises:
+            NotFoundError: no such experience in this tenant.
+            UsageError: bad id, delta or actor. TenantRequiredError: empty tenant.
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        return await asyncio.to_thread(
+            confidence.adjust, self.store, tenant, eid, delta, actor=actor, reason=reason
+        )
+
+    async def edit_experience(
+        self,
+        experience_id: Any,
+        *,
+        tenant_id: str,
+        content: str | None = None,
+        kind: ExperienceKind | str | None = None,
+        task_type: str | None = None,
+        tools: list[str] | None = None,
+        tags: list[str] | None = None,
+        importance: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        reason: str | None = None,
+        actor: str = "user",
+    ) -> Experience:
+        """Edit an experience: a new version whose ``parent_id`` keeps the old one (see
+        :meth:`history`, :meth:`rollback`). A new text is embedded again and checked by the
+        memory guard first (a poisoned edit is quarantined). Returns the new version.
+
+        Raises:
+            NotFoundError: no such experience. UsageError: nothing to edit or a bad value.
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        changes = {
+            "content": content,
+            "kind": kind,
+            "task_type": task_type,
+            "tools": tools,
+            "tags": tags,
+            "importance": importance,
+            "metadata": metadata,
+        }
+        parts = (self.store, self.embedder, self.deduper.guard, tenant, eid, changes)
+        return await self._write(versions.edit, *parts, actor=actor, reason=reason)
+
+    async def history(self, experience_id: Any, *, tenant_id: str) -> list[dict[str, Any]]:
+        """Every version of an experience, oldest first, the current one last.
+
+        Returns:
+            ``[{"version", "id", "parent_id", "change", "actor", "reason", "created_at",
+            "current", "experience"}]``; ``change`` says what replaced that version (``None``
+            for the current one).
+
+        Raises:
+            NotFoundError: no such experience in this tenant.
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        return await asyncio.to_thread(versions.history, self.store, tenant, eid)
+
+    async def rollback(
+        self,
+        experience_id: Any,
+        version: int,
+        *,
+        tenant_id: str,
+        reason: str | None = None,
+        actor: str = "user",
+    ) -> Experience:
+        """Restore what an earlier ``version`` said (content, kind, tags, confidence, status
+        ...); written as a new version, so the rollback itself can be undone. Usage counters
+        stay. Returns the experience.
+
+        Raises:
+            NotFoundError: no such experience or version. UsageError: the current version.
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        parts = (self.store, self.embedder, tenant, eid, version)
+        return await self._write(versions.rollback, *parts, actor=actor, reason=reason)
+
+    async def restore(self, experience_id: Any, *, tenant_id: str) -> Experience:
+        """Bring back an archived, superseded or soft-deleted experience (recalled again).
+
+        Raises:
+            NotFoundError: no such experience. UsageError: active or quarantined.
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        return await self._write(forgetting.restore, self.store, tenant, eid)
+
+    async def archive_stale(
+        self, *, tenant_id: str, as_of: datetime | str | None = None
+    ) -> list[str]:
+        """Archive the tenant's experiences not recalled for ``config.archive_after_days``
+        (30) whose confidence is below ``config.archive_below_confidence`` (0.3), judged at
+        ``as_of`` (default now). Returns the archived ids."""
+        tenant, when = self._scope(tenant_id), self._as_of(as_of)
+        return await self._write(
+            forgetting.archive_stale,
+            self.store,
+            tenant,
+            when,
+            after_days=self.config.archive_after_days,
+            below=self.config.archive_below_confidence,
+        )
+
+    async def maintain(
+        self,
+        *,
+        tenant_id: str,
+        as_of: datetime | str | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """Run the periodic jobs for one tenant: dedup, archive, compression (MISSION S12).
+
+        Args:
+            tenant_id: the tenant.
+            as_of: the time the time-based rules use (default now; ISO 8601 accepted).
+            progress: called with the name of each step.
+
+        Returns:
+            See :func:`hindsight.writeback.maintain.maintain`.
+        """
+        tenant, when = self._scope(tenant_id), self._as_of(as_of)
+        return await asyncio.to_thread(
+            maintain,
+            self.deduper,
+            self.config,
+            tenant,
+            when,
+            sync=self.sync_vectors,
+            progress=progress,
+        )
+
+    async def audit_sample(
+        self, *, tenant_id: str, size: int = 20, seed: int | None = None
+    ) -> list[Experience]:
+        """A random sample of the tenant's active experiences for a human audit (MISSION S12:
+        ~20)."""
+        tenant = self._scope(tenant_id)
+        return await asyncio.to_thread(audit.sample, self.store, tenant, size, seed=seed)
+
+    async def mark_wrong(
+        self, experience_id: Any, *, tenant_id: str, note: str | None = None
+    ) -> Experience:
+        """A human marks a lesson wrong: it is quarantined (never recalled until approved).
+
+        Raises:
+            NotFoundError: no such experience. UsageError: deleted or quarantined already.
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        now = self.clock.now()
+        return await self._write(audit.mark_wrong, self.store, tenant, eid, now, note)
+
+    async def audit_log(
+        self, *, tenant_id: str, experience_id: Any | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """The audit trail (who / what / when / old / new / reason), newest first."""
+        tenant = self._scope(tenant_id)
+        rows = await asyncio.to_thread(self.store.audit_log, tenant, experience_id, limit=limit)
+        return [dict(r) for r in rows]
+
+    # -- quarantine (memory guard, docs/security.md) ------------------------------------------
+    async def approve(
+        self, experience_id: Any, *, tenant_id: str, note: str | None = None
+    ) -> Experience:
+        """A human approves a quarantined experience: it is recalled again. Returns it.
+
+        Raises:
+            NotFoundError: no such (non-deleted) experience in this tenant.
+            UsageError: it is not quarantined, or a bad id.
+            TenantRequiredError: missing or empty tenant.
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        now = self.clock.now()
+        return await self._write(quarantine.approve, self.store, tenant, eid, now, note)
+
+    async def reject(
+        self, experience_id: Any, *, tenant_id: str, note: str | None = None
+    ) -> Experience:
+        """A human rejects a quarantined experience: soft-deleted (row kept for audit, vector
+        removed). Returns it. Raises as :meth:`approve`."""
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        now = self.clock.now()
+        return await self._write(quarantine.reject, self.store, tenant, eid, now, note)
+
+    # -- operators ---------------------------------------------------------------------------
+    async def doctor(
+        self, *, repair: bool = False, progress: Callable[[str], None] | None = None
+    ) -> list[Finding]:
+        """Check SQL against vectors, the embedding model and the review queue (MISSION S11);
+        repair what can be repaired when ``repair=True``. Operator tool (whole store)."""
+        self._check_open()
+        parts = (self.store, self.index, self.embedder, self.clock, self.sync_vectors)
+        return await asyncio.to_thread(diagnose, *parts, repair=repair, progress=progress)

@@ -1,0 +1,205 @@
+"""Opening a memory: the components a :class:`~hindsight.MemoryConfig` names, wired together.
+
+Order (each step may fail; what was opened before is closed again): the embedder, the data-dir
+lock (embedded stores, case C09), the SQL store, the embedder check against the store (case
+C07), the vector index, the reviewer, the vector sync, the guard, the write path and its
+deduper, a first sync that repairs a crash between an SQL write and its vector write, and the
+two stages that run on them: recall (:class:`~hindsight.recall.pipeline.Recall`) and the
+reviews (:class:`~hindsight.review.runner.ReviewRunner`, on the memory's background loop).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from hindsight._contract import validation_message
+from hindsight._errors import EmbedderMismatchError, UsageError
+from hindsight._runtime import BackgroundLoop
+from hindsight.config import MemoryConfig
+from hindsight.guard import Guard
+from hindsight.guard.screening import WriteScreen
+from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex
+from hindsight.recall.pipeline import Recall
+from hindsight.review.runner import ReviewRunner
+from hindsight.store.vector_sync import VectorSync
+from hindsight.writeback import WriteBack
+from hindsight.writeback.dedup import Deduper, make_deduper
+
+__all__ = ["Components", "check_embedder", "open_components", "resolve_config"]
+
+log = logging.getLogger("hindsight")
+
+
+def resolve_config(
+    config: MemoryConfig | None, reviewer: Reviewer | str | None, overrides: dict[str, Any]
+) -> tuple[MemoryConfig, Reviewer | None]:
+    """The config to open (``config`` or the environment, with ``overrides``) and the reviewer
+    object given, if any (a reviewer's *name* is the ``reviewer`` setting of that name).
+
+    Raises:
+        UsageError: ``invalid configuration: field: reason``.
+    """
+    if isinstance(reviewer, str):
+        overrides["reviewer"], reviewer = reviewer, None
+    try:
+        if config is None:
+            config = MemoryConfig(**overrides)
+        elif overrides:
+            config = config.model_copy(update=overrides)
+    except ValidationError as err:
+        raise UsageError(f"invalid configuration: {validation_message(err)}") from None
+    return config, reviewer
+
+
+@dataclass(eq=False)
+class Components:
+    """What an open memory is made of (each one replaceable, see :mod:`hindsight.testing`)."""
+
+    config: MemoryConfig
+    clock: Clock
+    embedder: Embedder
+    store: Any
+    index: VectorIndex
+    reviewer: Reviewer
+    vectors: VectorSync
+    guard: Guard | None
+    writeback: WriteBack
+    deduper: Deduper
+    recall: Recall
+    reviews: ReviewRunner
+    lock: Any = None
+
+    def close(self) -> None:
+        """Close the index and the store, release the data-dir lock (errors logged)."""
+        _release(self.index, self.store, self.lock)
+
+
+def _release(index: Any, store: Any, lock: Any) -> None:
+    for closer in (getattr(index, "close", None), getattr(store, "close", None)):
+        if closer is not None:
+            try:
+                closer()
+            except Exception:
+                log.debug("hindsight: error while closing after a failed open", exc_info=True)
+    if lock is not None:
+        lock.release()
+
+
+def check_embedder(store: Any, embedder: Embedder, sql_url: str) -> None:
+    """Record the embedder on a new store; refuse another one on an existing store.
+
+    Raises:
+        EmbedderMismatchError: the store was built with another model or dimension (C07).
+    """
+    name, dim = embedder.name, embedder.dimension
+    stored_name = store.get_meta("embedding_model")
+    stored_dim = store.get_meta("embedding_dimension")
+    if stored_name is None:
+        store.set_meta("embedding_model", name)
+        store.set_meta("embedding_dimension", str(dim))
+        return
+    if stored_name != name or stored_dim != str(dim):
+        raise EmbedderMismatchError(
+            f"this store was built with embedding model {stored_name} ({stored_dim}-d) but "
+            f"was opened with {name} ({dim}-d): open it with EMBEDDING_MODEL matching "
+            f"{stored_name}, or rebuild its vectors with `hindsight reembed --embedder "
+            f"<spec>` (data: {sql_url})"
+        )
+
+
+def open_components(
+    config: MemoryConfig,
+    clock: Clock,
+    runtime: BackgroundLoop,
+    *,
+    store: Any | None,
+    index: VectorIndex | None,
+    embedder: Embedder | None,
+    reviewer: Reviewer | None,
+) -> Components:
+    """Open what ``config`` names, except the components given (see the module docstring).
+
+    Raises:
+        EmbedderMismatchError, StoreLockedError, UsageError: as :class:`hindsight.AsyncMemory`.
+    """
+    from hindsight.embedders import make_embedder
+
+    embedder = embedder or make_embedder(
+        config.embedding_model, api_base=config.llm_base_url, api_key=config.llm_api_key
+    )
+    lock: Any = None
+    opened: VectorIndex | None = None  # closed on failure once past its step (given or not)
+    try:
+        if (index is None and config.uses_embedded_vectors()) or (
+            store is None and config.database_url is None
+        ):
+            from hindsight._lock import DataDirLock
+
+            Path(config.data_dir).mkdir(parents=True, exist_ok=True)
+            lock = DataDirLock(Path(config.data_dir))
+            lock.acquire()
+        if store is None:
+            from hindsight.store import SqlStore
+
+            store = SqlStore(config.sql_url(), clock=clock)
+        check_embedder(store, embedder, config.sql_url())
+        if index is None:
+            from hindsight.vectors import open_vector_index
+
+            index = open_vector_index(
+                config.vector_db_url,
+                data_dir=Path(config.data_dir),
+                dimension=embedder.dimension,
+                api_key=config.vector_db_api_key,
+            )
+        opened = index
+        return _wire(config, clock, runtime, embedder, store, index, reviewer, lock)
+    except BaseException:
+        _release(opened, store, lock)
+        raise
+
+
+def _wire(
+    config: MemoryConfig,
+    clock: Clock,
+    runtime: BackgroundLoop,
+    embedder: Embedder,
+    store: Any,
+    index: VectorIndex,
+    reviewer: Reviewer | None,
+    lock: Any,
+) -> Components:
+    if reviewer is None:
+        from hindsight.review import make_reviewer
+
+        reviewer = make_reviewer(config)  # heuristic | llm | both (docs/review.md)
+    vectors = VectorSync(store, index)
+    from hindsight.guard.rules_file import guard_from_file
+
+    guard = guard_from_file(config.guard_rules) if config.guard else None
+    screen = WriteScreen(
+        store=store,
+        index=index,
+        embedder=embedder,
+        guard=guard,
+        clock=clock,
+        shared_namespace=config.shared_namespace,
+    )
+    writeback = WriteBack(store, embedder, vectors.sync, screen=screen)
+
+    def guard_merged(exp: Any, vector: Any) -> Any:
+        return writeback.guard_experience(exp, vector=vector)
+
+    # issue 4: write step 2, dedup / supersede
+    deduper = make_deduper(config, store, index, embedder, vectors.sync, guard_merged)
+    writeback.dedup = deduper
+    vectors.sync()  # repair a crash between an SQL write and its vector write
+    recall = Recall(store, index, embedder, clock, config, consensus=guard is not None)
+    reviews = ReviewRunner(store, reviewer, writeback, embedder.name, clock, config, runtime)
+    parts = (embedder, store, index, reviewer, vectors, guard, writeback, deduper)
+    return Components(config, clock, *parts, recall, reviews, lock)

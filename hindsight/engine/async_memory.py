@@ -1,0 +1,517 @@
+"""The async facade: capture -> review -> write-back -> recall (MISSION S1-S6).
+
+:class:`AsyncMemory` checks each call's arguments (:mod:`hindsight._contract`) and hands the
+work to the stage that owns it: capture (:mod:`hindsight.capture`), review
+(:class:`~hindsight.review.runner.ReviewRunner`), write-back (:mod:`hindsight.writeback`),
+recall (:class:`~hindsight.recall.pipeline.Recall`), the guard (:mod:`hindsight.guard`).
+:class:`hindsight.Memory` is its sync twin. The SQL store is the source of truth; vectors
+follow it through an outbox, so a crash between the two writes is repaired on the next open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from hindsight._contract import (
+    ExperienceId,
+    Limit,
+    Namespace,
+    OptionalTenantId,
+    Status,
+    TenantId,
+    TrajectoryId,
+    check,
+    forget_filter,
+)
+from hindsight._errors import NotFoundError, UsageError
+from hindsight._runtime import BackgroundLoop
+from hindsight.capture import RunRecorder
+from hindsight.capture.trajectory import coerce_trajectory
+from hindsight.clock import SystemClock
+from hindsight.config import MemoryConfig
+from hindsight.engine._lifecycle import LifecycleMethods
+from hindsight.engine._open import open_components, resolve_config
+from hindsight.models import Experience, ExperienceKind, Provenance, Trajectory
+from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex
+from hindsight.recall import RecallMode, RecallResult
+from hindsight.review.worker import ReviewWorker
+from hindsight.writeback.lessons import manual_experience
+
+__all__ = ["AsyncMemory", "EpisodeReceipt"]
+
+T = TypeVar("T")
+
+
+class EpisodeReceipt(dict[str, Any]):
+    """What :meth:`AsyncMemory.store_episode` returns: a dict with ``trajectory_id`` (str),
+    ``stored`` (False when the trajectory was already there) and ``review_queued`` (bool)."""
+
+    @property
+    def trajectory_id(self) -> str:
+        return str(self["trajectory_id"])
+
+
+class AsyncMemory(LifecycleMethods):
+    """Experience memory for agents, async API.
+
+    Opening is synchronous (it creates folders, applies SQL migrations, opens the vector index)
+    and may raise:
+
+    Raises:
+        EmbedderMismatchError: the store was built with another embedding model (case C07).
+        StoreLockedError: another live process owns the embedded data dir (case C09).
+        UsageError: invalid configuration.
+
+    Args:
+        config: a :class:`MemoryConfig`; default: read from the environment.
+        store, index, embedder, reviewer, clock: replace a port (see :mod:`hindsight.testing`).
+            ``reviewer`` may also name one: ``"heuristic"``, ``"llm"`` or ``"both"``
+            (the ``reviewer`` setting, docs/review.md).
+        **overrides: :class:`MemoryConfig` fields, e.g. ``data_dir="./mem"``.
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | None = None,
+        *,
+        store: Any | None = None,
+        index: VectorIndex | None = None,
+        embedder: Embedder | None = None,
+        reviewer: Reviewer | str | None = None,
+        clock: Clock | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.config, given = resolve_config(config, reviewer, overrides)
+        self.clock: Clock = clock or SystemClock()
+        self._closed = False
+        self._runtime = BackgroundLoop()
+        self._parts = parts = open_components(
+            self.config,
+            self.clock,
+            self._runtime,
+            store=store,
+            index=index,
+            embedder=embedder,
+            reviewer=given,
+        )
+        self.embedder, self.store, self.index = parts.embedder, parts.store, parts.index
+        self.reviewer, self.guard = parts.reviewer, parts.guard
+        self.writeback, self.deduper = parts.writeback, parts.deduper
+        self._recall, self.reviews = parts.recall, parts.reviews
+        _OPEN.add(self)
+        if self.config.background_review and self.reviews.has_open_jobs():
+            self.reviews.ensure_worker()  # resume jobs a previous process left pending (C16)
+
+    @property
+    def _worker(self) -> ReviewWorker | None:
+        """The in-process review worker, once started."""
+        return self.reviews.worker
+
+    @property
+    def _lock(self) -> Any:
+        """The data-dir lock this memory holds (an embedded store, case C09), or ``None``."""
+        return self._parts.lock
+
+    # -- opening / closing ----------------------------------------------------------------
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the review worker (an interrupted job goes back to pending), flush vectors,
+        release files and locks. Safe to call twice. ``timeout`` in seconds."""
+        if self._closed:
+            return
+        self._closed = True
+        self.reviews.close(timeout)
+        self._parts.close()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError("this memory is closed; open a new one")
+
+    def _scope(self, tenant_id: Any) -> str:
+        """The checked tenant of a call on an open memory."""
+        self._check_open()
+        tenant: str = check(TenantId, tenant_id)
+        return tenant
+
+    async def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` in a worker thread, then the vectors follow SQL."""
+
+        def run() -> T:
+            out = fn(*args, **kwargs)
+            self.sync_vectors()
+            return out
+
+        return await asyncio.to_thread(run)
+
+    # -- vectors follow SQL ---------------------------------------------------------------
+    def sync_vectors(self) -> int:
+        """Apply pending outbox operations to the vector index; returns how many.
+
+        Called after every write and at open, so SQL and vectors never diverge for long.
+        """
+        return self._parts.vectors.sync()
+
+    # -- capture ----------------------------------------------------------------------------
+    def record(
+        self,
+        task: str = "",
+        *,
+        tenant_id: str,
+        namespace: str = "default",
+        task_type: str | None = None,
+        tags: Sequence[str] = (),
+        source: Provenance | str = Provenance.USER,
+        metadata: dict[str, Any] | None = None,
+    ) -> RunRecorder:
+        """A recorder for one run: ``async with memory.record(task, tenant_id=...) as run:``.
+
+        Leaving the block stores the trajectory and queues its review (not awaited).
+        """
+        self._check_open()
+        return RunRecorder(
+            task,
+            tenant_id=tenant_id,
+            namespace=namespace,
+            task_type=task_type,
+            tags=tags,
+            source=source,
+            metadata=metadata,
+            afinish=self.store_episode,
+        )
+
+    async def store_episode(
+        self, trajectory: Trajectory | Mapping[str, Any], *, review: bool = True
+    ) -> EpisodeReceipt:
+        """Store a finished trajectory and queue its post-hoc review (S2) in the background.
+
+        Idempotent: storing a trajectory whose id exists changes nothing. Empty trajectories
+        (no content anywhere) are stored but never reviewed (case C05).
+
+        Args:
+            trajectory: a :class:`Trajectory` or a dict of its fields.
+            review: queue a review job (default True).
+
+        Returns:
+            :class:`EpisodeReceipt` (``trajectory_id``, ``stored``, ``review_queued``).
+
+        Raises:
+            InvalidTrajectoryError: the trajectory does not validate (one-line reason).
+            TenantRequiredError: the trajectory has no tenant.
+        """
+        self._check_open()
+        traj = coerce_trajectory(trajectory)
+        return await asyncio.to_thread(self._store_trajectory, traj, review)
+
+    def _store_trajectory(self, traj: Trajectory, review: bool) -> EpisodeReceipt:
+        """The blocking part of :meth:`store_episode`, on the caller's thread: one SQL
+        transaction (trajectory + job) and a thread-safe wake of the worker. The sync facade
+        calls it directly, so the end of a run never waits behind the review loop."""
+        queue = review and not traj.is_empty()
+        stored = self.store.add_trajectory(traj, enqueue_review=queue)
+        self.reviews.stored(bool(stored and queue))
+        return EpisodeReceipt(
+            trajectory_id=traj.id, stored=stored, review_queued=bool(stored and queue)
+        )
+
+    # -- review ------------------------------------------------------------------------------
+    async def review_now(self, trajectory_id: Any, *, tenant_id: str) -> list[Experience]:
+        """Review a stored trajectory now, write its lessons and its episode, and return them
+        (the episode, kind ``episode``, last).
+
+        Raises:
+            NotFoundError: no such trajectory in this tenant.
+            ReviewTimeoutError: the review took longer than ``review_timeout`` seconds.
+            ReviewError: the reviewer failed (lessons of a ``both`` part that succeeded are
+                stored first).
+        """
+        tenant, tid = self._scope(tenant_id), check(TrajectoryId, trajectory_id)
+        traj = await asyncio.to_thread(self.store.get_trajectory, tenant, tid)
+        return await self.reviews.review(traj)
+
+    async def review_jobs(
+        self, *, state: str | None = None, tenant_id: str | None = None, limit: int = 100
+    ) -> list[Any]:
+        """Review jobs, oldest first (:class:`hindsight.store.ReviewJob`: ``state``,
+        ``attempts``, ``last_error``, ``trajectory_id`` ...). ``state``: pending, running,
+        succeeded or failed; ``tenant_id=None``: every tenant (operators).
+
+        Raises:
+            UsageError: unknown state or a bad limit. TenantRequiredError: empty tenant.
+        """
+        self._check_open()
+        return await asyncio.to_thread(
+            self.store.list_review_jobs, state=state, tenant_id=tenant_id, limit=limit
+        )
+
+    async def retry_review_jobs(
+        self,
+        job_ids: Sequence[Any] = (),
+        *,
+        all_failed: bool = False,
+        tenant_id: str | None = None,
+    ) -> list[Any]:
+        """Put failed review jobs back to pending (attempts reset) and wake the worker;
+        returns the jobs as now stored. See :meth:`hindsight.store.SqlStore.retry_review_jobs`.
+
+        Raises:
+            UsageError: neither or both of ``job_ids`` / ``all_failed``; a job not failed.
+            NotFoundError: an unknown job id.
+        """
+        self._check_open()
+        jobs: list[Any] = await asyncio.to_thread(
+            self.store.retry_review_jobs, job_ids, all_failed=all_failed, tenant_id=tenant_id
+        )
+        if jobs and self.config.background_review:
+            self.reviews.ensure_worker()
+        return jobs
+
+    async def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until no queued review is ready to run (``timeout`` in seconds).
+
+        Returns:
+            True when the queue drained, False on timeout (jobs stay queued, nothing is lost).
+        """
+        self._check_open()
+        return await self.reviews.flush(timeout)
+
+    # -- write-back (manual) -----------------------------------------------------------------
+    async def add_experience(
+        self,
+        content: str,
+        *,
+        tenant_id: str,
+        namespace: str = "default",
+        kind: ExperienceKind | str = ExperienceKind.RULE,
+        task_type: str | None = None,
+        tools: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        confidence: float = 0.5,
+        importance: float = 0.5,
+        source: Provenance | str = Provenance.USER,
+        metadata: dict[str, Any] | None = None,
+    ) -> Experience:
+        """Store a lesson directly (no review). ``confidence``/``importance`` in [0,1].
+
+        The memory guard checks it first (docs/security.md): the returned experience has
+        status ``quarantined`` and ``metadata["quarantine_reasons"]`` when a rule fired. Its
+        trust is the weight of ``source`` (:data:`hindsight.guard.TRUST_WEIGHTS`).
+
+        Raises:
+            UsageError: an argument is invalid (one-line reason), or ``metadata`` uses a key
+                reserved for the guard.
+        """
+        exp = manual_experience(
+            content,
+            tenant_id=self._scope(tenant_id),  # TenantRequiredError, as everywhere (C17)
+            namespace=namespace,
+            kind=kind,
+            task_type=task_type,
+            tools=tools,
+            tags=tags,
+            confidence=confidence,
+            importance=importance,
+            source=source,
+            metadata=metadata,
+            embedding_model=self.embedder.name,
+            now=self.clock.now(),
+        )
+        written = await asyncio.to_thread(self.writeback.write, [exp])
+        return written[0] if written else exp
+
+    # -- recall ----------------------------------------------------------------------------------
+    async def recall(
+        self,
+        query: str,
+        *,
+        tenant_id: str,
+        namespace: str | Sequence[str] = "default",
+        include_shared: bool = True,
+        task_type: str | None = None,
+        tags: Sequence[str] = (),
+        tools: Sequence[str] = (),
+        top_k: int | None = None,
+        mode: RecallMode | None = None,
+        similarity_floor: float | None = None,
+        trajectory_id: str | None = None,
+        token_budget: int | None = None,
+        include_episodes: bool = False,
+        explain: bool = False,
+    ) -> RecallResult:
+        """Recall the experiences most useful for ``query`` (MISSION S5, S13, S16).
+
+        Args:
+            query: the task or latest user message (may be empty in ``task_type`` mode).
+            tenant_id: required; ``None``/``""``/non-strings are refused (case C17).
+            namespace: the private namespace (or several, in priority order), searched
+                first; then ``config.shared_namespace`` when ``include_shared`` (MISSION S9).
+            task_type: exact filter on task_type.
+            tags: soft boost, +0.05 per matching tag (tags and tools together max +0.15).
+            tools: the tools the asking agent has; they are added to the text that is
+                embedded (lessons about those tools come closer) and boost like tags.
+            top_k: 1..1000, default ``config.top_k`` (5).
+            mode: ``"vector"`` (similarity; default) or ``"task_type"`` (exact task_type match,
+                no vectors: S16; default when ``query`` is empty and ``task_type`` is given).
+            similarity_floor: cosine floor; default ``config.similarity_floor`` or the
+                embedder's own.
+            trajectory_id: the run asking, recorded for outcome attribution.
+            token_budget: budget of :meth:`RecallResult.render` (default 2000 tokens).
+            include_episodes: also recall the most similar past episodes (run summaries,
+                MISSION S4) into ``RecallResult.episodes``: at most
+                ``min(top_k, EPISODE_TOP_K)`` (3), ranked like lessons, rendered after the
+                lessons in their own section with their own share of the budget
+                (:mod:`hindsight.recall.candidates`). Episodes are never among ``hits``.
+            explain: also list, in ``excluded``, close experiences of this tenant that a
+                filter kept out: namespace, task_type, status (archived, superseded,
+                quarantined) (:mod:`hindsight.recall.explain`; never other tenants).
+                Experiences under ``config.min_confidence`` are always excluded, with reason.
+
+        Returns:
+            :class:`RecallResult` with hits (score breakdown each) and exclusions.
+
+        Raises:
+            TenantRequiredError: missing or empty tenant.
+            UsageError: invalid query, top_k, mode or task_type.
+        """
+        self._check_open()
+        request = self._recall.request(
+            query,
+            tenant_id=tenant_id,
+            namespace=namespace,
+            include_shared=include_shared,
+            task_type=task_type,
+            tags=tags,
+            tools=tools,
+            top_k=top_k,
+            mode=mode,
+            similarity_floor=similarity_floor,
+            trajectory_id=trajectory_id,
+            token_budget=token_budget,
+            include_episodes=include_episodes,
+            explain=explain,
+        )
+        return await asyncio.to_thread(self._recall.run, request)
+
+    # -- reading and deleting -------------------------------------------------------------------
+    async def get_experience(self, experience_id: Any, *, tenant_id: str) -> Experience:
+        """The experience with this id (any UUID form, case C03).
+
+        Raises:
+            NotFoundError: no such experience in this tenant.
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        return await asyncio.to_thread(self.store.get_experience, tenant, eid)
+
+    async def list_experiences(
+        self,
+        *,
+        tenant_id: str,
+        namespace: str | None = None,
+        task_type: str | None = None,
+        status: str = "active",
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Experience]:
+        """Experiences of a tenant, most confident first (``limit`` 1..10000)."""
+        tenant, n, st = self._scope(tenant_id), check(Limit, limit), check(Status, status)
+        nss = [check(Namespace, namespace)] if namespace is not None else None
+        return await asyncio.to_thread(
+            self.store.list_experiences,
+            tenant,
+            namespaces=nss,
+            task_type=task_type,
+            statuses=(st.value,),
+            limit=n,
+            offset=offset,
+        )
+
+    async def get_trajectory(self, trajectory_id: Any, *, tenant_id: str) -> Trajectory:
+        """The stored trajectory with its events. Raises NotFoundError when absent."""
+        tenant, tid = self._scope(tenant_id), check(TrajectoryId, trajectory_id)
+        return await asyncio.to_thread(self.store.get_trajectory, tenant, tid)
+
+    async def delete_experience(self, experience_id: Any, *, tenant_id: str) -> None:
+        """Soft-delete an experience: never recalled again, row kept for audit, vector removed.
+
+        Raises:
+            NotFoundError: no such (non-deleted) experience in this tenant (case C03).
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        if not await self._write(self.store.delete_experiences, tenant, [eid]):
+            raise NotFoundError(f"experience {eid} not found in tenant {tenant!r}")
+
+    async def forget(
+        self,
+        *,
+        tenant_id: str,
+        experience_id: Any | None = None,
+        trajectory_id: Any | None = None,
+        everything: bool = False,
+    ) -> int:
+        """Hard-delete rows and vectors: one experience, what one trajectory taught, or
+        ``everything=True`` of the tenant. Returns the number of experiences removed.
+
+        Raises:
+            UsageError: no filter given, or more than one (an empty filter is never "all").
+            TenantRequiredError: missing or empty tenant (case C02).
+        """
+        tenant = self._scope(tenant_id)
+        target = forget_filter(experience_id, trajectory_id, everything)
+        n: int = await self._write(self.store.forget, tenant, **target)
+        if experience_id is not None and n == 0:
+            raise NotFoundError(f"experience {target['experience_ids'][0]} not found")
+        return n
+
+    async def list_quarantined(
+        self, *, tenant_id: str, namespace: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[Experience]:
+        """The tenant's quarantined experiences (most confident first); each one's reasons are
+        in ``metadata["quarantine_reasons"]``. ``limit`` 1..10000.
+
+        Raises:
+            TenantRequiredError: missing or empty tenant.
+            UsageError: bad namespace, limit or offset.
+        """
+        return await self.list_experiences(
+            tenant_id=tenant_id,
+            namespace=namespace,
+            status="quarantined",
+            limit=limit,
+            offset=offset,
+        )
+
+    async def stats(self, *, tenant_id: str | None = None) -> dict[str, Any]:
+        """Counts of trajectories, events, experiences (by status/kind) and jobs.
+
+        ``tenant_id=None`` reports the whole store (operators only; the CLI ``stats``).
+        """
+        self._check_open()
+        tenant = check(OptionalTenantId, tenant_id)
+        data: dict[str, Any] = await asyncio.to_thread(self.store.stats, tenant)
+        data["vectors"] = await asyncio.to_thread(self.index.count, tenant)
+        data["embedding_model"] = self.embedder.name
+        data["embedding_dimension"] = self.embedder.dimension
+        return data
+
+
+def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter exit
+    for mem in list(_OPEN):
+        with contextlib.suppress(Exception):
+            mem.close(timeout=2.0)
+
+
+_OPEN: weakref.WeakSet[AsyncMemory] = weakref.WeakSet()
+atexit.register(_close_all_at_exit)
