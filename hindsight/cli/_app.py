@@ -10,7 +10,9 @@ import typer
 from rich.markup import escape
 
 from hindsight.cli._common import (
-    State,
+    JsonOpt,
+    TenantOpt,
+    app,
     err_console,
     fail,
     guarded,
@@ -22,36 +24,6 @@ from hindsight.cli._common import (
 from hindsight.cli._wait import ReviewerOpt, check_reviewer, review_wait_seconds, wait_for_reviews
 
 Format = Literal["auto", "openai", "tau-bench", "events"]
-
-app = typer.Typer(
-    name="hindsight",
-    help="Experience memory for LLM agents: capture runs, review them, recall the lessons.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-TenantOpt = Annotated[
-    str,
-    typer.Option("--tenant", envvar="HINDSIGHT_TENANT", help="Tenant to scope to (required)."),
-]
-
-
-@app.callback()
-def _root(
-    ctx: typer.Context,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--data-dir",
-            envvar="HINDSIGHT_DATA_DIR",
-            help="Embedded store folder (default: the platform's user data dir).",
-        ),
-    ] = None,
-) -> None:
-    ctx.obj = State(data_dir=data_dir)
-
 
 @app.command()
 def ingest(
@@ -320,13 +292,3 @@ def main() -> None:
         )
         code = exc.exit_code
     sys.exit(code if isinstance(code, int) else 0)
-
-# Commands registered by other modules (one line each).
-from hindsight.cli import _backup as _backup_commands  # noqa: E402, F401  (issue 9)
-from hindsight.cli import _bench as _bench_command  # noqa: E402, F401  (hindsight bench: issue 10)
-from hindsight.cli import _experiences as _lifecycle_commands  # noqa: E402, F401  (issue 4)
-from hindsight.cli import _guard  # noqa: E402, F401  (quarantine, guard scan: issue 5)
-from hindsight.cli import _jobs as _jobs_commands  # noqa: E402, F401  (jobs, worker: issue 3)
-from hindsight.cli import _maintain as _maintain_commands  # noqa: E402, F401  (issue 4)
-from hindsight.cli import _mcp as _mcp_command  # noqa: E402, F401  (hindsight mcp: issue 9)
-from hindsight.cli import _serve as _serve_commands  # noqa: E402, F401  (serve, keys: issue 9)

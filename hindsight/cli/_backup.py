@@ -7,8 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hindsight.cli._app import JsonOpt, app
-from hindsight.cli._common import State, guarded, out_console, print_json, state
+from hindsight.cli._common import JsonOpt, State, app, guarded, out_console, print_json, state
 
 
 def _config(st: State) -> Any:

@@ -7,8 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hindsight.cli._app import JsonOpt, app
-from hindsight.cli._common import err_console, fail, guarded, out_console, print_json
+from hindsight.cli._common import JsonOpt, app, err_console, fail, guarded, out_console, print_json
 
 _SIZES_HELP = "Store sizes to measure, comma-separated (10k = 10000)."
 

@@ -1,4 +1,5 @@
-"""Shared CLI plumbing: global options, opening the memory, JSON output, one-line errors."""
+"""Shared CLI plumbing: the typer app and its global options, opening the memory, JSON output,
+one-line errors. Every command module registers its commands on :data:`app`."""
 
 from __future__ import annotations
 
@@ -8,14 +9,24 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from hindsight._errors import HindsightError, UsageError
 
-__all__ = ["State", "err_console", "fail", "guarded", "print_json", "state"]
+__all__ = [
+    "JsonOpt",
+    "State",
+    "TenantOpt",
+    "app",
+    "err_console",
+    "fail",
+    "guarded",
+    "print_json",
+    "state",
+]
 
 err_console = Console(stderr=True)
 out_console = Console()
@@ -28,6 +39,36 @@ class State:
     """Global options given before the command."""
 
     data_dir: Path | None = None
+
+
+app = typer.Typer(
+    name="hindsight",
+    help="Experience memory for LLM agents: capture runs, review them, recall the lessons.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+TenantOpt = Annotated[
+    str,
+    typer.Option("--tenant", envvar="HINDSIGHT_TENANT", help="Tenant to scope to (required)."),
+]
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            envvar="HINDSIGHT_DATA_DIR",
+            help="Embedded store folder (default: the platform's user data dir).",
+        ),
+    ] = None,
+) -> None:
+    ctx.obj = State(data_dir=data_dir)
 
 
 def state(ctx: typer.Context) -> State:

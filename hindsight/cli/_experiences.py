@@ -9,8 +9,17 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from hindsight.cli._app import JsonOpt, TenantOpt, app
-from hindsight.cli._common import fail, guarded, open_memory, out_console, print_json, state
+from hindsight.cli._common import (
+    JsonOpt,
+    TenantOpt,
+    app,
+    fail,
+    guarded,
+    open_memory,
+    out_console,
+    print_json,
+    state,
+)
 
 experiences_app = typer.Typer(
     help="List, show, version and restore experiences.", no_args_is_help=True

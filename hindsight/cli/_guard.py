@@ -12,8 +12,17 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from hindsight.cli._app import JsonOpt, TenantOpt, app
-from hindsight.cli._common import fail, guarded, open_memory, out_console, print_json, state
+from hindsight.cli._common import (
+    JsonOpt,
+    TenantOpt,
+    app,
+    fail,
+    guarded,
+    open_memory,
+    out_console,
+    print_json,
+    state,
+)
 
 quarantine_app = typer.Typer(
     name="quarantine",

@@ -12,9 +12,10 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from hindsight.cli._app import JsonOpt, app
 from hindsight.cli._common import (
+    JsonOpt,
     State,
+    app,
     err_console,
     fail,
     guarded,

@@ -7,8 +7,10 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from hindsight.cli._app import JsonOpt, TenantOpt, app
 from hindsight.cli._common import (
+    JsonOpt,
+    TenantOpt,
+    app,
     err_console,
     fail,
     guarded,

@@ -12,8 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from hindsight._errors import TenantRequiredError
-from hindsight.cli._app import app
-from hindsight.cli._common import fail, guarded, state
+from hindsight.cli._common import app, fail, guarded, state
 
 
 def _stop(signum: int, frame: Any) -> None:

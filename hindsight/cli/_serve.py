@@ -11,8 +11,17 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from hindsight.cli._app import JsonOpt, app
-from hindsight.cli._common import State, err_console, fail, guarded, out_console, print_json, state
+from hindsight.cli._common import (
+    JsonOpt,
+    State,
+    app,
+    err_console,
+    fail,
+    guarded,
+    out_console,
+    print_json,
+    state,
+)
 from hindsight.config import MemoryConfig
 
 keys_app = typer.Typer(

@@ -17,6 +17,8 @@ Each embedder has ``name`` (recorded by the store), ``dimension``, ``similarity_
 default recall floor, cosine) and ``dedup_threshold`` (cosine above which two lessons are
 near-duplicates). The floors differ a lot between models: hash 0.15, all-MiniLM-L6-v2 0.2,
 OpenAI ``text-embedding-3`` 0.3; each class documents how its values were chosen.
+
+May import: the foundation only.
 """
 
 from __future__ import annotations

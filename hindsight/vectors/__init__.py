@@ -8,7 +8,11 @@
 
 Every implementation scopes each search to one tenant, refuses an empty tenant
 (:class:`~hindsight._errors.TenantRequiredError`) and returns cosine similarities in [-1, 1].
-:func:`open_vector_index` picks one from ``VECTOR_DB_URL``.
+:func:`open_vector_index` picks one from ``VECTOR_DB_URL``. A new index implements the port
+and gets a branch in :func:`open_vector_index` (docs/architecture.md).
+
+May import: the foundation only. The store's outbox is replayed into an index by
+:mod:`hindsight.store.vector_sync`; no vector index knows the store.
 """
 
 from __future__ import annotations

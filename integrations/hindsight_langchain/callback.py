@@ -25,8 +25,8 @@ from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.runnables.config import var_child_runnable_config
 
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, Trajectory
-from hindsight.client import AsyncHindsightClient, HindsightClient
 from hindsight.models import EventStatus, EventType
+from hindsight.service.client import AsyncHindsightClient, HindsightClient
 from hindsight_langchain._buffer import OutcomeFn, judge_outcome
 from hindsight_langchain._convert import (
     DEFAULT_MAX_CHARS,

@@ -38,8 +38,8 @@ from langgraph.types import Command
 
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, RecallResult, Trajectory
 from hindsight._ids import new_id
-from hindsight.client import AsyncHindsightClient, HindsightClient
 from hindsight.models import EventType
+from hindsight.service.client import AsyncHindsightClient, HindsightClient
 from hindsight_langchain._buffer import EventBuffer, OutcomeFn, judge_outcome
 from hindsight_langchain._convert import (
     DEFAULT_MAX_CHARS,
