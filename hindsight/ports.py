@@ -142,7 +142,10 @@ class VectorIndex(Protocol):
 class Lesson(BaseModel):
     """One lesson a reviewer drew from a trajectory, before it becomes an Experience.
 
-    ``confidence`` in [0,1] is the reviewer's self-assessment (MISSION S3).
+    ``confidence`` in [0,1] is the reviewer's self-assessment (MISSION S3). ``sources`` are
+    trajectory ids the lesson was also drawn from besides the reviewed run (a contrastive
+    lesson names the run it was compared with); write-back stores them after the reviewed
+    run in ``Experience.source_trajectory_ids``, without repeats.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -154,6 +157,7 @@ class Lesson(BaseModel):
     tools: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    sources: list[str] = Field(default_factory=list)
 
 
 @runtime_checkable

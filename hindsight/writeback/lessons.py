@@ -64,7 +64,8 @@ def lessons_to_experiences(
     run (:func:`hindsight.guard.evidence.lesson_sources`: a lesson quoting only tool output is
     ``tool`` evidence, otherwise the trajectory's ``source``); they are kept in
     ``metadata["evidence"]``, ``provenance`` is the most trusted of them and
-    ``trust = traj.trust * initial_trust(sources)``.
+    ``trust = traj.trust * initial_trust(sources)``. ``source_trajectory_ids`` is the
+    reviewed run followed by the lesson's extra ``sources``, in order, without repeats.
     """
     evidence = EvidenceIndex.of(traj)
     out: dict[str, Experience] = {}
@@ -89,7 +90,7 @@ def lessons_to_experiences(
             importance=lesson.importance,
             trust=trust,
             provenance=provenance,
-            source_trajectory_ids=[traj.id],
+            source_trajectory_ids=list(dict.fromkeys([traj.id, *lesson.sources])),
             created_at=now,
             updated_at=now,
             embedding_model=embedding_model,
