@@ -26,10 +26,12 @@ __all__ = [
     "EventStatus",
     "EventType",
     "Exclusion",
+    "ExpectedAction",
     "Experience",
     "ExperienceKind",
     "ExperienceStatus",
     "Outcome",
+    "OutcomeEvidence",
     "Provenance",
     "RecallHit",
     "ScoreBreakdown",
@@ -181,11 +183,99 @@ class Event(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class ExpectedAction(_Model):
+    """One call the run was expected to make: a tool and its arguments.
+
+    E.g. a benchmark's ground-truth action (tau-bench ``info.task.actions``:
+    ``{"name": ..., "kwargs": {...}}`` -> ``ExpectedAction(tool=name, args=kwargs)``) or a
+    caller's own expectation. ``tool`` is non-blank; ``args`` is kept as given.
+    """
+
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("tool")
+    @classmethod
+    def _tool_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("tool must be a non-blank name")
+        return value
+
+
+class OutcomeEvidence(_Model):
+    """Why a run got its outcome, as far as the environment or caller says (issue 15).
+
+    ``reason``: a short human-readable reason (e.g. ``"reward 0.0; r_actions 0.0"`` built
+    from a benchmark's reward breakdown, or the caller's words); ``expected_actions``: the
+    calls a correct run makes, in order, when known; ``final_state``: the environment's final
+    state when given (any JSON object); ``details``: any further structured evidence (e.g.
+    tau-bench's ``reward_info.info``). Every field is optional; stored exactly as given.
+    """
+
+    reason: str | None = None
+    expected_actions: list[ExpectedAction] = Field(default_factory=list)
+    final_state: dict[str, Any] | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        """True when no field carries anything."""
+        return not (
+            (self.reason and self.reason.strip())
+            or self.expected_actions
+            or self.final_state is not None
+            or self.details
+        )
+
+
+#: Longest task key, in characters.
+TASK_KEY_MAX_CHARS = 200
+
+
+def validate_task_key(value: Any) -> str | None:
+    """``value`` as a task key: ``None`` stays ``None``; otherwise a non-blank string of at
+    most :data:`TASK_KEY_MAX_CHARS` characters (kept exactly as given; an int such as a
+    benchmark's task id is turned into its decimal string).
+
+    Raises:
+        ValueError: blank, too long, or not a string / int.
+    """
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ValueError(f"task_key must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError("task_key must not be blank")
+    if len(value) > TASK_KEY_MAX_CHARS:
+        raise ValueError(
+            f"task_key is {len(value)} characters; at most {TASK_KEY_MAX_CHARS} are allowed"
+        )
+    return value
+
+
+def _prompt_text(value: Any) -> str | None:
+    """A system prompt: ``None`` and blank text -> ``None``; content parts are flattened
+    (:func:`content_to_text`); any other text is kept exactly."""
+    if value is None:
+        return None
+    text = content_to_text(value) if isinstance(value, list) else value
+    if isinstance(text, str) and not text.strip():
+        return None
+    return text
+
+
 class Trajectory(_Model):
     """A whole run: its task, its ordered events and its outcome (episodic memory, S4).
 
     ``reward`` is the environment's reward when there is one (e.g. tau-bench's 0.0/1.0).
     ``trust`` in [0,1] weighs the lessons learned from it at recall (S8).
+
+    Context for the review (issue 15): ``system_prompt`` is the run's full system prompt /
+    policy (the store keeps each distinct text once per tenant); ``evidence`` says why the run
+    got its outcome (:class:`OutcomeEvidence`); ``task_key`` groups runs of the same task (a
+    benchmark's task id, the caller's own key; non-blank, at most 200 characters); runs
+    without one are grouped by intent at review time.
     """
 
     id: str = Field(default_factory=new_id)
@@ -202,6 +292,9 @@ class Trajectory(_Model):
     ended_at: UtcDatetime | None = None
     events: list[Event] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    system_prompt: Annotated[str | None, BeforeValidator(_prompt_text)] = None
+    evidence: OutcomeEvidence | None = None
+    task_key: Annotated[str | None, BeforeValidator(validate_task_key)] = None
 
     _check_tenant = field_validator("tenant_id")(classmethod(lambda cls, v: validate_tenant(v)))
     _check_ns = field_validator("namespace")(classmethod(lambda cls, v: validate_namespace(v)))

@@ -140,9 +140,13 @@ def vector_payload(exp: Experience) -> dict[str, Any]:
     }
 
 
+#: Trajectory fields that are not plain columns of the ``trajectories`` table.
+_NOT_COLUMNS = frozenset({"events", "system_prompt", "evidence", "task_key"})
+
+
 def trajectory_row(traj: Trajectory, stored_at: datetime) -> dict[str, Any]:
     """Column values of ``traj`` (without its events)."""
-    row = _plain(traj.model_dump(exclude={"events"}))
+    row = _plain(traj.model_dump(exclude=set(_NOT_COLUMNS)))
     row["event_count"] = len(traj.events)
     row["stored_at"] = stored_at
     return row
@@ -161,7 +165,7 @@ def event_rows(traj: Trajectory) -> list[dict[str, Any]]:
 
 
 _EVENT_FIELDS = tuple(Event.model_fields)
-_TRAJECTORY_FIELDS = tuple(name for name in Trajectory.model_fields if name != "events")
+_TRAJECTORY_FIELDS = tuple(name for name in Trajectory.model_fields if name not in _NOT_COLUMNS)
 
 
 def trajectory_from_rows(row: Mapping[Any, Any], events: Sequence[Mapping[Any, Any]]) -> Trajectory:
