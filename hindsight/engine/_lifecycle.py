@@ -186,6 +186,25 @@ class LifecycleMethods:
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         return await self._write(forgetting.restore, self.store, tenant, eid)
 
+    async def archive(
+        self,
+        experience_id: Any,
+        *,
+        tenant_id: str,
+        reason: str | None = None,
+        actor: str = "user",
+    ) -> Experience:
+        """Archive one active experience by hand: never recalled until :meth:`restore`
+        (audited with ``actor`` and ``reason``). Returns it.
+
+        Raises:
+            NotFoundError: no such experience. UsageError: it is not active.
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        return await self._write(
+            forgetting.archive, self.store, tenant, eid, actor=actor, reason=reason
+        )
+
     async def archive_stale(
         self, *, tenant_id: str, as_of: datetime | str | None = None
     ) -> list[str]:

@@ -350,6 +350,7 @@ class AsyncMemory(LifecycleMethods):
         token_budget: int | None = None,
         include_episodes: bool = False,
         explain: bool = False,
+        record: bool = True,
     ) -> RecallResult:
         """Recall the experiences most useful for ``query`` (MISSION S5, S13, S16).
 
@@ -378,6 +379,9 @@ class AsyncMemory(LifecycleMethods):
                 filter kept out: namespace, task_type, status (archived, superseded,
                 quarantined) (:mod:`hindsight.recall.explain`; never other tenants).
                 Experiences under ``config.min_confidence`` are always excluded, with reason.
+            record: ``False`` makes a dry run that changes nothing: no ``recall_count`` /
+                ``last_recalled_at`` update and no usage row for outcome attribution (the
+                console's recall playground, docs/console.md). Default ``True``.
 
         Returns:
             :class:`RecallResult` with hits (score breakdown each) and exclusions.
@@ -402,6 +406,7 @@ class AsyncMemory(LifecycleMethods):
             token_budget=token_budget,
             include_episodes=include_episodes,
             explain=explain,
+            record=record,
         )
         return await asyncio.to_thread(self._recall.run, request)
 

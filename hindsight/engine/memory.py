@@ -103,6 +103,7 @@ class Memory:
     history = sync_twin(AsyncMemory.history)
     rollback = sync_twin(AsyncMemory.rollback)
     restore = sync_twin(AsyncMemory.restore)
+    archive = sync_twin(AsyncMemory.archive)
     archive_stale = sync_twin(AsyncMemory.archive_stale)
     maintain = sync_twin(AsyncMemory.maintain)
     audit_sample = sync_twin(AsyncMemory.audit_sample)

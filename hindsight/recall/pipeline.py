@@ -14,7 +14,8 @@
    (:func:`hindsight.guard.after_recall.drop_outliers`);
 6. **episodes** (``include_episodes=True``): the most similar past runs, their own tier
    (:func:`.candidates.recall_episodes`);
-7. **usage**: what was recalled is recorded for the run asking (outcome attribution, S3).
+7. **usage**: what was recalled is recorded for the run asking (outcome attribution, S3),
+   unless the request is a dry run (``record=False``: the console's recall playground).
 
 :class:`RecallRequest` is one checked request (:meth:`Recall.request` checks the arguments and
 fills in the defaults); :meth:`Recall.run` runs it on the components.
@@ -74,6 +75,7 @@ class RecallRequest:
     token_budget: int
     include_episodes: bool = False
     explain: bool = False
+    record: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +115,7 @@ class Recall:
         token_budget: int | None,
         include_episodes: bool,
         explain: bool,
+        record: bool = True,
     ) -> RecallRequest:
         """The checked request of :meth:`hindsight.AsyncMemory.recall` (its docs give every
         argument, default and error), checked in that order."""
@@ -145,6 +148,7 @@ class Recall:
             token_budget or self.config.token_budget,
             bool(include_episodes),
             bool(explain),
+            bool(record),
         )
 
     def run(self, req: RecallRequest) -> RecallResult:
@@ -158,7 +162,7 @@ class Recall:
         )
         hits, excluded = self._lessons(req, where)
         episodes = self._episodes(req, where) if req.include_episodes else []
-        if hits or episodes:
+        if (hits or episodes) and req.record:
             self.store.record_recall(
                 req.tenant_id,
                 [h.experience.id for h in [*hits, *episodes]],

@@ -20,7 +20,14 @@ from typing import Any
 from hindsight._errors import NotFoundError, UsageError
 from hindsight.models import Experience, ExperienceStatus
 
-__all__ = ["RESTORABLE", "archive_stale", "is_stale", "restore", "stale_experiences"]
+__all__ = [
+    "RESTORABLE",
+    "archive",
+    "archive_stale",
+    "is_stale",
+    "restore",
+    "stale_experiences",
+]
 
 RESTORABLE = (
     ExperienceStatus.ARCHIVED.value,
@@ -83,6 +90,34 @@ def archive_stale(
         only_from=[ExperienceStatus.ACTIVE.value],
     )
     return changed
+
+
+def archive(
+    store: Any, tenant: str, experience_id: str, *, actor: str = "user", reason: str | None = None
+) -> Experience:
+    """Archive one active experience by hand (audited; undone by :func:`restore`): it keeps
+    its row and vector and is never recalled while archived.
+
+    Raises:
+        NotFoundError: no such experience in this tenant.
+        UsageError: it is not active (archived already, quarantined, superseded or deleted).
+    """
+    exp = store.get_experience(tenant, experience_id)
+    if exp.status is not ExperienceStatus.ACTIVE:
+        state = exp.status.value
+        raise UsageError(f"experience {exp.id} is {state}: only active ones are archived")
+    changed = store.change_status(
+        tenant,
+        [exp.id],
+        ExperienceStatus.ARCHIVED.value,
+        actor=actor,
+        reason=reason or "archived by hand",
+        only_from=[ExperienceStatus.ACTIVE.value],
+    )
+    if not changed:
+        raise NotFoundError(f"experience {exp.id} changed meanwhile; read it again")
+    archived: Experience = store.get_experience(tenant, exp.id)
+    return archived
 
 
 def restore(store: Any, tenant: str, experience_id: str, *, actor: str = "user") -> Experience:
