@@ -15,8 +15,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hindsight._ids import normalize_id
 from hindsight.models import ExperienceKind, Trajectory
 
 __all__ = [
@@ -145,7 +146,8 @@ class Lesson(BaseModel):
     ``confidence`` in [0,1] is the reviewer's self-assessment (MISSION S3). ``sources`` are
     trajectory ids the lesson was also drawn from besides the reviewed run (a contrastive
     lesson names the run it was compared with); write-back stores them after the reviewed
-    run in ``Experience.source_trajectory_ids``, without repeats.
+    run in ``Experience.source_trajectory_ids``, without repeats. Each is a trajectory id in
+    any UUID spelling, stored canonical (a non-UUID is a validation error).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -158,6 +160,11 @@ class Lesson(BaseModel):
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     sources: list[str] = Field(default_factory=list)
+
+    @field_validator("sources")
+    @classmethod
+    def _canonical_sources(cls, value: list[str]) -> list[str]:
+        return [normalize_id(s, "lesson source (a trajectory id)") for s in value]
 
 
 @runtime_checkable

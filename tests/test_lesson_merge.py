@@ -3,6 +3,8 @@ and evidence-based confidence through the review path (issue 15 items 5, issue 1
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from hindsight import ExperienceKind, Lesson, Trajectory
@@ -21,13 +23,15 @@ def _traj(text: str, *, tenant: str = "t", outcome: str = "failure") -> Trajecto
 
 
 def test_lesson_sources_become_source_trajectory_ids_in_order_without_repeats() -> None:
+    ref, other = str(uuid.uuid4()), str(uuid.uuid4())
+
     def lessons(traj: Trajectory) -> list[Lesson]:
         return [
             Lesson(
                 kind=ExperienceKind.RULE,
                 content="Before booking, check that the payment methods cover the total.",
                 confidence=0.6,
-                sources=["ref-run", traj.id, "ref-run", "other-run"],
+                sources=[ref.upper(), traj.id, ref, "{" + other + "}"],
             )
         ]
 
@@ -35,13 +39,11 @@ def test_lesson_sources_become_source_trajectory_ids_in_order_without_repeats() 
         run = mem.store_episode(_traj("book a flight"))
         mem.flush()
         rules = [e for e in mem.list_experiences(tenant_id="t") if e.kind == ExperienceKind.RULE]
-        assert [e.source_trajectory_ids for e in rules] == [
-            [run.trajectory_id, "ref-run", "other-run"]
-        ]
+        assert [e.source_trajectory_ids for e in rules] == [[run.trajectory_id, ref, other]]
 
 
 def test_lesson_sources_default_empty() -> None:
     lesson = Lesson(kind=ExperienceKind.RULE, content="x", confidence=0.5)
     assert lesson.sources == []
     with pytest.raises(ValueError):
-        Lesson(kind=ExperienceKind.RULE, content="x", confidence=0.5, sources="run-1")
+        Lesson(kind=ExperienceKind.RULE, content="x", confidence=0.5, sources=["run-1"])

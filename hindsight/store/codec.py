@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from enum import Enum
@@ -30,6 +31,7 @@ __all__ = [
     "experience_from_stored",
     "experience_row",
     "job_from_row",
+    "lesson_key_hash",
     "outbox_from_row",
     "trajectory_from_rows",
     "trajectory_row",
@@ -64,9 +66,20 @@ def checked(exp: Experience) -> Experience:
         raise UsageError(f"invalid experience {exp.id}: {where}: {first['msg']}") from None
 
 
+def lesson_key_hash(key: Any) -> str | None:
+    """The ``lesson_key_hash`` column of a ``metadata["lesson_key"]``: SHA-256 hex of its UTF-8
+    text, or ``None`` when ``key`` is not a non-empty string."""
+    if not isinstance(key, str) or not key:
+        return None
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
 def experience_row(exp: Experience) -> dict[str, Any]:
-    """Column values of ``exp`` (without the embedding)."""
-    return _plain(dict(exp))
+    """Column values of ``exp`` (without the embedding), with ``lesson_key_hash`` derived from
+    ``metadata["lesson_key"]``."""
+    row = _plain(dict(exp))
+    row["lesson_key_hash"] = lesson_key_hash(exp.metadata.get("lesson_key"))
+    return row
 
 
 def experience_from_row(row: Mapping[Any, Any]) -> Experience:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import ColumnElement, and_, func, insert, select, update
+from sqlalchemy import ColumnElement, and_, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hindsight._errors import NotFoundError, TenantRequiredError, UsageError
@@ -21,11 +21,13 @@ from hindsight.store.codec import (
     experience_from_row,
     experience_from_stored,
     experience_row,
+    lesson_key_hash,
     vector_from_bytes,
     vector_payload,
     vector_to_bytes,
 )
 from hindsight.store.records import OutboxOp
+from hindsight.store.schema import experience_sources as _links
 from hindsight.store.schema import experiences as _table
 from hindsight.store.schema import recalls, trajectories
 
@@ -120,9 +122,42 @@ class ExperienceStore(StoreCore):
             if taken is not None:
                 raise UsageError(f"experience {taken[0]} already exists; use update_experience")
         conn.execute(insert(_table), rows)
+        links = [
+            {"experience_id": e.id, "trajectory_id": t, "tenant_id": e.tenant_id}
+            for e in items
+            for t in dict.fromkeys(e.source_trajectory_ids)
+        ]
+        if links:
+            conn.execute(insert(_links), links)
         self._add_outbox(
             conn, now, [(OutboxOp.UPSERT, e.id, e.tenant_id, vector_payload(e)) for e in items]
         )
+
+    def _sync_source_links(self, conn: Connection, exp: Experience) -> None:
+        """Inside a write transaction: make ``exp``'s rows of ``experience_sources`` equal
+        its ``source_trajectory_ids`` (one indexed read; writes only what differs)."""
+        stored = set(
+            conn.execute(
+                select(_links.c.trajectory_id).where(_links.c.experience_id == exp.id)
+            ).scalars()
+        )
+        wanted = list(dict.fromkeys(exp.source_trajectory_ids))
+        gone = stored.difference(wanted)
+        if gone:
+            conn.execute(
+                delete(_links).where(
+                    _links.c.experience_id == exp.id, _links.c.trajectory_id.in_(sorted(gone))
+                )
+            )
+        new = [t for t in wanted if t not in stored]
+        if new:
+            conn.execute(
+                insert(_links),
+                [
+                    {"experience_id": exp.id, "trajectory_id": t, "tenant_id": exp.tenant_id}
+                    for t in new
+                ],
+            )
 
     def _check_sources_alive(self, conn: Connection, items: Sequence[Experience]) -> None:
         """Refuse experiences whose source trajectories are all gone from their tenant.
@@ -344,6 +379,7 @@ class ExperienceStore(StoreCore):
         )
         if result.rowcount != 1:
             raise NotFoundError(f"experience {exp.id} not found in tenant {exp.tenant_id!r}")
+        self._sync_source_links(conn, exp)
         self._add_outbox(conn, now, [(op, exp.id, exp.tenant_id, payload)])
 
     def set_status(self, tenant_id: str, ids: Sequence[Any], status: str) -> int:
@@ -476,6 +512,75 @@ class ExperienceStore(StoreCore):
                     )
                 updated += len(hit)
         return updated
+
+    def active_by_lesson_key(
+        self, tenant_id: str, namespace: str, lesson_key: str
+    ) -> Experience | None:
+        """The oldest ``active`` experience of ``tenant_id`` and ``namespace`` whose
+        ``metadata["lesson_key"]`` is ``lesson_key`` (issue 15: the one a new lesson with that
+        key folds into), or ``None``. An index lookup (``lesson_key_hash``).
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+        """
+        tenant = validate_tenant(tenant_id)
+        digest = lesson_key_hash(lesson_key)
+        if digest is None:
+            return None
+        query = (
+            select(*_COLUMNS)
+            .where(
+                _table.c.tenant_id == tenant,
+                _table.c.lesson_key_hash == digest,
+                _table.c.namespace == namespace,
+                _table.c.status == ExperienceStatus.ACTIVE.value,
+            )
+            .order_by(_table.c.created_at, _table.c.id)
+        )
+        with self._tx() as conn:
+            for row in conn.execute(query):
+                exp = experience_from_stored(row)
+                if exp.metadata.get("lesson_key") == lesson_key:  # not just the same hash
+                    return exp
+        return None
+
+    def experiences_of_runs(
+        self,
+        tenant_id: str,
+        trajectory_ids: Sequence[Any],
+        *,
+        statuses: Sequence[str] = ("active",),
+    ) -> dict[str, list[str]]:
+        """The experiences each run taught: ``{trajectory id: [experience ids]}`` for the
+        tenant's experiences in ``statuses`` whose ``source_trajectory_ids`` hold the run
+        (the ``experience_sources`` table, an index lookup). Runs that taught nothing are left
+        out; ids within a run are in id order.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: an id is not a UUID, or an unknown status.
+        """
+        tenant = validate_tenant(tenant_id)
+        wanted = norm_ids(trajectory_ids, "trajectory id")
+        found: dict[str, list[str]] = {}
+        if not wanted:
+            return found
+        with self._tx() as conn:
+            for part in chunks(wanted):
+                query = (
+                    select(_links.c.trajectory_id, _links.c.experience_id)
+                    .join(_table, _table.c.id == _links.c.experience_id)
+                    .where(
+                        _links.c.tenant_id == tenant,
+                        _links.c.trajectory_id.in_(part),
+                        _table.c.tenant_id == tenant,
+                        _table.c.status.in_(norm_statuses(statuses)),
+                    )
+                    .order_by(_links.c.trajectory_id, _links.c.experience_id)
+                )
+                for tid, eid in conn.execute(query):
+                    found.setdefault(tid, []).append(eid)
+        return found
 
     def recalled_ids(self, tenant_id: str, trajectory_id: Any) -> list[str]:
         """Ids of the experiences recalled by the run ``trajectory_id`` (first recall first).

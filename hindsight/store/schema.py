@@ -25,6 +25,7 @@ from hindsight.store.types import AutoIncrement, Json, UtcDateTime
 
 __all__ = [
     "events",
+    "experience_sources",
     "experiences",
     "meta",
     "metadata",
@@ -130,8 +131,31 @@ experiences = Table(
     Column("metadata", Json, nullable=False),
     # float32 little-endian bytes of the embedding, so vectors can be rebuilt without re-embedding
     Column("embedding", LargeBinary, nullable=True),
+    # SHA-256 hex of ``metadata["lesson_key"]`` (issue 15, migration 0003): the write path
+    # folds a lesson into the active experience of its tenant and namespace with the same key.
+    # Not a model field: written from the metadata on every insert and update (codec).
+    Column("lesson_key_hash", String(64), nullable=True),
     Index(None, "tenant_id", "namespace", "status"),
     Index(None, "tenant_id", "task_type", "status"),
+    Index(None, "tenant_id", "lesson_key_hash"),
+)
+
+experience_sources = Table(
+    "experience_sources",
+    metadata,
+    # One row per (experience, source run): ``Experience.source_trajectory_ids`` as a table,
+    # so "the lessons these runs taught" is an index lookup (recall's situation match, issue
+    # 15). Kept equal to the JSON column on every insert and update of an experience; goes
+    # with the experience when it is hard-deleted (ON DELETE CASCADE).
+    Column(
+        "experience_id",
+        ID,
+        ForeignKey("experiences.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("trajectory_id", ID, primary_key=True),
+    Column("tenant_id", TENANT, nullable=False),
+    Index(None, "tenant_id", "trajectory_id"),
 )
 
 outbox = Table(
