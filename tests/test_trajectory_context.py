@@ -3,11 +3,34 @@ evidence and task key, from the model to the store and every interface."""
 
 from __future__ import annotations
 
-import pytest
-from pydantic import ValidationError
+import hashlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 
-from hindsight import ExpectedAction, OutcomeEvidence, Trajectory
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from pydantic import ValidationError
+from store_fixtures import store_url  # noqa: F401  (fixture)
+
+from hindsight import (
+    ExpectedAction,
+    NotFoundError,
+    Outcome,
+    OutcomeEvidence,
+    TenantRequiredError,
+    Trajectory,
+    UsageError,
+)
 from hindsight.models import TASK_KEY_MAX_CHARS
+from hindsight.store import JobState, SqlStore
+from hindsight.store.codec import trajectory_row
+from hindsight.store.migrate import alembic_config
+from hindsight.store.schema import trajectories
+
+POLICY = "# Policy\nYou are a support agent.\n- Check that payments add up to the total.\n"
+OTHER_POLICY = "# Policy\nYou are a travel agent.\n"
 
 # -- the model ----------------------------------------------------------------------------------
 
@@ -61,3 +84,238 @@ def test_evidence_rejects_unknown_fields_and_blank_tools() -> None:
         ExpectedAction(tool="  ")
     assert OutcomeEvidence().is_empty()
     assert not OutcomeEvidence(reason="timeout").is_empty()
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[SqlStore]:  # noqa: F811
+    with SqlStore(store_url) as opened:
+        yield opened
+
+
+def run(tenant: str = "acme", **fields: object) -> Trajectory:
+    """A one-message run with ``fields`` set."""
+    return Trajectory.model_validate(
+        {
+            "tenant_id": tenant,
+            "task": "Where is my order?",
+            "events": [{"event_type": "user_message", "content": "Where is my order?"}],
+            **fields,
+        }
+    )
+
+
+def prompt_rows(store: SqlStore) -> list[tuple[str, str]]:
+    with store._tx() as conn:
+        return sorted(
+            (row[0], row[1])
+            for row in conn.execute(sa.text("SELECT tenant_id, sha256 FROM prompts"))
+        )
+
+
+def test_runs_with_one_policy_store_it_once(store: SqlStore) -> None:
+    first, second = run(system_prompt=POLICY), run(system_prompt=POLICY)
+    third = run(system_prompt=OTHER_POLICY)
+    for traj in (first, second, third, run()):
+        assert store.add_trajectory(traj)
+    sha = hashlib.sha256(POLICY.encode()).hexdigest()
+    assert prompt_rows(store) == sorted(
+        [("acme", sha), ("acme", hashlib.sha256(OTHER_POLICY.encode()).hexdigest())]
+    )
+    assert store.get_trajectory("acme", first.id).system_prompt == POLICY
+    assert store.get_trajectory("acme", second.id).system_prompt == POLICY
+    assert store.get_trajectory("acme", third.id).system_prompt == OTHER_POLICY
+    assert store.get_prompt("acme", sha) == POLICY
+    listed = {s.id: s.system_prompt_sha256 for s in store.list_trajectories("acme")}
+    assert listed[first.id] == listed[second.id] == sha
+    assert store.count_prompts("acme") == 2
+
+
+def test_another_tenant_with_the_same_policy_gets_its_own_row(store: SqlStore) -> None:
+    mine, theirs = run("acme", system_prompt=POLICY), run("globex", system_prompt=POLICY)
+    store.add_trajectory(mine)
+    store.add_trajectory(theirs)
+    sha = hashlib.sha256(POLICY.encode()).hexdigest()
+    assert prompt_rows(store) == [("acme", sha), ("globex", sha)]
+    with pytest.raises(NotFoundError):
+        store.get_prompt("initech", sha)
+    store.forget("acme", everything=True)
+    assert prompt_rows(store) == [("globex", sha)]
+    assert store.get_trajectory("globex", theirs.id).system_prompt == POLICY
+
+
+def test_forget_removes_prompts_no_run_references(store: SqlStore) -> None:
+    a, b = run(system_prompt=POLICY), run(system_prompt=POLICY)
+    c = run(system_prompt=OTHER_POLICY)
+    for traj in (a, b, c):
+        store.add_trajectory(traj)
+    other = run("globex", system_prompt=OTHER_POLICY)
+    store.add_trajectory(other)
+    store.forget("acme", trajectory_id=a.id)
+    assert store.count_prompts("acme") == 2  # b still uses POLICY
+    assert store.get_trajectory("acme", b.id).system_prompt == POLICY
+    store.forget("acme", trajectory_id=b.id)
+    store.forget("acme", trajectory_id=c.id)
+    assert store.count_prompts("acme") == 0
+    assert store.count_prompts("globex") == 1  # never shared across tenants
+    # A run stored again after its prompt was forgotten brings the prompt back.
+    again = run(system_prompt=POLICY)
+    store.add_trajectory(again)
+    assert store.get_trajectory("acme", again.id).system_prompt == POLICY
+
+
+def test_forget_waits_for_a_run_being_stored_with_the_same_prompt(store: SqlStore) -> None:
+    """PostgreSQL: a forget that would orphan a prompt while another transaction stores a run
+    with it waits for that transaction and keeps the prompt (SQLite has one writer)."""
+    if store.backend != "postgresql":
+        pytest.skip("SQLite serialises writers; the race needs concurrent transactions")
+    old, new = run(system_prompt=POLICY), run(system_prompt=POLICY)
+    store.add_trajectory(old)
+    errors: list[BaseException] = []
+
+    def forget_old() -> None:
+        try:
+            store.forget("acme", trajectory_id=old.id)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    with store._tx(write=True) as conn:
+        row = trajectory_row(new, store._now())
+        conn.execute(sa.insert(trajectories), row)
+        store._keep_prompt(conn, "acme", row["system_prompt_sha256"], new, store._now())
+        adder = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+        forgetting = threading.Thread(target=forget_old)
+        forgetting.start()
+        # Commit only once the forget is blocked by this transaction (or has finished).
+        blocked = sa.text(
+            "SELECT count(*) FROM pg_stat_activity WHERE :adder = ANY(pg_blocking_pids(pid))"
+        )
+        with store._info.engine.connect() as probe:
+            probe = probe.execution_options(isolation_level="AUTOCOMMIT")
+            while forgetting.is_alive() and not probe.execute(blocked, {"adder": adder}).scalar():
+                forgetting.join(0.01)
+    forgetting.join()
+    assert not errors
+    assert store.get_trajectory("acme", new.id).system_prompt == POLICY
+    assert store.count_prompts("acme") == 1
+
+
+def test_reingest_of_a_stored_run_adds_no_prompt(store: SqlStore) -> None:
+    traj = run()
+    assert store.add_trajectory(traj)
+    # Same id, now with a system prompt (e.g. an old file ingested again by a newer version).
+    assert not store.add_trajectory(traj.model_copy(update={"system_prompt": POLICY}))
+    assert store.count_prompts("acme") == 0
+    assert store.get_trajectory("acme", traj.id).system_prompt is None
+
+
+def test_evidence_and_task_key_round_trip(store: SqlStore) -> None:
+    evidence = OutcomeEvidence(
+        reason="reward 0.0; r_actions 0.0",
+        expected_actions=[ExpectedAction(tool="refund", args={"order_id": "8812", "amount": 12.5})],
+        final_state={"orders": {"8812": {"status": "refunded"}}},
+        details={"r_outputs": 1.0, "outputs": ["x"]},
+    )
+    traj = run(system_prompt=POLICY, evidence=evidence, task_key="7", outcome="failure", reward=0.0)
+    store.add_trajectory(traj)
+    back = store.get_trajectory("acme", traj.id)
+    assert back.model_dump(exclude={"events"}) == traj.model_dump(exclude={"events"})
+    assert back.evidence == evidence
+    (summary,) = store.list_trajectories("acme")
+    assert (summary.task_key, summary.task_key_source) == ("7", "explicit")
+    assert summary.has_evidence and summary.reason == "reward 0.0; r_actions 0.0"
+    assert summary.review_state is JobState.PENDING and not summary.reviewed
+    assert summary.to_json()["outcome"] == "failure"
+
+
+def test_set_task_key_by_intent_never_replaces_an_explicit_key(store: SqlStore) -> None:
+    explicit, loose = run(task_key="task-1"), run()
+    store.add_trajectory(explicit)
+    store.add_trajectory(loose)
+    assert not store.set_task_key("acme", explicit.id, "intent:x", "intent")
+    assert store.get_trajectory("acme", explicit.id).task_key == "task-1"
+    assert store.set_task_key("acme", loose.id, "task-1", "intent")
+    group = store.runs_of_task("acme", "task-1")
+    assert [(r.id, r.task_key_source) for r in group] == [
+        (explicit.id, "explicit"),
+        (loose.id, "intent"),
+    ]
+    assert store.set_task_key("acme", explicit.id, "task-2", "explicit")
+    assert [r.id for r in store.runs_of_task("acme", "task-2")] == [explicit.id]
+    with pytest.raises(NotFoundError):
+        store.set_task_key("globex", loose.id, "k", "intent")  # another tenant's run
+    with pytest.raises(UsageError, match="source must be one of"):
+        store.set_task_key("acme", loose.id, "k", "guess")
+    with pytest.raises(UsageError, match="blank"):
+        store.set_task_key("acme", loose.id, " ", "intent")
+
+
+def test_list_trajectories_filters_and_is_tenant_scoped(store: SqlStore) -> None:
+    runs = [
+        run(task_key="A", outcome="success", task_type="refund"),
+        run(task_key="A", outcome="failure", task_type="refund"),
+        run(task_key="B", outcome="failure", task_type="billing"),
+        run(outcome="success"),
+    ]
+    for traj in runs:
+        store.add_trajectory(traj)
+    store.add_trajectory(run("globex", task_key="A", outcome="failure", task_type="refund"))
+    ids = [t.id for t in runs]
+
+    def listed(**filters: object) -> list[str]:
+        return [s.id for s in store.list_trajectories("acme", **filters)]  # type: ignore[arg-type]
+
+    assert listed() == ids
+    assert listed(task_key="A") == ids[:2]
+    assert listed(task_key="A", outcome=Outcome.FAILURE) == [ids[1]]
+    assert listed(outcome="failure") == ids[1:3]
+    assert listed(task_type="billing") == [ids[2]]
+    assert listed(task_key="nope") == []
+    assert listed(limit=2, offset=1) == ids[1:3]
+    assert [s.id for s in store.runs_of_task("globex", "A")] != ids[:2]
+    assert len(store.runs_of_task("globex", "A")) == 1
+    job = store.claim_review_job("worker", lease_seconds=60)
+    assert job is not None and job.trajectory_id == ids[0]
+    store.complete_review_job(job.id)
+    group = store.runs_of_task("acme", "A")
+    assert [(g.outcome, g.reviewed) for g in group] == [
+        (Outcome.SUCCESS, True),
+        (Outcome.FAILURE, False),
+    ]
+    for bad, words in (
+        ({"outcome": "won"}, "outcome must be one of"),
+        ({"limit": 0}, "limit must be"),
+        ({"offset": -1}, "offset must be"),
+        ({"task_key": "x" * 201}, "at most 200"),
+    ):
+        with pytest.raises(UsageError, match=words):
+            store.list_trajectories("acme", **bad)  # type: ignore[arg-type]
+    with pytest.raises(TenantRequiredError):
+        store.list_trajectories("")
+
+
+def test_upgrade_from_the_previous_revision_keeps_runs(store_url: str) -> None:  # noqa: F811
+    if store_url == "sqlite://":
+        pytest.skip("an in-memory database does not outlive its engine")
+    url = sa.engine.make_url(store_url)
+    if url.drivername.startswith("sqlite"):
+        Path(str(url.database)).parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(store_url, poolclass=sa.pool.NullPool)
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0003_lesson_links")
+        conn.execute(
+            sa.text(
+                "INSERT INTO trajectories (id, tenant_id, namespace, task, tags, outcome, source,"
+                " trust, started_at, metadata, event_count, stored_at) VALUES ("
+                "'00000000-0000-4000-8000-000000000001', 'acme', 'default', 'old run', '[]',"
+                " 'success', 'user', 1.0, :now, '{}', 0, :now)"
+            ),
+            {"now": "2026-01-01 00:00:00"},
+        )
+    engine.dispose()
+    with SqlStore(store_url) as store:
+        old = store.get_trajectory("acme", "00000000-0000-4000-8000-000000000001")
+        assert (old.system_prompt, old.evidence, old.task_key) == (None, None, None)
+        assert [s.task_key for s in store.list_trajectories("acme")] == [None]

@@ -13,7 +13,15 @@ May import: the foundation only (``models``, ``ports``, ``clock``, ``_ids``, ``_
 """
 
 from hindsight.store.codec import vector_payload
-from hindsight.store.records import JobState, OutboxItem, OutboxOp, ReviewJob
+from hindsight.store.records import JobState, OutboxItem, OutboxOp, ReviewJob, TrajectorySummary
 from hindsight.store.sql_store import SqlStore
 
-__all__ = ["JobState", "OutboxItem", "OutboxOp", "ReviewJob", "SqlStore", "vector_payload"]
+__all__ = [
+    "JobState",
+    "OutboxItem",
+    "OutboxOp",
+    "ReviewJob",
+    "SqlStore",
+    "TrajectorySummary",
+    "vector_payload",
+]

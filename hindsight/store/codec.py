@@ -25,6 +25,8 @@ from hindsight.store.records import JobState, OutboxItem, OutboxOp, ReviewJob
 
 __all__ = [
     "EXPERIENCE_FIELDS",
+    "TASK_KEY_EXPLICIT",
+    "TASK_KEY_INTENT",
     "checked",
     "event_rows",
     "experience_from_row",
@@ -33,6 +35,7 @@ __all__ = [
     "job_from_row",
     "lesson_key_hash",
     "outbox_from_row",
+    "prompt_sha256",
     "trajectory_from_rows",
     "trajectory_row",
     "vector_from_bytes",
@@ -153,15 +156,31 @@ def vector_payload(exp: Experience) -> dict[str, Any]:
     }
 
 
-#: Trajectory fields that are not plain columns of the ``trajectories`` table.
-_NOT_COLUMNS = frozenset({"events", "system_prompt", "evidence", "task_key"})
+#: Trajectory fields that are not plain columns of the ``trajectories`` table: the events
+#: have their own table, the system prompt lives in ``prompts`` (the row keeps its SHA-256).
+_NOT_COLUMNS = frozenset({"events", "system_prompt", "evidence"})
+
+#: ``trajectories.task_key_source`` of a key the caller or the source gave.
+TASK_KEY_EXPLICIT = "explicit"
+#: ``trajectories.task_key_source`` of a key the review assigned by intent.
+TASK_KEY_INTENT = "intent"
+
+
+def prompt_sha256(text: str) -> str:
+    """The SHA-256 hex digest (64 characters) of ``text`` encoded as UTF-8: a prompt's key."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def trajectory_row(traj: Trajectory, stored_at: datetime) -> dict[str, Any]:
-    """Column values of ``traj`` (without its events)."""
+    """Column values of ``traj`` (without its events; the system prompt as its SHA-256)."""
     row = _plain(traj.model_dump(exclude=set(_NOT_COLUMNS)))
     row["event_count"] = len(traj.events)
     row["stored_at"] = stored_at
+    row["system_prompt_sha256"] = (
+        prompt_sha256(traj.system_prompt) if traj.system_prompt is not None else None
+    )
+    row["evidence"] = traj.evidence.model_dump(mode="json") if traj.evidence is not None else None
+    row["task_key_source"] = TASK_KEY_EXPLICIT if traj.task_key is not None else None
     return row
 
 
@@ -181,10 +200,17 @@ _EVENT_FIELDS = tuple(Event.model_fields)
 _TRAJECTORY_FIELDS = tuple(name for name in Trajectory.model_fields if name not in _NOT_COLUMNS)
 
 
-def trajectory_from_rows(row: Mapping[Any, Any], events: Sequence[Mapping[Any, Any]]) -> Trajectory:
-    """Rebuild a trajectory from its row and its event rows (already in position order)."""
+def trajectory_from_rows(
+    row: Mapping[Any, Any],
+    events: Sequence[Mapping[Any, Any]],
+    system_prompt: str | None = None,
+) -> Trajectory:
+    """Rebuild a trajectory from its row, its event rows (already in position order) and the
+    text of its system prompt (read from ``prompts``)."""
     data: dict[str, Any] = {name: row[name] for name in _TRAJECTORY_FIELDS}
     data["events"] = [{name: ev[name] for name in _EVENT_FIELDS} for ev in events]
+    data["system_prompt"] = system_prompt
+    data["evidence"] = row["evidence"]
     return Trajectory.model_validate(data)
 
 

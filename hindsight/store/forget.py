@@ -13,6 +13,7 @@ from hindsight._ids import normalize_id, validate_tenant
 from hindsight.store._base import StoreCore, chunks, norm_ids
 from hindsight.store.records import OutboxOp
 from hindsight.store.schema import events, experiences, recalls, review_jobs, trajectories
+from hindsight.store.trajectories import drop_orphan_prompts
 
 __all__ = ["ForgetStore"]
 
@@ -37,9 +38,10 @@ class ForgetStore(StoreCore):
             tenant_id: the tenant (required; never "all").
             experience_ids: forget these experiences.
             trajectory_id: forget this run: its trajectory, events, review job and recall
-                records, and every experience whose ``source_trajectory_ids`` contain it.
-            everything: forget all of the tenant's experiences, trajectories, events, review
-                jobs and recall records.
+                records, its system prompt when no other run of the tenant uses it, and every
+                experience whose ``source_trajectory_ids`` contain it.
+            everything: forget all of the tenant's experiences, trajectories, system prompts,
+                events, review jobs and recall records.
 
         Returns:
             How many experiences were removed.
@@ -66,6 +68,7 @@ class ForgetStore(StoreCore):
                 )
                 for table in (recalls, review_jobs, events, trajectories, experiences):
                     conn.execute(delete(table).where(table.c.tenant_id == tenant))
+                drop_orphan_prompts(conn, tenant, None)
                 self._add_outbox(conn, now, [(OutboxOp.DELETE_TENANT, None, tenant, {})])
             return count
         if experience_ids is not None:
@@ -92,11 +95,12 @@ class ForgetStore(StoreCore):
                 conn.execute(
                     delete(table).where(table.c.tenant_id == tenant, table.c.trajectory_id == tid)
                 )
-            conn.execute(
-                delete(trajectories).where(
-                    trajectories.c.tenant_id == tenant, trajectories.c.id == tid
-                )
-            )
+            prompt_shas = conn.execute(
+                delete(trajectories)
+                .where(trajectories.c.tenant_id == tenant, trajectories.c.id == tid)
+                .returning(trajectories.c.system_prompt_sha256)
+            ).scalars()
+            drop_orphan_prompts(conn, tenant, [sha for sha in prompt_shas if sha is not None])
         return count
 
     def _hard_delete(self, conn: Connection, tenant: str, ids: list[str], now: Any) -> int:

@@ -14,8 +14,8 @@ from hindsight._ids import normalize_id, validate_tenant
 from hindsight.store._base import StoreCore
 from hindsight.store.codec import job_from_row
 from hindsight.store.records import JobState, ReviewJob
-from hindsight.store.schema import review_jobs, trajectories
-from hindsight.store.trajectories import new_job_row
+from hindsight.store.schema import review_jobs
+from hindsight.store.trajectories import new_job_row, require_trajectory
 
 __all__ = ["JobStore"]
 
@@ -60,13 +60,7 @@ class JobStore(StoreCore):
         tid = normalize_id(trajectory_id, "trajectory id")
         now = self._now()
         with self._tx(write=True) as conn:
-            exists = conn.execute(
-                select(trajectories.c.id).where(
-                    trajectories.c.tenant_id == tenant, trajectories.c.id == tid
-                )
-            ).first()
-            if exists is None:
-                raise NotFoundError(f"trajectory {tid} not found in tenant {tenant!r}")
+            require_trajectory(conn, tenant, tid)
             inserted = conn.execute(
                 self._insert_ignore(review_jobs).returning(_jobs.id), new_job_row(tenant, tid, now)
             ).first()

@@ -1,4 +1,5 @@
-"""Plain records the store hands out besides the pydantic models: review jobs and outbox items."""
+"""Plain records the store hands out besides the pydantic models: review jobs, outbox items and
+trajectory summaries."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["JobState", "OutboxItem", "OutboxOp", "ReviewJob"]
+from hindsight.models import Outcome
+
+__all__ = ["JobState", "OutboxItem", "OutboxOp", "ReviewJob", "TrajectorySummary"]
 
 
 class JobState(StrEnum):
@@ -78,6 +81,59 @@ class ReviewJob:
         of ``hindsight jobs --json`` and ``GET /v1/jobs``."""
         doc = dataclasses.asdict(self)
         doc["state"] = self.state.value
+        for key, value in doc.items():
+            if hasattr(value, "isoformat"):
+                doc[key] = value.isoformat()
+        return doc
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectorySummary:
+    """One stored run without its events, prompt text or evidence body: a row of
+    ``list_trajectories`` / ``runs_of_task`` (issue 15).
+
+    ``task_key`` is the run's task group; ``task_key_source`` is ``"explicit"`` (given by the
+    caller or the source) or ``"intent"`` (assigned by the review), ``None`` without a key.
+    ``system_prompt_sha256`` is the SHA-256 hex digest of its system prompt (``None``: none);
+    ``reason`` is its outcome evidence's reason and ``has_evidence`` whether it has evidence at
+    all. ``review_state`` is the state of its review job (``None``: never queued); ``reviewed``
+    is ``review_state == "succeeded"``. ``reward`` is the environment's reward; ``trust`` in
+    [0,1]; ``event_count`` the number of events. Datetimes are timezone-aware UTC.
+    """
+
+    id: str
+    tenant_id: str
+    namespace: str
+    task: str
+    task_type: str | None
+    tags: list[str]
+    outcome: Outcome
+    reward: float | None
+    trust: float
+    started_at: datetime
+    ended_at: datetime | None
+    stored_at: datetime
+    event_count: int
+    task_key: str | None
+    task_key_source: str | None
+    system_prompt_sha256: str | None
+    has_evidence: bool
+    reason: str | None
+    review_state: JobState | None
+
+    @property
+    def reviewed(self) -> bool:
+        """Whether the run's review job succeeded."""
+        return self.review_state is JobState.SUCCEEDED
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as JSON (enums as their values, datetimes as ISO-8601 UTC, plus
+        ``reviewed``): the one shape of ``hindsight trajectories list --json`` and
+        ``GET /v1/trajectories``."""
+        doc = dataclasses.asdict(self)
+        doc["outcome"] = self.outcome.value
+        doc["review_state"] = self.review_state.value if self.review_state else None
+        doc["reviewed"] = self.reviewed
         for key, value in doc.items():
             if hasattr(value, "isoformat"):
                 doc[key] = value.isoformat()

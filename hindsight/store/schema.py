@@ -30,6 +30,7 @@ __all__ = [
     "meta",
     "metadata",
     "outbox",
+    "prompts",
     "recalls",
     "review_jobs",
     "trajectories",
@@ -72,7 +73,27 @@ trajectories = Table(
     Column("metadata", Json, nullable=False),
     Column("event_count", Integer, nullable=False),
     Column("stored_at", UtcDateTime, nullable=False),
+    # Issue 15 (migration 0004): the run's system prompt lives in ``prompts`` (one row per
+    # distinct text per tenant), the outcome evidence as JSON, the task group key and where it
+    # came from ("explicit": caller / source; "intent": assigned by the review).
+    Column("system_prompt_sha256", String(64), nullable=True),
+    Column("evidence", Json, nullable=True),
+    Column("task_key", String(200), nullable=True),
+    Column("task_key_source", String(16), nullable=True),
     Index(None, "tenant_id", "stored_at"),
+    Index(None, "tenant_id", "task_key"),
+)
+
+#: System prompts / policies, stored once per distinct text per tenant (content-addressed by
+#: the SHA-256 hex digest of the UTF-8 text; issue 15). Never shared across tenants: forgetting
+#: a tenant's runs removes the prompts no run of that tenant references any more.
+prompts = Table(
+    "prompts",
+    metadata,
+    Column("tenant_id", TENANT, primary_key=True),
+    Column("sha256", String(64), primary_key=True),
+    Column("text", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
 )
 
 events = Table(

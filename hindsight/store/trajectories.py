@@ -1,20 +1,147 @@
-"""Trajectories and their events (episodic memory): idempotent ingest and scoped reads."""
+"""Trajectories and their events (episodic memory): idempotent ingest and scoped reads; their
+system prompts (stored once per distinct text per tenant) and task groups (issue 15)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import ColumnElement, delete, insert, select, update
+from sqlalchemy.engine import Connection
 
 from hindsight._errors import NotFoundError, UsageError
 from hindsight._ids import new_id, normalize_id, validate_tenant
-from hindsight.models import Trajectory
-from hindsight.store._base import StoreCore
-from hindsight.store.codec import event_rows, trajectory_from_rows, trajectory_row
-from hindsight.store.records import JobState
-from hindsight.store.schema import events, review_jobs, trajectories
+from hindsight.models import Outcome, Trajectory, validate_task_key
+from hindsight.store._base import StoreCore, chunks
+from hindsight.store.codec import (
+    TASK_KEY_EXPLICIT,
+    TASK_KEY_INTENT,
+    event_rows,
+    trajectory_from_rows,
+    trajectory_row,
+)
+from hindsight.store.records import JobState, TrajectorySummary
+from hindsight.store.schema import events, prompts, review_jobs, trajectories
 
-__all__ = ["TrajectoryStore"]
+__all__ = ["TrajectoryStore", "drop_orphan_prompts", "require_trajectory"]
+
+#: Most rows one ``list_trajectories`` call returns.
+MAX_TRAJECTORY_LIMIT = 10_000
+
+_TASK_KEY_SOURCES = (TASK_KEY_EXPLICIT, TASK_KEY_INTENT)
+
+#: How often :meth:`TrajectoryStore._keep_prompt` re-inserts a prompt that a concurrent
+#: ``forget`` deleted between the insert and the lock (PostgreSQL only; once is the rule).
+_PROMPT_RETRIES = 5
+
+_SUMMARY_COLUMNS = (
+    trajectories.c.id,
+    trajectories.c.tenant_id,
+    trajectories.c.namespace,
+    trajectories.c.task,
+    trajectories.c.task_type,
+    trajectories.c.tags,
+    trajectories.c.outcome,
+    trajectories.c.reward,
+    trajectories.c.trust,
+    trajectories.c.started_at,
+    trajectories.c.ended_at,
+    trajectories.c.stored_at,
+    trajectories.c.event_count,
+    trajectories.c.task_key,
+    trajectories.c.task_key_source,
+    trajectories.c.system_prompt_sha256,
+    trajectories.c.evidence,
+    review_jobs.c.state.label("review_state"),
+)
+
+
+def _summary(row: Mapping[Any, Any]) -> TrajectorySummary:
+    evidence = row["evidence"]
+    reason = evidence.get("reason") if isinstance(evidence, dict) else None
+    return TrajectorySummary(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        namespace=row["namespace"],
+        task=row["task"],
+        task_type=row["task_type"],
+        tags=list(row["tags"]),
+        outcome=Outcome(row["outcome"]),
+        reward=row["reward"],
+        trust=float(row["trust"]),
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        stored_at=row["stored_at"],
+        event_count=int(row["event_count"]),
+        task_key=row["task_key"],
+        task_key_source=row["task_key_source"],
+        system_prompt_sha256=row["system_prompt_sha256"],
+        has_evidence=evidence is not None,
+        reason=reason if isinstance(reason, str) else None,
+        review_state=JobState(row["review_state"]) if row["review_state"] else None,
+    )
+
+
+def _task_key(value: Any) -> str:
+    if value is None:
+        raise UsageError("task_key must be a non-blank string, got None")
+    try:
+        key = validate_task_key(value)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    assert key is not None
+    return key
+
+
+def require_trajectory(conn: Connection, tenant: str, tid: str) -> None:
+    """Raise ``NotFoundError`` unless the tenant has the trajectory ``tid`` (canonical id)."""
+    exists = conn.execute(
+        select(trajectories.c.id).where(
+            trajectories.c.tenant_id == tenant, trajectories.c.id == tid
+        )
+    ).first()
+    if exists is None:
+        raise NotFoundError(f"trajectory {tid} not found in tenant {tenant!r}")
+
+
+def drop_orphan_prompts(conn: Connection, tenant: str, shas: Collection[str] | None) -> int:
+    """Delete the tenant's prompts that no trajectory of the tenant references any more.
+
+    ``shas``: the candidates (the prompts of the runs just deleted); ``None`` = every prompt
+    of the tenant. The candidates are locked first (``FOR UPDATE`` on PostgreSQL), so a run
+    being stored with one of them (which holds it ``FOR SHARE`` until it commits) is either
+    seen as a reference or re-inserts the prompt after this commits. Returns how many went.
+    """
+    query = select(prompts.c.sha256).where(prompts.c.tenant_id == tenant)
+    if shas is not None:
+        wanted = sorted(set(shas))
+        if not wanted:
+            return 0
+        locked: list[str] = []
+        for part in chunks(wanted):
+            locked += conn.execute(
+                query.where(prompts.c.sha256.in_(part)).with_for_update()
+            ).scalars()
+    else:
+        locked = list(conn.execute(query.with_for_update()).scalars())
+    removed = 0
+    for part in chunks(sorted(locked)):
+        used = set(
+            conn.execute(
+                select(trajectories.c.system_prompt_sha256)
+                .where(
+                    trajectories.c.tenant_id == tenant,
+                    trajectories.c.system_prompt_sha256.in_(part),
+                )
+                .distinct()
+            ).scalars()
+        )
+        orphans = [sha for sha in part if sha not in used]
+        if orphans:
+            removed += conn.execute(
+                delete(prompts).where(prompts.c.tenant_id == tenant, prompts.c.sha256.in_(orphans))
+            ).rowcount
+    return removed
 
 
 def new_job_row(tenant_id: str, trajectory_id: str, now: Any) -> dict[str, Any]:
@@ -41,6 +168,9 @@ class TrajectoryStore(StoreCore):
         """Store ``traj`` and its events, plus a pending review job, in one transaction.
 
         Events keep their list order; on read their ``trajectory_id`` is the trajectory's id.
+        The system prompt is stored once per distinct text per tenant (table ``prompts``, keyed
+        by its SHA-256); runs with the same prompt share the row. A ``task_key`` is stored as
+        ``explicit``.
 
         Args:
             traj: the trajectory to store (its id decides idempotency).
@@ -60,10 +190,10 @@ class TrajectoryStore(StoreCore):
             raise UsageError(f"add_trajectory expects a Trajectory, got {type(traj).__name__}")
         now = self._now()
         rows = event_rows(traj)
+        row = trajectory_row(traj, now)
         with self._tx(write=True) as conn:
             inserted = conn.execute(
-                self._insert_ignore(trajectories).returning(trajectories.c.id),
-                trajectory_row(traj, now),
+                self._insert_ignore(trajectories).returning(trajectories.c.id), row
             ).first()
             if inserted is None:
                 owner = conn.execute(
@@ -76,6 +206,8 @@ class TrajectoryStore(StoreCore):
                         f"trajectory id {traj.id} is already in use; send the run with a new id"
                     )
                 return False
+            if traj.system_prompt is not None:
+                self._keep_prompt(conn, traj.tenant_id, row["system_prompt_sha256"], traj, now)
             if rows:
                 conn.execute(insert(events), rows)
             if enqueue_review:
@@ -98,7 +230,8 @@ class TrajectoryStore(StoreCore):
             return conn.execute(query).first() is not None
 
     def get_trajectory(self, tenant_id: str, trajectory_id: Any) -> Trajectory:
-        """The stored trajectory with its events in their original order.
+        """The stored trajectory with its events in their original order, its system prompt
+        (the full text), its outcome evidence and its task key (explicit or by intent).
 
         Raises:
             TenantRequiredError: empty or missing tenant.
@@ -119,6 +252,14 @@ class TrajectoryStore(StoreCore):
             )
             if row is None:
                 raise NotFoundError(f"trajectory {tid} not found in tenant {tenant!r}")
+            prompt = None
+            if row["system_prompt_sha256"] is not None:
+                prompt = conn.execute(
+                    select(prompts.c.text).where(
+                        prompts.c.tenant_id == tenant,
+                        prompts.c.sha256 == row["system_prompt_sha256"],
+                    )
+                ).scalar_one_or_none()
             event_list = list(
                 conn.execute(
                     select(events)
@@ -126,7 +267,7 @@ class TrajectoryStore(StoreCore):
                     .order_by(events.c.position)
                 ).mappings()
             )
-        return trajectory_from_rows(row, event_list)
+        return trajectory_from_rows(row, event_list, prompt)
 
     def list_trajectory_ids(self, tenant_id: str) -> list[str]:
         """Ids of the tenant's trajectories, oldest stored first.
@@ -142,3 +283,173 @@ class TrajectoryStore(StoreCore):
         )
         with self._tx() as conn:
             return list(conn.execute(query).scalars())
+
+    def _keep_prompt(
+        self, conn: Connection, tenant: str, sha: str, traj: Trajectory, now: Any
+    ) -> None:
+        """Make sure the tenant's prompt ``sha`` exists, and hold it (``FOR SHARE``) until the
+        transaction ends, so a concurrent ``forget`` cannot drop it under the new run."""
+        values = {"tenant_id": tenant, "sha256": sha, "text": traj.system_prompt, "created_at": now}
+        lock = (
+            select(prompts.c.sha256)
+            .where(prompts.c.tenant_id == tenant, prompts.c.sha256 == sha)
+            .with_for_update(read=True)
+        )
+        for _ in range(_PROMPT_RETRIES):
+            conn.execute(self._insert_ignore(prompts), values)
+            if conn.execute(lock).first() is not None:
+                return
+        raise UsageError(f"the system prompt of trajectory {traj.id} could not be stored; retry")
+
+    def get_prompt(self, tenant_id: str, sha256: str) -> str:
+        """The text of the tenant's system prompt whose SHA-256 hex digest is ``sha256``.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            NotFoundError: no such prompt in this tenant.
+        """
+        tenant = validate_tenant(tenant_id)
+        with self._tx() as conn:
+            text = conn.execute(
+                select(prompts.c.text).where(
+                    prompts.c.tenant_id == tenant, prompts.c.sha256 == str(sha256).lower()
+                )
+            ).scalar_one_or_none()
+        if text is None:
+            raise NotFoundError(f"prompt {sha256!s:.80} not found in tenant {tenant!r}")
+        return str(text)
+
+    def count_prompts(self, tenant_id: str) -> int:
+        """How many distinct system prompts the tenant has stored.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+        """
+        tenant = validate_tenant(tenant_id)
+        with self._tx() as conn:
+            return len(
+                conn.execute(select(prompts.c.sha256).where(prompts.c.tenant_id == tenant)).all()
+            )
+
+    def set_task_key(self, tenant_id: str, trajectory_id: Any, task_key: Any, source: str) -> bool:
+        """Put a run into the task group ``task_key``.
+
+        Args:
+            tenant_id: the tenant (required).
+            trajectory_id: the run (UUID, any spelling).
+            task_key: the group key (non-blank, at most 200 characters).
+            source: ``"explicit"`` (the caller's or the source's key) or ``"intent"`` (assigned
+                by the review from a similar earlier run).
+
+        Returns:
+            ``True`` if stored; ``False`` (nothing changed) when ``source`` is ``"intent"`` and
+            the run already has an explicit key: a key by intent never replaces an explicit
+            one.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: a malformed id, a blank or too long key, an unknown source.
+            NotFoundError: no such trajectory in this tenant.
+        """
+        tenant = validate_tenant(tenant_id)
+        tid = normalize_id(trajectory_id, "trajectory id")
+        key = _task_key(task_key)
+        if source not in _TASK_KEY_SOURCES:
+            raise UsageError(f"source must be one of {list(_TASK_KEY_SOURCES)}, got {source!r:.40}")
+        where: list[ColumnElement[bool]] = [
+            trajectories.c.tenant_id == tenant,
+            trajectories.c.id == tid,
+        ]
+        if source == TASK_KEY_INTENT:
+            where.append(
+                (trajectories.c.task_key_source != TASK_KEY_EXPLICIT)
+                | trajectories.c.task_key_source.is_(None)
+            )
+        with self._tx(write=True) as conn:
+            changed = conn.execute(
+                update(trajectories).where(*where).values(task_key=key, task_key_source=source)
+            ).rowcount
+            if not changed:
+                require_trajectory(conn, tenant, tid)
+        return bool(changed)
+
+    def list_trajectories(
+        self,
+        tenant_id: str,
+        *,
+        task_key: Any = None,
+        outcome: Any = None,
+        task_type: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[TrajectorySummary]:
+        """The tenant's runs matching every filter, oldest stored first (then by id), so that
+        pages stay stable while new runs arrive.
+
+        Args:
+            tenant_id: the tenant (required).
+            task_key: only runs of this task group (explicit or by intent); ``None`` = any.
+            outcome: only runs with this outcome (``Outcome`` or its value); ``None`` = any.
+            task_type: exact task type; ``None`` = any.
+            limit: 1..10000 rows; offset: rows to skip (>= 0).
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: a blank or too long task key, an unknown outcome, a bad limit/offset.
+        """
+        tenant = validate_tenant(tenant_id)
+        if (
+            not isinstance(limit, int)
+            or isinstance(limit, bool)
+            or not (1 <= limit <= MAX_TRAJECTORY_LIMIT)
+        ):
+            raise UsageError(
+                f"limit must be an integer in 1..{MAX_TRAJECTORY_LIMIT}, got {limit!r:.40}"
+            )
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise UsageError(f"offset must be a non-negative integer, got {offset!r:.40}")
+        where: list[ColumnElement[bool]] = [trajectories.c.tenant_id == tenant]
+        if task_key is not None:
+            where.append(trajectories.c.task_key == _task_key(task_key))
+        if outcome is not None:
+            try:
+                where.append(trajectories.c.outcome == Outcome(outcome).value)
+            except ValueError:
+                choices = [o.value for o in Outcome]
+                raise UsageError(f"outcome must be one of {choices}, got {outcome!r:.40}") from None
+        if task_type is not None:
+            if not isinstance(task_type, str):
+                raise UsageError(f"task_type must be a string, got {type(task_type).__name__}")
+            where.append(trajectories.c.task_type == task_type)
+        return self._summaries(where, limit=limit, offset=offset)
+
+    def runs_of_task(self, tenant_id: str, task_key: Any) -> list[TrajectorySummary]:
+        """Every run of the tenant's task group ``task_key``, oldest stored first: each with
+        its id, outcome, reward and review state (``reviewed``). ``[]`` for an unknown key.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: a blank or too long key.
+        """
+        tenant = validate_tenant(tenant_id)
+        key = _task_key(task_key)
+        return self._summaries([trajectories.c.tenant_id == tenant, trajectories.c.task_key == key])
+
+    def _summaries(
+        self, where: list[ColumnElement[bool]], *, limit: int | None = None, offset: int = 0
+    ) -> list[TrajectorySummary]:
+        query = (
+            select(*_SUMMARY_COLUMNS)
+            .select_from(
+                trajectories.outerjoin(
+                    review_jobs, review_jobs.c.trajectory_id == trajectories.c.id
+                )
+            )
+            .where(*where)
+            .order_by(trajectories.c.stored_at, trajectories.c.id)
+            .offset(offset)
+        )
+        if limit is not None:
+            query = query.limit(limit)
+        with self._tx() as conn:
+            return [_summary(row) for row in conn.execute(query).mappings()]
