@@ -6,6 +6,7 @@ Every exception the library raises on purpose derives from :class:`HindsightErro
     +-- UsageError (also ValueError)          the caller passed something wrong; fix the call
     |   +-- TenantRequiredError               a tenant filter was empty or missing (case C17)
     |   +-- InvalidTrajectoryError            a trajectory/log could not be parsed or validated
+    |   +-- MemoryClosedError                 the memory was closed; open a new one
     +-- NotFoundError (also LookupError)      an id names nothing (in this tenant)
     +-- StoreError                            the storage layer failed at run time
     |   +-- EmbedderMismatchError             store opened with another embedding model (case C07)
@@ -27,6 +28,7 @@ __all__ = [
     "EmbeddingError",
     "HindsightError",
     "InvalidTrajectoryError",
+    "MemoryClosedError",
     "NotFoundError",
     "ReviewError",
     "ServiceError",
@@ -55,6 +57,14 @@ class TenantRequiredError(UsageError):
 
 class InvalidTrajectoryError(UsageError):
     """A trajectory, event or log record failed validation or could not be parsed."""
+
+
+class MemoryClosedError(UsageError):
+    """A call on a :class:`hindsight.Memory` / :class:`hindsight.AsyncMemory` after ``close()``.
+
+    The framework integrations catch it: a run that ends after its memory was closed goes to
+    the memory's unsaved area (stored at its next open), it never fails the host application.
+    """
 
 
 class NotFoundError(HindsightError, LookupError):

@@ -80,6 +80,10 @@ class MemoryConfig(BaseSettings):
             (``HINDSIGHT_DEDUP_JUDGE``); off or no model: the rules decide.
         guard_rules: a JSON or TOML file of extra/disabled guard rules and thresholds
             (``HINDSIGHT_GUARD_RULES``; format in :mod:`hindsight.guard.rules_file`).
+        drain_timeout: seconds ``close()`` waits for the runs the framework integrations
+            handed to the memory's background writer (``HINDSIGHT_DRAIN_TIMEOUT``, 10); what is
+            still unwritten then goes to the unsaved area (:meth:`unsaved_dir`) and is stored
+            at the next open. 0: nothing is waited for.
     """
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
@@ -127,6 +131,9 @@ class MemoryConfig(BaseSettings):
     guard_rules: Path | None = Field(
         default=None, validation_alias=AliasChoices("HINDSIGHT_GUARD_RULES")
     )
+    drain_timeout: float = Field(
+        default=10.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_DRAIN_TIMEOUT")
+    )
 
     def sql_url(self) -> str:
         """The SQLAlchemy URL to open (``postgresql://`` is mapped to psycopg 3)."""
@@ -136,6 +143,15 @@ class MemoryConfig(BaseSettings):
         elif url.startswith("postgresql://"):
             url = "postgresql+psycopg://" + url[len("postgresql://") :]
         return url
+
+    def unsaved_dir(self) -> Path | None:
+        """The durable unsaved area, ``<data_dir>/unsaved``: runs the integrations could not
+        store before the memory closed wait there for its next open. ``None`` for an
+        in-memory SQL store (``sqlite://``, ``sqlite:///:memory:``): nothing would survive."""
+        url = self.sql_url()
+        if url in ("sqlite://", "sqlite:///:memory:") or url.startswith("sqlite:///:memory:?"):
+            return None
+        return self.data_dir / "unsaved"
 
     def uses_embedded_vectors(self) -> bool:
         """True when vectors live in the embedded Qdrant Edge shard under ``data_dir``."""

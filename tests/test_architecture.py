@@ -43,6 +43,7 @@ PUBLIC_API = [
     "InvalidTrajectoryError",
     "Lesson",
     "Memory",
+    "MemoryClosedError",
     "MemoryConfig",
     "NotFoundError",
     "Outcome",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import logging
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -28,10 +29,12 @@ from hindsight._contract import (
     check,
     forget_filter,
 )
-from hindsight._errors import NotFoundError, UsageError
+from hindsight._errors import MemoryClosedError, NotFoundError, UsageError
 from hindsight._runtime import BackgroundLoop
 from hindsight.capture import RunRecorder
 from hindsight.capture.trajectory import coerce_trajectory
+from hindsight.capture.unsaved import UnsavedArea
+from hindsight.capture.writer import TrajectoryWriter
 from hindsight.clock import SystemClock
 from hindsight.config import MemoryConfig
 from hindsight.engine._lifecycle import LifecycleMethods
@@ -45,6 +48,36 @@ from hindsight.writeback.lessons import manual_experience
 __all__ = ["AsyncMemory", "EpisodeReceipt"]
 
 T = TypeVar("T")
+
+log = logging.getLogger("hindsight")
+
+
+class _LocalSink:
+    """The writer's way into this memory (called on the writer thread, blocking)."""
+
+    def __init__(self, memory: AsyncMemory) -> None:
+        self._memory = weakref.ref(memory)
+
+    def _open(self) -> AsyncMemory:
+        memory = self._memory()
+        if memory is None or memory._closed:
+            raise MemoryClosedError("this memory is closed; open a new one")
+        return memory
+
+    def store_episode(self, trajectory: Trajectory, *, review: bool, merge: bool) -> Any:
+        return self._open()._store_trajectory(trajectory, review, merge)
+
+    def record_outcome(self, trajectory_id: str, success: bool, *, tenant_id: str) -> Any:
+        memory = self._open()
+        return memory._runtime.run(
+            memory.record_outcome(trajectory_id, success, tenant_id=tenant_id)
+        )
+
+    def record_recall(
+        self, trajectory_id: str, experience_ids: Sequence[str], *, tenant_id: str
+    ) -> Any:
+        memory = self._open()
+        return memory._record_recall(trajectory_id, experience_ids, tenant_id)
 
 
 class EpisodeReceipt(dict[str, Any]):
@@ -104,6 +137,16 @@ class AsyncMemory(LifecycleMethods):
         self.writeback, self.deduper = parts.writeback, parts.deduper
         self._recall, self.reviews = parts.recall, parts.reviews
         _OPEN.add(self)
+        self._integrations: weakref.WeakSet[Any] = weakref.WeakSet()
+        area = self.config.unsaved_dir()
+        self.writer = TrajectoryWriter(
+            _LocalSink(self),
+            unsaved=UnsavedArea(area) if area is not None else None,
+            closed=(MemoryClosedError,),
+        )
+        """The background writer the framework integrations end their runs with
+        (:mod:`hindsight.capture.writer`); drained by :meth:`close`."""
+        self.writer.replay()  # runs a closed memory could not store before (its unsaved area)
         if self.config.background_review and self.reviews.has_open_jobs():
             self.reviews.ensure_worker()  # resume jobs a previous process left pending (C16)
 
@@ -118,11 +161,39 @@ class AsyncMemory(LifecycleMethods):
         return self._parts.lock
 
     # -- opening / closing ----------------------------------------------------------------
-    def close(self, timeout: float = 5.0) -> None:
-        """Stop the review worker (an interrupted job goes back to pending), flush vectors,
-        release files and locks. Safe to call twice. ``timeout`` in seconds."""
+    def attach(self, integration: Any) -> None:
+        """Register a framework integration that writes into this memory (kept by weak
+        reference). At :meth:`close` its ``memory_closing()`` method, if any, is called first
+        (it hands over what it holds, e.g. runs whose parent never showed up), then the
+        writer is drained."""
+        self._integrations.add(integration)
+
+    @property
+    def integrations(self) -> list[Any]:
+        """The framework integrations writing into this memory (handlers, middleware, graph
+        nodes, captures), in no particular order."""
+        return list(self._integrations)
+
+    def close(self, timeout: float = 5.0, *, drain_timeout: float | None = None) -> None:
+        """Hand over what the attached integrations hold, drain the background writer (at
+        most ``drain_timeout`` seconds, default ``config.drain_timeout``: 10; what is still
+        unwritten goes to the unsaved area, stored at the next open), stop the review worker
+        (an interrupted job goes back to pending), flush vectors, release files and locks.
+        Safe to call twice. ``timeout``: seconds for the review worker."""
         if self._closed:
             return
+        for integration in self.integrations:
+            closing = getattr(integration, "memory_closing", None)
+            if closing is None:
+                continue
+            try:
+                closing()
+            except Exception:
+                log.warning(
+                    "hindsight: %r failed while the memory closed", integration, exc_info=True
+                )
+        wait = self.config.drain_timeout if drain_timeout is None else drain_timeout
+        self.writer.close(wait)
         self._closed = True
         self.reviews.close(timeout)
         self._parts.close()
@@ -139,7 +210,7 @@ class AsyncMemory(LifecycleMethods):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise UsageError("this memory is closed; open a new one")
+            raise MemoryClosedError("this memory is closed; open a new one")
 
     def _scope(self, tenant_id: Any) -> str:
         """The checked tenant of a call on an open memory."""
@@ -194,16 +265,25 @@ class AsyncMemory(LifecycleMethods):
         )
 
     async def store_episode(
-        self, trajectory: Trajectory | Mapping[str, Any], *, review: bool = True
+        self,
+        trajectory: Trajectory | Mapping[str, Any],
+        *,
+        review: bool = True,
+        merge: bool = False,
     ) -> EpisodeReceipt:
         """Store a finished trajectory and queue its post-hoc review (S2) in the background.
 
-        Idempotent: storing a trajectory whose id exists changes nothing. Empty trajectories
-        (no content anywhere) are stored but never reviewed (case C05).
+        Idempotent: storing a trajectory whose id exists changes nothing, unless ``merge``.
+        Empty trajectories (no content anywhere) are stored but never reviewed (case C05);
+        a paused one (``metadata["paused"] is True``: a run waiting at an interrupt) is
+        stored but reviewed only once its end is merged into it.
 
         Args:
             trajectory: a :class:`Trajectory` or a dict of its fields.
             review: queue a review job (default True).
+            merge: one run stored in parts (paused, resumed, maybe in another process): merge
+                into the stored trajectory of the same id, events joined by ``event_id``
+                (:func:`hindsight.store.trajectories.merge_trajectories`).
 
         Returns:
             :class:`EpisodeReceipt` (``trajectory_id``, ``stored``, ``review_queued``).
@@ -214,18 +294,37 @@ class AsyncMemory(LifecycleMethods):
         """
         self._check_open()
         traj = coerce_trajectory(trajectory)
-        return await asyncio.to_thread(self._store_trajectory, traj, review)
+        return await asyncio.to_thread(self._store_trajectory, traj, review, merge)
 
-    def _store_trajectory(self, traj: Trajectory, review: bool) -> EpisodeReceipt:
+    def _store_trajectory(
+        self, traj: Trajectory, review: bool, merge: bool = False
+    ) -> EpisodeReceipt:
         """The blocking part of :meth:`store_episode`, on the caller's thread: one SQL
         transaction (trajectory + job) and a thread-safe wake of the worker. The sync facade
         calls it directly, so the end of a run never waits behind the review loop."""
-        queue = review and not traj.is_empty()
-        stored = self.store.add_trajectory(traj, enqueue_review=queue)
+        paused = traj.metadata.get("paused") is True
+        queue = review and not traj.is_empty() and not paused
+        stored = self.store.add_trajectory(traj, enqueue_review=queue, merge=merge)
         self.reviews.stored(bool(stored and queue))
         return EpisodeReceipt(
             trajectory_id=traj.id, stored=stored, review_queued=bool(stored and queue)
         )
+
+    async def paused_trajectory(
+        self, thread_id: str, *, tenant_id: str, namespace: str = "default"
+    ) -> str | None:
+        """The id of the tenant's latest stored run still paused on the thread ``thread_id``
+        (``metadata`` ``paused: true`` and ``thread_id``), or ``None``: a run resumed in another
+        process continues that trajectory (:meth:`store_episode` with ``merge=True``).
+
+        Raises:
+            TenantRequiredError: missing or empty tenant. UsageError: bad namespace.
+        """
+        tenant = self._scope(tenant_id)
+        ns: str = check(Namespace, namespace)
+        if not isinstance(thread_id, str) or not thread_id:
+            raise UsageError("thread_id must be a non-empty string")
+        return await asyncio.to_thread(self.store.find_paused, tenant, thread_id, ns)
 
     # -- review ------------------------------------------------------------------------------
     async def review_now(self, trajectory_id: Any, *, tenant_id: str) -> list[Experience]:
@@ -381,7 +480,9 @@ class AsyncMemory(LifecycleMethods):
                 Experiences under ``config.min_confidence`` are always excluded, with reason.
             record: ``False`` makes a dry run that changes nothing: no ``recall_count`` /
                 ``last_recalled_at`` update and no usage row for outcome attribution (the
-                console's recall playground, docs/console.md). Default ``True``.
+                console's recall playground, docs/console.md; the framework integrations,
+                which call :meth:`record_recall` once the model was seen to receive the block,
+                so lessons the model never saw are never credited or blamed). Default ``True``.
 
         Returns:
             :class:`RecallResult` with hits (score breakdown each) and exclusions.
@@ -409,6 +510,32 @@ class AsyncMemory(LifecycleMethods):
             record=record,
         )
         return await asyncio.to_thread(self._recall.run, request)
+
+    async def record_recall(
+        self, trajectory_id: Any, experience_ids: Sequence[Any], *, tenant_id: str
+    ) -> int:
+        """Count a recall of ``experience_ids`` by the run ``trajectory_id`` (what
+        :meth:`recall` does unless ``record=False``): their ``recall_count`` and
+        ``last_recalled_at`` change, and :meth:`record_outcome` for that run credits or blames
+        them. Returns how many of the tenant's experiences were counted (others are ignored).
+
+        Raises:
+            TenantRequiredError: missing or empty tenant. UsageError: a bad id.
+        """
+        return await asyncio.to_thread(
+            self._record_recall, trajectory_id, experience_ids, tenant_id
+        )
+
+    def _record_recall(
+        self, trajectory_id: Any, experience_ids: Sequence[Any], tenant_id: Any
+    ) -> int:
+        tenant, tid = self._scope(tenant_id), check(TrajectoryId, trajectory_id)
+        if isinstance(experience_ids, str):
+            raise UsageError("experience_ids must be a list of ids, not one string")
+        ids = [check(ExperienceId, e) for e in experience_ids]
+        if not ids:
+            return 0
+        return int(self.store.record_recall(tenant, ids, self.clock.now(), tid))
 
     # -- reading and deleting -------------------------------------------------------------------
     async def get_experience(self, experience_id: Any, *, tenant_id: str) -> Experience:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from hindsight._sync import sync_twin
 from hindsight.capture import RunRecorder
 from hindsight.capture.trajectory import coerce_trajectory
+from hindsight.capture.writer import TrajectoryWriter
 from hindsight.config import MemoryConfig
 from hindsight.engine.async_memory import AsyncMemory, EpisodeReceipt
 from hindsight.models import Provenance, Trajectory
@@ -72,16 +73,36 @@ class Memory:
         )
 
     def store_episode(
-        self, trajectory: Trajectory | Mapping[str, Any], *, review: bool = True
+        self,
+        trajectory: Trajectory | Mapping[str, Any],
+        *,
+        review: bool = True,
+        merge: bool = False,
     ) -> EpisodeReceipt:
         """Store a finished trajectory and queue its review. See AsyncMemory.store_episode.
 
         Runs on the calling thread (one SQL transaction), not on the background loop, so the
         end of an agent run never waits behind a review in progress."""
         self.aio._check_open()
-        return self.aio._store_trajectory(coerce_trajectory(trajectory), review)
+        return self.aio._store_trajectory(coerce_trajectory(trajectory), review, merge)
+
+    @property
+    def writer(self) -> TrajectoryWriter:
+        """The background writer of the integrations (see :attr:`AsyncMemory.writer`)."""
+        return self.aio.writer
+
+    def attach(self, integration: Any) -> None:
+        """See :meth:`AsyncMemory.attach`."""
+        self.aio.attach(integration)
+
+    @property
+    def integrations(self) -> list[Any]:
+        """See :attr:`AsyncMemory.integrations`."""
+        return self.aio.integrations
 
     recall = sync_twin(AsyncMemory.recall)
+    record_recall = sync_twin(AsyncMemory.record_recall)
+    paused_trajectory = sync_twin(AsyncMemory.paused_trajectory)
     review_now = sync_twin(AsyncMemory.review_now)
     flush = sync_twin(AsyncMemory.flush)
     review_jobs = sync_twin(AsyncMemory.review_jobs)
@@ -111,9 +132,11 @@ class Memory:
     audit_log = sync_twin(AsyncMemory.audit_log)
     doctor = sync_twin(AsyncMemory.doctor)
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Stop the worker, release files and locks (``timeout`` seconds)."""
-        self.aio.close(timeout)
+    def close(self, timeout: float = 5.0, *, drain_timeout: float | None = None) -> None:
+        """Drain the integrations' writes (at most ``drain_timeout`` seconds; the rest goes to
+        the unsaved area), stop the worker, release files and locks (``timeout`` seconds).
+        See :meth:`AsyncMemory.close`."""
+        self.aio.close(timeout, drain_timeout=drain_timeout)
 
     def __enter__(self) -> Memory:
         return self

@@ -15,7 +15,9 @@
 6. **episodes** (``include_episodes=True``): the most similar past runs, their own tier
    (:func:`.candidates.recall_episodes`);
 7. **usage**: what was recalled is recorded for the run asking (outcome attribution, S3),
-   unless the request is a dry run (``record=False``: the console's recall playground).
+   unless the request is a dry run (``record=False``: the console's recall playground, or an
+   integration that records only what its model was seen to receive with
+   :meth:`hindsight.AsyncMemory.record_recall`).
 
 :class:`RecallRequest` is one checked request (:meth:`Recall.request` checks the arguments and
 fills in the defaults); :meth:`Recall.run` runs it on the components.

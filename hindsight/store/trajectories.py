@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, insert, select, update
+from sqlalchemy import ColumnElement, delete, insert, select, true, update
 from sqlalchemy.engine import Connection
 
 from hindsight._errors import NotFoundError, UsageError
@@ -23,7 +23,52 @@ from hindsight.store.codec import (
 from hindsight.store.records import JobState, TrajectorySummary
 from hindsight.store.schema import events, prompts, review_jobs, trajectories
 
-__all__ = ["TrajectoryStore", "drop_orphan_prompts", "require_trajectory"]
+__all__ = ["TrajectoryStore", "drop_orphan_prompts", "merge_trajectories", "require_trajectory"]
+
+PAUSED = "paused"
+"""Trajectory metadata key: ``True`` while the run waits for a resume (an interrupt); a part
+stored with it is not reviewed until the run's end merges into it."""
+
+
+def _paused(traj: Trajectory) -> bool:
+    return traj.metadata.get(PAUSED) is True
+
+
+def merge_trajectories(stored: Trajectory, part: Trajectory) -> Trajectory:
+    """One run stored in parts (paused, then resumed, possibly in another process): ``stored``
+    (what the store has) and ``part`` (what arrives now) as one trajectory.
+
+    * Events: the union by ``event_id`` (an event in both keeps ``part``'s version, which may
+      be more complete), ordered by timestamp (stable: the stored order first).
+    * Fields: when ``part`` is still paused but ``stored`` is not (an old part arriving late,
+      e.g. retried from the unsaved area), ``stored`` keeps its fields; otherwise ``part``'s
+      outcome, end, reward and labels win (``task``, ``task_type`` and context fields fall back
+      to the stored ones when ``part`` has none), ``started_at`` is the earliest, metadata is
+      ``{**stored, **part}`` and ``paused`` is kept only when ``part`` is paused.
+    """
+    mine = {e.event_id: e for e in part.events}
+    joined = [mine.pop(e.event_id, e) for e in stored.events] + list(mine.values())
+    joined.sort(key=lambda e: e.timestamp)
+    if _paused(part) and not _paused(stored):
+        return stored.model_copy(update={"events": joined})
+    metadata = {**stored.metadata, **part.metadata}
+    if not _paused(part):
+        metadata.pop(PAUSED, None)
+    return part.model_copy(
+        update={
+            "events": joined,
+            "task": part.task or stored.task,
+            "task_type": part.task_type or stored.task_type,
+            "tags": list(dict.fromkeys([*stored.tags, *part.tags])),
+            "started_at": min(stored.started_at, part.started_at),
+            "reward": part.reward if part.reward is not None else stored.reward,
+            "system_prompt": part.system_prompt or stored.system_prompt,
+            "evidence": part.evidence or stored.evidence,
+            "task_key": part.task_key or stored.task_key,
+            "metadata": metadata,
+        }
+    )
+
 
 #: Most rows one ``list_trajectories`` call returns.
 MAX_TRAJECTORY_LIMIT = 10_000
@@ -164,7 +209,9 @@ def new_job_row(tenant_id: str, trajectory_id: str, now: Any) -> dict[str, Any]:
 class TrajectoryStore(StoreCore):
     """Trajectory methods of :class:`~hindsight.store.SqlStore`."""
 
-    def add_trajectory(self, traj: Trajectory, *, enqueue_review: bool = True) -> bool:
+    def add_trajectory(
+        self, traj: Trajectory, *, enqueue_review: bool = True, merge: bool = False
+    ) -> bool:
         """Store ``traj`` and its events, plus a pending review job, in one transaction.
 
         Events keep their list order; on read their ``trajectory_id`` is the trajectory's id.
@@ -174,11 +221,16 @@ class TrajectoryStore(StoreCore):
 
         Args:
             traj: the trajectory to store (its id decides idempotency).
-            enqueue_review: also queue a pending review job for it.
+            enqueue_review: also queue a pending review job for it (not while it is paused:
+                ``metadata["paused"] is True``).
+            merge: when this tenant already has a trajectory with this id, merge ``traj`` into
+                it (:func:`merge_trajectories`: one run stored in parts, e.g. paused at an
+                interrupt and resumed later) instead of leaving it unchanged.
 
         Returns:
-            ``True`` if stored; ``False`` (and nothing changed) if this tenant already has a
-            trajectory with this id, so re-ingesting the same run is a no-op.
+            ``True`` if stored (or merged); ``False`` (and nothing changed) if this tenant
+            already has a trajectory with this id and ``merge`` is False, so re-ingesting the
+            same run is a no-op.
 
         Raises:
             UsageError: ``traj`` is not a :class:`~hindsight.models.Trajectory`, or its id
@@ -205,14 +257,77 @@ class TrajectoryStore(StoreCore):
                     raise UsageError(
                         f"trajectory id {traj.id} is already in use; send the run with a new id"
                     )
-                return False
+                if not merge or owner is None:
+                    return False
+                traj, row, rows = self._merge(conn, traj)
+                conn.execute(delete(events).where(events.c.trajectory_id == traj.id))
             if traj.system_prompt is not None:
                 self._keep_prompt(conn, traj.tenant_id, row["system_prompt_sha256"], traj, now)
             if rows:
                 conn.execute(insert(events), rows)
-            if enqueue_review:
-                conn.execute(insert(review_jobs), new_job_row(traj.tenant_id, traj.id, now))
+            if enqueue_review and not _paused(traj):
+                conn.execute(
+                    self._insert_ignore(review_jobs), new_job_row(traj.tenant_id, traj.id, now)
+                )
         return True
+
+    def _merge(
+        self, conn: Connection, part: Trajectory
+    ) -> tuple[Trajectory, dict[str, Any], list[dict[str, Any]]]:
+        """Merge ``part`` into the stored trajectory of the same id: its row is updated in the
+        caller's transaction; returns the merged trajectory, its row and its event rows (the
+        caller replaces the events)."""
+        row = (
+            conn.execute(select(trajectories).where(trajectories.c.id == part.id).with_for_update())
+            .mappings()
+            .one()
+        )
+        prompt = None
+        if row["system_prompt_sha256"] is not None:
+            prompt = conn.execute(
+                select(prompts.c.text).where(
+                    prompts.c.tenant_id == row["tenant_id"],
+                    prompts.c.sha256 == row["system_prompt_sha256"],
+                )
+            ).scalar_one_or_none()
+        old = list(
+            conn.execute(
+                select(events).where(events.c.trajectory_id == part.id).order_by(events.c.position)
+            ).mappings()
+        )
+        merged = merge_trajectories(trajectory_from_rows(row, old, prompt), part)
+        values = trajectory_row(merged, row["stored_at"])
+        if part.task_key is None:  # keep the stored key and where it came from
+            values["task_key"], values["task_key_source"] = row["task_key"], row["task_key_source"]
+        del values["id"]
+        conn.execute(update(trajectories).where(trajectories.c.id == part.id).values(**values))
+        return merged, values, event_rows(merged)
+
+    def find_paused(self, tenant_id: str, thread_id: str, namespace: str) -> str | None:
+        """Id of the latest stored trajectory of ``tenant_id`` in ``namespace`` still paused
+        (``metadata["paused"] is True``) on the thread ``thread_id`` (``metadata["thread_id"]``),
+        or ``None``: how a run resumed in another process finds the part stored before its
+        interrupt.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+        """
+        tenant = validate_tenant(tenant_id)
+        meta = trajectories.c.metadata
+        query = (
+            select(trajectories.c.id)
+            .where(
+                trajectories.c.tenant_id == tenant,
+                trajectories.c.namespace == namespace,
+                meta[PAUSED].as_boolean() == true(),
+                meta["thread_id"].as_string() == str(thread_id),
+            )
+            .order_by(trajectories.c.stored_at.desc())
+            .limit(1)
+        )
+        with self._tx() as conn:
+            found = conn.execute(query).scalar_one_or_none()
+        return str(found) if found is not None else None
 
     def has_trajectory(self, tenant_id: str, trajectory_id: Any) -> bool:
         """Whether ``trajectory_id`` (UUID, any spelling) is stored for ``tenant_id``.
