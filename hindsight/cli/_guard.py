@@ -1,5 +1,5 @@
-"""Commands of the memory guard: ``hindsight quarantine list|approve|reject`` and
-``hindsight guard scan`` (issue 5, items 4 and 6; docs/security.md)."""
+"""Commands of the memory guard: ``hindsight quarantine list|approve|reject|rescan`` and
+``hindsight guard scan`` (issue 5, items 4 and 6; issue 17; docs/security.md)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from hindsight.cli._common import (
 
 quarantine_app = typer.Typer(
     name="quarantine",
-    help="Review what the memory guard quarantined: list, approve, reject.",
+    help="Review what the memory guard quarantined: list, approve, reject, rescan.",
     no_args_is_help=True,
 )
 guard_app = typer.Typer(
@@ -92,6 +92,36 @@ def _decision(action: str, done: str, help_text: str) -> None:
 
 _decision("approve", "approved", "Approve a quarantined experience: it is recalled again.")
 _decision("reject", "rejected", "Reject a quarantined experience: soft-deleted, kept for audit.")
+
+
+@quarantine_app.command("rescan")
+def quarantine_rescan(
+    ctx: typer.Context,
+    experience_id: Annotated[
+        str | None, typer.Argument(help="One experience; omit to rescan the whole tenant.")
+    ] = None,
+    tenant: TenantOpt = ...,  # type: ignore[assignment]
+    namespace: Annotated[str | None, typer.Option("--namespace")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the memory guard again on stored experiences: it quarantines what it now flags
+    (never releases: approve does)."""
+    from hindsight.guard.quarantine import quarantine_entry
+
+    with guarded(), open_memory(state(ctx)) as mem:
+        if experience_id is not None and namespace is not None:
+            raise fail("give an experience id or --namespace, not both", 2)
+        items = mem.rescan(experience_id, tenant_id=tenant, namespace=namespace)
+        entries = [{**quarantine_entry(e), "status": e.status.value} for e in items]
+        if as_json:
+            print_json({"tenant": tenant, "count": len(entries), "experiences": entries})
+            return
+        if not entries:
+            out_console.print("nothing changed")
+        for entry in entries:
+            out_console.print(f"{entry['id']}  {entry['status']}", highlight=False)
+            for reason in entry["reasons"]:
+                out_console.print(f"    - {escape(reason)}", highlight=False)
 
 
 def _rate(value: Any) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hindsight._contract import AsOf, ExperienceId, Success, TrajectoryId, check
+from hindsight._contract import AsOf, ExperienceId, Namespace, Success, TrajectoryId, check
 from hindsight.guard import Guard, quarantine
 from hindsight.guard.after_recall import apply_misled_policy
 from hindsight.models import Experience, ExperienceKind
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from hindsight.ports import Clock, Embedder, VectorIndex
     from hindsight.store import SqlStore
     from hindsight.writeback.dedup import Deduper
+    from hindsight.writeback.pipeline import WriteBack
 
 __all__ = ["LifecycleMethods"]
 
@@ -45,6 +46,7 @@ class LifecycleMethods:
         config: MemoryConfig
         deduper: Deduper
         guard: Guard | None
+        writeback: WriteBack
 
         def _check_open(self) -> None: ...
         def _scope(self, tenant_id: Any) -> str: ...
@@ -110,6 +112,7 @@ class LifecycleMethods:
 
     async def edit_experience(
         self,
+        /,
         experience_id: Any,
         *,
         tenant_id: str,
@@ -122,15 +125,28 @@ class LifecycleMethods:
         metadata: dict[str, Any] | None = None,
         reason: str | None = None,
         actor: str = "user",
+        **other: Any,
     ) -> Experience:
         """Edit an experience: a new version whose ``parent_id`` keeps the old one (see
-        :meth:`history`, :meth:`rollback`). A new text is embedded again and checked by the
-        memory guard first (a poisoned edit is quarantined). Returns the new version.
+        :meth:`history`, :meth:`rollback`). A new text is embedded again; every edit is
+        checked by the memory guard first (a poisoned edit is quarantined; an edit of a
+        quarantined lesson is screened again, stays quarantined and keeps its reasons).
+        ``metadata`` replaces your own keys; the guard's keys are kept. Returns the new
+        version.
+
+        The guard's state is not editable (issue 17 item 4): ``trust``, ``provenance``,
+        ``status`` and the metadata keys of
+        :data:`~hindsight.guard.screening.GUARD_METADATA_KEYS` (quarantine reasons, approvals,
+        verdicts, evidence) change only through :meth:`approve`, :meth:`reject` and
+        :meth:`rescan`.
 
         Raises:
-            NotFoundError: no such experience. UsageError: nothing to edit or a bad value.
+            NotFoundError: no such experience. UsageError: nothing to edit, a bad value, an
+                unknown field, or a guard-owned field or metadata key (one line naming it).
         """
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        if other:
+            versions.edited_fields_check(other)
         changes = {
             "content": content,
             "kind": kind,
@@ -168,13 +184,15 @@ class LifecycleMethods:
     ) -> Experience:
         """Restore what an earlier ``version`` said (content, kind, tags, confidence, status
         ...); written as a new version, so the rollback itself can be undone. Usage counters
-        stay. Returns the experience.
+        stay, and so does the guard's state (reasons, approvals; a quarantined experience stays
+        quarantined); the restored text is checked by the memory guard like an edit. Returns
+        the experience.
 
         Raises:
             NotFoundError: no such experience or version. UsageError: the current version.
         """
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
-        parts = (self.store, self.embedder, tenant, eid, version)
+        parts = (self.store, self.embedder, self.deduper.guard, tenant, eid, version)
         return await self._write(versions.rollback, *parts, actor=actor, reason=reason)
 
     async def restore(self, experience_id: Any, *, tenant_id: str) -> Experience:
@@ -300,6 +318,40 @@ class LifecycleMethods:
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         now = self.clock.now()
         return await self._write(quarantine.reject, self.store, tenant, eid, now, note)
+
+    async def rescan(
+        self, experience_id: Any = None, *, tenant_id: str, namespace: str | None = None
+    ) -> list[Experience]:
+        """Run the memory guard again on stored experiences (after its rules or exemplars
+        changed, or to screen what was stored with the guard off); each one's stored vector is
+        reused.
+
+        An active experience the guard now flags is quarantined; a quarantined one gains the
+        new reasons and stays quarantined (only :meth:`approve` releases it); reasons already
+        recorded, also those a human approved, are not added again. Each change is a new
+        version (``change="rescan"``, actor ``guard``), audited.
+
+        Args:
+            experience_id: one experience; ``None``: every active and quarantined experience
+                of the tenant (in ``namespace`` when given).
+
+        Returns:
+            With an id: ``[that experience as stored]``, changed or not. Without: the
+            experiences the rescan changed.
+
+        Raises:
+            NotFoundError: no such experience. UsageError: it is archived, superseded or
+                deleted, or a bad id. TenantRequiredError: missing or empty tenant.
+        """
+        tenant = self._scope(tenant_id)
+        screen = self.writeback.screen
+        if screen is None:
+            return []
+        if experience_id is not None:
+            eid = check(ExperienceId, experience_id)
+            return [await self._write(quarantine.rescan, self.store, screen, tenant, eid)]
+        spaces = None if namespace is None else [check(Namespace, namespace)]
+        return await self._write(quarantine.rescan_tenant, self.store, screen, tenant, spaces)
 
     # -- operators ---------------------------------------------------------------------------
     async def doctor(

@@ -117,6 +117,7 @@ class Memory:
     list_quarantined = sync_twin(AsyncMemory.list_quarantined)
     approve = sync_twin(AsyncMemory.approve)
     reject = sync_twin(AsyncMemory.reject)
+    rescan = sync_twin(AsyncMemory.rescan)
     stats = sync_twin(AsyncMemory.stats)
     # the lesson lifecycle (hindsight.engine._lifecycle)
     adjust_confidence = sync_twin(AsyncMemory.adjust_confidence)

@@ -38,8 +38,11 @@ __all__ = [
     "ADVICE_KINDS",
     "CONFLICT_NEIGHBOURS",
     "GUARD_METADATA_KEYS",
+    "GUARD_OWNED_FIELDS",
     "WriteScreen",
     "check_user_metadata",
+    "guard_metadata",
+    "owned_by_guard",
     "quarantine",
 ]
 
@@ -75,16 +78,37 @@ GUARD_METADATA_KEYS = frozenset(
         "demoted_at",
         "demoted_from_trust",
         "misled_at_approval",
+        "guard",
+        "rescanned_at",
     }
 )
-"""``Experience.metadata`` keys written by the guard; callers may not set them."""
+"""``Experience.metadata`` keys written by the guard; callers may not set them, on creation or
+in an edit (issue 17 item 4): they change only through the guard's own audited actions
+(:func:`~hindsight.guard.quarantine.approve`, ``reject``, :meth:`WriteScreen.rescan`)."""
+
+GUARD_OWNED_FIELDS = ("trust", "provenance", "status")
+"""``Experience`` fields the guard owns: an edit that names one is refused (issue 17 item 4).
+``trust`` and ``provenance`` come from the evidence (:func:`~hindsight.guard.initial_trust`),
+``status`` moves only through quarantine, approve, reject (and the lifecycle's archive /
+restore)."""
+
+GUARD_ACTIONS = "approve, reject or rescan"
+
+
+def owned_by_guard(name: str, *, key: bool = False) -> str:
+    """The one-line refusal for an edit of the guard-owned field (or metadata ``key``)
+    ``name``: ``"trust is owned by the memory guard: it changes only through approve, reject or
+    rescan"``."""
+    what = f"metadata key {name!r} is reserved for" if key else f"{name} is owned by"
+    return f"{what} the memory guard: it changes only through {GUARD_ACTIONS}"
 
 
 def check_user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
     """A copy of caller-given metadata, refusing the guard's own keys.
 
     Raises:
-        UsageError: ``metadata`` is not a dict or sets a key of :data:`GUARD_METADATA_KEYS`.
+        UsageError: ``metadata`` is not a dict or sets a key of :data:`GUARD_METADATA_KEYS`
+            (the message names the first such key, :func:`owned_by_guard`).
     """
     if metadata is None:
         return {}
@@ -92,16 +116,26 @@ def check_user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
         raise UsageError(f"metadata must be a dict, got {type(metadata).__name__}")
     taken = sorted(GUARD_METADATA_KEYS & set(metadata))
     if taken:
-        raise UsageError(f"metadata key(s) {taken} are reserved for the memory guard")
+        raise UsageError(owned_by_guard(taken[0], key=True))
     return dict(metadata)
+
+
+def guard_metadata(exp: Experience) -> dict[str, Any]:
+    """The guard-owned part of ``exp.metadata`` (kept by every edit and rollback)."""
+    return {k: v for k, v in exp.metadata.items() if k in GUARD_METADATA_KEYS}
+
+
+_SCREENED = (ExperienceStatus.ACTIVE, ExperienceStatus.QUARANTINED)
 
 
 def quarantine(exp: Experience, reasons: Sequence[str], now: datetime) -> Experience:
     """``exp`` with status ``quarantined`` and ``reasons`` appended to
-    ``metadata["quarantine_reasons"]`` (``quarantined_at`` is set to ``now``, ISO 8601)."""
+    ``metadata["quarantine_reasons"]`` (``quarantined_at`` is set to ``now``, ISO 8601, unless
+    ``exp`` was quarantined already)."""
     meta = dict(exp.metadata)
     meta["quarantine_reasons"] = [*meta.get("quarantine_reasons", []), *reasons]
-    meta["quarantined_at"] = now.isoformat()
+    if exp.status is not ExperienceStatus.QUARANTINED or "quarantined_at" not in meta:
+        meta["quarantined_at"] = now.isoformat()
     return exp.model_copy(
         update={"status": ExperienceStatus.QUARANTINED, "metadata": meta, "updated_at": now}
     )
@@ -243,7 +277,7 @@ class WriteScreen:
         """Clean and check one experience; returns what to store.
 
         Args:
-            exp: the candidate (new, edited or merged).
+            exp: the candidate (new, edited, merged, rolled back or rescanned).
             existing: ``(content, confidence)`` pairs for the conflict test; ``None`` looks
                 them up with :meth:`neighbours`. Ignored for experiences that are not of an
                 advice kind (:data:`ADVICE_KINDS`): episodes and other observations are never
@@ -253,12 +287,17 @@ class WriteScreen:
             evidence: the reviewed trajectory's quotable text, for the taint check.
 
         Returns:
-            ``exp`` cleaned; quarantined with its reasons when the guard fired. Experiences
-            that are not ``active`` (archived, deleted, already quarantined) are only cleaned.
+            ``exp`` cleaned; quarantined with its reasons when the guard fired. An ``active``
+            or ``quarantined`` experience is checked: reasons already in its
+            ``metadata["quarantine_reasons"]`` are not added again (a lesson a human approved
+            is not quarantined again for the reasons they saw), new ones are appended and
+            quarantine it; a quarantined one stays quarantined with all its reasons (only
+            :func:`~hindsight.guard.quarantine.approve` releases it). Archived, superseded and
+            deleted experiences are only cleaned.
         """
         exp = self.clean(exp)
-        if self.guard is None or exp.status is not ExperienceStatus.ACTIVE:
-            return exp  # only what can be recalled is checked; a quarantined one stays so
+        if self.guard is None or exp.status not in _SCREENED:
+            return exp
         if exp.kind not in ADVICE_KINDS:
             existing = []
         elif existing is None:
@@ -267,9 +306,11 @@ class WriteScreen:
         reasons = list(verdict.reasons)
         if evidence is not None:
             reasons += evidence.tainted(exp.content, self.guard)
-        if not reasons:
+        known = set(exp.metadata.get("quarantine_reasons", ()))
+        new = [r for r in dict.fromkeys(reasons) if r not in known]
+        if not new:
             return exp
-        return quarantine(exp, reasons, self._now())
+        return quarantine(exp, new, self._now())
 
     def _now(self) -> datetime:
         return self.clock.now()

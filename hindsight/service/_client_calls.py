@@ -306,6 +306,19 @@ def decide(action: str, experience_id: Any, note: str | None) -> Call[Experience
     return Call("POST", path, _experience, json={"note": _text(note, "note", optional=True)})
 
 
+def rescan(experience_id: Any, namespace: str | None) -> Call[list[Experience]]:
+    body: dict[str, Any] = {}
+    if experience_id is not None:
+        body["experience_id"] = (
+            str(experience_id)
+            if isinstance(experience_id, uuid.UUID)
+            else _text(experience_id, "experience_id")
+        )
+    if namespace is not None:
+        body["namespace"] = _text(namespace, "namespace")
+    return Call("POST", "/v1/quarantine/rescan", _experiences, json=body)
+
+
 def review_jobs(state: str | None, limit: int) -> Call[list[dict[str, Any]]]:
     params: dict[str, Any] = {"limit": limit}
     if state is not None:

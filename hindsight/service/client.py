@@ -221,6 +221,13 @@ class HindsightClient:
         """Reject a quarantined experience (soft-deleted)."""
         return self._send(calls.decide("reject", experience_id, note))
 
+    def rescan(
+        self, experience_id: Any = None, *, namespace: str | None = None
+    ) -> list[Experience]:
+        """Run the memory guard again: one experience (as stored), or the key's tenant (those
+        that changed)."""
+        return self._send(calls.rescan(experience_id, namespace))
+
     # -- operations -----------------------------------------------------------------------------
     def review_jobs(self, *, state: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """The tenant's review jobs, oldest first."""
@@ -351,6 +358,11 @@ class AsyncHindsightClient:
 
     async def reject(self, experience_id: Any, *, note: str | None = None) -> Experience:
         return await self._send(calls.decide("reject", experience_id, note))
+
+    async def rescan(
+        self, experience_id: Any = None, *, namespace: str | None = None
+    ) -> list[Experience]:
+        return await self._send(calls.rescan(experience_id, namespace))
 
     async def review_jobs(
         self, *, state: str | None = None, limit: int = 100

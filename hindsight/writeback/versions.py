@@ -23,11 +23,27 @@ from pydantic import ValidationError
 
 from hindsight._contract import validation_message
 from hindsight._errors import NotFoundError, UsageError
-from hindsight.models import Experience
+from hindsight.guard.screening import (
+    GUARD_METADATA_KEYS,
+    GUARD_OWNED_FIELDS,
+    check_user_metadata,
+    guard_metadata,
+    owned_by_guard,
+)
+from hindsight.models import Experience, ExperienceStatus
 from hindsight.ports import Embedder
 from hindsight.writeback.lessons import normalize_content
 
-__all__ = ["EDITABLE", "ROLLED_BACK_FIELDS", "edit", "edited", "history", "rollback", "rolled_back"]
+__all__ = [
+    "EDITABLE",
+    "ROLLED_BACK_FIELDS",
+    "edit",
+    "edited",
+    "edited_fields_check",
+    "history",
+    "rollback",
+    "rolled_back",
+]
 
 Guard = Callable[[Experience, Any], Experience]
 """The memory guard's check of a new text and its vector (``WriteBack.guard_experience``)."""
@@ -51,18 +67,38 @@ ROLLED_BACK_FIELDS = (
 support) and timestamps stay as they are now: they record what happened, not what was said."""
 
 
-def edited(current: Experience, changes: dict[str, Any]) -> Experience:
-    """``current`` with ``changes`` applied (only :data:`EDITABLE` fields, validated).
+def edited_fields_check(changes: dict[str, Any]) -> None:
+    """Refuse fields that cannot be edited: a guard-owned field first (one line naming it,
+    :func:`~hindsight.guard.screening.owned_by_guard`), then any field not in :data:`EDITABLE`.
 
     Raises:
-        UsageError: an unknown field, no change at all, or an invalid value.
+        UsageError: such a field is among ``changes``.
     """
+    owned = [f for f in GUARD_OWNED_FIELDS if f in changes]
+    if owned:
+        raise UsageError(owned_by_guard(owned[0]))
     unknown = sorted(set(changes) - set(EDITABLE))
     if unknown:
         raise UsageError(f"cannot edit {', '.join(unknown)}; editable: {', '.join(EDITABLE)}")
+
+
+def edited(current: Experience, changes: dict[str, Any]) -> Experience:
+    """``current`` with ``changes`` applied (only :data:`EDITABLE` fields, validated).
+
+    ``metadata`` replaces the caller's part of the metadata; the guard's keys
+    (:data:`~hindsight.guard.screening.GUARD_METADATA_KEYS`: quarantine reasons, approvals,
+    verdicts, evidence...) are kept as they are and may not be sent (issue 17 item 4).
+
+    Raises:
+        UsageError: a guard-owned field or metadata key (one line naming it), an unknown
+            field, no change at all, or an invalid value.
+    """
+    edited_fields_check(changes)
     wanted = {k: v for k, v in changes.items() if v is not None}
     if not wanted:
         raise UsageError("nothing to edit: pass at least one of " + ", ".join(EDITABLE))
+    if "metadata" in wanted:
+        wanted["metadata"] = {**check_user_metadata(wanted["metadata"]), **guard_metadata(current)}
     try:
         return Experience.model_validate({**dict(current), **wanted})
     except ValidationError as err:
@@ -93,7 +129,15 @@ def rolled_back(current: Experience, versions: list[Any], version: int) -> Exper
             f"current: {current.version})"
         )
     old: Experience = match["experience"]
-    return current.model_copy(update={f: getattr(old, f) for f in ROLLED_BACK_FIELDS})
+    update = {f: getattr(old, f) for f in ROLLED_BACK_FIELDS}
+    # The guard's state is not rolled back (issue 17 item 4): its reasons, approvals and
+    # verdicts stay, and a quarantined lesson stays quarantined (the old text is screened
+    # again by the caller); only approve / reject / rescan change them.
+    user_meta = {k: v for k, v in old.metadata.items() if k not in GUARD_METADATA_KEYS}
+    update["metadata"] = {**user_meta, **guard_metadata(current)}
+    if current.status is ExperienceStatus.QUARANTINED or old.status is ExperienceStatus.QUARANTINED:
+        update["status"] = current.status
+    return current.model_copy(update=update)
 
 
 def edit(
@@ -108,9 +152,10 @@ def edit(
     reason: str | None,
 ) -> Experience:
     """Edit a stored experience: a new version whose ``parent_id`` keeps the old one. A new
-    text is normalised (:func:`~hindsight.writeback.lessons.normalize_content`), embedded
-    again and checked by ``guard`` first (a poisoned edit is quarantined). Returns the new
-    version as stored.
+    text is normalised (:func:`~hindsight.writeback.lessons.normalize_content`) and embedded
+    again; every edit is checked by ``guard`` first (a poisoned edit is quarantined, an edit
+    of a quarantined lesson is screened again and keeps its reasons). Returns the new version
+    as stored.
 
     Raises:
         NotFoundError: no such experience. UsageError: nothing to edit or a bad value (see
@@ -121,11 +166,9 @@ def edit(
         changes = {**changes, "content": normalize_content(content)}
     current = store.get_experience(tenant, experience_id)
     new = edited(current, changes)
-    vector = None
-    if new.content != current.content:
-        vector = embedder.embed([new.content])[0]
-        if guard is not None:
-            new = guard(new, vector)
+    vector = embedder.embed([new.content])[0] if new.content != current.content else None
+    if guard is not None:
+        new = guard(new, vector if vector is not None else _stored_vector(store, current))
     saved: Experience = store.save_version(
         new,
         change="edit",
@@ -137,9 +180,15 @@ def edit(
     return saved
 
 
+def _stored_vector(store: Any, exp: Experience) -> Any:
+    """The stored embedding of ``exp`` (``None`` when it has none: the guard embeds it)."""
+    return store.get_vectors([exp.id]).get(exp.id)
+
+
 def rollback(
     store: Any,
     embedder: Embedder,
+    guard: Guard | None,
     tenant: str,
     experience_id: str,
     version: int,
@@ -148,7 +197,9 @@ def rollback(
     reason: str | None,
 ) -> Experience:
     """Restore what an earlier ``version`` said (:func:`rolled_back`), written as a new
-    version (so the rollback itself can be undone); a changed text is embedded again.
+    version (so the rollback itself can be undone); a changed text is embedded again and the
+    restored text is checked by ``guard`` like an edit (the guard's own state is never rolled
+    back).
 
     Raises:
         NotFoundError: no such experience or version. UsageError: the current version.
@@ -156,6 +207,8 @@ def rollback(
     current = store.get_experience(tenant, experience_id)
     new = rolled_back(current, store.history(tenant, experience_id), version)
     vector = embedder.embed([new.content])[0] if new.content != current.content else None
+    if guard is not None:
+        new = guard(new, vector if vector is not None else _stored_vector(store, current))
     saved: Experience = store.save_version(
         new,
         change="rollback",

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hindsight._contract import error_location
 from hindsight._errors import HindsightError
+from hindsight.guard.screening import GUARD_OWNED_FIELDS, owned_by_guard
 from hindsight.service._wire import error_body, status_and_type
 
 __all__ = ["error_response", "install_error_handlers"]
@@ -68,7 +69,9 @@ def _validation(_: Request, exc: Exception) -> JSONResponse:
     field = _field_of(loc)
     where = loc[0] if loc else "body"
     msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
-    if first.get("type") == "json_invalid":
+    if first.get("type") == "extra_forbidden" and field in GUARD_OWNED_FIELDS:
+        msg = owned_by_guard(field)  # issue 17 item 4: the guard's state is not editable
+    elif first.get("type") == "json_invalid":
         field, detail = None, (first.get("ctx") or {}).get("error", "")
         msg = f"the request body is not valid JSON ({detail} at character {loc[-1]})"
     elif first.get("type") == "missing" and field is None:

@@ -20,6 +20,8 @@ from hindsight.service.http._schemas import (
     ForgetBody,
     ForgetResponse,
     NoteBody,
+    RescanBody,
+    RescanResponse,
     RollbackBody,
 )
 
@@ -183,3 +185,14 @@ async def reject(
 ) -> Any:
     """A human rejects a quarantined experience: soft-deleted."""
     return await memory.reject(experience_id, tenant_id=tenant, note=body.note if body else None)
+
+
+@router.post("/quarantine/rescan", response_model=RescanResponse, summary="Rescan")
+async def rescan(tenant: Tenant, memory: Memory, body: RescanBody | None = None) -> Any:
+    """Run the memory guard again on stored experiences: an active one it now flags is
+    quarantined, a quarantined one gains the new reasons (only approve releases it)."""
+    body = body or RescanBody()
+    if body.experience_id is not None and body.namespace is not None:
+        raise UsageError("send experience_id or namespace, not both")
+    items = await memory.rescan(body.experience_id, tenant_id=tenant, namespace=body.namespace)
+    return {"items": items}

@@ -27,6 +27,8 @@ __all__ = [
     "OutcomeBody",
     "RecallBody",
     "RecallResponse",
+    "RescanBody",
+    "RescanResponse",
     "RetryJobsBody",
     "RollbackBody",
 ]
@@ -125,6 +127,21 @@ class EditExperienceBody(_Body):
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     metadata: dict[str, Any] | None = None
     reason: str | None = Field(default=None, max_length=2000)
+
+
+class RescanBody(_Body):
+    """``POST /v1/quarantine/rescan``: run the memory guard again on one experience
+    (``experience_id``) or on every active and quarantined one of the key's tenant (in
+    ``namespace`` when given)."""
+
+    experience_id: str | None = None
+    namespace: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class RescanResponse(BaseModel):
+    """With an ``experience_id``: that experience as stored; without: those that changed."""
+
+    items: list[Experience]
 
 
 class ExperiencePage(BaseModel):

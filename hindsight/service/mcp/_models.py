@@ -18,7 +18,10 @@ __all__ = [
     "ForgetResult",
     "HitOut",
     "OutcomeResult",
+    "QuarantineList",
+    "QuarantinedOut",
     "RecallOut",
+    "RescanResult",
     "ReviewResult",
     "ScoreOut",
 ]
@@ -51,6 +54,42 @@ class ExperienceOut(_Out):
     def of(cls, exp: Experience) -> ExperienceOut:
         """The output shape of an :class:`~hindsight.models.Experience`."""
         return cls.model_validate(exp.model_dump(mode="json", include=set(cls.model_fields)))
+
+
+class QuarantinedOut(ExperienceOut):
+    """A lesson with the memory guard's reasons, one line each (``"<rule or layer>: <why>"``;
+    empty when the guard never flagged it). A ``quarantined`` one is never recalled until a
+    human approves it."""
+
+    reasons: list[str] = Field(description="Why the memory guard quarantined it.")
+    quarantined_at: str | None
+    provenance: str = Field(description="system, user, tool or unknown.")
+    trust: float = Field(ge=0.0, le=1.0)
+
+    @classmethod
+    def of(cls, exp: Experience) -> QuarantinedOut:
+        """The output shape of a quarantined :class:`~hindsight.models.Experience`."""
+        meta = exp.metadata
+        return cls(
+            **ExperienceOut.of(exp).model_dump(),
+            reasons=[str(r) for r in meta.get("quarantine_reasons", [])],
+            quarantined_at=meta.get("quarantined_at"),
+            provenance=exp.provenance.value,
+            trust=exp.trust,
+        )
+
+
+class QuarantineList(_Out):
+    """The tenant's quarantined lessons, most confident first."""
+
+    items: list[QuarantinedOut]
+
+
+class RescanResult(_Out):
+    """What a rescan changed: with an ``experience_id``, that lesson as stored; without, the
+    lessons newly quarantined or given new reasons."""
+
+    items: list[QuarantinedOut]
 
 
 class ScoreOut(_Out):

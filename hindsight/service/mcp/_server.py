@@ -1,7 +1,8 @@
 """The MCP server: hindsight's memory as tools any agent can call (issue 9, MISSION S7).
 
 Tools (docs/mcp.md): ``store_episode``, ``recall_similar``, ``summarize_trajectory``,
-``adjust_confidence``, ``record_outcome``, ``forget_experience``. Built on the official ``mcp``
+``adjust_confidence``, ``record_outcome``, ``forget_experience``, ``edit_experience``,
+``list_quarantined``, ``rescan_experience``. Built on the official ``mcp``
 SDK (2.x, :class:`mcp.server.MCPServer`), with typed input and output schemas, tool
 annotations and one-line error results (:mod:`hindsight.service.mcp._tooling`).
 
@@ -36,7 +37,10 @@ from hindsight.service.mcp._models import (
     ForgetResult,
     HitOut,
     OutcomeResult,
+    QuarantinedOut,
+    QuarantineList,
     RecallOut,
+    RescanResult,
     ReviewResult,
 )
 from hindsight.service.mcp._tooling import HindsightTool
@@ -66,6 +70,9 @@ TOOL_NAMES = (
     "adjust_confidence",
     "record_outcome",
     "forget_experience",
+    "edit_experience",
+    "list_quarantined",
+    "rescan_experience",
 )
 
 INSTRUCTIONS = (
@@ -291,6 +298,71 @@ def build_mcp_server(
             experience_id=normalize_id(experience_id, "experience_id"), status="deleted"
         )
 
+    async def edit_experience(
+        experience_id: IdArg,
+        ctx: Context,
+        content: Annotated[str | None, Field(description="The new wording.")] = None,
+        kind: Annotated[
+            str | None, Field(description="rule, improvement, anti_pattern, ...")
+        ] = None,
+        task_type: TaskTypeArg = None,
+        tools: Annotated[list[str] | None, Field(description="Tools it is about.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Context tags.")] = None,
+        importance: Annotated[
+            float | None, Field(ge=0.0, le=1.0, description="How much it matters, 0..1.")
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None,
+            Field(description="Your own keys (replaces them); the memory guard's are kept."),
+        ] = None,
+        reason: Annotated[str | None, Field(description="Why, for the history.")] = None,
+    ) -> QuarantinedOut:
+        """Correct a lesson: saved as a new version (the old one stays in its history).
+
+        The memory guard checks every edit (a harmful one is quarantined; a quarantined
+        lesson stays quarantined with its reasons). Its trust, provenance, status and the
+        guard's reasons and approvals cannot be edited."""
+        exp = await memory.edit_experience(
+            experience_id,
+            tenant_id=tenant_of(ctx),
+            content=content,
+            kind=kind,
+            task_type=task_type,
+            tools=tools,
+            tags=tags,
+            importance=importance,
+            metadata=metadata,
+            reason=reason,
+            actor="mcp",
+        )
+        return QuarantinedOut.of(exp)
+
+    async def list_quarantined(
+        ctx: Context,
+        namespace: NamespaceArg = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many.")] = 100,
+    ) -> QuarantineList:
+        """List the lessons the memory guard holds back, with its reasons (read-only).
+
+        They are never recalled; a human approves or rejects them (hindsight quarantine
+        approve|reject)."""
+        items = await memory.list_quarantined(
+            tenant_id=tenant_of(ctx), namespace=namespace, limit=limit
+        )
+        return QuarantineList(items=[QuarantinedOut.of(e) for e in items])
+
+    async def rescan_experience(
+        ctx: Context,
+        experience_id: Annotated[
+            str | None,
+            Field(description="One lesson (a UUID); omit to rescan every lesson of yours."),
+        ] = None,
+    ) -> RescanResult:
+        """Run the memory guard again on stored lessons (it can only quarantine, never
+        release: a human approves). Returns the lesson, or the lessons that changed."""
+        items = await memory.rescan(experience_id, tenant_id=tenant_of(ctx))
+        return RescanResult(items=[QuarantinedOut.of(e) for e in items])
+
     def tool(fn: Callable[..., Any], title: str, **hints: bool) -> HindsightTool:
         annotations = ToolAnnotations(title=title, open_world_hint=False, **hints)
         return HindsightTool.from_function(fn, title=title, annotations=annotations)
@@ -304,6 +376,9 @@ def build_mcp_server(
             record_outcome, "Report a run's outcome", destructive_hint=False, idempotent_hint=True
         ),
         tool(forget_experience, "Delete a lesson", destructive_hint=True, idempotent_hint=True),
+        tool(edit_experience, "Edit a lesson", destructive_hint=False),
+        tool(list_quarantined, "List quarantined lessons", read_only_hint=True),
+        tool(rescan_experience, "Rescan lessons with the guard", destructive_hint=False),
     ]
     return MCPServer(
         name,

@@ -32,6 +32,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from hindsight._errors import HindsightError
+from hindsight.guard.screening import GUARD_OWNED_FIELDS, owned_by_guard
 from hindsight.service._wire import error_body, status_and_type
 
 __all__ = ["ExactStringsMetadata", "HindsightTool", "error_of"]
@@ -123,6 +124,8 @@ class HindsightTool(Tool):
                     "server's configuration (hindsight mcp --tenant) or the API key, never "
                     "from a tool argument"
                 )
+            if name in GUARD_OWNED_FIELDS:  # issue 17 item 4
+                return name, f"{owned_by_guard(name)} (not an argument of {self.name})"
             expected = ", ".join(sorted(known))
             return name, f"unknown argument '{name}' of {self.name} (its arguments: {expected})"
         return None
