@@ -44,3 +44,58 @@ def test_archive_by_hand_is_audited_and_undone_by_restore(
         with pytest.raises(NotFoundError):
             mem.archive(exp.id, tenant_id="someone-else")
         assert mem.restore(exp.id, tenant_id=TENANT).status.value == "active"
+
+
+def test_console_reads_filter_count_and_stay_in_their_tenant(
+    tmp_path: Path, database_url: str
+) -> None:
+    from datetime import timedelta
+
+    from hindsight.testing import ScriptedReviewer
+    from tests.helpers import lesson, trajectory
+
+    reviewer = ScriptedReviewer([lesson("order_query times out: retry once", confidence=0.8)])
+    with make_memory(tmp_path / "d", database_url, reviewer=reviewer) as mem:
+        store, now = mem.aio.store, mem.aio.clock.now()
+        run = trajectory(TENANT, "find order 1", task_type="support")
+        mem.store_episode(run, review=False)
+        learned = mem.review_now(run.id, tenant_id=TENANT)
+        low = mem.add_experience("50% of refunds need a manager", tenant_id=TENANT,
+                                 confidence=0.15, task_type="billing")
+        mem.add_experience("never shown to the other tenant", tenant_id="other", confidence=0.15)
+        asking = "3c9d1e7a-5b6f-4a8e-9d2c-1f0e9b8a7c6d"
+        mem.recall("order_query timeout", tenant_id=TENANT, trajectory_id=asking)
+        mem.store_episode(trajectory(TENANT, "find order 2", id=asking), review=False)
+        mem.record_outcome(asking, True, tenant_id=TENANT)
+
+        page, total = store.browse_experiences(TENANT, {"text": "50%"})
+        assert ([e.id for e in page], total) == ([low.id], 1)
+        page, total = store.browse_experiences(TENANT, {"max_confidence": 0.2})
+        assert [e.id for e in page] == [low.id]
+        page, total = store.browse_experiences(TENANT, {"source_trajectory_id": run.id})
+        assert {e.id for e in page} == {e.id for e in learned} and total == len(learned)
+        page, total = store.browse_experiences(TENANT, {"kinds": ["episode"]}, limit=1)
+        assert total == 1 and page[0].kind.value == "episode"
+        assert store.browse_experiences(TENANT, {"task_type": "billing"})[1] == 1
+        assert store.browse_experiences(TENANT, {"statuses": ["archived"]})[1] == 0
+        everything = store.browse_experiences(TENANT)[1]
+        assert everything == len(learned) + 1
+        with pytest.raises(UsageError, match="min_confidence"):
+            store.browse_experiences(TENANT, {"min_confidence": 2})
+
+        hist = store.confidence_histogram(TENANT)
+        assert sum(hist) == everything and hist[1] == 1  # 0.15 -> [0.1, 0.2)
+        assert store.confidence_histogram("other") == [0, 1, 0, 0, 0, 0, 0, 0, 0, 0]
+
+        since = now - timedelta(days=1)
+        day = now.strftime("%Y-%m-%d")
+        assert store.runs_by_day(TENANT, since) == {day: (2, 1)}
+        assert store.runs_by_day("other", since) == {}
+        attribution = store.outcomes_by_day(TENANT, since)[day]
+        assert attribution == {"success": 1, "failure": 0, "credited": 1, "blamed": 0}
+        assert store.review_job_of(TENANT, run.id) is None
+        queued = trajectory(TENANT, "find order 3")
+        mem.store_episode(queued)
+        job = store.review_job_of(TENANT, queued.id)
+        assert job is not None and job.trajectory_id == queued.id
+        assert store.review_job_of("other", queued.id) is None

@@ -32,6 +32,7 @@ log = logging.getLogger("hindsight.server")
 DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
 """Request bodies above 2 MiB are refused with 413 (a tau-bench run is ~20-60 KB)."""
 MCP_PATH = "/mcp"
+CONSOLE_PATH = "/console"
 NO_KEYS_MESSAGE = (
     "no API keys configured: create one with `hindsight keys create --tenant <tenant>`, or set "
     "HINDSIGHT_API_KEYS=tenant:key or HINDSIGHT_API_KEYS_FILE, or run a local single-user "
@@ -47,6 +48,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     mcp: bool = True,
     close_memory: bool = False,
+    console: bool = True,
 ) -> FastAPI:
     """The FastAPI app of the hindsight service.
 
@@ -62,6 +64,7 @@ def create_app(
             there.
         close_memory: also close a given ``memory`` at shutdown (``hindsight serve`` opens
             it first, to report a locked store in one line, and hands it over).
+        console: serve the audit console at ``/console`` (docs/console.md; same keys).
 
     Returns:
         The app; run it with uvicorn (``hindsight serve``) or any ASGI server.
@@ -96,8 +99,23 @@ def create_app(
     app.include_router(_routes_ops.router)
     app.include_router(_routes_runs.router)
     app.include_router(_routes_experiences.router)
+    if console:
+        _mount_console(app)
     app.add_middleware(_Gate, max_body_bytes=max_body_bytes)
     return app
+
+
+def _mount_console(app: FastAPI) -> None:
+    """The audit console at ``/console`` (``/console`` itself redirects to ``/console/``)."""
+    from starlette.responses import RedirectResponse
+
+    from hindsight.service.console import create_console
+
+    @app.get(CONSOLE_PATH, include_in_schema=False)
+    async def console_root() -> RedirectResponse:
+        return RedirectResponse(CONSOLE_PATH + "/", status_code=307)
+
+    app.mount(CONSOLE_PATH, create_console(lambda: app.state.memory, lambda: app.state.keyring))
 
 
 def _lifespan(
