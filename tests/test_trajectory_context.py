@@ -4,18 +4,24 @@ evidence and task key, from the model to the store and every interface."""
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from _tau_bench import tau_file, tau_trajectories
 from alembic import command
 from pydantic import ValidationError
 from store_fixtures import store_url  # noqa: F401  (fixture)
 
 from hindsight import (
+    BLOCK_START,
+    EventType,
     ExpectedAction,
+    InvalidTrajectoryError,
     NotFoundError,
     Outcome,
     OutcomeEvidence,
@@ -23,14 +29,19 @@ from hindsight import (
     Trajectory,
     UsageError,
 )
+from hindsight.capture.ingest import iter_trajectories
+from hindsight.capture.ingest.records import trajectories_from_record
 from hindsight.models import TASK_KEY_MAX_CHARS
 from hindsight.store import JobState, SqlStore
 from hindsight.store.codec import trajectory_row
 from hindsight.store.migrate import alembic_config
 from hindsight.store.schema import trajectories
+from hindsight.testing import test_memory
 
 POLICY = "# Policy\nYou are a support agent.\n- Check that payments add up to the total.\n"
 OTHER_POLICY = "# Policy\nYou are a travel agent.\n"
+
+__all__ = ["tau_file", "tau_trajectories"]  # fixtures imported for pytest
 
 # -- the model ----------------------------------------------------------------------------------
 
@@ -319,3 +330,249 @@ def test_upgrade_from_the_previous_revision_keeps_runs(store_url: str) -> None: 
         old = store.get_trajectory("acme", "00000000-0000-4000-8000-000000000001")
         assert (old.system_prompt, old.evidence, old.task_key) == (None, None, None)
         assert [s.task_key for s in store.list_trajectories("acme")] == [None]
+
+
+# -- ingest -------------------------------------------------------------------------------------
+
+
+def test_tau_bench_ingest_keeps_policy_evidence_and_task_key(
+    tau_file: Path, tau_trajectories: list[Trajectory]
+) -> None:
+    records = json.loads(tau_file.read_text(encoding="utf-8"))
+    assert len(records) == len(tau_trajectories) == 200
+    for record, traj in zip(records, tau_trajectories, strict=True):
+        system = [m["content"] for m in record["traj"] if m["role"] == "system"]
+        assert traj.system_prompt == "\n\n".join(system)
+        assert traj.metadata["system_prompt_head"] == system[0][:200]  # kept for compatibility
+        assert traj.task_key == str(record["task_id"])
+        info = record["info"]
+        actions = info["task"]["actions"]
+        assert traj.evidence is not None
+        assert [(a.tool, a.args) for a in traj.evidence.expected_actions] == [
+            (a["name"], a["kwargs"]) for a in actions
+        ]
+        reward_info = info.get("reward_info") or {}
+        assert traj.evidence.details == (reward_info.get("info") or {})
+        if reward_info:
+            assert traj.evidence.reason is not None
+            assert traj.evidence.reason.startswith(f"reward {reward_info['reward']}")
+            for key, value in reward_info["info"].items():
+                assert (f"{key} {value}" in traj.evidence.reason) is isinstance(value, float)
+    # Ids are derived from the whole record, as before issue 15: re-ingest adds nothing.
+    assert tau_trajectories[0].id == "e55a4d05-382e-5a91-b162-ae25a88cd684"
+
+
+def test_tau_bench_evidence_is_generic() -> None:
+    """Another domain's record: actions only under reward_info, other reward components."""
+    record = {
+        "task_id": "retail-12",
+        "trial": 0,
+        "reward": 1.0,
+        "info": {
+            "task": {"instruction": "..."},
+            "reward_info": {
+                "reward": 1.0,
+                "info": {"r_outputs": 1.0, "outputs": {"10 items": True}, "note": "x"},
+                "actions": [{"name": "return_items", "kwargs": {"order_id": "#W1"}}],
+            },
+        },
+        "traj": [
+            {"role": "system", "content": "Retail policy."},
+            {"role": "user", "content": "Return my order."},
+        ],
+    }
+    (traj,) = trajectories_from_record(record, tenant_id="acme")
+    assert traj.task_key == "retail-12" and traj.system_prompt == "Retail policy."
+    assert traj.evidence == OutcomeEvidence(
+        reason="reward 1.0; r_outputs 1.0",
+        expected_actions=[ExpectedAction(tool="return_items", args={"order_id": "#W1"})],
+        details={"r_outputs": 1.0, "outputs": {"10 items": True}, "note": "x"},
+    )
+    bare = {k: v for k, v in record.items() if k != "info"}
+    (plain,) = trajectories_from_record(bare, tenant_id="acme")
+    assert plain.evidence is None and plain.task_key == "retail-12"
+
+
+def test_tau_bench_file_stores_one_policy(tau_trajectories: list[Trajectory]) -> None:
+    with SqlStore("sqlite://") as store:
+        assert all(store.add_trajectory(t) for t in tau_trajectories)
+        assert store.count_prompts("t1") == 1
+        back = store.get_trajectory("t1", tau_trajectories[7].id)
+        assert back.system_prompt == tau_trajectories[7].system_prompt
+        assert back.evidence == tau_trajectories[7].evidence
+        assert not any(store.add_trajectory(t) for t in tau_trajectories)
+        group = store.runs_of_task("t1", tau_trajectories[7].task_key)
+        assert len(group) == sum(t.task_key == back.task_key for t in tau_trajectories) > 1
+
+
+def openai_record(**fields: object) -> dict[str, object]:
+    return {
+        "messages": [
+            {"role": "system", "content": "You are a refund agent."},
+            {"role": "developer", "content": [{"type": "text", "text": "Never refund twice."}]},
+            {"role": "user", "content": "Refund order 8812."},
+            {"role": "assistant", "content": "Done."},
+        ],
+        **fields,
+    }
+
+
+def test_openai_record_context_fields() -> None:
+    (traj,) = trajectories_from_record(
+        openai_record(
+            task_key="refunds/8812",
+            reason="the refund went to the wrong card",
+            evidence={
+                "expected_actions": [
+                    {"tool": "refund", "args": {"order_id": "8812"}},
+                    {"name": "notify", "arguments": '{"channel": "email"}'},
+                ],
+                "final_state": {"refunds": 1},
+            },
+        ),
+        tenant_id="acme",
+    )
+    assert traj.system_prompt == "You are a refund agent.\n\nNever refund twice."
+    assert traj.task_key == "refunds/8812"
+    assert traj.evidence == OutcomeEvidence(
+        reason="the refund went to the wrong card",
+        expected_actions=[
+            ExpectedAction(tool="refund", args={"order_id": "8812"}),
+            ExpectedAction(tool="notify", args={"channel": "email"}),
+        ],
+        final_state={"refunds": 1},
+    )
+    (by_id,) = trajectories_from_record(openai_record(task_id=7), tenant_id="acme")
+    assert (by_id.task_key, by_id.metadata["task_id"], by_id.evidence) == ("7", 7, None)
+    (odd,) = trajectories_from_record(openai_record(task_id={"n": 1}), tenant_id="acme")
+    assert odd.task_key is None and odd.metadata["task_id"] == {"n": 1}
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"task_key": "  "}, "task_key must not be blank"),
+        ({"task_key": "k" * 201}, "at most 200"),
+        ({"reason": 3}, "reason must be a string"),
+        ({"evidence": "failed"}, "evidence must be an object"),
+        ({"evidence": {"why": "x"}}, "evidence.why"),
+        ({"evidence": {"expected_actions": [{"args": {}}]}}, "has no tool name"),
+        ({"evidence": {"expected_actions": [{"tool": "t", "args": [1]}]}}, "must be an object"),
+    ],
+)
+def test_openai_record_bad_context_is_one_clear_line(fields: dict[str, object], words: str) -> None:
+    with pytest.raises(InvalidTrajectoryError, match=words) as caught:
+        trajectories_from_record(openai_record(**fields), tenant_id="acme", where="request body")
+    assert "\n" not in str(caught.value) and "request body" in str(caught.value)
+
+
+def test_events_format_context_fields(tmp_path: Path) -> None:
+    lines = [
+        {
+            "trajectory_id": "r1",
+            "event_type": "user_message",
+            "content": "Refund order 8812.",
+            "system_prompt": "You are a refund agent.",
+            "task_key": "refunds",
+            "reason": "timeout",
+        },
+        {"trajectory_id": "r1", "event_type": "final_answer", "content": "Done."},
+        {
+            "events": [{"event_type": "user_message", "content": "Refund 1."}],
+            "task_id": 3,
+            "evidence": {"reason": "ok", "details": {"score": 1}},
+        },
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    whole, grouped = iter_trajectories(path, tenant_id="acme")
+    assert grouped.system_prompt == "You are a refund agent."
+    assert grouped.task_key == "refunds"
+    assert grouped.evidence == OutcomeEvidence(reason="timeout")
+    assert [e.event_type for e in grouped.events] == [
+        EventType.USER_MESSAGE,
+        EventType.FINAL_ANSWER,
+    ]
+    assert whole.task_key == "3"
+    assert whole.evidence == OutcomeEvidence(reason="ok", details={"score": 1})
+
+
+# -- capture ------------------------------------------------------------------------------------
+
+
+def test_recorder_keeps_system_prompt_task_key_and_evidence() -> None:
+    with test_memory() as mem:
+        with mem.record(
+            "Refund order 8812", tenant_id="acme", system_prompt=POLICY, task_key="refunds"
+        ) as recorder:
+            recorder.user_message("Refund order 8812")
+            recorder.set_outcome(
+                "failure",
+                0.0,
+                reason="refunded to the wrong card",
+                expected_actions=[
+                    ExpectedAction(tool="refund", args={"order_id": "8812"}),
+                    {"name": "notify", "kwargs": {"channel": "email"}},
+                ],
+                final_state={"refunds": 1},
+            )
+        stored = mem.get_trajectory(recorder.trajectory_id, tenant_id="acme")
+        assert stored.system_prompt == POLICY and stored.task_key == "refunds"
+        assert stored.evidence == OutcomeEvidence(
+            reason="refunded to the wrong card",
+            expected_actions=[
+                ExpectedAction(tool="refund", args={"order_id": "8812"}),
+                ExpectedAction(tool="notify", args={"channel": "email"}),
+            ],
+            final_state={"refunds": 1},
+        )
+        with mem.record("x", tenant_id="acme") as plain:
+            plain.system_prompt = OTHER_POLICY  # known only once the run is going on
+            plain.set_outcome("success")
+        again = mem.get_trajectory(plain.trajectory_id, tenant_id="acme")
+        assert (again.system_prompt, again.evidence, again.task_key) == (OTHER_POLICY, None, None)
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda m: m.record("t", tenant_id="a", task_key=""), "task_key must not be blank"),
+        (lambda m: m.record("t", tenant_id="a", system_prompt=3), "system_prompt must be a str"),
+        (
+            lambda m: m.record("t", tenant_id="a").set_outcome("failure", expected_actions="x"),
+            "expected_actions must be a list",
+        ),
+        (
+            lambda m: m.record("t", tenant_id="a").set_outcome(
+                "failure", expected_actions=[{"args": {}}]
+            ),
+            "has no tool name",
+        ),
+        (
+            lambda m: m.record("t", tenant_id="a").set_outcome("failure", final_state=[1]),
+            "final_state must be a dict",
+        ),
+    ],
+)
+def test_recorder_refuses_bad_context(call: Any, words: str) -> None:
+    with test_memory() as mem, pytest.raises(UsageError, match=words):
+        call(mem)
+
+
+def test_recalled_block_is_not_part_of_the_stored_policy() -> None:
+    """Agents put recalled lessons at the tail of their system prompt: the policy is stored once,
+    whatever was recalled."""
+    with test_memory() as mem:
+        mem.add_experience("Check that payments add up to the total.", tenant_id="acme")
+        block = mem.recall("payments", tenant_id="acme").render()
+        assert block.startswith(BLOCK_START)
+        ids = []
+        for prompt in (POLICY, f"{POLICY}\n\n{block}", f"{POLICY}\n\n{block}\n\n{block}\n"):
+            with mem.record("pay", tenant_id="acme", system_prompt=prompt) as recorder:
+                recorder.user_message("pay")
+            ids.append(recorder.trajectory_id)
+        only_block = run(system_prompt=block)
+        mem.store_episode(only_block)
+        assert [mem.get_trajectory(i, tenant_id="acme").system_prompt for i in ids] == [POLICY] * 3
+        assert mem.get_trajectory(only_block.id, tenant_id="acme").system_prompt is None
+        assert mem.aio.store.count_prompts("acme") == 1

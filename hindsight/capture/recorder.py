@@ -14,22 +14,47 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from hindsight._errors import UsageError
+from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
+from hindsight.capture.ingest._common import expected_action
 from hindsight.models import (
     Event,
     EventStatus,
     EventType,
+    ExpectedAction,
     Outcome,
+    OutcomeEvidence,
     Provenance,
     Trajectory,
     utcnow,
+    validate_task_key,
 )
 
 __all__ = ["RunRecorder"]
 
 _STATUS = {s.value: s for s in EventStatus}
 _OUTCOME = {o.value: o for o in Outcome}
+
+
+def _task_key(value: Any) -> str | None:
+    try:
+        return validate_task_key(value)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _actions(value: Any) -> list[ExpectedAction]:
+    if value is None:
+        return []
+    if isinstance(value, str | bytes | dict) or not isinstance(value, Sequence):
+        raise UsageError(f"expected_actions must be a list, got {type(value).__name__}")
+    try:
+        return [
+            item if isinstance(item, ExpectedAction) else expected_action(item, "expected_actions")
+            for item in value
+        ]
+    except InvalidTrajectoryError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _status(value: str | EventStatus | None) -> EventStatus | None:
@@ -52,6 +77,8 @@ class RunRecorder:
     Attributes:
         trajectory_id: the id the stored trajectory will have (usable for ``record_outcome``
             and recall attribution while the run is going on).
+        system_prompt: the run's system prompt / policy (``record(..., system_prompt=...)``;
+            may be set while the run is going on); stored once per distinct text.
     """
 
     def __init__(
@@ -64,12 +91,17 @@ class RunRecorder:
         tags: Sequence[str] = (),
         source: Provenance | str = Provenance.USER,
         metadata: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
+        task_key: str | None = None,
         finish: Callable[[Trajectory], Any] | None = None,
         afinish: Callable[[Trajectory], Awaitable[Any]] | None = None,
     ) -> None:
         if not isinstance(task, str):
             raise UsageError(f"task must be a string, got {type(task).__name__}")
         self.trajectory_id = new_id()
+        self.system_prompt = system_prompt
+        self._task_key = _task_key(task_key)
+        self._evidence: OutcomeEvidence | None = None
         self._tenant_id = validate_tenant(tenant_id)
         self._namespace = validate_namespace(namespace)
         self._task = task
@@ -86,6 +118,17 @@ class RunRecorder:
         self._afinish = afinish
         self._closed = False
         self.receipt: Any = None
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The run's system prompt / policy (``None``: not known)."""
+        return self._system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"system_prompt must be a string, got {type(value).__name__}")
+        self._system_prompt = value
 
     # -- events -------------------------------------------------------------------------
     def _add(self, event_type: EventType, content: Any = "", **fields: Any) -> Event:
@@ -196,14 +239,51 @@ class RunRecorder:
             text = str(error)
         return self._add(EventType.ERROR, text, status=EventStatus.FAILURE, metadata=metadata)
 
-    def set_outcome(self, outcome: str | Outcome, reward: float | None = None) -> None:
-        """Declare how the run ended: success, failure, partial or unknown."""
+    def set_outcome(
+        self,
+        outcome: str | Outcome,
+        reward: float | None = None,
+        *,
+        reason: str | None = None,
+        expected_actions: Sequence[ExpectedAction | dict[str, Any]] | None = None,
+        final_state: dict[str, Any] | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        """Declare how the run ended: success, failure, partial or unknown, and why.
+
+        Args:
+            outcome: success, failure, partial or unknown.
+            reward: the environment's reward, if any.
+            reason: why, in a few words (e.g. ``"the refund went to the wrong card"``).
+            expected_actions: the calls a correct run makes: :class:`ExpectedAction` or dicts
+                ``{"tool", "args"}`` (also ``{"name", "kwargs"}`` / ``{"name", "arguments"}``).
+            final_state: the environment's final state (a JSON object).
+            details: any further structured evidence (a JSON object).
+
+        Together these are the run's :class:`~hindsight.models.OutcomeEvidence`, which the
+        review reads; a later call replaces them.
+
+        Raises:
+            UsageError: an unknown outcome or malformed evidence.
+        """
         if isinstance(outcome, str) and outcome not in _OUTCOME:
             raise UsageError(
                 f"outcome must be one of success, failure, partial, unknown; got {outcome!r}"
             )
+        if reason is not None and not isinstance(reason, str):
+            raise UsageError(f"reason must be a string, got {type(reason).__name__}")
+        for name, value in (("final_state", final_state), ("details", details)):
+            if value is not None and not isinstance(value, dict):
+                raise UsageError(f"{name} must be a dict, got {type(value).__name__}")
+        evidence = OutcomeEvidence(
+            reason=reason,
+            expected_actions=_actions(expected_actions),
+            final_state=final_state,
+            details=details or {},
+        )
         self._outcome = Outcome(outcome)
         self._reward = reward
+        self._evidence = None if evidence.is_empty() else evidence
 
     # -- result -------------------------------------------------------------------------
     @property
@@ -230,6 +310,9 @@ class RunRecorder:
             ended_at=utcnow(),
             events=self._events,
             metadata=self._metadata,
+            system_prompt=self.system_prompt,
+            evidence=self._evidence,
+            task_key=self._task_key,
         )
 
     def _close(self, exc: BaseException | None) -> Trajectory:

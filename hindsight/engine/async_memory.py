@@ -42,6 +42,7 @@ from hindsight.engine._open import open_components, resolve_config
 from hindsight.models import Experience, ExperienceKind, Provenance, Trajectory
 from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex
 from hindsight.recall import RecallMode, RecallResult
+from hindsight.recall.render import strip_block
 from hindsight.review.worker import ReviewWorker
 from hindsight.writeback.lessons import manual_experience
 
@@ -247,10 +248,16 @@ class AsyncMemory(LifecycleMethods):
         tags: Sequence[str] = (),
         source: Provenance | str = Provenance.USER,
         metadata: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
+        task_key: str | None = None,
     ) -> RunRecorder:
         """A recorder for one run: ``async with memory.record(task, tenant_id=...) as run:``.
 
         Leaving the block stores the trajectory and queues its review (not awaited).
+        ``system_prompt``: the run's system prompt / policy (stored once per distinct text;
+        the review reads it); ``task_key``: the run's task group (non-blank, <= 200
+        characters; runs without one are grouped by intent at review). The outcome and its
+        evidence: ``run.set_outcome(outcome, reason=..., expected_actions=...)``.
         """
         self._check_open()
         return RunRecorder(
@@ -261,6 +268,8 @@ class AsyncMemory(LifecycleMethods):
             tags=tags,
             source=source,
             metadata=metadata,
+            system_prompt=system_prompt,
+            task_key=task_key,
             afinish=self.store_episode,
         )
 
@@ -304,6 +313,11 @@ class AsyncMemory(LifecycleMethods):
         calls it directly, so the end of a run never waits behind the review loop."""
         paused = traj.metadata.get("paused") is True
         queue = review and not traj.is_empty() and not paused
+        if traj.system_prompt is not None:
+            # The policy, not the lessons this run was shown (stored once per policy).
+            policy = strip_block(traj.system_prompt)
+            if policy != traj.system_prompt:
+                traj = traj.model_copy(update={"system_prompt": policy or None})
         stored = self.store.add_trajectory(traj, enqueue_review=queue, merge=merge)
         self.reviews.stored(bool(stored and queue))
         return EpisodeReceipt(

@@ -58,6 +58,8 @@ class Memory:
         tags: Sequence[str] = (),
         source: Provenance | str = Provenance.USER,
         metadata: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
+        task_key: str | None = None,
     ) -> RunRecorder:
         """A recorder for one run: ``with memory.record(task, tenant_id=...) as run:``."""
         self.aio._check_open()
@@ -69,6 +71,8 @@ class Memory:
             tags=tags,
             source=source,
             metadata=metadata,
+            system_prompt=system_prompt,
+            task_key=task_key,
             finish=self.store_episode,
         )
 

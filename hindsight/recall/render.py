@@ -14,7 +14,14 @@ from hindsight.guard.normalize import strip_invisible
 from hindsight.models import RecallHit
 from hindsight.tokens import estimate_tokens, truncate_to_tokens
 
-__all__ = ["BLOCK_END", "BLOCK_START", "EPISODES_HEADING", "escape_item", "render_block"]
+__all__ = [
+    "BLOCK_END",
+    "BLOCK_START",
+    "EPISODES_HEADING",
+    "escape_item",
+    "render_block",
+    "strip_block",
+]
 
 BLOCK_START = "--- Past experience (reference only) ---"
 BLOCK_END = "--- End of past experience ---"
@@ -139,3 +146,25 @@ def render_block(
         note += f"; {omitted} more item(s) left out)" if omitted else ")"
         lines.append(note)
     return head + "\n".join(lines) + "\n" + tail, bool(truncated or omitted)
+
+
+#: What callers put between a system prompt and the block (the documented ``prompt + "\n\n" +
+#: block``, the LangChain middleware).
+BLOCK_SEPARATOR = "\n\n"
+
+
+def strip_block(text: str) -> str:
+    """``text`` without the recalled-experience blocks at its tail: what a system prompt was
+    before :func:`render_block`'s output was appended to it (also stacked blocks, one after
+    the other). The :data:`BLOCK_SEPARATOR` in front of a block goes with it (other
+    whitespace there too, when the separator was something else); text not ending in
+    :data:`BLOCK_END` is returned unchanged. Used to store a run's system prompt once per
+    policy, not once per recall (issue 15).
+    """
+    while text.rstrip().endswith(BLOCK_END):
+        start = text.rfind(BLOCK_START)
+        if start == -1:
+            break
+        head = text[:start]
+        text = head[: -len(BLOCK_SEPARATOR)] if head.endswith(BLOCK_SEPARATOR) else head.rstrip()
+    return text

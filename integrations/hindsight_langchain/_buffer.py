@@ -84,6 +84,8 @@ class EventBuffer:
         self.errors: list[BaseException] = []
         self.system_sha: str | None = None
         self._system_text = ""
+        #: The system prompt of the run's first model call: the run's ``system_prompt``.
+        self.first_system_prompt: str | None = None
 
     # -- appending ---------------------------------------------------------------------
     def add(self, event_type: EventType, content: str = "", **fields: Any) -> dict[str, Any]:
@@ -117,6 +119,7 @@ class EventBuffer:
             return {}
         if self.system_sha is None:
             self.metadata.update(meta)
+            self.first_system_prompt = text
         self.system_sha = meta["system_prompt_sha256"]
         return meta
 
@@ -367,6 +370,7 @@ class EventBuffer:
             ended_at=utcnow(),
             events=events,
             metadata=_object({**self.metadata, **(metadata or {})}),
+            system_prompt=self.first_system_prompt,
         )
 
 

@@ -9,6 +9,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    SystemMessage,
     convert_to_openai_messages,
 )
 
@@ -95,6 +96,11 @@ def assemble(
         meta["ended"] = reason
     meta.update(metadata or {})
     task = capture.task or (part.task if part is not None else "")
+    if part is not None:
+        system_prompt = part.system_prompt
+    else:
+        system = [m for m in messages if isinstance(m, SystemMessage)]
+        system_prompt = "\n\n".join(content_to_text(m.content) for m in system) or None
     return Trajectory(
         id=tid,
         tenant_id=capture.scope.tenant_id,
@@ -107,4 +113,5 @@ def assemble(
         ended_at=utcnow(),
         events=events,
         metadata=meta,
+        system_prompt=system_prompt,
     )

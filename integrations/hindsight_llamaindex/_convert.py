@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hindsight import EventStatus
+from hindsight import BLOCK_START, EventStatus
 
 __all__ = [
     "exception_text",
@@ -16,6 +16,7 @@ __all__ = [
     "message_text",
     "response_message",
     "role_of",
+    "system_text",
     "tool_calls_of",
     "tool_status",
     "user_text",
@@ -35,6 +36,20 @@ def role_of(message: Any) -> str:
     """A message's role as a plain string (``"user"``, ``"assistant"``, ...)."""
     role = getattr(message, "role", "")
     return str(getattr(role, "value", role))
+
+
+def system_text(messages: Any) -> str:
+    """The run's system prompt as a model call saw it: the text of its system messages, in full,
+    joined by a blank line, leaving out the ones holding hindsight's recalled block (the
+    memory block's own system message); ``""`` when there is none."""
+    parts: list[str] = []
+    for message in messages if isinstance(messages, list) else []:
+        if role_of(message) != "system":
+            continue
+        content = getattr(message, "content", None)
+        if isinstance(content, str) and content.strip() and BLOCK_START not in content:
+            parts.append(content)
+    return "\n\n".join(parts)
 
 
 def message_text(message: Any) -> str:

@@ -152,6 +152,8 @@ class RunState:
         self.tool_calls: dict[str, tuple[str, str, float]] = {}
         """tool step span id -> (tool_call_id, tool_name, perf_counter at start)"""
         self.seen_errors: set[int] = set()
+        self.system_prompt: str | None = None
+        """The system prompt of the run's first model call (the agent's policy)."""
 
     @property
     def info(self) -> RunInfo:
@@ -278,4 +280,5 @@ class RunState:
             ended_at=utcnow(),
             events=self.events,
             metadata=metadata,
+            system_prompt=self.system_prompt,
         )

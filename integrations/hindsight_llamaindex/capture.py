@@ -66,6 +66,7 @@ from ._convert import (
     exception_text,
     message_text,
     response_message,
+    system_text,
     tool_calls_of,
     tool_status,
     user_text,
@@ -307,6 +308,8 @@ class HindsightCapture:
                     return
                 model = event.model_dict.get("model") or event.model_dict.get("class_name")
                 state.llm_start(span, str(model) if model else None)
+                if state.system_prompt is None:
+                    state.system_prompt = system_text(event.messages) or None
             elif isinstance(event, LLMChatInProgressEvent):
                 state.llm_chunk(span, message_text(response_message(event.response)))
             elif isinstance(event, LLMChatEndEvent):

@@ -122,6 +122,7 @@ def test_three_tools_one_timeout_handled_run_continues_to_answer() -> None:
     assert traj.outcome is Outcome.UNKNOWN  # no exception, no outcome callable
     assert traj.events[-1].content == "Order A1 was delivered yesterday."
     assert traj.metadata["system_prompt_head"] == "You are a support agent."
+    assert traj.system_prompt == "You are a support agent."  # the whole policy (issue 15)
     _check_links(traj)
 
 

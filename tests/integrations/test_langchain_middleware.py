@@ -112,6 +112,9 @@ def test_second_run_prompt_ends_with_the_lesson_of_the_first_failure() -> None:
     ]
     recalled = second.metadata["recalled_experience_ids"]
     assert recalled and second.metadata["system_prompt_head"].startswith(ORIGINAL)
+    # The stored policy is the agent's own prompt, without the recalled block: both runs share it.
+    assert first.system_prompt == second.system_prompt == ORIGINAL
+    assert mem.aio.store.count_prompts(TENANT) == 1
     for exp_id in recalled:  # the success is credited to what was recalled
         assert mem.get_experience(exp_id, tenant_id=TENANT).helped_count == 1
     assert middleware.errors == 0

@@ -120,6 +120,8 @@ def test_second_turn_on_a_thread_replaces_the_block_instead_of_stacking() -> Non
     assert systems[0].content.startswith("You are support.\n\n")
     # two runs, two trajectories, each with its own id in the state
     assert len(trajectories(mem)) == 2
+    # each keeps the graph's policy, without the block recalled into it (issue 15)
+    assert [t.system_prompt for t in trajectories(mem)] == ["You are support."] * 2
 
 
 def test_replay_from_a_checkpoint_does_not_stack_blocks() -> None:

@@ -77,6 +77,7 @@ def test_function_agent_run_is_one_trajectory_with_tool_steps(memory: Any, captu
     assert traj.task == "Where is order 42?"
     assert traj.outcome is Outcome.UNKNOWN  # nobody judged it
     assert traj.metadata["agent"] == "support" and "incomplete" not in traj.metadata
+    assert traj.system_prompt == "You are a support agent."  # the agent's policy (issue 15)
     calls = [e for e in traj.events if e.event_type.value == "tool_call"]
     results = [e for e in traj.events if e.event_type.value == "tool_result"]
     assert [c.tool_args for c in calls] == [{"order_id": "42"}, {"order_id": "42"}]

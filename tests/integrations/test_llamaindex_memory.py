@@ -61,6 +61,9 @@ def test_block_puts_recalled_lessons_after_the_system_prompt(memory: Any) -> Non
     [exp] = memory.list_experiences(tenant_id=TENANT)
     assert exp.recall_count == 1
     cap.close()
+    # The stored policy is the agent's prompt, not the memory's system message with the block.
+    stored_run = memory.get_trajectory(cap.trajectory_ids[-1], tenant_id=TENANT)
+    assert stored_run.system_prompt == "You are a support agent."
 
 
 def test_block_recall_is_attributed_to_the_captured_run(memory: Any) -> None:

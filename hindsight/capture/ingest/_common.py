@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pydantic import ValidationError
+
 from hindsight._errors import InvalidTrajectoryError
 from hindsight._ids import stable_id
-from hindsight.models import Outcome
+from hindsight.models import ExpectedAction, Outcome, OutcomeEvidence, validate_task_key
 
 __all__ = [
     "SYNTHETIC_BASE",
     "SYNTHETIC_STEP",
     "canonical_json",
+    "context_fields",
     "event_id",
+    "expected_action",
     "outcome_from",
     "parse_reward",
     "parse_timestamp",
@@ -141,3 +146,93 @@ def system_prompt_metadata(text: str) -> dict[str, Any]:
         "system_prompt_head": text[:200],
         "system_prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
     }
+
+
+def expected_action(item: Any, where: str) -> ExpectedAction:
+    """One expected call from the shapes logs use: ``{"tool", "args"}`` (hindsight),
+    ``{"name", "kwargs"}`` (tau-bench) or ``{"name", "arguments"}`` (OpenAI; a JSON string is
+    parsed).
+
+    Raises:
+        InvalidTrajectoryError: not an object, no tool name, or arguments that are not an object.
+    """
+    if not isinstance(item, dict):
+        raise InvalidTrajectoryError(
+            f"{where}: an expected action must be an object, got {type(item).__name__}"
+        )
+    tool = item.get("tool", item.get("name"))
+    args = next((item[k] for k in ("args", "kwargs", "arguments") if k in item), None)
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            args = None
+    if not isinstance(tool, str) or not tool.strip():
+        raise InvalidTrajectoryError(f"{where}: an expected action has no tool name")
+    if args is not None and not isinstance(args, dict):
+        raise InvalidTrajectoryError(
+            f"{where}: the arguments of expected action {tool!r:.60} must be an object"
+        )
+    return ExpectedAction(tool=tool, args=args or {})
+
+
+def _evidence(value: Any, reason: Any, where: str) -> OutcomeEvidence | None:
+    if value is None and reason is None:
+        return None
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidTrajectoryError(
+            f"{where}: reason must be a string, got {type(reason).__name__}"
+        )
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise InvalidTrajectoryError(
+            f"{where}: evidence must be an object, got {type(value).__name__}"
+        )
+    data = dict(value)
+    actions = data.get("expected_actions")
+    if isinstance(actions, list):
+        data["expected_actions"] = [
+            expected_action(item, f"{where} evidence.expected_actions[{i}]")
+            for i, item in enumerate(actions)
+        ]
+    if reason is not None and data.get("reason") is None:
+        data["reason"] = reason
+    try:
+        evidence = OutcomeEvidence.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(part) for part in err.get("loc", ()))
+        raise InvalidTrajectoryError(f"{where}: evidence.{loc}: {err.get('msg')}") from None
+    return None if evidence.is_empty() else evidence
+
+
+def context_fields(value: dict[str, Any], where: str) -> dict[str, Any]:
+    """The review context a log record carries, as Trajectory fields (issue 15).
+
+    ``task_key`` from the record's ``task_key`` (checked: non-blank, <= 200 characters), else
+    from its ``task_id`` when that is a string or number making a valid key (a ``task_id`` that
+    does not stays in metadata only, as before); ``evidence`` from an ``evidence`` object
+    (:class:`~hindsight.models.OutcomeEvidence` fields; expected actions in any shape
+    :func:`expected_action` reads) and / or a ``reason`` string. Absent keys give nothing.
+
+    Raises:
+        InvalidTrajectoryError: a malformed ``task_key``, ``evidence`` or ``reason``.
+    """
+    out: dict[str, Any] = {}
+    if value.get("task_key") is not None:
+        try:
+            out["task_key"] = validate_task_key(value["task_key"])
+        except ValueError as exc:
+            raise InvalidTrajectoryError(f"{where}: {exc}") from None
+    elif isinstance(value.get("task_id"), str | int | float) and not isinstance(
+        value.get("task_id"), bool
+    ):
+        raw = value["task_id"]
+        text = str(int(raw)) if isinstance(raw, float) and raw.is_integer() else str(raw)
+        with contextlib.suppress(ValueError):  # not a usable key: it stays in metadata only
+            out["task_key"] = validate_task_key(text)
+    evidence = _evidence(value.get("evidence"), value.get("reason"), where)
+    if evidence is not None:
+        out["evidence"] = evidence
+    return out

@@ -1,6 +1,7 @@
 """OpenAI-style chat messages -> structured events (MISSION S1).
 
-Roles: ``system`` / ``developer`` (kept only as metadata: head and hash), ``user`` ->
+Roles: ``system`` / ``developer`` (the run's system prompt, plus its head and hash in metadata),
+``user`` ->
 ``user_message``, ``assistant`` -> ``model_thought`` (text beside tool calls, and
 ``reasoning_content``), ``tool_call`` (one per call), ``model_call`` (text replies; the last one
 becomes ``final_answer``), ``tool`` / ``function`` / ``ipython`` -> ``tool_result`` with a
@@ -40,13 +41,21 @@ class ParsedMessages:
         events: ordered events, ids ``event_id(traj_id, i)``, timestamps strictly increasing
             on the synthetic clock (or the messages' own timestamps).
         task: text of the first non-blank user message (``""`` if none).
-        metadata: ``system_prompt_head`` / ``system_prompt_sha256`` when there was a system
-            prompt.
+        metadata: ``system_prompt_head`` / ``system_prompt_sha256`` (of the first system
+            message) when there was a system prompt.
+        system_prompts: the text of every non-blank system / developer message, in order.
     """
 
     events: list[Event] = field(default_factory=list)
     task: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    system_prompts: list[str] = field(default_factory=list)
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The run's system prompt: its system messages joined by a blank line (``None``:
+        none)."""
+        return "\n\n".join(self.system_prompts) if self.system_prompts else None
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
@@ -149,8 +158,10 @@ def parse_messages(
         role = str(message.get("role") or "").strip().lower()
         text = content_to_text(message.get("content"))
         if role in _SYSTEM_ROLES:
-            if text.strip() and "system_prompt_head" not in out.metadata:
-                out.metadata.update(system_prompt_metadata(text))
+            if text.strip():
+                if not out.system_prompts:
+                    out.metadata.update(system_prompt_metadata(text))
+                out.system_prompts.append(text)
         elif role == "user":
             if text.strip() and not out.task:
                 out.task = text.strip()

@@ -4,8 +4,9 @@ Each record (a JSON Lines line or an item of a JSON array) is either
 
 * one :class:`~hindsight.models.Event` as JSON with a ``trajectory_id``; events are grouped by
   it, in the order the ids first appear (so the whole file is held in memory). Event lines may
-  also carry the trajectory-level keys ``task``, ``task_type``, ``outcome``, ``reward`` and
-  ``tags``; the first value seen for each wins; or
+  also carry the trajectory-level keys ``task``, ``task_type``, ``outcome``, ``reward``,
+  ``tags``, ``system_prompt``, ``task_key`` (or ``task_id``), ``evidence`` and ``reason``; the
+  first value seen for each wins; or
 * one whole :class:`~hindsight.models.Trajectory` as JSON (an object with an ``events`` list).
 
 Ids are re-derived (see :func:`~hindsight.capture.ingest._common.trajectory_id`) so that ingest is
@@ -26,17 +27,29 @@ from hindsight._errors import InvalidTrajectoryError
 from hindsight.capture.ingest._common import (
     SYNTHETIC_BASE,
     SYNTHETIC_STEP,
+    context_fields,
     event_id,
     outcome_from,
     parse_reward,
     trajectory_id,
 )
 from hindsight.capture.ingest._reader import RawRecord
-from hindsight.models import Event, EventType, Provenance, Trajectory
+from hindsight.models import Event, EventType, Provenance, Trajectory, content_to_text
 
 __all__ = ["events_records_to_trajectories"]
 
-_TRAJECTORY_KEYS = ("task", "task_type", "outcome", "reward", "tags")
+_TRAJECTORY_KEYS = (
+    "task",
+    "task_type",
+    "outcome",
+    "reward",
+    "tags",
+    "system_prompt",
+    "task_key",
+    "task_id",
+    "evidence",
+    "reason",
+)
 
 
 @dataclass
@@ -116,6 +129,11 @@ def _trajectory(
     tags: list[Any] = raw_tags if isinstance(raw_tags, list) else []
     own_type = hints.get("task_type")
     start = events[0].timestamp if events else SYNTHETIC_BASE
+    system_prompt = hints.get("system_prompt")
+    if system_prompt is not None and not isinstance(system_prompt, str | list):
+        raise InvalidTrajectoryError(
+            f"{where}: system_prompt must be text, got {type(system_prompt).__name__}"
+        )
     return Trajectory(
         id=traj_id,
         tenant_id=tenant_id,
@@ -130,6 +148,8 @@ def _trajectory(
         ended_at=events[-1].timestamp if events else start,
         events=events,
         metadata={"source_format": "events", "source_record": number, **metadata},
+        system_prompt=content_to_text(system_prompt) if system_prompt is not None else None,
+        **context_fields(hints, where),
     )
 
 

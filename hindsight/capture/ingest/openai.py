@@ -2,7 +2,9 @@
 
 A record is a bare message list or an object
 ``{"messages": [...], "reward"?: float, "outcome"?: str, "task"?: str, "task_id"?: any,
-"task_type"?: str, "tags"?: [str], "id"?: str, "timestamp"?: ISO-8601 | Unix seconds}``.
+"task_key"?: str, "task_type"?: str, "tags"?: [str], "id"?: str, "timestamp"?: ISO-8601 | Unix
+seconds, "evidence"?: {"reason"?, "expected_actions"?, "final_state"?, "details"?},
+"reason"?: str}``. The system / developer messages are the run's system prompt.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from hindsight._errors import InvalidTrajectoryError
 from hindsight.capture.ingest._common import (
     SYNTHETIC_BASE,
+    context_fields,
     outcome_from,
     parse_reward,
     parse_timestamp,
@@ -39,12 +42,16 @@ def build_trajectory(
     fields: dict[str, Any],
     tags: Sequence[str] = (),
     metadata: dict[str, Any] | None = None,
+    context: dict[str, Any] | None = None,
 ) -> Trajectory:
     """Build one trajectory from a message list and the record's other ``fields``.
 
-    ``fields`` may hold ``reward``, ``outcome``, ``task``, ``tags`` and ``timestamp``. The id is
-    :func:`trajectory_id` of ``kind``, tenant, namespace and the whole record; the source is
-    :attr:`Provenance.USER`. ``messages`` ``None`` gives an empty trajectory (case C05).
+    ``fields`` may hold ``reward``, ``outcome``, ``task``, ``tags``, ``timestamp`` and the
+    review context (``task_key`` / ``task_id``, ``evidence``, ``reason``: see
+    :func:`~hindsight.capture.ingest._common.context_fields`); ``context`` overrides what
+    ``fields`` give for those. The system prompt is the messages' system / developer text.
+    The id is :func:`trajectory_id` of ``kind``, tenant, namespace and the whole record; the
+    source is :attr:`Provenance.USER`. ``messages`` ``None`` gives an empty trajectory (C05).
 
     Raises:
         InvalidTrajectoryError: ``messages`` is not a list, or a message or field is malformed.
@@ -61,6 +68,7 @@ def build_trajectory(
     own_tags = fields.get("tags")
     all_tags = list(dict.fromkeys([*tags, *(own_tags if isinstance(own_tags, list) else [])]))
     events = parsed.events
+    review_context = {**context_fields(fields, raw.where), **(context or {})}
     return Trajectory(
         id=traj_id,
         tenant_id=tenant_id,
@@ -80,6 +88,8 @@ def build_trajectory(
             **parsed.metadata,
             **(metadata or {}),
         },
+        system_prompt=parsed.system_prompt,
+        **review_context,
     )
 
 
