@@ -213,6 +213,19 @@ def test_forget_waits_for_a_run_being_stored_with_the_same_prompt(store: SqlStor
     assert store.count_prompts("acme") == 1
 
 
+def test_merging_a_part_with_another_prompt_drops_the_orphan(store: SqlStore) -> None:
+    first = run(system_prompt=POLICY, metadata={"paused": True})
+    store.add_trajectory(first)
+    resumed = first.model_copy(update={"system_prompt": OTHER_POLICY})
+    assert store.add_trajectory(resumed, merge=True)
+    assert store.get_trajectory("acme", first.id).system_prompt == OTHER_POLICY
+    assert store.count_prompts("acme") == 1
+    # A part without a prompt keeps the stored one.
+    assert store.add_trajectory(first.model_copy(update={"system_prompt": None}), merge=True)
+    assert store.get_trajectory("acme", first.id).system_prompt == OTHER_POLICY
+    assert store.count_prompts("acme") == 1
+
+
 def test_reingest_of_a_stored_run_adds_no_prompt(store: SqlStore) -> None:
     traj = run()
     assert store.add_trajectory(traj)

@@ -301,6 +301,9 @@ class TrajectoryStore(StoreCore):
             values["task_key"], values["task_key_source"] = row["task_key"], row["task_key_source"]
         del values["id"]
         conn.execute(update(trajectories).where(trajectories.c.id == part.id).values(**values))
+        replaced = row["system_prompt_sha256"]
+        if replaced is not None and replaced != values["system_prompt_sha256"]:
+            drop_orphan_prompts(conn, row["tenant_id"], [replaced])
         return merged, values, event_rows(merged)
 
     def find_paused(self, tenant_id: str, thread_id: str, namespace: str) -> str | None:
