@@ -37,7 +37,15 @@ store it screens against comes in as an argument).
 
 from __future__ import annotations
 
-from hindsight.guard.checker import CONFLICT_RULE_ID, Guard, Verdict, check, default_guard
+from hindsight.guard.checker import (
+    CONFLICT_RULE_ID,
+    Established,
+    Guard,
+    Verdict,
+    check,
+    default_guard,
+    outweighs,
+)
 from hindsight.guard.conflict import compare, key_terms, polarity
 from hindsight.guard.consensus import Outlier, find_outliers
 from hindsight.guard.evidence import EvidenceIndex, lesson_sources
@@ -50,6 +58,7 @@ from hindsight.guard.trust import (
     TRUST_WEIGHTS,
     canonical_source,
     initial_trust,
+    trust_mass,
     trust_weight,
 )
 
@@ -60,6 +69,7 @@ __all__ = [
     "SOURCE_ALIASES",
     "TRUST_WEIGHTS",
     "VOCAB",
+    "Established",
     "EvidenceIndex",
     "Guard",
     "Outlier",
@@ -76,10 +86,12 @@ __all__ = [
     "lesson_sources",
     "load_rules_file",
     "normalize",
+    "outweighs",
     "polarity",
     "scan_jsonl",
     "scan_records",
     "strip_invisible",
     "summarize",
+    "trust_mass",
     "trust_weight",
 ]

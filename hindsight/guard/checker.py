@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from hindsight._errors import UsageError
 from hindsight.guard.conflict import compare
@@ -15,7 +16,16 @@ from hindsight.guard.normalize import normalize
 from hindsight.guard.rules import CATEGORIES, DEFAULT_RULES, VOCAB, Rule
 from hindsight.guard.trust import initial_trust
 
-__all__ = ["CONFLICT_RULE_ID", "SCAN_CACHE_SIZE", "Guard", "Verdict", "check", "default_guard"]
+__all__ = [
+    "CONFLICT_RULE_ID",
+    "SCAN_CACHE_SIZE",
+    "Established",
+    "Guard",
+    "Verdict",
+    "check",
+    "default_guard",
+    "outweighs",
+]
 
 CONFLICT_RULE_ID = "conflict"
 """The id used in reasons (and accepted by ``disabled``) for the high-confidence conflict test."""
@@ -358,24 +368,35 @@ class Guard:
         content: str,
         *,
         source: str | None = "unknown",
-        existing: Sequence[tuple[str, float]] = (),
+        existing: Sequence[Established | tuple[Any, ...]] = (),
+        trust: float | None = None,
+        support: float | None = None,
     ) -> Verdict:
         """Check one candidate lesson.
 
         Args:
             content: the lesson text as it would be stored.
             source: where its evidence came from (``system``, ``user``, ``tool`` /
-                ``tool_output``, ``unknown``); only sets ``Verdict.trust``, the rules are the
-                same for every source.
-            existing: ``(content, confidence)`` of similar active experiences; a candidate
-                that contradicts one with ``confidence >= conflict_threshold`` is quarantined.
+                ``tool_output``, ``unknown``); sets ``Verdict.trust`` and, unless ``trust`` is
+                given, the candidate's trust in the conflict test; the rules are the same for
+                every source.
+            existing: similar active experiences, :class:`Established` or tuples
+                ``(content, confidence[, trust[, support]])``. The candidate is quarantined
+                when it contradicts those with ``confidence >= conflict_threshold`` and they
+                outweigh it (:func:`outweighs`: their total support at least its own, and the
+                most trusted of them at least as trusted as it); a pair without trust
+                outweighs any candidate.
+            trust: the candidate's trust in [0, 1] (default: the weight of ``source``).
+            support: the candidate's support mass (default: its trust).
 
         Returns:
-            A :class:`Verdict`; ``"quarantine"`` with one reason per rule that fired.
+            A :class:`Verdict`; ``"quarantine"`` with one reason per rule that fired (and per
+            contradicted experience when they outweigh the candidate).
 
         Raises:
-            UsageError: ``content`` is not a string, or an ``existing`` item is not a
-                ``(str, number in [0, 1])`` pair.
+            UsageError: ``content`` is not a string, an ``existing`` item is not a
+                ``(str, number in [0, 1], ...)`` tuple, or ``trust`` / ``support`` is
+                negative or not a number.
         """
         if not isinstance(content, str):
             raise UsageError(f"content must be a str, not {type(content).__name__}")
@@ -383,17 +404,19 @@ class Guard:
         norm, hits = self._rule_hits(content) if cached else self._scan(content)
         ids = [rule_id for rule_id, _ in hits]
         reasons = [reason for _, reason in hits]
+        own_trust = initial_trust([source]) if trust is None else _mass(trust, "trust")
+        own_support = own_trust if support is None else _mass(support, "support")
         if self._conflicts and existing:
-            for other, confidence in _validated(existing):
-                if confidence < self.conflict_threshold:
-                    continue
-                if compare(content, other).contradicts(self.conflict_overlap):
+            against = [
+                e
+                for e in _validated(existing)
+                if e.confidence >= self.conflict_threshold
+                and compare(content, e.content).contradicts(self.conflict_overlap)
+            ]
+            if against and outweighs(against, own_trust, own_support):
+                for e in against:
                     ids.append(CONFLICT_RULE_ID)
-                    reasons.append(
-                        f"{CONFLICT_RULE_ID}: conflicts with high-confidence experience: "
-                        f"{_shorten(' '.join(other.split()), 120)!r} "
-                        f"(confidence {confidence:.2f})"
-                    )
+                    reasons.append(_conflict_reason(e, own_trust, own_support))
         return Verdict(
             verdict="quarantine" if reasons else "allow",
             reasons=reasons,
@@ -455,14 +478,65 @@ def _anchor(m: re.Match[str]) -> int:
     return m.start()
 
 
-def _validated(existing: Sequence[tuple[str, float]]) -> Iterable[tuple[str, float]]:
+class Established(NamedTuple):
+    """An active experience the conflict test compares a candidate with.
+
+    ``confidence`` in [0, 1]; ``trust`` in [0, 1] (its most trusted evidence,
+    :func:`~hindsight.guard.initial_trust`) and ``support`` (>= 0, the trust mass of its
+    distinct supporting sources) are ``None`` when unknown: such an experience outweighs any
+    candidate (the test before issue 17)."""
+
+    content: str
+    confidence: float
+    trust: float | None = None
+    support: float | None = None
+
+
+def outweighs(against: Sequence[Established], trust: float, support: float) -> bool:
+    """Whether contradicting experiences ``against`` settle a conflict against a candidate of
+    ``trust`` and ``support`` (issue 17 item 3): their total support is at least the
+    candidate's and the most trusted of them is at least as trusted as it. So a lesson is
+    never quarantined for contradicting lessons of lower total trust, and repeating a claim
+    from lower-trust sources never outranks a more trusted lesson, however often it is
+    repeated. Experiences of unknown trust or support count as outweighing."""
+    if any(e.trust is None or e.support is None for e in against):
+        return True
+    total = math.fsum(float(e.support or 0.0) for e in against)
+    strongest = max(float(e.trust or 0.0) for e in against)
+    return total >= support - _EPS and strongest >= trust - _EPS
+
+
+_EPS = 1e-9
+
+
+def _conflict_reason(e: Established, trust: float, support: float) -> str:
+    text = f"{_shorten(' '.join(e.content.split()), 120)!r}"
+    line = f"{CONFLICT_RULE_ID}: conflicts with high-confidence experience: {text} "
+    line += f"(confidence {e.confidence:.2f})"
+    if e.trust is not None and e.support is not None:
+        line += (
+            f", trust {e.trust:.2f} >= {trust:.2f} and support {e.support:.2f} "
+            f"against this lesson's {support:.2f}"
+        )
+    return line
+
+
+def _mass(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0.0:
+        raise UsageError(f"{what} must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _validated(existing: Sequence[Established | tuple[Any, ...]]) -> Iterable[Established]:
     for i, item in enumerate(existing):
         try:
-            other, confidence = item
-        except (TypeError, ValueError):
+            found = Established(*item)
+        except TypeError:
             raise UsageError(
-                f"existing[{i}] must be a (content, confidence) pair, got {item!r}"
+                f"existing[{i}] must be a (content, confidence[, trust[, support]]) tuple, "
+                f"got {item!r}"
             ) from None
+        other, confidence = found.content, found.confidence
         if not isinstance(other, str):
             raise UsageError(f"existing[{i}] content must be a str, not {type(other).__name__}")
         if (
@@ -471,7 +545,9 @@ def _validated(existing: Sequence[tuple[str, float]]) -> Iterable[tuple[str, flo
             or not 0.0 <= confidence <= 1.0
         ):
             raise UsageError(f"existing[{i}] confidence must be in [0, 1], got {confidence!r}")
-        yield other, float(confidence)
+        trust = None if found.trust is None else _mass(found.trust, f"existing[{i}] trust")
+        support = None if found.support is None else _mass(found.support, f"existing[{i}] support")
+        yield Established(other, float(confidence), trust, support)
 
 
 @lru_cache(maxsize=1)
@@ -484,7 +560,7 @@ def check(
     content: str,
     *,
     source: str | None = "unknown",
-    existing: Sequence[tuple[str, float]] = (),
+    existing: Sequence[Established | tuple[Any, ...]] = (),
 ) -> Verdict:
     """:meth:`Guard.check` on :func:`default_guard`."""
     return default_guard().check(content, source=source, existing=existing)

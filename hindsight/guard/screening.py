@@ -30,7 +30,9 @@ import numpy.typing as npt
 
 from hindsight._errors import UsageError
 from hindsight.guard import Guard, strip_invisible
+from hindsight.guard.checker import Established
 from hindsight.guard.evidence import EvidenceIndex
+from hindsight.guard.trust import trust_mass
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 from hindsight.ports import Clock, Embedder, VectorIndex
 
@@ -151,6 +153,9 @@ class WriteScreen:
         guard: the rules; ``None`` turns the checks off (cleaning still happens).
         clock: stamps ``quarantined_at``.
         shared_namespace: searched for conflicts besides the candidate's own namespace.
+        support: the support mass of an experience for the conflict test (issue 17 item 3);
+            default :func:`~hindsight.guard.trust.trust_mass` (its trust: repeats add
+            nothing).
     """
 
     def __init__(
@@ -162,7 +167,9 @@ class WriteScreen:
         guard: Guard | None,
         clock: Clock,
         shared_namespace: str = "shared",
+        support: Callable[[Experience], float] | None = None,
     ) -> None:
+        self.support = support or trust_mass
         self.store = store
         self.index = index
         self.embedder = embedder
@@ -197,12 +204,13 @@ class WriteScreen:
         vector: npt.ArrayLike | None = None,
         *,
         fetch: Fetch | None = None,
-    ) -> list[tuple[str, float]]:
-        """``(content, confidence)`` of the active experiences of ``exp``'s tenant nearest to
-        it (own namespace and the shared one), leaving out ``exp`` itself, its parent and the
-        other lessons of the same run(s): the conflict test is about contradicting knowledge
-        established elsewhere, and a run's outcome and its episode summary may well "disagree"
-        in wording ("the run failed" / "it did not recover").
+    ) -> list[Established]:
+        """The active experiences of ``exp``'s tenant nearest to it, as :class:`Established`
+        (content, confidence, trust, support mass), in its namespace and the shared one,
+        leaving out ``exp`` itself, its parent and the other lessons of the same run(s): the
+        conflict test is about contradicting knowledge established elsewhere, and a run's
+        outcome and its episode summary may well "disagree" in wording ("the run failed" /
+        "it did not recover").
 
         ``fetch(tenant_id, ids) -> {id: Experience}`` reads the rows (default: the store)."""
         ids = self._neighbour_ids(exp, vector)
@@ -210,7 +218,7 @@ class WriteScreen:
 
     def neighbours_many(
         self, exps: Sequence[Experience], vectors: npt.ArrayLike, fetch: Fetch
-    ) -> list[list[tuple[str, float]] | None]:
+    ) -> list[list[Established] | None]:
         """:meth:`neighbours` of each of a batch's experiences that :meth:`check` would look
         up (active, of an advice kind; ``None`` for the others), reading all their rows with
         one ``fetch`` per tenant (issue 10: one query per batch instead of one per lesson)."""
@@ -250,13 +258,11 @@ class WriteScreen:
         skip = {exp.id, exp.parent_id}
         return [h.id for h in hits if h.id not in skip]
 
-    def _neighbours_from(
-        self, exp: Experience, ids: list[str], fetch: Fetch
-    ) -> list[tuple[str, float]]:
+    def _neighbours_from(self, exp: Experience, ids: list[str], fetch: Fetch) -> list[Established]:
         rows = fetch(exp.tenant_id, ids) if ids else {}
         runs = set(exp.source_trajectory_ids)
         found = [
-            (rows[i].content, rows[i].confidence)
+            Established(rows[i].content, rows[i].confidence, rows[i].trust, self.support(rows[i]))
             for i in ids
             if i in rows
             and rows[i].tenant_id == exp.tenant_id
@@ -270,7 +276,7 @@ class WriteScreen:
         self,
         exp: Experience,
         *,
-        existing: Sequence[tuple[str, float]] | None = None,
+        existing: Sequence[Established | tuple[Any, ...]] | None = None,
         vector: npt.ArrayLike | None = None,
         evidence: EvidenceIndex | None = None,
     ) -> Experience:
@@ -278,10 +284,13 @@ class WriteScreen:
 
         Args:
             exp: the candidate (new, edited, merged, rolled back or rescanned).
-            existing: ``(content, confidence)`` pairs for the conflict test; ``None`` looks
-                them up with :meth:`neighbours`. Ignored for experiences that are not of an
-                advice kind (:data:`ADVICE_KINDS`): episodes and other observations are never
-                conflict-tested, only checked by the rules and for taint.
+            existing: :class:`~hindsight.guard.checker.Established` experiences (or
+                ``(content, confidence[, trust[, support]])`` tuples) for the conflict test;
+                ``None`` looks them up with :meth:`neighbours`. The candidate's own trust and
+                support (``support(exp)``) are weighed against theirs
+                (:func:`~hindsight.guard.checker.outweighs`). Ignored for experiences that are
+                not of an advice kind (:data:`ADVICE_KINDS`): episodes and other observations
+                are never conflict-tested, only checked by the rules and for taint.
             vector: the candidate's embedding (of the cleaned content), to avoid embedding
                 it again for the neighbour search.
             evidence: the reviewed trajectory's quotable text, for the taint check.
@@ -302,7 +311,13 @@ class WriteScreen:
             existing = []
         elif existing is None:
             existing = self.neighbours(exp, vector)
-        verdict = self.guard.check(exp.content, source=exp.provenance.value, existing=existing)
+        verdict = self.guard.check(
+            exp.content,
+            source=exp.provenance.value,
+            existing=existing,
+            trust=exp.trust,
+            support=self.support(exp),
+        )
         reasons = list(verdict.reasons)
         if evidence is not None:
             reasons += evidence.tainted(exp.content, self.guard)

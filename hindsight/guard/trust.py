@@ -20,9 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["SOURCE_ALIASES", "TRUST_WEIGHTS", "canonical_source", "initial_trust", "trust_weight"]
+__all__ = [
+    "SOURCE_ALIASES",
+    "TRUST_WEIGHTS",
+    "canonical_source",
+    "initial_trust",
+    "trust_mass",
+    "trust_weight",
+]
 
 TRUST_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
     {"system": 1.0, "user": 0.9, "tool": 0.6, "unknown": 0.5}
@@ -79,3 +86,11 @@ def initial_trust(sources: Iterable[str | None]) -> float:
         sources = [sources]
     weights = [trust_weight(s) for s in sources]
     return max(weights) if weights else TRUST_WEIGHTS["unknown"]
+
+
+def trust_mass(experience: Any) -> float:
+    """The support mass the conflict test weighs when nothing better is known: the
+    experience's ``trust`` alone (its most trusted evidence). Support counts are left out on
+    purpose: repeating a claim must not buy weight (issue 17 item 3); the engine passes the
+    write-back's trust-weighted mass of distinct sources instead when it has one."""
+    return float(experience.trust)

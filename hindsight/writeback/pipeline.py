@@ -10,10 +10,11 @@ vector index up to date.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy.typing as npt
 
+from hindsight.guard.checker import Established
 from hindsight.guard.evidence import EvidenceIndex
 from hindsight.guard.screening import WriteScreen
 from hindsight.models import Experience, Trajectory
@@ -60,7 +61,7 @@ class WriteBack:
     def guard_experience(
         self,
         exp: Experience,
-        existing: Sequence[tuple[str, float]] | None = None,
+        existing: Sequence[Established | tuple[Any, ...]] | None = None,
         *,
         vector: npt.ArrayLike | None = None,
         trajectory: Trajectory | EvidenceIndex | None = None,
@@ -73,7 +74,8 @@ class WriteBack:
 
         Args:
             exp: the experience as it would be stored.
-            existing: ``(content, confidence)`` pairs for the conflict test; ``None`` looks up
+            existing: experiences for the conflict test (:class:`~hindsight.guard.checker.
+                Established` or ``(content, confidence[, trust[, support]])``); ``None`` looks up
                 the nearest active experiences of the same tenant.
             vector: ``exp``'s embedding, if already computed (saves one embedding call).
             trajectory: the reviewed run (or its :class:`EvidenceIndex`), for the taint check
