@@ -99,3 +99,72 @@ def test_console_reads_filter_count_and_stay_in_their_tenant(
         job = store.review_job_of(TENANT, queued.id)
         assert job is not None and job.trajectory_id == queued.id
         assert store.review_job_of("other", queued.id) is None
+
+
+def test_audit_runs_are_reproducible_and_wrong_lessons_go_through_lifecycle_actions(
+    tmp_path: Path, database_url: str
+) -> None:
+    with make_memory(tmp_path / "d", database_url) as mem:
+        made = [
+            mem.add_experience(f"lesson {i}: check the order id before order_query",
+                               tenant_id=TENANT, confidence=0.6)
+            for i in range(8)
+        ]
+        first = mem.start_audit(tenant_id=TENANT, size=5, seed=7)
+        assert len(first["experience_ids"]) == 5 and first["seed"] == 7
+        mem.adjust_confidence(made[0].id, 0.3, tenant_id=TENANT)  # order by confidence changes
+        again = mem.start_audit(tenant_id=TENANT, size=5, seed=7)
+        assert again["experience_ids"] == first["experience_ids"] and again["id"] != first["id"]
+        drawn = mem.start_audit(tenant_id=TENANT)  # default 20 (all 8), a seed is chosen
+        assert drawn["size"] == 20 and sorted(drawn["experience_ids"]) == sorted(
+            e.id for e in made
+        )
+        assert isinstance(drawn["seed"], int)
+
+        run = first["id"]
+        a, b, c, d, e = first["experience_ids"]
+        mem.audit_verdict(run, a, "correct", tenant_id=TENANT)
+        mem.audit_verdict(run, b, "wrong", tenant_id=TENANT, note="order ids are checked upstream")
+        before = mem.get_experience(c, tenant_id=TENANT).confidence
+        mem.audit_verdict(run, c, "wrong", tenant_id=TENANT, action="demote")
+        mem.audit_verdict(run, d, "wrong", tenant_id=TENANT, action="quarantine", note="harmful")
+        done = mem.audit_verdict(run, e, "needs_edit", tenant_id=TENANT, note="too vague")
+
+        assert done["counts"] == {"correct": 1, "wrong": 3, "needs_edit": 1}
+        assert done["unmarked"] == 0
+        assert done["verdicts"][b]["action"] == "archive"
+        assert mem.get_experience(b, tenant_id=TENANT).status.value == "archived"
+        assert mem.get_experience(c, tenant_id=TENANT).confidence == pytest.approx(before - 0.2)
+        held = mem.get_experience(d, tenant_id=TENANT)
+        assert held.status.value == "quarantined"
+        assert "harmful" in held.metadata["quarantine_reasons"][-1]
+        assert mem.get_experience(e, tenant_id=TENANT).status.value == "active"
+        trail = mem.audit_log(tenant_id=TENANT, experience_id=b)
+        assert [(r["actor"], r["action"]) for r in trail[:2]] == [
+            (f"audit:{run}", "verdict"),
+            (f"audit:{run}", "status"),
+        ]
+        assert trail[0]["reason"] == "order ids are checked upstream"
+
+        changed = mem.audit_verdict(run, a, "needs_edit", tenant_id=TENANT)
+        assert changed["counts"] == {"correct": 0, "wrong": 3, "needs_edit": 2}
+        with pytest.raises(UsageError, match="only active ones are archived"):
+            mem.audit_verdict(run, b, "wrong", tenant_id=TENANT)
+        outsider = next(x.id for x in made if x.id not in first["experience_ids"])
+        with pytest.raises(UsageError, match="not in the sample"):
+            mem.audit_verdict(run, outsider, "correct", tenant_id=TENANT)
+        with pytest.raises(UsageError, match="verdict must be one of"):
+            mem.audit_verdict(run, a, "maybe", tenant_id=TENANT)
+        with pytest.raises(NotFoundError):
+            mem.audit_verdict(run, a, "correct", tenant_id="someone-else")
+        with pytest.raises(NotFoundError):
+            mem.audit_run(run, tenant_id="someone-else")
+        assert mem.audit_runs(tenant_id="someone-else") == []
+
+        runs = mem.audit_runs(tenant_id=TENANT)
+        assert {r["id"] for r in runs} == {run, again["id"], drawn["id"]}  # one clock tick
+        assert mem.audit_run(run, tenant_id=TENANT)["verdicts"][a]["verdict"] == "needs_edit"
+        with pytest.raises(UsageError, match="no active lesson"):
+            mem.start_audit(tenant_id="empty-tenant")
+        mem.forget(tenant_id=TENANT, everything=True)
+        assert mem.audit_runs(tenant_id=TENANT) == []

@@ -94,8 +94,6 @@ def serve(
     done yet stay queued for the next start (exit status: uvicorn re-raises the signal after
     the graceful shutdown, as service managers expect)."""
     try:
-        import uvicorn
-
         from hindsight.service.http import create_app
         from hindsight.service.http._app import NO_KEYS_MESSAGE
     except ImportError as exc:
@@ -129,28 +127,104 @@ def serve(
         where = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
         keys = "none (--insecure-single-tenant)" if ring.insecure else (ring.path or "env")
         err_console.print(
-            f"hindsight: HTTP API at {where}/v1 (docs {where}/docs), MCP at {where}/mcp; "
-            f"store {escape(config.sql_url())}; keys: {escape(str(keys))}",
+            f"hindsight: HTTP API at {where}/v1 (docs {where}/docs), MCP at {where}/mcp, "
+            f"console at {where}/console; store {escape(config.sql_url())}; "
+            f"keys: {escape(str(keys))}",
             highlight=False,
             soft_wrap=True,
         )
-        uv = uvicorn.Server(
-            uvicorn.Config(
-                web,
-                host=host,
-                port=port,
-                log_level=log_level,
-                lifespan="on",
-                timeout_graceful_shutdown=10,
-            )
-        )
-        # uvicorn exits on a startup failure (e.g. the port got taken): one line below instead
-        with contextlib.suppress(SystemExit):
-            uv.run()
+        _run(web, host, port, log_level)
     finally:
         memory.close()
+
+
+def _run(web: Any, host: str, port: int, log_level: str, sock: Any = None) -> None:
+    """Run ``web`` with uvicorn until SIGTERM / Ctrl-C (on ``sock`` when given, already
+    bound); fail in one line when it could not start."""
+    import uvicorn
+
+    uv = uvicorn.Server(
+        uvicorn.Config(
+            web,
+            host=host,
+            port=port,
+            log_level=log_level,
+            lifespan="on",
+            timeout_graceful_shutdown=10,
+        )
+    )
+    # uvicorn exits on a startup failure (e.g. the port got taken): one line below instead
+    with contextlib.suppress(SystemExit):
+        uv.run(sockets=[sock] if sock is not None else None)
     if not uv.started:
         raise fail(f"could not serve on {host}:{port} (see the log above)", 1)
+
+
+@app.command("console")
+def console(
+    ctx: typer.Context,
+    tenant: Annotated[
+        str,
+        typer.Option("--tenant", envvar="HINDSIGHT_TENANT", help="The tenant the console shows."),
+    ] = "default",
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="TCP port (0: any free one).")
+    ] = 8711,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="uvicorn log level: warning, info, debug.")
+    ] = "warning",
+) -> None:
+    """Open the audit console on the local embedded store (docs/console.md).
+
+    Serves on 127.0.0.1 only and prints the URL to open: it carries a key made for this
+    session (in the URL's #fragment, which the browser never sends to a server) that signs
+    you in as TENANT and works until this command stops (Ctrl-C). Reviews run in this
+    process, as with `hindsight serve`."""
+    import secrets
+    import socket
+
+    try:
+        from hindsight.service.http import create_app
+    except ImportError as exc:
+        raise fail(f"{exc} (pip install 'hindsight-memory[server]')", 1) from None
+    from hindsight.engine import AsyncMemory
+    from hindsight.service._keys import KeyRing
+
+    host = "127.0.0.1"
+    key = "hs_" + secrets.token_urlsafe(32)
+    with guarded():
+        ring = KeyRing.from_plain({key: tenant})
+        config = _config(state(ctx))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)  # connections wait in the backlog until uvicorn serves
+    except OSError as exc:
+        sock.close()
+        reason = (exc.strerror or str(exc)).lower()
+        raise fail(f"could not serve on {host}:{port}: {reason} (try --port 0)", 2) from None
+    port = sock.getsockname()[1]
+    try:
+        with guarded():
+            memory = AsyncMemory(config)
+        try:
+            with guarded():
+                web = create_app(memory, keyring=ring, close_memory=True, mcp=False)
+            out_console.print(
+                f"http://{host}:{port}/console/login#key={key}", highlight=False, soft_wrap=True
+            )
+            err_console.print(
+                f"hindsight console: open the URL above (tenant {escape(tenant)!r}; the key "
+                f"works until this command stops); store {escape(config.sql_url())}",
+                highlight=False,
+                soft_wrap=True,
+            )
+            _run(web, host, port, log_level, sock)
+        finally:
+            memory.close()
+    finally:
+        sock.close()
 
 
 def _check_port_free(host: str, port: int) -> None:

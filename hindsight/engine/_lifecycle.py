@@ -287,6 +287,75 @@ class LifecycleMethods:
         now = self.clock.now()
         return await self._write(audit.mark_wrong, self.store, tenant, eid, now, note)
 
+    async def start_audit(
+        self, *, tenant_id: str, size: int = audit.DEFAULT_SAMPLE, seed: int | None = None
+    ) -> dict[str, Any]:
+        """Draw a reproducible random sample of ``size`` (1..1000, default 20) active lessons
+        for a human audit and save it as an audit run (MISSION S12; episodes left out). The
+        same ``seed`` over the same active lessons draws the same sample; ``None`` picks one
+        (saved with the run).
+
+        Returns:
+            The run: ``{"id", "tenant_id", "seed", "size", "experience_ids", "actor",
+            "created_at", "counts", "unmarked", "verdicts"}`` (see :meth:`audit_run`).
+
+        Raises:
+            UsageError: a bad size or seed, or no active lesson to audit.
+        """
+        tenant = self._scope(tenant_id)
+        return await asyncio.to_thread(audit.start_run, self.store, tenant, size, seed=seed)
+
+    async def audit_runs(self, *, tenant_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The tenant's audit runs, newest first, with their verdict ``counts`` and how many
+        lessons are still ``unmarked`` (``limit`` 1..1000)."""
+        tenant = self._scope(tenant_id)
+        return await asyncio.to_thread(self.store.list_audit_runs, tenant, limit=limit)
+
+    async def audit_run(self, run_id: Any, *, tenant_id: str) -> dict[str, Any]:
+        """One audit run with its ``verdicts`` (experience id -> ``{"verdict", "note",
+        "action", "actor", "at"}``).
+
+        Raises:
+            NotFoundError: no such run in this tenant.
+        """
+        tenant = self._scope(tenant_id)
+        return await asyncio.to_thread(self.store.get_audit_run, tenant, run_id)
+
+    async def audit_verdict(
+        self,
+        run_id: Any,
+        experience_id: Any,
+        verdict: str,
+        *,
+        tenant_id: str,
+        note: str | None = None,
+        action: str = "archive",
+    ) -> dict[str, Any]:
+        """Record a human's verdict on one lesson of an audit run: ``correct``, ``wrong`` or
+        ``needs_edit``, with a note. A ``wrong`` lesson is first archived (``action``
+        ``"archive"``), demoted (``"demote"``: confidence -0.2) or quarantined
+        (``"quarantine"``) through the audited lifecycle actions
+        (:func:`hindsight.writeback.audit.give_verdict`). A later verdict replaces an earlier
+        one (the action already taken stays: restore the lesson to undo it). Returns the run.
+
+        Raises:
+            NotFoundError: no such run or experience. UsageError: a bad verdict or action, an
+            experience not in the run, or a wrong lesson that is not active any more.
+        """
+        tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        now = self.clock.now()
+        return await self._write(
+            audit.give_verdict,
+            self.store,
+            tenant,
+            run_id,
+            eid,
+            verdict,
+            now,
+            note=note,
+            action=action,
+        )
+
     async def audit_log(
         self, *, tenant_id: str, experience_id: Any | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:

@@ -134,6 +134,10 @@ class Memory:
     maintain = sync_twin(AsyncMemory.maintain)
     audit_sample = sync_twin(AsyncMemory.audit_sample)
     mark_wrong = sync_twin(AsyncMemory.mark_wrong)
+    start_audit = sync_twin(AsyncMemory.start_audit)
+    audit_runs = sync_twin(AsyncMemory.audit_runs)
+    audit_run = sync_twin(AsyncMemory.audit_run)
+    audit_verdict = sync_twin(AsyncMemory.audit_verdict)
     audit_log = sync_twin(AsyncMemory.audit_log)
     doctor = sync_twin(AsyncMemory.doctor)
 

@@ -21,8 +21,9 @@ from hindsight.store._base import StoreCore, norm_statuses
 from hindsight.store.codec import EXPERIENCE_FIELDS, experience_from_row, job_from_row
 from hindsight.store.lifecycle_schema import outcomes
 from hindsight.store.records import ReviewJob
+from hindsight.store.schema import experience_sources, recalls, review_jobs, trajectories
 from hindsight.store.schema import experiences as _table
-from hindsight.store.schema import recalls, review_jobs, trajectories
+from hindsight.store.trajectories import checked_task_key
 
 __all__ = ["BrowseStore", "ExperienceFilter"]
 
@@ -34,7 +35,8 @@ class ExperienceFilter(TypedDict, total=False):
     """Filters of :meth:`BrowseStore.browse_experiences`, every key optional: ``statuses``,
     ``kinds`` (lists of values), ``task_type``, ``namespace``, ``min_confidence``,
     ``max_confidence`` (in [0, 1], inclusive), ``text`` (case-insensitive substring of the
-    content), ``source_trajectory_id`` (lessons learned from that run)."""
+    content), ``source_trajectory_id`` (lessons learned from that run), ``task_key`` (lessons
+    learned from a run of that task group)."""
 
     statuses: Sequence[str]
     kinds: Sequence[str]
@@ -44,6 +46,7 @@ class ExperienceFilter(TypedDict, total=False):
     max_confidence: float | None
     text: str | None
     source_trajectory_id: str | None
+    task_key: str | None
 
 
 def _unit(value: Any, name: str) -> float | None:
@@ -85,7 +88,28 @@ class BrowseStore(StoreCore):
         source = where.get("source_trajectory_id")
         if source:
             tid = normalize_id(source, "trajectory id")
-            conds.append(self._json_array_has(_table.c.source_trajectory_ids, tid))
+            conds.append(
+                select(experience_sources.c.experience_id)
+                .where(
+                    experience_sources.c.tenant_id == tenant,
+                    experience_sources.c.trajectory_id == tid,
+                    experience_sources.c.experience_id == _table.c.id,
+                )
+                .exists()
+            )
+        key = where.get("task_key")
+        if key:
+            conds.append(
+                select(experience_sources.c.experience_id)
+                .join(trajectories, trajectories.c.id == experience_sources.c.trajectory_id)
+                .where(
+                    experience_sources.c.tenant_id == tenant,
+                    experience_sources.c.experience_id == _table.c.id,
+                    trajectories.c.tenant_id == tenant,
+                    trajectories.c.task_key == checked_task_key(key),
+                )
+                .exists()
+            )
         return conds
 
     def browse_experiences(

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 from hindsight._errors import UsageError
 from hindsight._ids import normalize_id, validate_tenant
 from hindsight.store._base import StoreCore, chunks, norm_ids
+from hindsight.store.audit_schema import audit_runs, audit_verdicts
 from hindsight.store.records import OutboxOp
 from hindsight.store.schema import events, experiences, recalls, review_jobs, trajectories
 from hindsight.store.trajectories import drop_orphan_prompts
@@ -41,7 +42,7 @@ class ForgetStore(StoreCore):
                 records, its system prompt when no other run of the tenant uses it, and every
                 experience whose ``source_trajectory_ids`` contain it.
             everything: forget all of the tenant's experiences, trajectories, system prompts,
-                events, review jobs and recall records.
+                events, review jobs, recall records and audit runs.
 
         Returns:
             How many experiences were removed.
@@ -66,7 +67,8 @@ class ForgetStore(StoreCore):
                         .where(experiences.c.tenant_id == tenant)
                     ).scalar_one()
                 )
-                for table in (recalls, review_jobs, events, trajectories, experiences):
+                tables = (audit_verdicts, audit_runs, recalls, review_jobs, events)
+                for table in (*tables, trajectories, experiences):
                     conn.execute(delete(table).where(table.c.tenant_id == tenant))
                 drop_orphan_prompts(conn, tenant, None)
                 self._add_outbox(conn, now, [(OutboxOp.DELETE_TENANT, None, tenant, {})])

@@ -17,6 +17,7 @@ from hindsight.models import ExperienceKind, ExperienceStatus
 from hindsight.ports import Clock
 from hindsight.store import migrate
 from hindsight.store._base import StoreCore, _one_line
+from hindsight.store.audits import AuditStore
 from hindsight.store.browse import BrowseStore
 from hindsight.store.connect import BEGIN_OPTION, open_engine
 from hindsight.store.experiences import ExperienceStore
@@ -59,6 +60,7 @@ class SqlStore(
     OutboxStore,
     JobStore,
     BrowseStore,
+    AuditStore,
     StoreCore,
 ):
     """SQL source of truth on SQLite (default) or PostgreSQL; safe to share between threads.

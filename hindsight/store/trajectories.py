@@ -4,6 +4,7 @@ system prompts (stored once per distinct text per tenant) and task groups (issue
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, delete, insert, select, true, update
@@ -127,7 +128,12 @@ def _summary(row: Mapping[Any, Any]) -> TrajectorySummary:
     )
 
 
-def _task_key(value: Any) -> str:
+def checked_task_key(value: Any) -> str:
+    """A task key as :func:`hindsight.models.validate_task_key` accepts it.
+
+    Raises:
+        UsageError: ``None``, blank, too long, or not a string / int.
+    """
     if value is None:
         raise UsageError("task_key must be a non-blank string, got None")
     try:
@@ -471,7 +477,7 @@ class TrajectoryStore(StoreCore):
         """
         tenant = validate_tenant(tenant_id)
         tid = normalize_id(trajectory_id, "trajectory id")
-        key = _task_key(task_key)
+        key = checked_task_key(task_key)
         if source not in _TASK_KEY_SOURCES:
             raise UsageError(f"source must be one of {list(_TASK_KEY_SOURCES)}, got {source!r:.40}")
         where: list[ColumnElement[bool]] = [
@@ -498,22 +504,29 @@ class TrajectoryStore(StoreCore):
         task_key: Any = None,
         outcome: Any = None,
         task_type: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        newest_first: bool = False,
         limit: int = 100,
         offset: int = 0,
     ) -> list[TrajectorySummary]:
         """The tenant's runs matching every filter, oldest stored first (then by id), so that
-        pages stay stable while new runs arrive.
+        pages stay stable while new runs arrive; ``newest_first`` reverses the order (the
+        console's list).
 
         Args:
             tenant_id: the tenant (required).
             task_key: only runs of this task group (explicit or by intent); ``None`` = any.
             outcome: only runs with this outcome (``Outcome`` or its value); ``None`` = any.
             task_type: exact task type; ``None`` = any.
+            since, until: only runs that started at or after ``since`` / before ``until``
+                (aware datetimes; naive ones are UTC).
             limit: 1..10000 rows; offset: rows to skip (>= 0).
 
         Raises:
             TenantRequiredError: empty or missing tenant.
-            UsageError: a blank or too long task key, an unknown outcome, a bad limit/offset.
+            UsageError: a blank or too long task key, an unknown outcome, a bad limit/offset,
+                ``since``/``until`` not datetimes.
         """
         tenant = validate_tenant(tenant_id)
         if (
@@ -528,7 +541,7 @@ class TrajectoryStore(StoreCore):
             raise UsageError(f"offset must be a non-negative integer, got {offset!r:.40}")
         where: list[ColumnElement[bool]] = [trajectories.c.tenant_id == tenant]
         if task_key is not None:
-            where.append(trajectories.c.task_key == _task_key(task_key))
+            where.append(trajectories.c.task_key == checked_task_key(task_key))
         if outcome is not None:
             try:
                 where.append(trajectories.c.outcome == Outcome(outcome).value)
@@ -539,7 +552,14 @@ class TrajectoryStore(StoreCore):
             if not isinstance(task_type, str):
                 raise UsageError(f"task_type must be a string, got {type(task_type).__name__}")
             where.append(trajectories.c.task_type == task_type)
-        return self._summaries(where, limit=limit, offset=offset)
+        for name, bound in (("since", since), ("until", until)):
+            if bound is not None and not isinstance(bound, datetime):
+                raise UsageError(f"{name} must be a datetime, got {type(bound).__name__}")
+        if since is not None:
+            where.append(trajectories.c.started_at >= since)
+        if until is not None:
+            where.append(trajectories.c.started_at < until)
+        return self._summaries(where, limit=limit, offset=offset, newest_first=newest_first)
 
     def runs_of_task(self, tenant_id: str, task_key: Any) -> list[TrajectorySummary]:
         """Every run of the tenant's task group ``task_key``, oldest stored first: each with
@@ -550,12 +570,20 @@ class TrajectoryStore(StoreCore):
             UsageError: a blank or too long key.
         """
         tenant = validate_tenant(tenant_id)
-        key = _task_key(task_key)
+        key = checked_task_key(task_key)
         return self._summaries([trajectories.c.tenant_id == tenant, trajectories.c.task_key == key])
 
     def _summaries(
-        self, where: list[ColumnElement[bool]], *, limit: int | None = None, offset: int = 0
+        self,
+        where: list[ColumnElement[bool]],
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        newest_first: bool = False,
     ) -> list[TrajectorySummary]:
+        order: tuple[Any, ...] = (trajectories.c.stored_at, trajectories.c.id)
+        if newest_first:
+            order = (trajectories.c.stored_at.desc(), trajectories.c.id.desc())
         query = (
             select(*_SUMMARY_COLUMNS)
             .select_from(
@@ -564,7 +592,7 @@ class TrajectoryStore(StoreCore):
                 )
             )
             .where(*where)
-            .order_by(trajectories.c.stored_at, trajectories.c.id)
+            .order_by(*order)
             .offset(offset)
         )
         if limit is not None:

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.console.conftest import open_page, screenshot, sign_in
 from tests.console.seed import HARMFUL, RULE, RULE_V2, seed, support_run
@@ -340,3 +341,108 @@ def test_sessions_cookies_and_headers(console_server: Served, tenants: tuple[str
         console_server.keys.pop(tenant)
         gone = http.get(f"{base}/", follow_redirects=False)
         assert gone.status_code == 303
+
+
+def test_audit_flow_end_to_end(
+    browser: Any, console_server: Served, tenants: tuple[str, str], page_errors: list[str]
+) -> None:
+    tenant = tenants[0]
+    client = console_server.client(tenant)
+    made = [
+        client.add_experience(f"Lesson {i}: confirm the order id before calling order_query")
+        for i in range(25)
+    ]
+    page = open_page(browser, page_errors)
+    sign_in(page, console_server, tenant)
+    base = f"{console_server.url}/console"
+    page.click("[data-nav=audit]")
+    assert page.input_value("input[name=size]") == "20"
+    page.fill("input[name=seed]", "2026")
+    page.click("[data-action=start-audit]")
+    assert page.locator("[data-item]").count() == 20
+    assert page.inner_text("[data-seed]") == "2026"
+    first_url = page.url
+    drawn = page.locator("[data-item]").evaluate_all("rows => rows.map(r => r.dataset.item)")
+    assert set(drawn) <= {e.id for e in made}
+    page.click("[data-action=redraw]")  # the same seed over the same lessons: the same draw
+    assert page.url != first_url
+    redrawn = page.locator("[data-item]").evaluate_all("rows => rows.map(r => r.dataset.item)")
+    assert redrawn == drawn
+    screenshot(page, "audit")
+
+    def mark(eid: str, verdict: str, note: str = "", action: str | None = None) -> None:
+        item = page.locator(f"[data-item='{eid}']")
+        item.locator(f"input[name=verdict][value={verdict}]").check()
+        if action:
+            item.locator("select[name=action]").select_option(action)
+        item.locator("input[name=note]").fill(note)
+        item.locator("[data-action=mark]").click()
+        page.wait_for_load_state()
+
+    mark(drawn[0], "correct")
+    mark(drawn[1], "wrong", "order ids are validated upstream")  # archive, the default
+    mark(drawn[2], "wrong", "too strong", "demote")
+    mark(drawn[3], "wrong", "harmful", "quarantine")
+    mark(drawn[4], "needs_edit", "say which id")
+    assert page.inner_text("[data-verdicts=wrong]") == "wrong 3"
+    assert page.inner_text("[data-verdicts=unmarked]") == "unmarked 15"
+    assert page.inner_text("[data-accuracy]") == "20%"
+    item = page.locator(f"[data-item='{drawn[4]}']")
+    item.locator("a[href$='#edit']").click()
+    page.wait_for_url(f"{base}/experiences/{drawn[4]}#edit")
+    page.fill("textarea[name=content]", "Confirm the numeric order id before calling order_query")
+    page.click("[data-action=save]")
+    assert "saved as version 2" in page.inner_text(".flash")
+
+    assert client.get_experience(drawn[1]).status.value == "archived"
+    assert client.get_experience(drawn[2]).confidence == pytest.approx(0.3)
+    assert client.get_experience(drawn[3]).status.value == "quarantined"
+    assert client.get_experience(drawn[0]).status.value == "active"
+
+    page.goto(f"{base}/audit")
+    row = page.locator("tr[data-run]").first
+    assert row.locator("td").all_inner_texts()[1:] == ["2026", "20", "1", "3", "1", "15"]
+    assert page.locator("tr[data-run]").count() == 2
+    assert page.locator("tr[data-run]").nth(1).locator("td").all_inner_texts()[-1] == "20"
+    assert page_errors == []
+
+
+def test_trajectories_list_filters_and_pages(
+    browser: Any, console_server: Served, tenants: tuple[str, str], page_errors: list[str]
+) -> None:
+    tenant = tenants[0]
+    client = console_server.client(tenant)
+    for i in range(3):
+        client.store_episode(
+            support_run(f"Where is order {i}?", "error: timed out"), task_type="support",
+            review=False,
+        )
+    client.store_episode(
+        {"messages": [{"role": "user", "content": "Refund order 7"},
+                      {"role": "assistant", "content": "Refunded."}], "task_id": "refunds-7"},
+        task_type="billing",
+        review=False,
+    )
+    page = open_page(browser, page_errors)
+    sign_in(page, console_server, tenant)
+    page.click("[data-nav=trajectories]")
+    assert page.locator("tr[data-run]").count() == 4
+    assert page.locator("tr[data-run]").first.inner_text().startswith(
+        page.locator("tr[data-run] td").first.inner_text()
+    )
+    page.fill("input[name=task_type]", "billing")
+    page.click("form.filters button")
+    assert page.locator("tr[data-run]").count() == 1
+    assert "Refund order 7" in page.inner_text("tr[data-run]")
+    page.fill("input[name=task_type]", "")
+    page.fill("input[name=since]", "2000-01-01")
+    page.fill("input[name=until]", "2000-01-02")
+    page.click("form.filters button")
+    assert page.locator("tr[data-run]").count() == 0
+    page.fill("input[name=since]", "")
+    page.fill("input[name=until]", "")
+    page.click("form.filters button")
+    screenshot(page, "trajectories")
+    page.locator("tr[data-run] a").first.click()
+    assert page.locator("li.ev").count() >= 2
+    assert page_errors == []

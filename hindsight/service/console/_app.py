@@ -57,9 +57,7 @@ class _SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        static = str(scope.get("path", "")).startswith(
-            str(scope.get("root_path", "")) + "/static/"
-        )
+        static = str(scope.get("path", "")).startswith(str(scope.get("root_path", "")) + "/static/")
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -33,8 +33,17 @@ router = APIRouter()
 
 PAGE_SIZE = 50
 """Rows per page of the experiences list."""
-FILTERS = ("status", "kind", "task_type", "namespace", "min_confidence", "max_confidence", "q",
-           "source")
+FILTERS = (
+    "status",
+    "kind",
+    "task_type",
+    "task_key",
+    "namespace",
+    "min_confidence",
+    "max_confidence",
+    "q",
+    "source",
+)
 
 
 def _filters(request: Request) -> tuple[ExperienceFilter, dict[str, str]]:
@@ -58,6 +67,7 @@ def _filters(request: Request) -> tuple[ExperienceFilter, dict[str, str]]:
     where["max_confidence"] = form_float(params, "max_confidence")
     where["text"] = form_text(params, "q", max_length=500)
     where["source_trajectory_id"] = form_text(params, "source", max_length=100)
+    where["task_key"] = form_text(params, "task_key", max_length=1000)
     return where, shown
 
 
@@ -196,9 +206,11 @@ async def edit(
             actor="console",
             **changes,
         )
-        note = f" and quarantined: {saved.metadata.get('quarantine_reasons')}" if (
-            saved.status is ExperienceStatus.QUARANTINED
-        ) else ""
+        note = (
+            f" and quarantined: {saved.metadata.get('quarantine_reasons')}"
+            if (saved.status is ExperienceStatus.QUARANTINED)
+            else ""
+        )
         session.flash(f"saved as version {saved.version}{note}")
     return redirect(request, f"/experiences/{exp.id}")
 

@@ -128,9 +128,7 @@ async def overview(request: Request, session: Viewer, memory: Engine) -> Respons
         days=OVERVIEW_DAYS,
         hit_rate=(total_hits / total_runs) if total_runs else None,
         total_runs=total_runs,
-        outcome_totals={
-            k: sum(v[k] for v in outcomes.values()) for k in ("success", "failure")
-        },
+        outcome_totals={k: sum(v[k] for v in outcomes.values()) for k in ("success", "failure")},
         failed=failed,
     )
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hindsight.models import Event, EventStatus, EventType, Trajectory
+from hindsight._errors import UsageError
+from hindsight.models import Event, EventStatus, EventType, Outcome, Trajectory
 from hindsight.service.console._deps import Engine, Viewer, form_float, form_int, form_list
 from hindsight.service.console._deps import form_text as param
 from hindsight.service.console._pages import render
@@ -36,6 +38,56 @@ def _timeline(traj: Trajectory) -> list[dict[str, Any]]:
         }
         for e in traj.events
     ]
+
+
+TRAJECTORY_PAGE = 50
+"""Runs per page of the trajectories list."""
+
+
+def _day(params: Any, name: str, *, end: bool = False) -> datetime | None:
+    """A ``YYYY-MM-DD`` (or ISO 8601) field as a UTC datetime; ``None`` when blank. ``end``:
+    a bare date means the end of that day (an inclusive "until")."""
+    text = param(params, name, max_length=40)
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a date like 2026-01-31, got {text!r}") from None
+    if end and len(text) == len("2026-01-31"):
+        when += timedelta(days=1)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
+
+
+@router.get("/trajectories")
+async def trajectories(request: Request, session: Viewer, memory: Engine) -> Response:
+    """The tenant's runs, newest first, a page at a time; filters: outcome, task type, task
+    group and the day the run started (from / until, inclusive)."""
+    params = request.query_params
+    shown = {n: params.get(n, "") for n in ("outcome", "task_type", "task_key", "since", "until")}
+    page = form_int(params, "page", low=1, high=10**6) or 1
+    runs = await asyncio.to_thread(
+        memory.store.list_trajectories,
+        session.tenant,
+        task_key=param(params, "task_key", max_length=1000),
+        outcome=param(params, "outcome", max_length=20),
+        task_type=param(params, "task_type", max_length=200),
+        since=_day(params, "since"),
+        until=_day(params, "until", end=True),
+        newest_first=True,
+        limit=TRAJECTORY_PAGE + 1,
+        offset=(page - 1) * TRAJECTORY_PAGE,
+    )
+    return render(
+        request,
+        "trajectories.html",
+        nav="trajectories",
+        runs=runs[:TRAJECTORY_PAGE],
+        more=len(runs) > TRAJECTORY_PAGE,
+        page=page,
+        params=shown,
+        outcomes=[o.value for o in Outcome],
+    )
 
 
 @router.get("/trajectories/{trajectory_id}")
