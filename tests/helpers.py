@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hindsight import Event, Lesson, Memory, Trajectory
+from hindsight import Event, EventStatus, EventType, Lesson, Memory, Trajectory
 from hindsight.testing import FakeEmbedder, ManualClock, ScriptedReviewer
 
 
@@ -32,3 +32,18 @@ def trajectory(tenant: str, task: str, *, tool: str = "order_query", status: str
         ],
         **kw,
     )
+
+
+def tool_step(
+    tool: str, args: dict[str, Any], status: str = "success", output: str = "{}"
+) -> list[Event]:
+    """A tool call and its result, as two events."""
+    return [
+        Event(event_type=EventType.TOOL_CALL, tool_name=tool, tool_args=args),
+        Event(
+            event_type=EventType.TOOL_RESULT,
+            tool_name=tool,
+            status=EventStatus(status),
+            content=output,
+        ),
+    ]

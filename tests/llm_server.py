@@ -18,7 +18,14 @@ a provider would (``chat.completion`` JSON), deciding from the trajectory text i
 * otherwise a good report whose sentences name the run's ticket (``T-<n>`` in the task), so a
   test can trace every stored lesson to the run and the reply it came from.
 
-``GET /requests`` returns ``{"count": n, "tickets": {ticket: requests}}``.
+A contrastive request (its ``response_format`` is the ``ContrastReport`` schema) gets a good
+contrastive report naming the failed run's ticket (:func:`contrast_report_for`), or, with
+``MALFORMED`` in it, the same refusal.
+
+``GET /requests`` returns ``{"count": n, "tickets": {ticket: requests}}``; ``GET /bodies``
+the JSON bodies of the last 50 chat requests, oldest first.
+
+:class:`Server` and :func:`serve` start it in its own process for a test.
 """
 
 from __future__ import annotations
@@ -28,17 +35,22 @@ import contextlib
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
+import urllib.request
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 TICKET = re.compile(r"\bT-\d+\b")
 KIND = re.compile(r"KIND:([a-z_]+)")
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 
-STATE: dict[str, Any] = {"fixed": False, "count": 0, "tickets": {}, "sleep": 0.0}
+STATE: dict[str, Any] = {"fixed": False, "count": 0, "tickets": {}, "sleep": 0.0, "bodies": []}
+MAX_BODIES = 50
 LOCK = threading.Lock()
 
 
@@ -117,6 +129,25 @@ def report_for(ticket: str, chinese: bool) -> dict[str, Any]:
     }
 
 
+def contrast_report_for(ticket: str) -> dict[str, Any]:
+    """The contrastive report this server gives for a failed run about ``ticket``."""
+    return {
+        "differences": [
+            f"Ticket {ticket}: failed run: refund_order retried unchanged after a timeout; "
+            "successful run: refund_async after the first timeout."
+        ],
+        "turning_point": f"Ticket {ticket}: after the first timeout the successful run "
+        "queued the refund with refund_async.",
+        "rules": [
+            {
+                "text": f"When refund_order times out (ticket {ticket}), queue the refund with "
+                "refund_async (not refund_order again), because the run that did so succeeded.",
+                "confidence": 0.75,
+            }
+        ],
+    }
+
+
 def completion(
     content: str | None,
     *,
@@ -149,11 +180,19 @@ def completion(
     }
 
 
-def reply(run: str, first_try: bool) -> dict[str, Any]:
-    """The chat completion for a request whose last user message is ``run``."""
+def _schema_name(body: dict[str, Any]) -> str:
+    fmt = body.get("response_format") or {}
+    return str((fmt.get("json_schema") or {}).get("name", "")) if isinstance(fmt, dict) else ""
+
+
+def reply(run: str, first_try: bool, schema: str = "ReviewReport") -> dict[str, Any]:
+    """The chat completion for a request whose last user message is ``run`` and whose
+    ``response_format`` names ``schema``."""
     ticket_match = TICKET.search(run)
     ticket = ticket_match.group(0) if ticket_match else "T-0"
     report = report_for(ticket, bool(CHINESE.search(run)))
+    if schema == "ContrastReport":
+        report = contrast_report_for(ticket)
     good = json.dumps(report, ensure_ascii=False)
     if "MALFORMED" in run and not STATE["fixed"]:
         return completion("I'm sorry, but I can't produce a review of this conversation.")
@@ -215,6 +254,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/requests":
             with LOCK:
                 self._send(200, {"count": STATE["count"], "tickets": dict(STATE["tickets"])})
+        elif self.path == "/bodies":
+            with LOCK:
+                self._send(200, list(STATE["bodies"]))
         else:
             self._send(404, {"error": {"message": "not found"}})
 
@@ -234,6 +276,7 @@ class Handler(BaseHTTPRequestHandler):
             len(messages) >= 2
             and messages[-2].get("role") == "assistant"
             and "<trajectory>" not in run
+            and "<failed_run>" not in run
         )
         if not first_try:  # the re-ask: the run is in the user message before the bad reply
             run = str(messages[-3].get("content", ""))
@@ -242,16 +285,67 @@ class Handler(BaseHTTPRequestHandler):
             STATE["count"] += 1
             key = ticket_match.group(0) if ticket_match else "none"
             STATE["tickets"][key] = STATE["tickets"].get(key, 0) + 1
+            STATE["bodies"] = [*STATE["bodies"], body][-MAX_BODIES:]
             sleep = float(STATE["sleep"])
         if "SLOW" in run:
             sleep = max(sleep, 30.0)
         if sleep:
             time.sleep(sleep)
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gave up
-            self._send(200, reply(run, first_try))
+            self._send(200, reply(run, first_try, _schema_name(body)))
 
     def log_message(self, *args: Any) -> None:
         pass
+
+
+class Server:
+    """A server process started by :func:`serve`, and its control endpoints."""
+
+    def __init__(self, proc: subprocess.Popen[str], port: int) -> None:
+        self.proc = proc
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}/v1"
+
+    def _get(self, path: str) -> Any:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=10) as resp:
+            return json.load(resp)
+
+    def control(self, **settings: Any) -> None:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/control",
+            data=json.dumps(settings).encode(),
+            headers={"content-type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            assert resp.status == 200
+
+    def requests(self) -> dict[str, Any]:
+        """``{"count": n, "tickets": {ticket: requests}}``."""
+        return dict(self._get("/requests"))
+
+    def bodies(self) -> list[dict[str, Any]]:
+        """The JSON bodies of the last chat requests, oldest first."""
+        return list(self._get("/bodies"))
+
+
+@contextlib.contextmanager
+def serve() -> Iterator[Server]:
+    """This server in its own process on a free loopback port, killed on exit."""
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("PORT "), line
+        yield Server(proc, int(line.split()[1]))
+    finally:
+        proc.kill()
+        proc.wait(10)
 
 
 def main() -> None:

@@ -26,11 +26,12 @@ import respx
 
 from hindsight import ReviewError, UsageError
 from hindsight.config import MemoryConfig
-from hindsight.models import Event, EventStatus, EventType, Outcome, Trajectory
+from hindsight.models import Event, EventStatus, EventType, ExperienceKind, Outcome, Trajectory
 from hindsight.ports import Reviewer
 from hindsight.review.llm._parse import ReportParseError
 from hindsight.review.llm.prompts import PROMPT_VERSION, SYSTEM_PROMPT
-from hindsight.review.llm.reviewer import LLMReviewer, ReviewTimeoutError
+from hindsight.review.llm.reviewer import DEFAULT_MAX_TOKENS, LLMReviewer, ReviewTimeoutError
+from hindsight.writeback.text import dedup_key
 from tests.test_review_parse import (
     CN_EXPECTED,
     CN_REPORT,
@@ -147,14 +148,21 @@ def test_good_reply_gives_exact_lessons_and_the_request_is_as_specified(
     assert lesson_tuples(lessons) == EXPECTED
     assert all(
         le.metadata
-        == {"prompt_version": PROMPT_VERSION, "model": MODEL, "question": le.metadata["question"]}
+        == {
+            "prompt_version": PROMPT_VERSION,
+            "model": MODEL,
+            "question": le.metadata["question"],
+            "lesson_key": "text:" + dedup_key(le.content),
+            "support": [{"trajectory_id": traj.id, "polarity": 1, "role": "reviewed_run"}],
+        }
         for le in lessons
+        if le.kind is not ExperienceKind.EPISODE
     )
     assert route.call_count == 1
     sent = body(route.calls.last)
     assert sent["model"] == "test-model"
     assert sent["temperature"] == 0.2
-    assert sent["max_tokens"] == 512
+    assert sent["max_tokens"] == DEFAULT_MAX_TOKENS == 1024
     fmt = sent["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["name"] == "ReviewReport" and fmt["json_schema"]["strict"] is True
@@ -201,7 +209,8 @@ def test_chinese_run_yields_chinese_lessons(api: respx.MockRouter, mode: str) ->
     route = api.post(URL).mock(return_value=ok(reply))
     rev = reviewer()
     lessons = rev.review_sync(pnpm_run()) if mode == "sync" else run(rev.review(pnpm_run()))
-    assert [(le.kind, le.content) for le in lessons] == CN_EXPECTED
+    assert [(le.kind, le.content) for le in lessons[:-1]] == CN_EXPECTED
+    assert lessons[-1].kind is ExperienceKind.EPISODE
     request = body(route.calls.last)["messages"][-1]["content"]
     assert "用户偏好用 pnpm 而不是 npm" in request
     assert "write every sentence of your answers and rules in Chinese" in request
@@ -274,7 +283,7 @@ def test_all_null_answers_are_not_a_silent_success(api: respx.MockRouter) -> Non
         "rules": [],
     }
     route = api.post(URL).mock(return_value=ok(completion(json.dumps(nothing))))
-    with pytest.raises(ReportParseError, match="every answer was null or blank"):
+    with pytest.raises(ReportParseError, match="no general lesson"):
         reviewer().review_sync(airline_run())
     assert route.call_count == 2
 
@@ -388,7 +397,7 @@ def test_huge_trajectory_is_compressed_to_the_budget(api: respx.MockRouter) -> N
     route = api.post(URL).mock(return_value=ok(REPLIES["good"]))
     rev = reviewer(max_input_tokens=6000)
     lessons = rev.review_sync(traj)
-    assert [(le.kind, le.content) for le in lessons] == [(k, c) for k, c, _, _ in EXPECTED]
+    assert [(k, c) for k, c, _, _ in lesson_tuples(lessons)] == [(k, c) for k, c, _, _ in EXPECTED]
     user = body(route.calls.last)["messages"][-1]["content"]
     inner = user[user.index("<trajectory>\n") + 13 : user.index("\n</trajectory>")]
     assert litellm.token_counter(model=MODEL, text=inner) <= 6000

@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,52 +22,17 @@ import pytest
 from hindsight import ExperienceKind, Memory
 from hindsight.review import PROMPT_VERSION
 from hindsight.writeback import normalize_content
-from tests.llm_server import report_for
+from tests.llm_server import Server, report_for, serve
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "openai/review-model"
-LESSON_KEYS = ("outcome", "cause", "failing_tools", "repeated_attempts", "do_differently")
-
-
-class Server:
-    """The loopback server process and its control endpoints."""
-
-    def __init__(self, proc: subprocess.Popen[str], port: int) -> None:
-        self.proc = proc
-        self.port = port
-        self.base = f"http://127.0.0.1:{port}/v1"
-
-    def control(self, **settings: Any) -> None:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}/control",
-            data=json.dumps(settings).encode(),
-            headers={"content-type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(request, timeout=10) as resp:
-            assert resp.status == 200
-
-    def requests(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/requests", timeout=10) as r:
-            return dict(json.load(r))
+LESSON_KEYS = ("failing_tools", "repeated_attempts", "do_differently")  # + the rules
 
 
 @pytest.fixture
 def server() -> Iterator[Server]:
-    proc = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "llm_server.py")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("PORT "), line
-        yield Server(proc, int(line.split()[1]))
-    finally:
-        proc.kill()
-        proc.wait(10)
+    with serve() as running:
+        yield running
 
 
 def env_for(data_dir: Path, server: Server, **extra: str) -> dict[str, str]:
@@ -147,7 +111,7 @@ def refund_run(ticket: str, marker: str = "") -> dict[str, Any]:
 
 def expected_lessons(ticket: str, chinese: bool = False) -> set[str]:
     report = report_for(ticket, chinese)
-    texts = [report[k]["text"] for k in (*LESSON_KEYS, "task_class")]
+    texts = [report[k]["text"] for k in LESSON_KEYS]
     texts += [r["text"] for r in report["rules"]]
     return {normalize_content(t) for t in texts if t}
 
@@ -188,7 +152,10 @@ def test_ingest_with_a_real_openai_compatible_server_then_jobs_retry_and_worker(
     assert {ticket_of[t] for t in failed_ids} == {"T-2", "T-4"}
     for ticket in ("T-1", "T-3", "T-5"):  # every lesson the server returned, traceable
         assert by_ticket[ticket]["lessons"] == expected_lessons(ticket)
-        assert by_ticket[ticket]["episode"] == report_for(ticket, False)["episode"]
+        report = report_for(ticket, False)
+        episode = by_ticket[ticket]["episode"]  # the outcome, cause, task class folded in
+        assert episode.startswith(report["episode"] + " Outcome: " + report["outcome"]["text"])
+        assert episode.endswith("Task class: " + report["task_class"]["text"])
     assert "T-2" not in by_ticket and "T-4" not in by_ticket
 
     # the recall path shows the same provenance

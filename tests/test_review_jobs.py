@@ -34,6 +34,7 @@ from hindsight.review import (
     ReviewTimeoutError,
     make_reviewer,
 )
+from hindsight.review.episodes import summarize_episode
 from hindsight.store import JobState
 from hindsight.testing import FakeEmbedder, ManualClock
 from hindsight.writeback import normalize_content
@@ -42,6 +43,7 @@ from tests.test_llm_reviewer import BASE, MODEL, URL, airline_run, pnpm_run
 from tests.test_review_parse import (
     CN_REPORT,
     EMPTY,
+    EPISODE_TEXT,
     EXPECTED,
     REPLIES,
     REPORT,
@@ -121,11 +123,12 @@ def test_c06_malformed_reply_is_repaired_and_stored_with_its_prompt_version(
             assert exp.metadata["model"] == MODEL
             exp.content.encode("utf-8")  # no lone surrogate reached the store
             assert exp.content.lower() not in ("none", "null", "")
-        # the reply had no episode summary: the deterministic one is stored
+        # the reply had no episode summary: the deterministic one, with the answers that
+        # restate the run (outcome, cause, task class) folded in, is the run's episode
         [episode] = episodes_of(mem)
         assert episode.source_trajectory_ids == [traj.id]
-        assert episode.metadata["summary_source"] == "trajectory"
-        assert "update_reservation_flights" in episode.content
+        assert episode.metadata["summary_source"] == REVIEWER_NAME
+        assert episode.content == normalize_content(f"{summarize_episode(traj)} {EPISODE_TEXT}")
 
 
 def test_c06_unusable_reply_is_retried_once_then_the_job_fails_visibly(
@@ -197,12 +200,15 @@ def test_c06_chinese_run_gives_chinese_lessons_a_chinese_query_finds(
         stored = lessons_of(mem)
         cjk = re.compile(r"[\u4e00-\u9fff]")
         assert {e.content for e in stored} == {
-            normalize_content(CN_REPORT[key]["text"])  # NFKC: full-width commas become ","
-            for key in ("outcome", "cause", "do_differently", "task_class")
-        } | {normalize_content(CN_REPORT["rules"][0]["text"])}
+            normalize_content(CN_REPORT["do_differently"]["text"]),  # NFKC: "，" -> ","
+            normalize_content(CN_REPORT["rules"][0]["text"]),
+        }
         assert all(cjk.search(e.content) for e in stored)
         [episode] = episodes_of(mem)
         assert episode.content.startswith("目标：")  # the summary is Chinese too
+        # ... and so are the labels of the answers folded into it
+        assert "结果：" + CN_REPORT["outcome"]["text"] in episode.content
+        assert "关键步骤：" + CN_REPORT["cause"]["text"] in episode.content
 
         result = mem.recall("安装依赖时用 pnpm 还是 npm？", tenant_id="acme")
         assert result.hits, result.excluded
@@ -276,7 +282,7 @@ def test_c21_none_answers_are_never_stored_and_all_none_fails_the_job(
         assert REPORT["rules"][0]["text"] in contents
         failed = mem.aio.store.list_review_jobs(state="failed")
         assert [j.trajectory_id for j in failed] == [second.id]
-        assert "every answer was null or blank" in failed[0].last_error
+        assert "no general lesson" in failed[0].last_error
         stored_second = [
             e
             for e in mem.list_experiences(tenant_id="acme")
@@ -303,7 +309,8 @@ def test_the_models_episode_summary_is_stored_as_the_runs_episode(
         mem.store_episode(traj)
         assert mem.flush(timeout=60)
         [episode] = episodes_of(mem)
-        assert episode.content == report["episode"]
+        # the answers that restate the run are folded into the model's own summary
+        assert episode.content == f"{report['episode']} {EPISODE_TEXT}"
         assert episode.reviewer == REVIEWER_NAME
         assert episode.metadata["prompt_version"] == PROMPT_VERSION
         assert episode.metadata["outcome"] == "failure"
@@ -433,7 +440,9 @@ def test_combined_reviewer_review_deduplicates_and_raises_a_part_failure(
     api.post(URL).mock(side_effect=[ok(REPLIES["good"]), ok(UNREPAIRABLE), ok(UNREPAIRABLE)])
     reviewer = CombinedReviewer([HeuristicReviewer(), llm()])
     lessons = asyncio.run(reviewer.review(airline_run()))
-    assert len(lessons) == len(HeuristicReviewer().review_sync(airline_run())) + len(EXPECTED)
+    heuristic = HeuristicReviewer().review_sync(airline_run())
+    assert len(lessons) == len(heuristic) + len(EXPECTED) + 1  # + the model's episode
+    assert lessons[-1].kind is ExperienceKind.EPISODE
     with pytest.raises(ReportParseError):
         asyncio.run(reviewer.review(airline_run()))
     with pytest.raises(UsageError, match="at least two"):

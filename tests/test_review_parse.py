@@ -26,6 +26,7 @@ from hindsight.review.llm.prompts import (
     report_to_lessons,
     trajectory_language,
 )
+from hindsight.writeback.text import dedup_key
 from tests.llm_server import completion  # one OpenAI chat.completion body for all tests
 
 # -- fixtures ------------------------------------------------------------------------------------
@@ -76,16 +77,19 @@ REPORT: dict[str, Any] = {
 }
 
 TOOL = "update_reservation_flights"
+# Only the general answers are lessons; outcome, cause and task class restate the run and are
+# folded into its episode (EPISODE_TEXT), which report_to_lessons returns last.
 EXPECTED: list[tuple[ExperienceKind, str, float, list[str]]] = [
-    (ExperienceKind.OUTCOME, REPORT["outcome"]["text"], 0.85, []),
-    (ExperienceKind.FAILURE_CAUSE, REPORT["cause"]["text"], 0.8, [TOOL]),
     (ExperienceKind.TOOL_RELIABILITY, REPORT["failing_tools"]["text"], 0.9, [TOOL]),
     (ExperienceKind.ANTI_PATTERN, REPORT["repeated_attempts"]["text"], 0.9, [TOOL]),
     (ExperienceKind.IMPROVEMENT, REPORT["do_differently"]["text"], 0.75, ["search_direct_flight"]),
-    (ExperienceKind.TASK_SCOPE, REPORT["task_class"]["text"], 0.7, []),
     (ExperienceKind.RULE, REPORT["rules"][0]["text"], 0.8, []),
     (ExperienceKind.RULE, REPORT["rules"][1]["text"], 0.7, []),
 ]
+EPISODE_TEXT = (
+    f"Outcome: {REPORT['outcome']['text']} Cause: {REPORT['cause']['text']} "
+    f"Task class: {REPORT['task_class']['text']}"
+)
 KNOWN_TOOLS = ["get_reservation_details", "search_direct_flight", TOOL]
 
 CN_REPORT: dict[str, Any] = {
@@ -107,10 +111,7 @@ CN_REPORT: dict[str, Any] = {
     ],
 }
 CN_EXPECTED: list[tuple[ExperienceKind, str]] = [
-    (ExperienceKind.OUTCOME, CN_REPORT["outcome"]["text"]),
-    (ExperienceKind.KEY_STEP, CN_REPORT["cause"]["text"]),
     (ExperienceKind.IMPROVEMENT, CN_REPORT["do_differently"]["text"]),
-    (ExperienceKind.TASK_SCOPE, CN_REPORT["task_class"]["text"]),
     (ExperienceKind.RULE, CN_REPORT["rules"][0]["text"]),
 ]
 
@@ -172,7 +173,12 @@ WRONG_SHAPE = completion(json.dumps({"outcome": {"result": "maybe", "text": "x",
 
 
 def lesson_tuples(lessons: list[Any]) -> list[tuple[ExperienceKind, str, float, list[str]]]:
-    return [(le.kind, le.content, le.confidence, le.tools) for le in lessons]
+    """The lessons other than the episode, as (kind, content, confidence, tools)."""
+    return [
+        (le.kind, le.content, le.confidence, le.tools)
+        for le in lessons
+        if le.kind is not ExperienceKind.EPISODE
+    ]
 
 
 # -- tests ---------------------------------------------------------------------------------------
@@ -183,8 +189,9 @@ def test_every_malformed_kind_yields_the_same_lessons(kind: str) -> None:
     report = parse_reply(REPLIES[kind])
     lessons = report_to_lessons(report, model="openai/test-model", known_tools=KNOWN_TOOLS)
     assert lesson_tuples(lessons) == EXPECTED
+    assert (lessons[-1].kind, lessons[-1].content) == (ExperienceKind.EPISODE, EPISODE_TEXT)
     for le in lessons:
-        assert le.metadata["prompt_version"] == PROMPT_VERSION == "review-v2"
+        assert le.metadata["prompt_version"] == PROMPT_VERSION == "review-v3"
         assert le.metadata["model"] == "openai/test-model"
         le.content.encode("utf-8")  # no lone surrogate survives
 
@@ -268,8 +275,8 @@ def test_blank_answers_never_become_lessons() -> None:
     data["rules"] = [{"text": "null", "confidence": 0.9}, REPORT["rules"][0]]
     lessons = report_to_lessons(ReviewReport.model_validate(data), model="m")
     assert [(le.kind, le.content) for le in lessons] == [
-        (ExperienceKind.OUTCOME, REPORT["outcome"]["text"]),
         (ExperienceKind.RULE, REPORT["rules"][0]["text"]),
+        (ExperienceKind.EPISODE, f"Outcome: {REPORT['outcome']['text']}"),
     ]
 
 
@@ -322,21 +329,54 @@ def test_lenient_shapes_are_normalised() -> None:
     assert report.rules[1].confidence == 1.0  # 1.7 is not a percentage: clamped
 
 
-def test_cause_kind_follows_the_verdict_then_the_recorded_outcome() -> None:
+def test_answers_that_restate_the_run_are_folded_into_the_episode_not_lessons() -> None:
+    """Issue 15 item 4: outcome, cause / key step and task class describe this one run."""
     data = copy.deepcopy(REPORT)
     data["outcome"]["result"] = "success"
-    kinds = [le.kind for le in report_to_lessons(ReviewReport.model_validate(data), model="m")]
-    assert ExperienceKind.KEY_STEP in kinds and ExperienceKind.FAILURE_CAUSE not in kinds
+    lessons = report_to_lessons(ReviewReport.model_validate(data), model="m")
+    restating = {ExperienceKind.OUTCOME, ExperienceKind.KEY_STEP, ExperienceKind.TASK_SCOPE}
+    assert not restating & {le.kind for le in lessons}
+    assert ExperienceKind.FAILURE_CAUSE not in {le.kind for le in lessons}
+    episode = lessons[-1]
+    assert episode.kind is ExperienceKind.EPISODE
+    assert f"Key step: {REPORT['cause']['text']}" in episode.content  # the verdict: success
     data["outcome"]["result"] = "unknown"
     report = ReviewReport.model_validate(data)
-    kinds = [le.kind for le in report_to_lessons(report, model="m", outcome=Outcome.FAILURE)]
-    assert ExperienceKind.FAILURE_CAUSE in kinds
+    episode = report_to_lessons(report, model="m", outcome=Outcome.FAILURE)[-1]
+    assert f"Cause: {REPORT['cause']['text']}" in episode.content  # the recorded outcome
+
+
+def test_the_reviewers_episode_comes_first_and_is_not_repeated() -> None:
+    data = copy.deepcopy(REPORT)
+    data["episode"] = f"Goal: move a reservation. {REPORT['task_class']['text']}"
+    episode = report_to_lessons(ReviewReport.model_validate(data), model="m")[-1]
+    assert episode.content == (
+        f"{data['episode']} Outcome: {REPORT['outcome']['text']} Cause: {REPORT['cause']['text']}"
+    )  # the task class is in the summary already
+
+
+def test_lesson_metadata_carries_the_write_back_contract() -> None:
+    report = ReviewReport.model_validate(REPORT)
+    lessons = report_to_lessons(
+        report,
+        model="m",
+        trajectory_id="run-1",
+        mask=lambda text: text.replace("three times", "<number> times"),
+    )
+    anti = next(le for le in lessons if le.kind is ExperienceKind.ANTI_PATTERN)
+    assert anti.content == REPORT["repeated_attempts"]["text"].replace("three", "<number>")
+    assert anti.metadata["lesson_key"] == "text:" + dedup_key(anti.content)
+    assert anti.metadata["support"] == [
+        {"trajectory_id": "run-1", "polarity": 1, "role": "reviewed_run"}
+    ]
+    assert "lesson_key" not in lessons[-1].metadata  # the episode is no lesson
 
 
 def test_chinese_report_stays_chinese() -> None:
     report = parse_reply(completion(json.dumps(CN_REPORT, ensure_ascii=False)))
     lessons = report_to_lessons(report, model="m")
-    assert [(le.kind, le.content) for le in lessons] == CN_EXPECTED
+    assert [(le.kind, le.content) for le in lessons[:-1]] == CN_EXPECTED
+    assert lessons[-1].content.startswith(f"结果：{CN_REPORT['outcome']['text']}")  # Chinese labels
 
 
 def test_strict_schema_litellm_sends() -> None:

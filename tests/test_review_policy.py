@@ -14,7 +14,6 @@ from _tau_bench import tau_file, tau_trajectories
 
 from hindsight.models import (
     Event,
-    EventStatus,
     EventType,
     ExpectedAction,
     OutcomeEvidence,
@@ -29,6 +28,7 @@ from hindsight.review.policy import (
     terms,
 )
 from hindsight.tokens import estimate_tokens
+from tests.helpers import tool_step
 
 __all__ = ["tau_file", "tau_trajectories"]  # fixtures imported for pytest
 
@@ -58,23 +58,11 @@ Fines must be paid with a stored payment method; waive_fine needs a supervisor_c
 """
 
 
-def call(tool: str, args: dict[str, object], status: str = "success", out: str = "") -> list[Event]:
-    return [
-        Event(event_type=EventType.TOOL_CALL, tool_name=tool, tool_args=args),
-        Event(
-            event_type=EventType.TOOL_RESULT,
-            tool_name=tool,
-            status=EventStatus(status),
-            content=out or "{}",
-        ),
-    ]
-
-
 def renewal_run() -> Trajectory:
     events = [
         Event(event_type=EventType.USER_MESSAGE, content="Please renew my loan of Dune."),
-        *call("lookup_member", {"card_number": "C-88812"}),
-        *call(
+        *tool_step("lookup_member", {"card_number": "C-88812"}),
+        *tool_step(
             "renew_loan",
             {"loanId": "L-4471", "renewal_count": 3},
             "failure",

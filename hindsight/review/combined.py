@@ -2,7 +2,8 @@
 
 ``heuristic`` (default, offline), ``llm`` (:class:`~hindsight.review.LLMReviewer` from
 ``REFLECTION_MODEL`` / ``LLM_BASE_URL`` / ``LLM_API_KEY``) or ``both``: the heuristic lessons
-plus the LLM's, without duplicates.
+plus the LLM's, without duplicates; both compare a failed run with a successful one of the
+same task (:meth:`CombinedReviewer.contrast`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 
 from hindsight._errors import UsageError
 from hindsight.config import MemoryConfig
-from hindsight.models import Trajectory
+from hindsight.models import ExpectedAction, Trajectory
 from hindsight.ports import Lesson, Reviewer
 
 __all__ = ["REVIEWER_CHOICES", "CombinedReviewer", "content_key", "make_reviewer"]
@@ -73,6 +74,35 @@ class CombinedReviewer:
                         episode = True
                         out.append(lesson)
                     continue
+                key = content_key(lesson.content)
+                if key and key not in seen:
+                    seen.add(key)
+                    out.append(lesson)
+        return out
+
+    async def contrast(
+        self, failed: Trajectory, reference: Trajectory | list[ExpectedAction]
+    ) -> list[Lesson]:
+        """Every part's contrastive lessons (issue 15, item 3), in part order, duplicates
+        dropped as in :meth:`review`: each part that has a ``contrast(failed, reference)``
+        method compares ``failed`` with ``reference`` (a successful run of the same task, or
+        the expected actions); parts without one are skipped, and so is the heuristic
+        reviewer for expected actions (its single-run review compares with them already).
+
+        Raises:
+            ReviewError: the first part that failed.
+        """
+        from hindsight.review.heuristic.reviewer import HeuristicReviewer
+
+        out: list[Lesson] = []
+        seen: set[str] = set()
+        for part in self.parts:
+            contrast = getattr(part, "contrast", None)
+            if contrast is None:
+                continue
+            if isinstance(part, HeuristicReviewer) and not isinstance(reference, Trajectory):
+                continue
+            for lesson in await contrast(failed, reference):
                 key = content_key(lesson.content)
                 if key and key not in seen:
                     seen.add(key)

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar, overload
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from hindsight._errors import ReviewError
 from hindsight._llm import field, reply_text
 from hindsight.review.llm.prompts import ReviewReport
 
 __all__ = ["ReportParseError", "parse_reply", "parse_report", "reply_text"]
+
+_Report = TypeVar("_Report", bound=BaseModel)
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5|javascript|js)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
 _THINK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
@@ -107,11 +110,22 @@ def _scan(text: str) -> tuple[int, bool]:
     return depth, in_string
 
 
-def _strict_object(text: str) -> dict[str, Any] | None:
+def _marker_keys(schema: type[BaseModel]) -> tuple[str, ...]:
+    """The keys that tell a report of ``schema`` from other JSON in a reply: the schema's
+    ``marker_keys`` class attribute, else ``("outcome",)`` (the single-run report)."""
+    keys = getattr(schema, "marker_keys", None)
+    return tuple(keys) if keys else ("outcome",)
+
+
+def _looks_like(value: dict[str, Any], keys: Sequence[str]) -> bool:
+    return any(k in value for k in keys)
+
+
+def _strict_object(text: str, keys: Sequence[str] = ("outcome",)) -> dict[str, Any] | None:
     """The first JSON object in ``text`` that looks like a report, decoded strictly.
 
-    Prose before and after the object is allowed. An object counts when it has an ``outcome``
-    key (directly or inside a one-key wrapper); ``None`` when there is none.
+    Prose before and after the object is allowed. An object counts when it has one of
+    ``keys`` (directly or inside a one-key wrapper); ``None`` when there is none.
     """
     decoder = json.JSONDecoder()
     start = text.find("{")
@@ -123,7 +137,7 @@ def _strict_object(text: str) -> dict[str, Any] | None:
         except ValueError:
             start = text.find("{", start + 1)
             continue
-        if isinstance(value, dict) and "outcome" in _unwrap(value):
+        if isinstance(value, dict) and _looks_like(_unwrap(value, keys), keys):
             return value
         start = text.find("{", end)
     return None
@@ -203,12 +217,12 @@ def _without_lone_surrogates(value: Any) -> Any:
     return value
 
 
-def _unwrap(value: dict[str, Any]) -> dict[str, Any]:
+def _unwrap(value: dict[str, Any], keys: Sequence[str] = ("outcome",)) -> dict[str, Any]:
     """``{"review": {...report...}}`` -> the inner report (some models wrap their answer)."""
-    if "outcome" in value or len(value) != 1:
+    if _looks_like(value, keys) or len(value) != 1:
         return value
     inner = next(iter(value.values()))
-    return inner if isinstance(inner, dict) and "outcome" in inner else value
+    return inner if isinstance(inner, dict) and _looks_like(inner, keys) else value
 
 
 def _describe(error: ValidationError) -> str:
@@ -220,11 +234,19 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
-def parse_report(text: str) -> ReviewReport:
+@overload
+def parse_report(text: str) -> ReviewReport: ...
+@overload
+def parse_report(text: str, schema: type[_Report]) -> _Report: ...
+def parse_report(text: str, schema: type[BaseModel] = ReviewReport) -> BaseModel:
     """Find, repair and validate the report in a reply ``text``.
 
+    ``schema``: the report class, :class:`ReviewReport` (default) or the contrastive
+    :class:`~hindsight.review.llm.contrast.ContrastReport`; a JSON object counts as a report
+    when it has one of the schema's ``marker_keys`` (``outcome`` for the single-run report).
+
     Returns:
-        the validated :class:`ReviewReport` (strings free of lone surrogates).
+        the validated report (strings free of lone surrogates).
 
     Raises:
         ReportParseError: no JSON object could be found or repaired, or it does not match the
@@ -233,17 +255,18 @@ def parse_report(text: str) -> ReviewReport:
     """
     if not text or not text.strip():
         raise ReportParseError("the reply was empty: expected one JSON object", text or "")
+    keys = _marker_keys(schema)
     body = _strip_reasoning(text)
     candidates = [m.group(1) for m in _FENCE.finditer(body)] + [body]
     value: Any = None
     for candidate in candidates:
-        value = _strict_object(candidate)
+        value = _strict_object(candidate, keys)
         if value is not None:
             break
     if value is None:
         candidates = [_fix_escapes(c) for c in candidates]
         for candidate in candidates:
-            value = _strict_object(candidate)
+            value = _strict_object(candidate, keys)
             if value is not None:
                 break
     if value is None:
@@ -253,17 +276,22 @@ def parse_report(text: str) -> ReviewReport:
                 break
     if value is None:
         raise ReportParseError("the reply holds no JSON object", text)
-    value = _unwrap(_without_lone_surrogates(value))
+    value = _unwrap(_without_lone_surrogates(value), keys)
     try:
-        return ReviewReport.model_validate(value)
+        return schema.model_validate(value)
     except ValidationError as error:
         raise ReportParseError(
             f"the JSON does not match the review schema: {_describe(error)}", text
         ) from error
 
 
-def parse_reply(response: Any) -> ReviewReport:
-    """:func:`reply_text` then :func:`parse_report` on a chat-completion ``response``.
+@overload
+def parse_reply(response: Any) -> ReviewReport: ...
+@overload
+def parse_reply(response: Any, schema: type[_Report]) -> _Report: ...
+def parse_reply(response: Any, schema: type[BaseModel] = ReviewReport) -> BaseModel:
+    """:func:`reply_text` then :func:`parse_report` (with ``schema``) on a chat-completion
+    ``response``.
 
     Raises:
         ReportParseError: as :func:`parse_report`; an empty reply says so, naming the
@@ -277,4 +305,4 @@ def parse_reply(response: Any) -> ReviewReport:
         raise ReportParseError(
             f"the reply had no content and no tool call arguments{why}: expected one JSON object"
         )
-    return parse_report(text)
+    return parse_report(text, schema)

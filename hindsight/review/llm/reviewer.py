@@ -1,10 +1,14 @@
-"""Post-hoc review by a language model through litellm (MISSION S2, issue 3).
+"""Post-hoc review by a language model through litellm (MISSION S2, issues 3 and 15).
 
 :class:`LLMReviewer` compresses a finished trajectory to a token budget
-(:mod:`hindsight.review.compress`), asks a separately configured, usually cheaper model the six
-constrained questions of :mod:`hindsight.review.llm.prompts` in forced JSON, repairs or re-asks
-when the reply is malformed (:mod:`hindsight.review.llm._parse`), and turns the answers into
-lessons. Any litellm provider works: ``openai/<model>`` with ``api_base`` for an
+(:mod:`hindsight.review.compress`), adds the passages of its policy that the run touches
+(:mod:`hindsight.review.policy`) and its outcome evidence, asks a separately configured,
+usually cheaper model the six constrained questions of :mod:`hindsight.review.llm.prompts` in
+forced JSON, repairs or re-asks when the reply is malformed (:mod:`hindsight.review.llm._parse`),
+and turns the general answers into lessons (what restates the run goes into its episode).
+:meth:`LLMReviewer.contrast` compares a failed run with a successful run of the same task, or
+with its expected actions (:mod:`hindsight.review.llm.contrast`, ExpeL-style).
+Any litellm provider works: ``openai/<model>`` with ``api_base`` for an
 OpenAI-compatible server, ``ollama/qwen2.5:7b``, ``anthropic/...``, ``gpt-4o-mini``.
 
 litellm is imported on first use (it takes seconds to import) and every setting travels with
@@ -20,26 +24,58 @@ import logging
 import os
 import random
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
+from pydantic import BaseModel
 
 from hindsight._errors import ReviewError, UsageError
 from hindsight._llm import reply_text
 from hindsight.config import MemoryConfig
-from hindsight.models import EventType, ExperienceKind, Trajectory
+from hindsight.models import EventType, ExpectedAction, ExperienceKind, Trajectory
 from hindsight.ports import Lesson
 from hindsight.review.compress import MIN_BUDGET, CompressedTrajectory, compress_trajectory
+from hindsight.review.episodes import summarize_episode
 from hindsight.review.llm._parse import ReportParseError, parse_reply
+from hindsight.review.llm.contrast import (
+    ContrastReport,
+    build_contrast_messages,
+    contrast_to_lessons,
+    differing_tools,
+    render_expected_actions,
+)
 from hindsight.review.llm.prompts import (
     ReviewReport,
     build_messages,
+    render_outcome,
     report_to_lessons,
     trajectory_language,
 )
+from hindsight.review.policy import PolicyExcerpt, run_terms, select_policy
 from hindsight.tokens import estimate_tokens
 
-__all__ = ["LLMReviewer", "ReviewTimeoutError"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "OUTCOME_SHARE",
+    "POLICY_SHARE",
+    "LLMReviewer",
+    "ReviewTimeoutError",
+    "mask_lesson_text",
+]
+
+DEFAULT_MAX_TOKENS = 1024
+"""Default ``max_tokens`` of a reply. A single-run reply at its longest (six answers of at most
+40 words, three rules with their evidence, a 120-word episode, the JSON keys) is about 800
+tokens of English, a contrastive one (five differences, a turning point, three rules) about
+600; 512 (MISSION S2's "~512") cut the longest of them off mid-string (issue 15)."""
+
+OUTCOME_SHARE = 0.15
+"""Largest share of ``max_input_tokens`` the outcome evidence may take."""
+
+POLICY_SHARE = 0.35
+"""Share of ``max_input_tokens`` kept for the policy excerpt before the run is compressed; the
+run's leftover goes to the policy too, and a short policy takes only what it needs."""
 
 log = logging.getLogger("hindsight.review")
 
@@ -97,6 +133,20 @@ def _litellm() -> Any:
     return litellm
 
 
+def mask_lesson_text(traj: Trajectory, text: str, *others: Trajectory) -> str:
+    """A lesson's text with the run-specific values of ``traj`` (and ``others``) masked into
+    classes (``<reservation_id>``, ``<amount>``; issue 15, item 4).
+
+    THE ONE CALL SITE OF THE LESSON MASKER in the LLM reviewer: every single-run and
+    contrastive lesson text goes through here. TODO(lead, issue 15): wire
+    ``hindsight.review.masking`` (``masker_for([traj, *others]).mask(text)``) once it is on
+    main; until then the text is returned unchanged (the prompt already asks the model for
+    classes).
+    """
+    del others
+    return text
+
+
 def _short(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= 500 else text[:500] + "…"
@@ -114,14 +164,18 @@ class LLMReviewer:
             environment variables; for an ``openai/`` model with an ``api_base`` and no key
             anywhere, a placeholder is sent, since keyless local servers ignore it.
         temperature: sampling temperature, 0.2 (MISSION S2: 0.2-0.3).
-        max_tokens: maximum tokens of the reply, 512 (MISSION S2: ~512).
+        max_tokens: maximum tokens of the reply, :data:`DEFAULT_MAX_TOKENS` (1024: what the
+            longest single-run or contrastive reply needs; MISSION S2 says ~512).
         timeout: seconds one HTTP request may take, 30.0 (clients use ~30 s, MISSION S7);
             always passed, since litellm's own default is 6000 s.
         num_retries: extra tries of one request after a 429, a 5xx, a timeout or a connection
             error, with exponential backoff (``backoff * 2**n`` seconds, jittered, at least the
             server's ``Retry-After``, at most :data:`MAX_BACKOFF`); 2.
-        max_input_tokens: token budget of the compressed trajectory in the request, 6000 (the
-            system prompt and the few-shot example add about 1,300 more).
+        max_input_tokens: token budget of what the request shows of the run, 6000: its
+            outcome evidence (at most :data:`OUTCOME_SHARE`), its policy excerpt and the
+            compressed trajectory (for a contrastive request: both runs, or the failed run and
+            the expected actions); the system prompt and the few-shot example add about 2,000
+            more.
         few_shot: include the short example exchange of :mod:`hindsight.review.llm.prompts`.
         backoff: base of the backoff, in seconds, 0.5.
 
@@ -136,7 +190,7 @@ class LLMReviewer:
         api_base: str | None = None,
         api_key: str | None = None,
         temperature: float = 0.2,
-        max_tokens: int = 512,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         timeout: float = 30.0,
         num_retries: int = 2,
         max_input_tokens: int = 6000,
@@ -215,45 +269,136 @@ class LLMReviewer:
             log.debug("hindsight: token_counter failed for %s (%s); estimating", self.model, exc)
             return estimate_tokens(text)
 
-    def compress(self, traj: Trajectory) -> CompressedTrajectory:
-        """``traj`` compressed to ``max_input_tokens`` tokens of this model.
+    def compress(self, traj: Trajectory, max_tokens: int | None = None) -> CompressedTrajectory:
+        """``traj`` compressed to ``max_tokens`` (default ``max_input_tokens``) tokens of this
+        model.
 
         Steps are counted with the fast offline estimate; the assembled text is then counted
         once with the model's tokenizer and compressed harder if it is still over budget.
         """
-        budget = self.max_input_tokens
+        return self._compress(traj, max_tokens or self.max_input_tokens)[0]
+
+    def _compress(self, traj: Trajectory, limit: int) -> tuple[CompressedTrajectory, int]:
+        """:meth:`compress` to ``limit`` tokens, and the tokens of its text for this model."""
+        limit = max(MIN_BUDGET, limit)
+        budget = limit
         compressed = compress_trajectory(traj, max_tokens=budget, count_tokens=estimate_tokens)
+        actual = self.count_tokens(compressed.text)
         for _ in range(3):
-            actual = self.count_tokens(compressed.text)
-            if actual <= self.max_input_tokens:
+            if actual <= limit:
                 break
             # Scale what the estimate says the text holds now (not the budget: a text already
             # under the estimated budget would come back unchanged) by the tokenizer's ratio.
             estimated = min(budget, estimate_tokens(compressed.text))
-            budget = int(estimated * self.max_input_tokens / actual * 0.95)
+            budget = int(estimated * limit / actual * 0.95)
             if budget < MIN_BUDGET:
                 break
             compressed = compress_trajectory(traj, max_tokens=budget, count_tokens=estimate_tokens)
-        return compressed
+            actual = self.count_tokens(compressed.text)
+        return compressed, actual
 
-    def build_messages(self, traj: Trajectory) -> list[dict[str, str]]:
-        """The chat messages that review ``traj``: compressed, in the trajectory's language."""
-        compressed = self.compress(traj)
+    def _language(self, traj: Trajectory, fallback: str) -> str:
         user_text = " ".join(
             e.content for e in traj.events[:50] if e.event_type is EventType.USER_MESSAGE
         )
-        language = trajectory_language(user_text or traj.task or compressed.text)
+        return trajectory_language(user_text or traj.task or fallback)
+
+    def _outcome(self, traj: Trajectory, *, expected_actions: bool = True) -> tuple[str, int]:
+        """The outcome evidence block and its tokens (at most :data:`OUTCOME_SHARE`)."""
+        if not expected_actions and traj.evidence is not None:
+            traj = traj.model_copy(
+                update={"evidence": traj.evidence.model_copy(update={"expected_actions": []})}
+            )
+        text = render_outcome(
+            traj,
+            max_tokens=int(self.max_input_tokens * OUTCOME_SHARE),
+            count_tokens=self.count_tokens,
+        )
+        return text, self.count_tokens(text)
+
+    def _policy_reserve(self, policy: str | None) -> int:
+        """Tokens kept for the policy before the run is compressed: the whole policy when it
+        is shorter than :data:`POLICY_SHARE` of the budget, else that share."""
+        if not policy or not policy.strip():
+            return 0
+        return min(self.count_tokens(policy.strip()), int(self.max_input_tokens * POLICY_SHARE))
+
+    def _policy(self, policy: str | None, query: list[str], max_tokens: int) -> PolicyExcerpt:
+        return select_policy(policy, query, max_tokens=max_tokens, count_tokens=self.count_tokens)
+
+    def build_messages(self, traj: Trajectory) -> list[dict[str, str]]:
+        """The chat messages that review ``traj``, in the trajectory's language, within
+        ``max_input_tokens``: the outcome evidence first, then the trajectory compressed to
+        what is left after :data:`POLICY_SHARE` (or the whole policy, when shorter), then the
+        policy passages the run touches in whatever is left
+        (:func:`hindsight.review.policy.select_policy`)."""
+        outcome, outcome_tokens = self._outcome(traj)
+        left = self.max_input_tokens - outcome_tokens
+        reserve = self._policy_reserve(traj.system_prompt)
+        compressed, run_tokens = self._compress(traj, left - reserve)
+        policy = self._policy(traj.system_prompt, run_terms([traj]), left - run_tokens)
         log.debug(
-            "hindsight: review of %s: %d -> %d tokens (%d events merged, %d dropped)",
+            "hindsight: review of %s: %d -> %d tokens (%d events merged, %d dropped); policy "
+            "%d/%d passages, %d tokens; outcome %d tokens",
             traj.id,
             compressed.original_tokens,
-            compressed.compressed_tokens,
+            run_tokens,
             compressed.merged_events,
             compressed.dropped_events,
+            policy.shown,
+            policy.total,
+            policy.tokens,
+            outcome_tokens,
         )
-        return build_messages(compressed.text, language=language, few_shot=self.few_shot)
+        return build_messages(
+            compressed.text,
+            language=self._language(traj, compressed.text),
+            few_shot=self.few_shot,
+            policy=policy.text,
+            outcome=outcome,
+        )
 
-    def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def build_contrast_messages(
+        self, failed: Trajectory, reference: Trajectory | Sequence[ExpectedAction]
+    ) -> list[dict[str, str]]:
+        """The chat messages that compare ``failed`` with ``reference`` (a successful run of
+        the same task, or the expected actions), within ``max_input_tokens``: the failed run's
+        outcome evidence, then the two runs compressed to equal shares of what is left after
+        the policy's reserve (the failed run's leftover goes to the reference; expected
+        actions are shown whole), then the policy passages the differing calls touch
+        (:func:`hindsight.review.llm.contrast.differing_tools`) in whatever is left."""
+        is_run = isinstance(reference, Trajectory)
+        outcome, outcome_tokens = self._outcome(failed, expected_actions=is_run)
+        left = self.max_input_tokens - outcome_tokens
+        policy_text = failed.system_prompt
+        if isinstance(reference, Trajectory) and not (policy_text and policy_text.strip()):
+            policy_text = reference.system_prompt
+        left -= self._policy_reserve(policy_text)
+        tools = differing_tools(failed, reference)
+        if isinstance(reference, Trajectory):
+            failed_c, failed_tokens = self._compress(failed, left // 2)
+            ref_c, ref_tokens = self._compress(reference, left - failed_tokens)
+            reference_text = ref_c.text
+            query = run_terms([failed, reference], tools=tools)
+        else:
+            reference_text = render_expected_actions(reference)
+            ref_tokens = self.count_tokens(reference_text)
+            failed_c, failed_tokens = self._compress(failed, left - ref_tokens)
+            query = run_terms([failed], tools=tools, actions=reference)
+        used = outcome_tokens + failed_tokens + ref_tokens
+        policy = self._policy(policy_text, query, self.max_input_tokens - used)
+        return build_contrast_messages(
+            failed_c.text,
+            reference_text,
+            reference_is_run=is_run,
+            language=self._language(failed, failed_c.text),
+            policy=policy.text,
+            outcome=outcome,
+        )
+
+    def _request(
+        self, messages: list[dict[str, str]], schema: type[BaseModel] = ReviewReport
+    ) -> dict[str, Any]:
         api_key = self.api_key
         if (
             api_key is None
@@ -268,7 +413,7 @@ class LLMReviewer:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "timeout": self.timeout,
-            "response_format": ReviewReport,
+            "response_format": schema,
             # Retries are ours (below): no second layer inside litellm or the OpenAI SDK.
             "num_retries": 0,
             "max_retries": 0,
@@ -316,9 +461,11 @@ class LLMReviewer:
         )
         return True
 
-    def _complete(self, messages: list[dict[str, str]]) -> Any:
+    def _complete(
+        self, messages: list[dict[str, str]], schema: type[BaseModel] = ReviewReport
+    ) -> Any:
         litellm = _litellm()
-        request = self._request(messages)
+        request = self._request(messages, schema)
         attempt = 0
         while True:
             try:
@@ -329,9 +476,11 @@ class LLMReviewer:
                 time.sleep(self._delay(attempt, exc))
                 attempt += 1
 
-    async def _acomplete(self, messages: list[dict[str, str]]) -> Any:
+    async def _acomplete(
+        self, messages: list[dict[str, str]], schema: type[BaseModel] = ReviewReport
+    ) -> Any:
         litellm = _litellm()
-        request = self._request(messages)
+        request = self._request(messages, schema)
         attempt = 0
         while True:
             try:
@@ -373,19 +522,88 @@ class LLMReviewer:
         return ReportParseError(problem, second.reply)
 
     def _lessons(self, response: Any, traj: Trajectory) -> list[Lesson]:
-        """The lessons in a reply; a reply without any (all answers null, perhaps an episode
-        summary alone) is unusable too."""
+        """The lessons in a single-run reply; a reply without a general lesson (every answer
+        but the episode null or blank) is unusable too."""
         report = parse_reply(response)
         tools = list(dict.fromkeys(e.tool_name for e in traj.events if e.tool_name))
         lessons = report_to_lessons(
-            report, model=self.model, outcome=traj.outcome, known_tools=tools
+            report,
+            model=self.model,
+            outcome=traj.outcome,
+            known_tools=tools,
+            trajectory_id=traj.id,
+            mask=lambda text: mask_lesson_text(traj, text),
+            fallback_episode=lambda: summarize_episode(traj),
         )
         if all(lesson.kind is ExperienceKind.EPISODE for lesson in lessons):
             raise ReportParseError(
-                "every answer was null or blank: give at least the outcome sentence and one rule",
+                "no general lesson: failing_tools, repeated_attempts, do_differently and the "
+                "rules were all null or blank; give at least one rule",
                 reply_text(response),
             )
         return lessons
+
+    def _contrast_lessons(
+        self,
+        response: Any,
+        failed: Trajectory,
+        reference: Trajectory | Sequence[ExpectedAction],
+    ) -> list[Lesson]:
+        """The rules of a contrastive reply as lessons; a reply without a rule is unusable."""
+        report = parse_reply(response, ContrastReport)
+        runs = [failed, *([reference] if isinstance(reference, Trajectory) else [])]
+        tools = list(dict.fromkeys(e.tool_name for run in runs for e in run.events if e.tool_name))
+        lessons = contrast_to_lessons(
+            report,
+            model=self.model,
+            failed_id=failed.id,
+            reference_id=reference.id if isinstance(reference, Trajectory) else None,
+            known_tools=tools,
+            mask=lambda text: mask_lesson_text(failed, text, *runs[1:]),
+        )
+        if not lessons:
+            raise ReportParseError(
+                'no rule: give 1 to 3 rules "When <situation>, do A (not B), because '
+                '<evidence>." in "rules"',
+                reply_text(response),
+            )
+        return lessons
+
+    async def _ask(
+        self,
+        messages: list[dict[str, str]],
+        schema: type[BaseModel],
+        parse: Callable[[Any], list[Lesson]],
+    ) -> list[Lesson]:
+        """Ask, parse; on an unusable reply ask once more showing the error (async)."""
+        response = await self._acomplete(messages, schema)
+        try:
+            return parse(response)
+        except ReportParseError as first:
+            log.warning("hindsight: unusable review reply (%s); asking again", first.problem)
+            response = await self._acomplete(self._with_error(messages, response, first), schema)
+            try:
+                return parse(response)
+            except ReportParseError as second:
+                raise self._failed(first, second) from second
+
+    def _ask_sync(
+        self,
+        messages: list[dict[str, str]],
+        schema: type[BaseModel],
+        parse: Callable[[Any], list[Lesson]],
+    ) -> list[Lesson]:
+        """:meth:`_ask` for synchronous code."""
+        response = self._complete(messages, schema)
+        try:
+            return parse(response)
+        except ReportParseError as first:
+            log.warning("hindsight: unusable review reply (%s); asking again", first.problem)
+            response = self._complete(self._with_error(messages, response, first), schema)
+            try:
+                return parse(response)
+            except ReportParseError as second:
+                raise self._failed(first, second) from second
 
     # -- the Reviewer protocol -------------------------------------------------------------
 
@@ -394,9 +612,11 @@ class LLMReviewer:
 
         Returns ``[]`` for an empty or content-free trajectory without any request (case C05).
         Compression and token counting run in a worker thread, off the event loop.
-        Each lesson's metadata holds ``prompt_version``
-        (:data:`hindsight.review.llm.prompts.PROMPT_VERSION`), ``model`` and ``question``. When
-        the model wrote an episode summary, it comes last as a lesson of kind ``EPISODE``.
+        The lessons are the general answers (failing tools, repeated attempts, what to do
+        differently, the rules), their text masked; each one's metadata holds
+        ``prompt_version`` (:data:`hindsight.review.llm.prompts.PROMPT_VERSION`), ``model``,
+        ``question``, ``lesson_key`` and ``support``. The episode summary (with the answers
+        that restate the run folded in) comes last as a lesson of kind ``EPISODE``.
 
         Raises:
             ReviewTimeoutError: every try timed out (case C22).
@@ -407,29 +627,52 @@ class LLMReviewer:
         if trajectory.is_empty():
             return []
         messages = await asyncio.to_thread(self.build_messages, trajectory)
-        response = await self._acomplete(messages)
-        try:
-            return self._lessons(response, trajectory)
-        except ReportParseError as first:
-            log.warning("hindsight: unusable review reply (%s); asking again", first.problem)
-            response = await self._acomplete(self._with_error(messages, response, first))
-            try:
-                return self._lessons(response, trajectory)
-            except ReportParseError as second:
-                raise self._failed(first, second) from second
+        return await self._ask(messages, ReviewReport, lambda r: self._lessons(r, trajectory))
 
     def review_sync(self, trajectory: Trajectory) -> list[Lesson]:
         """:meth:`review` for synchronous code (``litellm.completion``); same result and errors."""
         if trajectory.is_empty():
             return []
         messages = self.build_messages(trajectory)
-        response = self._complete(messages)
-        try:
-            return self._lessons(response, trajectory)
-        except ReportParseError as first:
-            log.warning("hindsight: unusable review reply (%s); asking again", first.problem)
-            response = self._complete(self._with_error(messages, response, first))
-            try:
-                return self._lessons(response, trajectory)
-            except ReportParseError as second:
-                raise self._failed(first, second) from second
+        return self._ask_sync(messages, ReviewReport, lambda r: self._lessons(r, trajectory))
+
+    async def contrast(
+        self, failed: Trajectory, reference: Trajectory | list[ExpectedAction]
+    ) -> list[Lesson]:
+        """Compare ``failed`` with ``reference`` (issue 15, item 3; ExpeL): a successful run of
+        the same task, or the actions a successful run was expected to take.
+
+        One forced-JSON request with the contrastive prompt
+        (:mod:`hindsight.review.llm.contrast`, version
+        :data:`~hindsight.review.llm.contrast.CONTRAST_PROMPT_VERSION`); the reply's 1-3 rules
+        become lessons of kind ``RULE``, their text masked, with both runs as ``sources`` and
+        ``support`` and ``lesson_key`` ``text:<dedup key>`` in their metadata. Returns ``[]``
+        without a request when either side is empty.
+
+        Raises:
+            ReviewTimeoutError, ReportParseError, ReviewError: as :meth:`review` (a reply
+                without any rule is unusable).
+        """
+        if failed.is_empty() or _empty_reference(reference):
+            return []
+        messages = await asyncio.to_thread(self.build_contrast_messages, failed, reference)
+        return await self._ask(
+            messages, ContrastReport, lambda r: self._contrast_lessons(r, failed, reference)
+        )
+
+    def contrast_sync(
+        self, failed: Trajectory, reference: Trajectory | list[ExpectedAction]
+    ) -> list[Lesson]:
+        """:meth:`contrast` for synchronous code; same result and errors."""
+        if failed.is_empty() or _empty_reference(reference):
+            return []
+        messages = self.build_contrast_messages(failed, reference)
+        return self._ask_sync(
+            messages, ContrastReport, lambda r: self._contrast_lessons(r, failed, reference)
+        )
+
+
+def _empty_reference(reference: Trajectory | Sequence[ExpectedAction]) -> bool:
+    if isinstance(reference, Trajectory):
+        return reference.is_empty()
+    return not reference
