@@ -4,7 +4,8 @@ never a browser Playwright downloads) against a real ``hindsight serve`` subproc
 Without Chromium or Playwright the browser tests skip with the reason, except under CI
 (``CI`` set), where they fail: .ci/run installs Chromium. ``HINDSIGHT_CONSOLE_SCREENSHOTS=1``
 makes the view tests write the screenshots of docs/console.md into docs/img/ (off by default,
-so a test run never changes the tree).
+so a test run never changes the tree): ``HINDSIGHT_CONSOLE_SCREENSHOTS=1 pytest tests/console
+-m "not postgres"`` (each test then gets a fresh server and the tenants ``acme`` / ``globex``).
 """
 
 from __future__ import annotations
@@ -60,10 +61,26 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def shared_console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``hindsight serve`` over SQLite + Qdrant Edge, shared by the console tests (each test
     uses tenants of its own)."""
     server = start_server(tmp_path_factory.mktemp("console-sqlite"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def console_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """The shared SQLite server; when screenshots are made, a fresh one per test instead, so
+    that the pictures show plain tenant names (``acme``) and only that test's data."""
+    if not SCREENSHOTS:
+        yield request.getfixturevalue("shared_console_server")
+        return
+    server = start_server(tmp_path_factory.mktemp("console-shots"))
     try:
         yield server
     finally:
@@ -82,9 +99,22 @@ def console_server_pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serv
             server.stop()
 
 
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def backend_server(request: pytest.FixtureRequest) -> Served:
+    """The console server over SQLite, then over PostgreSQL (the main flows run on both)."""
+    name = "console_server" if request.param == "sqlite" else "console_server_pg"
+    served: Served = request.getfixturevalue(name)
+    return served
+
+
 @pytest.fixture
 def tenants(request: pytest.FixtureRequest) -> tuple[str, str]:
-    """Two tenant names unique to the test."""
+    """Two tenant names unique to the test (``acme`` and ``globex`` on the fresh servers of
+    a screenshot run)."""
+    if SCREENSHOTS:
+        return "acme", "globex"
     base = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:50]
     return f"a-{base}", f"b-{base}"
 

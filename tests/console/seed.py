@@ -80,5 +80,18 @@ def seed(client: HindsightClient) -> Seeded:
     held = client.add_experience(HARMFUL, task_type="payments")
     recalling = str(uuid.uuid4())
     client.recall("order_query timed out", task_type="support", trajectory_id=recalling)
+    client.store_episode(  # the run that asked, stored when it ended: a recall hit
+        {
+            "id": recalling,
+            "task": "Order 9001 is late",
+            "task_type": "support",
+            "outcome": "success",
+            "events": [
+                {"event_type": "user_message", "content": "Order 9001 is late"},
+                {"event_type": "final_answer", "content": "It ships tomorrow."},
+            ],
+        },
+        review=False,
+    )
     client.record_outcome(recalling, True)
     return Seeded(receipt.trajectory_id, rule, held, lessons, recalling)

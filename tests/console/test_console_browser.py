@@ -15,8 +15,9 @@ from tests.server.conftest import Served
 
 
 def test_each_view_shows_the_tenants_data(
-    browser: Any, console_server: Served, tenants: tuple[str, str], page_errors: list[str]
+    browser: Any, backend_server: Served, tenants: tuple[str, str], page_errors: list[str]
 ) -> None:
+    console_server = backend_server
     tenant = tenants[0]
     data = seed(console_server.client(tenant))
     page = open_page(browser, page_errors)
@@ -25,7 +26,8 @@ def test_each_view_shows_the_tenants_data(
 
     # overview: counts of this tenant, plots, jobs
     assert page.inner_text("[data-count=quarantined]") == "1"
-    assert page.inner_text("[data-count=trajectories]") == "1"
+    assert page.inner_text("[data-count=trajectories]") == "2"
+    assert page.inner_text("[data-count=hit-rate]") == "50%"
     assert page.locator("svg.plot").count() == 5
     assert page.locator("[data-jobs=succeeded]").inner_text() == "succeeded 1"
     screenshot(page, "overview")
@@ -115,8 +117,15 @@ def test_edit_keeps_guard_fields_and_archive_restore(
     assert "quarantine_reasons" in page.inner_text("fieldset.readonly")
     page.fill("textarea[name=metadata]", '{"quarantine_reasons": []}')
     page.click("[data-action=save]")
-    assert "reserved for the memory guard" in page.inner_text("[data-error]")
+    assert "quarantine_reasons" in page.inner_text("[data-error]")
     assert client.get_experience(held.id).metadata["quarantine_reasons"]
+    page.goto(f"{base}/experiences/{held.id}")
+    page.fill("input[name=tags]", "payments")
+    page.click("[data-action=save]")
+    assert "saved as version 2" in page.inner_text(".flash")
+    kept = client.get_experience(held.id)
+    assert kept.tags == ["payments"] and kept.status.value == "quarantined"
+    assert kept.metadata["quarantine_reasons"] == held.metadata["quarantine_reasons"]
 
     page.goto(f"{base}/experiences/{exp.id}")
     page.fill("textarea[name=metadata]", '{"owner": "support"}')
@@ -344,8 +353,9 @@ def test_sessions_cookies_and_headers(console_server: Served, tenants: tuple[str
 
 
 def test_audit_flow_end_to_end(
-    browser: Any, console_server: Served, tenants: tuple[str, str], page_errors: list[str]
+    browser: Any, backend_server: Served, tenants: tuple[str, str], page_errors: list[str]
 ) -> None:
+    console_server = backend_server
     tenant = tenants[0]
     client = console_server.client(tenant)
     made = [
@@ -368,7 +378,6 @@ def test_audit_flow_end_to_end(
     assert page.url != first_url
     redrawn = page.locator("[data-item]").evaluate_all("rows => rows.map(r => r.dataset.item)")
     assert redrawn == drawn
-    screenshot(page, "audit")
 
     def mark(eid: str, verdict: str, note: str = "", action: str | None = None) -> None:
         item = page.locator(f"[data-item='{eid}']")
@@ -387,6 +396,7 @@ def test_audit_flow_end_to_end(
     assert page.inner_text("[data-verdicts=wrong]") == "wrong 3"
     assert page.inner_text("[data-verdicts=unmarked]") == "unmarked 15"
     assert page.inner_text("[data-accuracy]") == "20%"
+    screenshot(page, "audit")
     item = page.locator(f"[data-item='{drawn[4]}']")
     item.locator("a[href$='#edit']").click()
     page.wait_for_url(f"{base}/experiences/{drawn[4]}#edit")
@@ -417,9 +427,16 @@ def test_trajectories_list_filters_and_pages(
             support_run(f"Where is order {i}?", "error: timed out"), task_type="support",
             review=False,
         )
-    client.store_episode(
-        {"messages": [{"role": "user", "content": "Refund order 7"},
-                      {"role": "assistant", "content": "Refunded."}], "task_id": "refunds-7"},
+    refund = client.store_episode(
+        {
+            "messages": [
+                {"role": "system", "content": "You are the billing agent. <b>Be brief.</b>"},
+                {"role": "user", "content": "Refund order 7"},
+                {"role": "assistant", "content": "Refunded."},
+            ],
+            "task_id": "refunds-7",
+            "reason": "the customer confirmed the refund",
+        },
         task_type="billing",
         review=False,
     )
@@ -443,6 +460,12 @@ def test_trajectories_list_filters_and_pages(
     page.fill("input[name=until]", "")
     page.click("form.filters button")
     screenshot(page, "trajectories")
-    page.locator("tr[data-run] a").first.click()
+    page.locator(f"tr[data-run='{refund.trajectory_id}'] a").first.click()
     assert page.locator("li.ev").count() >= 2
+    assert "refunds-7" in page.inner_text("[data-task-key]")
+    assert "the customer confirmed the refund" in page.inner_text("[data-evidence]")
+    page.click("details summary >> text=system prompt")
+    assert page.inner_text("[data-system-prompt]") == "You are the billing agent. <b>Be brief.</b>"
+    page.click("[data-task-key] a >> nth=0")
+    assert page.locator("tr[data-run]").count() == 1
     assert page_errors == []

@@ -67,7 +67,7 @@ def columns(
                         "title": f"{labels[i]}: {name} {values[i]:g}",
                     }
                 )
-    every = max(1, n // 8)
+    every = max(1, -(-n // 10))
     ticks = [
         {"x": round(left + i * step + step / 2, 2), "label": label}
         for i, label in enumerate(labels)

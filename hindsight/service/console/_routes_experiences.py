@@ -156,13 +156,14 @@ async def experience(
 
 
 def _edits(exp: Experience, form: Any) -> dict[str, Any]:
-    """The fields of the edit form that differ from ``exp`` (guard keys kept as they are)."""
+    """The fields of the edit form that differ from ``exp``; ``metadata`` is the caller's part
+    only (the guard's keys are kept by the edit and may not be sent)."""
     text = form_text(form, "metadata", max_length=200_000) or "{}"
     try:
         given = json.loads(text)
     except json.JSONDecodeError as err:
         raise UsageError(f"metadata is not valid JSON: {err.msg} (line {err.lineno})") from None
-    metadata = {**check_user_metadata(given), **_guard_metadata(exp)}
+    metadata = check_user_metadata(given)  # the guard's keys stay as they are (edited())
     wanted: dict[str, Any] = {
         "content": form_text(form, "content"),
         "kind": form_text(form, "kind", max_length=40),
@@ -179,7 +180,7 @@ def _edits(exp: Experience, form: Any) -> dict[str, Any]:
         "tools": exp.tools,
         "tags": exp.tags,
         "importance": exp.importance,
-        "metadata": exp.metadata,
+        "metadata": _user_metadata(exp),
     }
     return {k: v for k, v in wanted.items() if v is not None and v != current[k]}
 

@@ -91,6 +91,7 @@ async def overview(request: Request, session: Viewer, memory: Engine) -> Respons
         memory.review_jobs(state="failed", tenant_id=tenant, limit=100),
     )
     labels = days(now, OVERVIEW_DAYS)
+    short = [d[5:] for d in labels]  # MM-DD on the axis
     empty = {"success": 0, "failure": 0, "credited": 0, "blamed": 0}
     series_runs = [runs.get(d, (0, 0)) for d in labels]
     rate: list[float | None] = [hit / n if n else None for n, hit in series_runs]
@@ -102,7 +103,7 @@ async def overview(request: Request, session: Viewer, memory: Engine) -> Respons
             {"active experiences": hist},
         ),
         "recall": columns(
-            labels,
+            short,
             {
                 "runs with a recall hit": [hit for _, hit in series_runs],
                 "runs without": [n - hit for n, hit in series_runs],
@@ -110,7 +111,7 @@ async def overview(request: Request, session: Viewer, memory: Engine) -> Respons
             line=rate,
         ),
         "outcomes": columns(
-            labels,
+            short,
             {
                 "credited (run succeeded)": [outcomes.get(d, empty)["credited"] for d in labels],
                 "blamed (run failed)": [outcomes.get(d, empty)["blamed"] for d in labels],

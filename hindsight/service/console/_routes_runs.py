@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,14 +28,26 @@ def _is_error(event: Event) -> bool:
     return event.event_type is EventType.ERROR or event.status in FAILED
 
 
+def _repeats_args(event: Event) -> bool:
+    """Whether the event's content is only its tool arguments again (shown once, parsed)."""
+    if not event.tool_args or not event.content.strip().startswith("{"):
+        return False
+    try:
+        return bool(json.loads(event.content) == event.tool_args)
+    except ValueError:
+        return False
+
+
 def _timeline(traj: Trajectory) -> list[dict[str, Any]]:
-    """The run's events with their offset from the start (seconds) and an error flag."""
+    """The run's events with their offset from the start (seconds), an error flag, and
+    whether their content is worth showing besides the tool arguments."""
     start = traj.started_at
     return [
         {
             "event": e,
             "offset": (e.timestamp - start).total_seconds(),
             "error": _is_error(e),
+            "content": bool(e.content) and not _repeats_args(e),
         }
         for e in traj.events
     ]
