@@ -1,4 +1,5 @@
-"""``hindsight bench``: benchmark the configured deployment (issue 10; docs/benchmarks.md)."""
+"""``hindsight bench``: benchmark the configured deployment (issue 10), and ``hindsight bench
+learning FILE``: what the review learns from a tau-bench file (issue 15); docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -10,10 +11,26 @@ import typer
 from hindsight.cli._common import JsonOpt, app, err_console, fail, guarded, out_console, print_json
 
 _SIZES_HELP = "Store sizes to measure, comma-separated (10k = 10000)."
+TempDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Folder for the temporary stores (default: the system temp dir); removed after.",
+    ),
+]
+
+bench_app = typer.Typer(
+    name="bench",
+    help="Benchmark the configured deployment (latency, ingest, end of a run, RSS, cold start);"
+    " `bench learning FILE`: what the review learns from a tau-bench file.",
+    invoke_without_command=True,
+)
+app.add_typer(bench_app)
 
 
-@app.command()
+@bench_app.callback()
 def bench(
+    ctx: typer.Context,
     sizes: Annotated[str, typer.Option("--sizes", help=_SIZES_HELP)] = "1000,10000,100000",
     queries: Annotated[
         int, typer.Option("--queries", help="Timed recalls per size (1-100000).")
@@ -22,13 +39,7 @@ def bench(
         Path | None,
         typer.Option("--plot", help="Also write a PNG of recall latency vs size (matplotlib)."),
     ] = None,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--data-dir",
-            help="Folder for the temporary stores (default: the system temp dir); removed after.",
-        ),
-    ] = None,
+    data_dir: TempDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure recall latency, ingest throughput, the end of a run, peak RSS and cold start.
@@ -36,6 +47,8 @@ def bench(
     Runs against the configured deployment: a temporary embedded store by default, or
     DATABASE_URL / VECTOR_DB_URL when set (in tenants of its own, deleted afterwards). Never
     touches the global --data-dir."""
+    if ctx.invoked_subcommand is not None:
+        return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hindsight.bench import parse_sizes, render_text, run_bench
@@ -46,8 +59,7 @@ def bench(
         raise fail(str(exc), 2) from None
     if not 1 <= queries <= 100_000:
         raise fail(f"--queries must be in 1..100000, got {queries}", 2)
-    if data_dir is not None and not data_dir.is_dir():
-        raise fail(f"--data-dir {data_dir} is not an existing folder", 2)
+    _check_temp_dir(data_dir)
     if plot is not None:
         _check_plot(plot)
     columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
@@ -78,6 +90,11 @@ def bench(
         out_console.print(f"plot: {plot}", highlight=False, soft_wrap=True)
 
 
+def _check_temp_dir(data_dir: Path | None) -> None:
+    if data_dir is not None and not data_dir.is_dir():
+        raise fail(f"--data-dir {data_dir} is not an existing folder", 2)
+
+
 def _check_plot(path: Path) -> None:
     """Fail early (before minutes of measuring) when the plot cannot be written."""
     from hindsight.bench._plot import MATPLOTLIB_MISSING
@@ -90,3 +107,62 @@ def _check_plot(path: Path) -> None:
         raise fail(f"--plot writes a PNG: give a path ending in .png, got {path}", 2)
     if not path.parent.is_dir():
         raise fail(f"--plot: folder {path.parent} does not exist", 2)
+
+
+@bench_app.command("learning")
+def bench_learning(
+    file: Annotated[Path, typer.Argument(help="A tau-bench results file (JSON or JSON Lines).")],
+    train_trials: Annotated[
+        str, typer.Option("--train-trials", help="Trials reviewed, comma-separated.")
+    ] = "0,1,2",
+    query_trial: Annotated[
+        int, typer.Option("--query-trial", help="The trial held out: its runs are the queries.")
+    ] = 3,
+    embedders: Annotated[
+        str,
+        typer.Option("--embedders", help="Embedders, comma-separated: hash, local (MiniLM)..."),
+    ] = "hash",
+    reviewers: Annotated[
+        str,
+        typer.Option(
+            "--reviewers", help="heuristic, llm, both (llm and both need REFLECTION_MODEL)."
+        ),
+    ] = "heuristic",
+    k: Annotated[int, typer.Option("--k", help="Recall's top_k and the metrics' cutoff.")] = 5,
+    tasks: Annotated[
+        int | None, typer.Option("--tasks", help="Only the first N tasks (default all).")
+    ] = None,
+    data_dir: TempDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Review some trials of a tau-bench file, query with a held-out one: what was learned.
+
+    Reports same-task recall with the task text masked out of the lessons, identifiers in
+    lessons, lessons per run, duplicates, confidence against outcomes, and whether a failed
+    run's recall block names what it got wrong; next to the raw-message baseline and random
+    (docs/benchmarks.md#learning). Temporary embedded stores only: never DATABASE_URL,
+    VECTOR_DB_URL or the global --data-dir."""
+    from hindsight.bench.learning import parse_trials, render_report, run_learning
+
+    _check_temp_dir(data_dir)
+
+    def progress(line: str) -> None:
+        err_console.print(f"learning: {line}", highlight=False, soft_wrap=True)
+
+    with guarded():
+        report = run_learning(
+            file,
+            train_trials=parse_trials(train_trials),
+            query_trial=query_trial,
+            embedders=embedders.split(","),
+            reviewers=reviewers.split(","),
+            k=k,
+            tasks=tasks,
+            parent=data_dir,
+            progress=progress,
+        )
+    if as_json:
+        print_json(report)
+        return
+    for item in render_report(report):
+        out_console.print(item, highlight=False, soft_wrap=isinstance(item, str))

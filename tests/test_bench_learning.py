@@ -1,0 +1,571 @@
+"""``hindsight bench learning`` (issue 15, item 7) computes what it claims.
+
+The pieces on inputs with known answers (quote masking, the identifier detector, ground-truth
+differences and how a block names them, ranking metrics and their exact random values), the
+whole harness on a tiny synthetic tau-bench file reviewed by a scripted reviewer (so every
+figure has a known value whatever the shipped reviewers do), and the real command on a few
+tasks of the airline file. No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from math import comb, isclose
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hindsight import Experience, ExperienceKind, Lesson, Trajectory
+from hindsight.bench.learning import (
+    MASK,
+    Call,
+    Context,
+    Difference,
+    IdentifierDetector,
+    QuoteMasker,
+    corrected,
+    differences,
+    evaluate_baseline,
+    evaluate_reviewer,
+    expected_actions,
+    hit_at_k,
+    is_state_changing,
+    load_runs,
+    mentions,
+    names_difference,
+    normalized_recall_at_k,
+    normalized_text,
+    random_expectation,
+    random_subset_probability,
+    recall_at_k,
+    reciprocal_rank,
+    run_calls,
+    score_queries,
+    split_runs,
+    unjudged,
+)
+from hindsight.bench.learning._harness import lesson_figures
+from hindsight.embedders import make_embedder
+from tests.cli_helpers import run_cli
+
+# -- quote masking -------------------------------------------------------------------------------
+MSG = "Hi! I'm looking to book a room in Lisbon for three nights from the 20th."
+
+
+def test_quote_masking_whole_message_sentence_truncated_and_placeholder_quotes() -> None:
+    masker = QuoteMasker([MSG, "Cancel my order", "Hi"])
+    assert masker.mask(f"For tasks like '{MSG}', the run failed.") == (
+        f"For tasks like '{MASK}.', the run failed."
+    )
+    # a sentence of >= 5 words of it, case and curly quotes aside
+    assert masker.mask("Task: \u2018i\u2019m LOOKING to book a room in Lisbon\u2019 done") == (
+        f"Task: \u2018{MASK}\u2019 done"
+    )
+    # a truncated quote, and one whose values a reviewer masked already
+    assert masker.mask("like 'looking to book a room in…'") == f"like '{MASK}…'"
+    assert masker.mask("like 'book a room in <city> for three nights from the <date>'") == (
+        f"like '{MASK}'"
+    )
+    # a whole short message is a quote too; its words inside other text are not
+    assert masker.mask("When the user says cancel my order, check it.") == (
+        f"When the user says {MASK}, check it."
+    )
+    untouched = [
+        "Before calling book_room, check the nights against the request.",
+        "Hi there: a room for the team.",  # one-word message "Hi" is ignored
+        "to book a room",  # four words: not a quote
+    ]
+    for text in untouched:
+        assert masker.mask(text) == text
+    # placeholders stand for words, but a quote needs three real ones
+    assert masker.spans("a room <city> <nights> <date> <day>") == []
+    assert masker.spans("book a room in <city> <nights>") == [(0, 30)]
+
+
+# -- identifiers and personal data ---------------------------------------------------------------
+def _record(
+    task: int,
+    trial: int,
+    reward: float,
+    calls: list[tuple[str, dict, str]],
+    message: str,
+    truth: list[tuple[str, dict]],
+) -> dict[str, Any]:
+    traj: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a library assistant. Follow the policy."},
+        {"role": "user", "content": message},
+    ]
+    for i, (tool, args, result) in enumerate(calls):
+        cid = f"call_{task}_{trial}_{i}"
+        traj.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": cid,
+                        "type": "function",
+                        "function": {"name": tool, "arguments": json.dumps(args)},
+                    }
+                ],
+            }
+        )
+        traj.append({"role": "tool", "tool_call_id": cid, "name": tool, "content": result})
+    traj.append({"role": "assistant", "content": "Done."})
+    actions = [{"name": n, "kwargs": kw} for n, kw in truth]
+    return {
+        "task_id": task,
+        "trial": trial,
+        "reward": reward,
+        "info": {
+            "task": {"user_id": "mbr_4471", "actions": actions, "instruction": "x"},
+            "reward_info": {"reward": reward, "actions": actions},
+        },
+        "traj": traj,
+    }
+
+
+MEMBER = json.dumps(
+    {
+        "member_id": "mbr_4471",
+        "name": {"first_name": "Ada", "last_name": "Quillon"},
+        "email": "ada.quillon@example.org",
+        "address": {"street": "12 Elm Road", "city": "Springfield", "country": "Utopia"},
+        "tier": "premium",
+        "loans": [{"loan_id": "LN8812", "status": "active", "shelf": "QX7Z9"}],
+    }
+)
+
+
+def test_identifier_detector_collects_run_values_and_flags_patterns() -> None:
+    rec = _record(0, 0, 0.0, [("get_member", {"member_id": "mbr_4471"}, MEMBER)], "hello", [])
+    det = IdentifierDetector.from_records([rec])
+    kinds = lambda text: sorted({f.kind for f in det.findings(text)})  # noqa: E731
+    assert kinds("Ask MBR_4471 first") == ["number", "value"]  # id, any case (+ its digits)
+    assert kinds("Renew loan LN8812 now") == ["number", "value"]
+    assert kinds("Ada Quillon asked") == ["value"]  # names: case-sensitive whole words
+    assert kinds("ada asked; Adams asked") == []
+    assert kinds("shelf QX7Z9 holds it") == ["value"]  # a code-like token of a tool result
+    assert kinds("write to a.b@example.com") == ["email"]
+    assert kinds("call +1 (555) 010-9999") == ["phone"]  # not counted again as numbers
+    assert kinds("a fine of 250 was due") == ["number"]
+    assert kinds("due 2024-05-20 15:00:00") == ["number"]  # a date is a number, not a phone
+    assert kinds("a fine of <amount> for loan <loan_id>, 2 weeks") == []  # placeholders, < 3 digits
+    # categorical values and address words without digits are not identifying
+    assert kinds("premium members in Springfield, Utopia, active loans") == []
+    assert det.holds("12 Elm Road") and not det.holds("Elm Road")
+
+
+def test_normalized_text_is_the_masked_form() -> None:
+    det = IdentifierDetector(ids=["LN8812"], names=["Ada"])
+    a = normalized_text("Loan LN8812: paid 250, total 305.", det)
+    b = normalized_text("loan <loan_id>:  paid <amount>, total 12", det)
+    assert a == b == "loan <>: paid <>, total <>"
+    assert normalized_text("Ada asked", det) != normalized_text("Bob asked", det)
+
+
+# -- ground truth -------------------------------------------------------------------------------
+def test_differences_missing_extra_and_arguments() -> None:
+    truth = [
+        Call("get_member", {"member_id": "m1"}),
+        Call("renew_loan", {"loan_id": "L1", "weeks": 2}),
+        Call("pay_fine", {"amount": 5, "items": [{"id": "a"}]}),
+    ]
+    run = [
+        Call("get_member", {"member_id": "zz"}),  # a read: never compared
+        Call("renew_loan", {"loan_id": "L1", "weeks": 4}, ok=False),  # refused: changed nothing
+        Call("renew_loan", {"loan_id": "L1", "weeks": 4.0, "note": "extra field"}),
+        Call("pay_fine", {"amount": 5.0, "items": [{"id": "a", "label": "ignored"}]}),
+        Call("close_account", {"member_id": "m1"}),
+    ]
+    assert differences(truth, run) == [
+        Difference("arg", "renew_loan", "weeks"),
+        Difference("extra", "close_account"),
+    ]
+    assert differences(truth, run[:2]) == [
+        Difference("missing", "renew_loan"),
+        Difference("missing", "pay_fine"),
+    ]
+    ignore = unjudged([(truth, run)])
+    assert differences(truth, run, ignore) == []
+    assert not is_state_changing("searchDirectFlight") and is_state_changing("transfer_to_agent")
+
+
+def test_records_give_their_ground_truth_and_calls_in_order() -> None:
+    rec = _record(
+        1,
+        0,
+        0.0,
+        [
+            ("renew_loan", {"loan_id": "L1"}, "Error: loan is overdue"),
+            ("renew_loan", {"loan_id": "L1"}, '{"ok": true}'),
+            ("pay_fine", {}, '{"error": "no fine"}'),
+        ],
+        "hello",
+        [("renew_loan", {"loan_id": "L1"})],
+    )
+    assert [(c.tool, c.ok) for c in run_calls(rec)] == [
+        ("renew_loan", False),
+        ("renew_loan", True),
+        ("pay_fine", False),
+    ]
+    assert expected_actions(rec) == [Call("renew_loan", {"loan_id": "L1"})]
+    del rec["info"]["task"]
+    assert expected_actions(rec) == [Call("renew_loan", {"loan_id": "L1"})]  # reward_info
+
+
+def test_a_block_names_a_difference_in_any_form() -> None:
+    diff = Difference("arg", "book_reservation", "payment_methods")
+    for text in (
+        "Before calling book_reservation, check the payment methods.",
+        "book-reservation: payment_method must match",
+        "BookReservation needs PaymentMethods",
+    ):
+        assert names_difference(text, diff), text
+    assert not names_difference("book_reservation failed", diff)  # the key is not named
+    assert not names_difference("rebook_reservation payment methods", diff)
+    assert names_difference("call cancel_reservation", Difference("missing", "cancel_reservation"))
+    assert mentions("two addresses", "address") and mentions("check baggage", "baggages")
+    assert corrected(
+        "pay_fine first",
+        [Difference("arg", "renew_loan", "weeks"), Difference("missing", "pay_fine")],
+    )
+
+
+# -- ranking metrics and their random values -----------------------------------------------------
+def test_metrics_on_a_hand_made_ranking() -> None:
+    ranked = ["a", "b", "c", "d"]
+    relevant = {"b", "d", "z"}
+    assert recall_at_k(ranked, relevant, 2) == pytest.approx(1 / 3)
+    assert normalized_recall_at_k(ranked, relevant, 2) == pytest.approx(1 / 2)
+    assert normalized_recall_at_k(ranked, {"a"}, 5) == 1.0
+    assert hit_at_k(ranked, relevant, 1) == 0.0 and hit_at_k(ranked, relevant, 2) == 1.0
+    assert reciprocal_rank(ranked, relevant, 5) == 0.5
+    assert reciprocal_rank(ranked, {"d"}, 3) == 0.0
+    for fn in (recall_at_k, normalized_recall_at_k):
+        with pytest.raises(ValueError, match="no relevant"):
+            fn(["a"], set(), 5)
+    with pytest.raises(ValueError, match="relevant <= pool"):
+        random_expectation(3, 4, 2)
+
+
+@pytest.mark.parametrize(("pool", "rel", "k"), [(6, 2, 3), (7, 1, 5), (5, 4, 2), (6, 3, 6)])
+def test_random_expectation_matches_every_permutation(pool: int, rel: int, k: int) -> None:
+    relevant = {str(i) for i in range(rel)}
+    fns = {
+        "recall": recall_at_k,
+        "normalized_recall": normalized_recall_at_k,
+        "hit": hit_at_k,
+        "rr": reciprocal_rank,
+    }
+    totals = dict.fromkeys(fns, 0.0)
+    perms = list(itertools.permutations([str(i) for i in range(pool)]))
+    for perm in perms:
+        for name, fn in fns.items():
+            totals[name] += fn(perm, relevant, k)
+    exact = random_expectation(pool, rel, k)
+    for name, total in totals.items():
+        assert isclose(exact[name], total / len(perms), rel_tol=1e-12), name
+
+
+def test_random_subset_probability_matches_enumeration() -> None:
+    flags = [0b01, 0b10, 0b00, 0b11, 0b01, 0b00, 0b10]
+    accept = lambda u: u & 0b11 == 0b11  # noqa: E731
+    for k in (1, 2, 3, 7, 9):
+        draw = min(k, len(flags))
+        subsets = list(itertools.combinations(range(len(flags)), draw))
+        want = sum(accept(sum_or([flags[i] for i in s])) for s in subsets) / comb(len(flags), draw)
+        assert random_subset_probability(flags, k, accept) == pytest.approx(want)
+    assert random_subset_probability([], 3, accept) == 0.0
+
+
+def sum_or(masks: list[int]) -> int:
+    out = 0
+    for m in masks:
+        out |= m
+    return out
+
+
+def test_score_queries_averages_and_skips() -> None:
+    out = score_queries(
+        {"1": ["a", "b"], "2": ["c"], "3": ["e"]},
+        {"1": {"b"}, "2": {"x", "y"}, "3": set()},
+        pool=10,
+        k=2,
+    )
+    assert out["queries"] == 2 and out["skipped"] == 1 and out["pool"] == 10
+    assert out["hit"] == 0.5 and out["mrr"] == pytest.approx(0.25)
+    assert out["normalized_recall"] == pytest.approx(0.5)
+    rand = [random_expectation(10, 1, 2), random_expectation(10, 2, 2)]
+    assert out["random"]["mrr"] == pytest.approx((rand[0]["rr"] + rand[1]["rr"]) / 2)
+    empty = score_queries({"1": []}, {"1": set()}, pool=3, k=1)
+    assert empty["hit"] is None and empty["random"]["hit"] is None
+
+
+def test_lesson_figures_on_hand_made_lessons() -> None:
+    det = IdentifierDetector(ids=["mbr_4471"])
+    ctx = Context(
+        split=None,
+        detector=det,
+        quotes=QuoteMasker([MSG]),  # type: ignore[arg-type]
+        ignore=frozenset(),
+        k=5,
+    )
+
+    def exp(content: str, sources: list[str], confidence: float) -> Experience:
+        return Experience(
+            tenant_id="t",
+            kind=ExperienceKind.RULE,
+            content=content,
+            source_trajectory_ids=sources,
+            confidence=confidence,
+        )
+
+    items = [
+        exp("Pay <amount> before renewing.", ["ok1"], 0.8),
+        exp("pay 250 before  renewing", ["bad1"], 0.4),  # same masked text as the first
+        exp(f"For '{MSG}' ask first.", ["ok1", "bad1"], 0.6),  # quotes the task; mixed sources
+        exp("Member mbr_4471 owes money.", ["bad1"], 0.2),  # an id (and 4 digits)
+    ]
+    out = lesson_figures(ctx, items, runs=8, sources_ok={"ok1": True, "bad1": False})
+    assert out["count"] == 4 and out["per_run"] == 0.5
+    assert out["duplicates"] == {"rate": 0.5, "lessons": 2, "distinct_texts": 3, "largest_group": 2}
+    assert out["identifiers"]["lessons"] == 2 and out["identifiers"]["share"] == 0.5
+    assert out["identifiers"]["by_kind"] == {"number": 2, "value": 1}
+    assert out["quoted_task_text"] == {"lessons": 1, "share": 0.25}
+    conf = out["confidence_by_source"]
+    assert conf["success"] == {"n": 1, "mean": 0.8}
+    assert conf["failure"]["n"] == 2 and conf["failure"]["mean"] == pytest.approx(0.3)
+    assert conf["mixed"] == {"n": 1, "mean": 0.6}
+
+
+# -- the harness on a synthetic file with known answers ------------------------------------------
+MSG_A = "Hello, I would like more time with the novel I borrowed last month."
+MSG_B = "Hi there, I think I owe some money and want to clear it today."
+RENEW = ("renew_loan", {"loan_id": "LN8812", "weeks": 2})
+PAY = ("pay_fine", {"member_id": "mbr_4471", "amount": 15})
+LOOKUP = ("get_member", {"member_id": "mbr_4471"}, MEMBER)
+
+
+def _synthetic(path: Path) -> Path:
+    """Task 0 (renew a loan): trials 0 and 1 fail (wrong weeks; no renewal), 2 succeeds, held-out
+    3 fails with the wrong weeks. Task 1 (pay a fine): every trial succeeds."""
+    ok = '{"status": "ok"}'
+    wrong = ("renew_loan", {"loan_id": "LN8812", "weeks": 4}, ok)
+    right = (*RENEW, ok)
+    records = [
+        _record(0, 0, 0.0, [LOOKUP, wrong], MSG_A, [RENEW]),
+        _record(0, 1, 0.0, [LOOKUP], MSG_A, [RENEW]),
+        _record(0, 2, 1.0, [LOOKUP, right], MSG_A, [RENEW]),
+        _record(0, 3, 0.0, [LOOKUP, wrong], MSG_A, [RENEW]),
+    ] + [_record(1, t, 1.0, [LOOKUP, (*PAY, ok)], MSG_B, [PAY]) for t in range(4)]
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
+
+
+class ScriptedReviewer:
+    """Known lessons: one per task quoting its request (identical across its trials, so they
+    fold into one), and one with a member id from task 0's first trial. None shares a word
+    with the queries once the quote is masked."""
+
+    name = "scripted"
+
+    async def review(self, trajectory: Trajectory) -> list[Lesson]:
+        task, trial = int(trajectory.metadata["task_id"]), int(trajectory.metadata["trial"])
+        text = (
+            f"For '{MSG_A}': call renew_loan using requested weeks."
+            if task == 0
+            else f"For '{MSG_B}': use pay_fine; amount exact."
+        )
+        out = [Lesson(kind=ExperienceKind.RULE, content=text, confidence=0.6)]
+        if (task, trial) == (0, 0):
+            out.append(
+                Lesson(
+                    kind=ExperienceKind.ANTI_PATTERN,
+                    confidence=0.6,
+                    content="Member mbr_4471 double charged: refund promptly.",
+                )
+            )
+        return out
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Context]:
+    path = _synthetic(tmp_path_factory.mktemp("learning") / "tau.json")
+    runs, records = load_runs(path)
+    split = split_runs(runs, [0, 1, 2], 3)
+    yield Context.build(split, records, runs, k=1)
+
+
+def test_split_and_ground_truth_of_the_synthetic_file(synthetic: Context) -> None:
+    split = synthetic.split
+    assert [(r.task, r.trial) for r in split.train] == [
+        ("0", 0),
+        ("1", 0),
+        ("0", 1),
+        ("1", 1),
+        ("0", 2),
+        ("1", 2),
+    ]
+    assert [(r.task, r.success) for r in split.held] == [("0", False), ("1", True)]
+    assert synthetic.ignore == frozenset()  # the successful runs match their ground truth
+    assert differences(split.held[0].expected, split.held[0].calls) == [
+        Difference("arg", "renew_loan", "weeks")
+    ]
+
+
+def test_harness_figures_on_the_synthetic_file(synthetic: Context) -> None:
+    out = evaluate_reviewer(synthetic, make_embedder("hash"), ScriptedReviewer())
+    assert out["reviewer"] == "scripted" and out["reviewed_runs"] == 6
+    assert out["review_failures"] == 0 and out["episodes"] == 6
+    lessons = out["lessons"]
+    # three lessons: the two quoting ones (each folded over its task's runs) and the id one
+    assert lessons["count"] == 3 and lessons["per_run"] == 0.5
+    assert lessons["duplicates"]["rate"] == 0.0
+    assert lessons["identifiers"]["lessons"] == 1
+    assert lessons["identifiers"]["by_kind"] == {"number": 1, "value": 1}
+    assert lessons["quoted_task_text"]["lessons"] == 2
+    conf = lessons["confidence_by_source"]
+    assert (conf["success"]["n"], conf["failure"]["n"], conf["mixed"]["n"]) == (1, 1, 1)
+
+    rec = out["recall"]
+    stored = rec["as_stored"]["with_situation"]
+    assert stored["queries"] == 2 and stored["pool"] == 3
+    assert stored["hit"] == stored["mrr"] == stored["normalized_recall"] == 1.0
+    # task 0 has two relevant lessons of the three (its quote and the id one), task 1 one
+    assert stored["random"]["hit"] == pytest.approx((2 / 3 + 1 / 3) / 2)
+    assert rec["as_stored"]["lesson_text_only"]["hit"] == 1.0
+    # the quotes masked, nothing of a lesson's own text is left for the query to match...
+    assert rec["masked"]["lesson_text_only"]["hit"] == 0.0
+    # ... unless recall matches the situation (the episodes of the lesson's source runs)
+    situation = 1.0 if rec["situation_exposed"] else 0.0
+    assert rec["masked"]["with_situation"]["hit"] == situation
+    assert rec["replay"] == {
+        "lessons_as_stored": 3,
+        "lessons_masked": 3,
+        "same_top_k_as_first_store": 2,
+        "queries": 2,
+    }
+
+    outcomes = out["outcomes"]
+    failed, succeeded = (
+        outcomes["recalled_by_failed_only"],
+        outcomes["recalled_by_successful_only"],
+    )
+    assert failed["n"] == 1 and succeeded["n"] == 1 and outcomes["recalled_by_both"]["n"] == 0
+    assert failed["after"] < failed["before"] and succeeded["after"] > succeeded["before"]
+
+    cor = out["corrective"]
+    assert (cor["failed_runs"], cor["with_difference"], cor["corrected"]) == (1, 1, 1)
+    assert cor["share"] == 1.0
+    assert cor["random"] == pytest.approx(1 / 3)  # one lesson of three names renew_loan + weeks
+    assert cor["by_op"]["arg"] == {"runs": 1, "corrected": 1}
+    assert cor["per_run"] == [
+        {"task": "0", "differences": ["arg renew_loan.weeks"], "corrected": True}
+    ]
+
+
+def test_baseline_figures_on_the_synthetic_file(synthetic: Context) -> None:
+    out = evaluate_baseline(synthetic, make_embedder("hash"))
+    items = out["items"]
+    assert items["count"] == 2  # the same message of each task folds into one
+    assert items["quoted_task_text"]["share"] == 1.0 and items["identifiers"]["share"] == 0.0
+    assert out["recall"]["hit"] == 1.0 and out["recall"]["pool"] == 2
+    assert out["corrective"]["corrected"] == 0 and out["corrective"]["random"] is None
+
+
+# -- the command on the real airline file ---------------------------------------------------------
+def test_cli_json_on_a_few_airline_tasks(tau_bench_path: Path, tmp_path: Path) -> None:
+    parent = tmp_path / "stores"
+    parent.mkdir()
+    proc = run_cli(
+        "bench",
+        "learning",
+        str(tau_bench_path),
+        "--tasks",
+        "3",
+        "--json",
+        "--data-dir",
+        str(parent),
+        data_dir=tmp_path / "unused",
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert (doc["tasks"], doc["train_runs"], doc["held_out_runs"], doc["k"]) == (3, 9, 3, 5)
+    assert doc["train_trials"] == [0, 1, 2] and doc["query_trial"] == 3
+    assert doc["commit"] is None or len(doc["commit"]) == 40
+    assert doc["cpu_seconds"] > 0 and doc["wall_seconds"] > 0 and doc["machine"]["cpus"] >= 1
+    (base,) = doc["baselines"]
+    (run,) = doc["runs"]
+    assert base["embedder"] == run["embedder"] and run["reviewer"] == "heuristic"
+    assert base["embedder_spec"] == run["embedder_spec"] == "hash"
+    assert base["items"]["quoted_task_text"]["share"] == 1.0  # raw messages quote themselves
+    lessons = run["lessons"]
+    assert lessons["count"] > 0 and lessons["per_run"] == pytest.approx(lessons["count"] / 9)
+    recall = run["recall"]
+    for text in ("as_stored", "masked"):
+        for match in ("with_situation", "lesson_text_only"):
+            s = recall[text][match]
+            for name in ("hit", "normalized_recall", "mrr"):
+                assert s[name] is None or 0.0 <= s[name] <= 1.0
+                assert 0.0 <= s["random"][name] <= 1.0
+    assert recall["replay"]["same_top_k_as_first_store"] == recall["replay"]["queries"] == 3
+    cor = run["corrective"]
+    assert cor["with_difference"] <= cor["failed_runs"] == doc["held_out_failed"]
+    assert 0.0 <= cor["random"] <= 1.0 and len(cor["per_run"]) == cor["failed_runs"]
+    assert list(parent.iterdir()) == []  # every temporary store was removed
+    assert not (tmp_path / "unused").exists()  # the global data dir was never opened
+
+
+def test_cli_text_tables(tau_bench_path: Path, tmp_path: Path) -> None:
+    proc = run_cli(
+        "bench", "learning", str(tau_bench_path), "--tasks", "2", data_dir=tmp_path, timeout=900
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for title in (
+        "Same-task lessons in the top 5",
+        "Lessons (episodes excluded)",
+        "Held-out runs",
+        "masked, text only",
+        "raw messages",
+        "commit ",
+    ):
+        assert title in out, title
+    assert "learning: " in proc.stderr  # progress goes to stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["NOFILE"], "error: tau-bench file not found: NOFILE"),
+        (["TAU", "--train-trials", "0,x"], "error: --train-trials: 'x' is not a trial number"),
+        (["TAU", "--query-trial", "1"], "error: trial 1 cannot be both reviewed and held out"),
+        (["TAU", "--query-trial", "7"], "error: the file has no run of trial 7 to hold out"),
+        (["TAU", "--k", "0"], "error: --k must be in 1..1000, got 0"),
+        (["TAU", "--tasks", "0"], "error: --tasks must be >= 1, got 0"),
+        (["TAU", "--reviewers", "llm"], "error: reviewer 'llm' needs a model"),
+        (["TAU", "--reviewers", "gpt"], "error: --reviewers: unknown ['gpt']"),
+        (["TAU", "--embedders", "word2vec"], "error: unknown embedding model"),
+    ],
+)
+def test_cli_rejects_bad_input_in_one_line(
+    tau_bench_path: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    args = [str(tau_bench_path) if a == "TAU" else a for a in args]
+    proc = run_cli(
+        "bench",
+        "learning",
+        *args,
+        data_dir=tmp_path,
+        REFLECTION_MODEL="",
+        HINDSIGHT_REFLECTION_MODEL="",
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and message in errors[0], proc.stderr
