@@ -135,6 +135,7 @@ def run_learning(
     if not Path(path).is_file():
         raise UsageError(f"tau-bench file not found: {path}")
     names = _check_reviewers(reviewers)
+    commit = commit_info()  # before the run: the checkout may move while it runs
     wall, cpu = time.perf_counter(), time.process_time()
     say = progress or (lambda _msg: None)
     runs, records = load_runs(Path(path), tasks=tasks)
@@ -161,7 +162,7 @@ def run_learning(
         for name in names:
             run = evaluate_reviewer(ctx, model, name)
             report["runs"].append({"embedder_spec": spec, **run})
-    report.update(commit_info())
+    report.update(commit)
     report["machine"] = _machine()
     report["cpu_seconds"] = time.process_time() - cpu
     report["wall_seconds"] = time.perf_counter() - wall
