@@ -32,7 +32,7 @@ from pydantic import PlainValidator, TypeAdapter, ValidationError
 
 from hindsight._errors import HindsightError, UsageError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
-from hindsight.models import ExperienceStatus
+from hindsight.models import ExperienceStatus, Outcome, validate_task_key
 
 __all__ = [
     "AsOf",
@@ -42,9 +42,11 @@ __all__ = [
     "Namespace",
     "Namespaces",
     "OptionalTenantId",
+    "OutcomeFilter",
     "Query",
     "Status",
     "Success",
+    "TaskKey",
     "TaskType",
     "TenantId",
     "TopK",
@@ -123,6 +125,23 @@ def _success(value: Any) -> bool:
     return value
 
 
+def _task_key(value: Any) -> str | None:
+    try:
+        return validate_task_key(value)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _outcome(value: Any) -> Outcome | None:
+    if value is None:
+        return None
+    try:
+        return Outcome(value)
+    except ValueError:
+        names = ", ".join(o.value for o in Outcome)
+        raise UsageError(f"outcome must be one of {names}, got {value!r:.40}") from None
+
+
 def _as_of(value: Any) -> datetime | None:
     if value is None:
         return None
@@ -169,6 +188,13 @@ Status = Annotated[ExperienceStatus, PlainValidator(_status, json_schema_input_t
 """An experience status by its name (``active``, ``archived``, ...)."""
 Success = Annotated[bool, PlainValidator(_success, json_schema_input_type=bool)]
 """A run's outcome: exactly ``True`` or ``False``."""
+TaskKey = Annotated[str | None, PlainValidator(_task_key, json_schema_input_type=str | None)]
+"""A task group key: a non-blank string of at most 200 characters, or ``None`` for none."""
+OutcomeFilter = Annotated[
+    Outcome | None, PlainValidator(_outcome, json_schema_input_type=str | None)
+]
+"""A run outcome filter by its name (``success``, ``failure``, ``partial``, ``unknown``), or
+``None`` for any."""
 AsOf = Annotated[datetime | None, PlainValidator(_as_of, json_schema_input_type=str | None)]
 """The time rules are judged at: a datetime (naive = UTC), an ISO 8601 string, or ``None``
 (now; the caller substitutes its clock's time). Always UTC."""

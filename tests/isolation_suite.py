@@ -68,6 +68,8 @@ WORDS = [
     "status",
 ]
 TASK_TYPES = [None, "support", "billing"]
+TASK_KEYS = [None, "task-1", "task-2"]
+"""Task group keys; every tenant uses the same ones, so a group must never span tenants."""
 EMPTY_TENANTS: list[Any] = [None, "", "   ", [], 0]
 _COUNTER = itertools.count(1)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -92,10 +94,22 @@ class IsolationClient(Protocol):
     def add(self, tenant: Any, namespace: str, content: str, task_type: str | None) -> Seen: ...
 
     def review(
-        self, tenant: str, namespace: str, task: str, task_type: str | None, lessons: int
+        self,
+        tenant: str,
+        namespace: str,
+        task: str,
+        task_type: str | None,
+        lessons: int,
+        task_key: str | None = None,
     ) -> Seen:
-        """Store a run (``Seen.value`` = trajectory id) and review it now; ``Seen.ids`` are
-        the experiences written (lessons and episode)."""
+        """Store a run (``Seen.value`` = trajectory id) in task group ``task_key`` and review
+        it now; ``Seen.ids`` are the experiences written (lessons and episode)."""
+        ...
+
+    def task_group(self, tenant: str, task_key: str) -> Seen:
+        """The runs of a task group and the experiences learned from them (issue 15):
+        ``Seen.value`` = ``{"runs": [trajectory ids], "experiences": bool}`` (False when the
+        interface cannot list experiences by task key); ``Seen.ids`` = those experiences."""
         ...
 
     def recall(
@@ -169,7 +183,13 @@ class PythonClient:
         return self._call(run)
 
     def review(
-        self, tenant: str, namespace: str, task: str, task_type: str | None, lessons: int
+        self,
+        tenant: str,
+        namespace: str,
+        task: str,
+        task_type: str | None,
+        lessons: int,
+        task_key: str | None = None,
     ) -> Seen:
         def run() -> Seen:
             traj = Trajectory(
@@ -177,6 +197,7 @@ class PythonClient:
                 namespace=namespace,
                 task=task,
                 task_type=task_type,
+                task_key=task_key,
                 outcome="failure",
                 events=[
                     Event(event_type="user_message", content=task),
@@ -226,6 +247,18 @@ class PythonClient:
             text = result.model_dump_json() + result.render() + _dump(doc)
             ids = [h.experience.id for h in [*result.hits, *result.episodes]]
             return Seen(text=text, ids=ids)
+
+        return self._call(run)
+
+    def task_group(self, tenant: str, task_key: str) -> Seen:
+        def run() -> Seen:
+            runs = self.mem.list_trajectories(tenant_id=tenant, task_key=task_key, limit=10000)
+            exps = self.mem.list_experiences(tenant_id=tenant, task_key=task_key, limit=10000)
+            text = _dump([r.to_json() for r in runs]) + _dump(
+                [e.model_dump(mode="json") for e in exps]
+            )
+            value = {"runs": [r.id for r in runs], "experiences": True}
+            return Seen(text=text, ids=[e.id for e in exps], value=value)
 
         return self._call(run)
 
@@ -329,6 +362,7 @@ class Model:
 
     rows: dict[str, Row] = field(default_factory=dict)
     runs: dict[str, str] = field(default_factory=dict)  # trajectory id -> tenant
+    run_keys: dict[str, str | None] = field(default_factory=dict)  # trajectory id -> task key
     recalled_runs: dict[str, str] = field(default_factory=dict)  # run that recalled -> tenant
     markers: dict[str, str] = field(default_factory=dict)  # tenant -> marker word
 
@@ -413,15 +447,20 @@ class IsolationMachine(RuleBasedStateMachine):
         data=st.data(),
         words=st.lists(st.sampled_from(WORDS), min_size=2, max_size=5),
         lessons=st.integers(1, 3),
+        task_key=st.sampled_from(TASK_KEYS),
     )
-    def review(self, data: st.DataObject, words: list[str], lessons: int) -> None:
+    def review(
+        self, data: st.DataObject, words: list[str], lessons: int, task_key: str | None
+    ) -> None:
         tenant = data.draw(st.sampled_from(self.tenants))
         ns = data.draw(st.sampled_from(NAMESPACES))
+        task_type = data.draw(st.sampled_from(TASK_TYPES))
         seen = self.client.review(
-            tenant, ns, self.content(tenant, words), data.draw(st.sampled_from(TASK_TYPES)), lessons
+            tenant, ns, self.content(tenant, words), task_type, lessons, task_key
         )
         assert seen.error is None, seen.error
         self.model.runs[seen.value] = tenant
+        self.model.run_keys[seen.value] = task_key
         for eid in seen.ids:
             self.model.rows.setdefault(eid, Row(tenant, seen.value))
         self.check(tenant, seen)
@@ -497,6 +536,28 @@ class IsolationMachine(RuleBasedStateMachine):
             i for i, r in self.model.rows.items() if r.tenant == tenant and r.status == status
         }
         assert set(seen.ids) == expected
+
+    @rule(data=st.data(), task_key=st.sampled_from(TASK_KEYS[1:]))
+    def task_group(self, data: st.DataObject, task_key: str) -> None:
+        """A task group lists exactly the tenant's runs with that key, and the experiences
+        learned from them, never another tenant's (every tenant uses the same keys)."""
+        tenant = data.draw(st.sampled_from(self.tenants))
+        seen = self.client.task_group(tenant, task_key)
+        assert seen.error is None, seen.error
+        self.check(tenant, seen)
+        group = {
+            run
+            for run, owner in self.model.runs.items()
+            if owner == tenant and self.model.run_keys.get(run) == task_key
+        }
+        assert set(seen.value["runs"]) == group
+        if seen.value["experiences"]:
+            taught = {
+                i
+                for i, r in self.model.rows.items()
+                if r.trajectory_id in group and r.status == "active"
+            }
+            assert taught <= set(seen.ids), (taught, seen.ids)
 
     # -- changes --------------------------------------------------------------------------------
     @rule(data=st.data(), foreign=st.booleans())

@@ -62,6 +62,7 @@ def test_c17_empty_tenant_is_refused_by_commands_that_read_or_delete(tmp_path: P
         ["recall", QUESTION, "--tenant", "", "--json"],
         ["stats", "--tenant", ""],
         ["experiences", "list", "--tenant", ""],
+        ["trajectories", "list", "--tenant", ""],
         ["forget", "--tenant", "", "--all"],
         ["forget", "--tenant", "   ", "--all"],
     ):

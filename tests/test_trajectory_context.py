@@ -36,7 +36,9 @@ from hindsight.store import JobState, SqlStore
 from hindsight.store.codec import trajectory_row
 from hindsight.store.migrate import alembic_config
 from hindsight.store.schema import trajectories
-from hindsight.testing import test_memory
+from hindsight.testing import ScriptedReviewer, test_memory
+from tests.cli_helpers import assert_one_line_error, cli_json, run_cli
+from tests.helpers import lesson
 
 POLICY = "# Policy\nYou are a support agent.\n- Check that payments add up to the total.\n"
 OTHER_POLICY = "# Policy\nYou are a travel agent.\n"
@@ -589,3 +591,84 @@ def test_recalled_block_is_not_part_of_the_stored_policy() -> None:
         assert [mem.get_trajectory(i, tenant_id="acme").system_prompt for i in ids] == [POLICY] * 3
         assert mem.get_trajectory(only_block.id, tenant_id="acme").system_prompt is None
         assert mem.aio.store.count_prompts("acme") == 1
+
+
+# -- interfaces: Python and CLI (HTTP, MCP: tests/server; isolation: tests/isolation_suite.py) --
+
+
+def test_python_lists_runs_and_lessons_of_a_task_group() -> None:
+    with test_memory(reviewer=ScriptedReviewer(lambda t: [lesson(f"Lesson of {t.task}")])) as mem:
+        runs = [
+            run(task="Refund 1", task_key="refunds", outcome="failure"),
+            run(task="Refund 2", task_key="refunds"),
+            run(task="Where is 3?"),
+            run("globex", task="Refund 4", task_key="refunds"),
+        ]
+        for traj in runs:
+            mem.store_episode(traj, review=False)
+            mem.review_now(traj.id, tenant_id=traj.tenant_id)
+        listed = mem.list_trajectories(tenant_id="acme", task_key="refunds")
+        assert {r.id for r in listed} == {runs[0].id, runs[1].id}
+        assert all(r.reviewed and r.task_key_source == "explicit" for r in listed)
+        failed = mem.list_trajectories(tenant_id="acme", outcome="failure")
+        assert [r.id for r in failed] == [runs[0].id]
+        taught = mem.list_experiences(tenant_id="acme", task_key="refunds")
+        assert taught and {s for e in taught for s in e.source_trajectory_ids} == {
+            runs[0].id,
+            runs[1].id,
+        }
+        # A key assigned later (by intent) applies at once.
+        mem.aio.store.set_task_key("acme", runs[2].id, "refunds", "intent")
+        again = mem.list_experiences(tenant_id="acme", task_key="refunds")
+        assert runs[2].id in {s for e in again for s in e.source_trajectory_ids}
+        for bad, words in (
+            ({"task_key": ""}, "blank"),
+            ({"outcome": "won"}, "outcome must be one of"),
+            ({"limit": 0}, "limit must be"),
+        ):
+            with pytest.raises(UsageError, match=words):
+                mem.list_trajectories(tenant_id="acme", **bad)  # type: ignore[arg-type]
+        with pytest.raises(UsageError, match="blank"):
+            mem.list_experiences(tenant_id="acme", task_key=" ")
+        with pytest.raises(TenantRequiredError):
+            mem.list_trajectories(tenant_id="")
+
+
+def test_cli_trajectories_list_and_show(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    log = tmp_path / "runs.jsonl"
+    records = [
+        openai_record(task_key="refunds", reward=0.0, reason="refunded to the wrong card"),
+        openai_record(task_key="refunds", reward=1.0, id="second"),
+        openai_record(reward=1.0, id="third"),
+    ]
+    log.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    for tenant in ("A", "B"):
+        done = run_cli("ingest", str(log), "--tenant", tenant, "--no-wait", data_dir=data)
+        assert done.returncode == 0, done.stderr
+    listed = cli_json(
+        "trajectories", "list", "--tenant", "A", "--task-key", "refunds", data_dir=data
+    )
+    assert [(r["task_key"], r["outcome"]) for r in listed] == [
+        ("refunds", "failure"),
+        ("refunds", "success"),
+    ]
+    assert listed[0]["reason"] == "refunded to the wrong card"
+    every = cli_json("trajectories", "list", "--tenant", "A", data_dir=data)
+    assert len(every) == 3 and not {r["id"] for r in every} & {
+        r["id"] for r in cli_json("trajectories", "list", "--tenant", "B", data_dir=data)
+    }
+    shown = cli_json("trajectories", "show", listed[0]["id"], "--tenant", "A", data_dir=data)
+    assert shown["system_prompt"] == "You are a refund agent.\n\nNever refund twice."
+    assert shown["evidence"]["reason"] == "refunded to the wrong card"
+    text = run_cli("trajectories", "show", listed[0]["id"], "--tenant", "A", data_dir=data)
+    assert text.returncode == 0, text.stderr
+    for line in ("task_key: refunds", "reason: refunded to the wrong card", "Never refund twice."):
+        assert line in text.stdout, text.stdout
+    plain = run_cli("trajectories", "list", "--tenant", "A", "--outcome", "failure", data_dir=data)
+    assert plain.returncode == 0 and listed[0]["id"] in plain.stdout
+    assert "task refunds (explicit)" in plain.stdout
+    other = run_cli("trajectories", "show", listed[0]["id"], "--tenant", "B", data_dir=data)
+    assert "not found" in assert_one_line_error(other)
+    bad = run_cli("trajectories", "list", "--tenant", "A", "--outcome", "won", data_dir=data)
+    assert "outcome must be one of" in assert_one_line_error(bad)

@@ -17,6 +17,7 @@ from hindsight.cli import _jobs as _jobs_commands  # noqa: F401  (jobs, worker: 
 from hindsight.cli import _maintain as _maintain_commands  # noqa: F401  (issue 4)
 from hindsight.cli import _mcp as _mcp_command  # noqa: F401  (hindsight mcp: issue 9)
 from hindsight.cli import _serve as _serve_commands  # noqa: F401  (serve, keys: issue 9)
+from hindsight.cli import _trajectories as _trajectory_commands  # noqa: F401  (issues 15, 19)
 from hindsight.cli._app import main
 from hindsight.cli._common import app
 

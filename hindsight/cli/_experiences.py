@@ -48,13 +48,22 @@ def experiences_list(
     ] = "active",
     namespace: Annotated[str | None, typer.Option("--namespace")] = None,
     task_type: Annotated[str | None, typer.Option("--task-type")] = None,
+    task_key: Annotated[
+        str | None,
+        typer.Option("--task-key", help="Only those learned from runs of this task group."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 50,
     as_json: JsonOpt = False,
 ) -> None:
     """Experiences of a tenant, most confident first."""
     with guarded(), open_memory(state(ctx)) as mem:
         exps = mem.list_experiences(
-            tenant_id=tenant, status=status, namespace=namespace, task_type=task_type, limit=limit
+            tenant_id=tenant,
+            status=status,
+            namespace=namespace,
+            task_type=task_type,
+            task_key=task_key,
+            limit=limit,
         )
         if as_json:
             print_json([_doc(e) for e in exps])

@@ -23,7 +23,10 @@ from hindsight._contract import (
     Limit,
     Namespace,
     OptionalTenantId,
+    OutcomeFilter,
     Status,
+    TaskKey,
+    TaskType,
     TenantId,
     TrajectoryId,
     check,
@@ -44,6 +47,7 @@ from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex
 from hindsight.recall import RecallMode, RecallResult
 from hindsight.recall.render import strip_block
 from hindsight.review.worker import ReviewWorker
+from hindsight.store import TrajectorySummary
 from hindsight.writeback.lessons import manual_experience
 
 __all__ = ["AsyncMemory", "EpisodeReceipt"]
@@ -568,10 +572,15 @@ class AsyncMemory(LifecycleMethods):
         namespace: str | None = None,
         task_type: str | None = None,
         status: str = "active",
+        task_key: str | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> list[Experience]:
-        """Experiences of a tenant, most confident first (``limit`` 1..10000)."""
+        """Experiences of a tenant, most confident first (``limit`` 1..10000).
+
+        ``task_key``: only those learned from a run of this task group (one of their source
+        runs has this key, explicit or assigned by intent).
+        """
         tenant, n, st = self._scope(tenant_id), check(Limit, limit), check(Status, status)
         nss = [check(Namespace, namespace)] if namespace is not None else None
         return await asyncio.to_thread(
@@ -580,6 +589,44 @@ class AsyncMemory(LifecycleMethods):
             namespaces=nss,
             task_type=task_type,
             statuses=(st.value,),
+            task_key=check(TaskKey, task_key),
+            limit=n,
+            offset=offset,
+        )
+
+    async def list_trajectories(
+        self,
+        *,
+        tenant_id: str,
+        task_key: str | None = None,
+        outcome: str | None = None,
+        task_type: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[TrajectorySummary]:
+        """The tenant's stored runs, oldest stored first, without their events
+        (:class:`hindsight.store.TrajectorySummary`: ``id``, ``task``, ``outcome``, ``reward``,
+        ``task_key`` and ``task_key_source``, ``system_prompt_sha256``, ``reason``,
+        ``review_state`` / ``reviewed`` ...; ``to_json()`` gives the wire shape).
+
+        Args:
+            tenant_id: the tenant (required).
+            task_key: only runs of this task group (explicit or assigned by intent).
+            outcome: only runs with this outcome (success, failure, partial, unknown).
+            task_type: only runs of this exact task type.
+            limit: 1..10000 runs; offset: runs to skip (>= 0).
+
+        Raises:
+            TenantRequiredError: missing or empty tenant.
+            UsageError: a blank or too long task key, an unknown outcome, a bad limit/offset.
+        """
+        tenant, n = self._scope(tenant_id), check(Limit, limit)
+        return await asyncio.to_thread(
+            self.store.list_trajectories,
+            tenant,
+            task_key=check(TaskKey, task_key),
+            outcome=check(OutcomeFilter, outcome),
+            task_type=check(TaskType, task_type),
             limit=n,
             offset=offset,
         )

@@ -116,6 +116,7 @@ class Memory:
     get_experience = sync_twin(AsyncMemory.get_experience)
     list_experiences = sync_twin(AsyncMemory.list_experiences)
     get_trajectory = sync_twin(AsyncMemory.get_trajectory)
+    list_trajectories = sync_twin(AsyncMemory.list_trajectories)
     delete_experience = sync_twin(AsyncMemory.delete_experience)
     forget = sync_twin(AsyncMemory.forget)
     list_quarantined = sync_twin(AsyncMemory.list_quarantined)

@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypedDict, TypeVar
 from urllib.parse import quote
 
+from pydantic import TypeAdapter
+
 from hindsight._errors import UsageError
 from hindsight.engine import EpisodeReceipt
 from hindsight.models import Experience, Trajectory
 from hindsight.recall import RecallResult
+from hindsight.store import TrajectorySummary
 
 __all__ = [
     "AddOptions",
@@ -26,6 +29,7 @@ __all__ = [
     "ListOptions",
     "RecallOptions",
     "StoreOptions",
+    "TrajectoryListOptions",
 ]
 
 T = TypeVar("T")
@@ -102,6 +106,17 @@ class ListOptions(TypedDict, total=False):
     namespace: str | None
     task_type: str | None
     status: str
+    task_key: str | None
+    limit: int
+    offset: int
+
+
+class TrajectoryListOptions(TypedDict, total=False):
+    """Filters and paging of ``list_trajectories`` (see ``GET /v1/trajectories``)."""
+
+    task_key: str | None
+    outcome: str | None
+    task_type: str | None
     limit: int
     offset: int
 
@@ -229,6 +244,19 @@ def store_records(record: Any, options: StoreOptions) -> Call[list[EpisodeReceip
 def get_trajectory(trajectory_id: Any) -> Call[Trajectory]:
     path = f"/v1/episodes/{_id(trajectory_id, 'trajectory_id')}"
     return Call("GET", path, Trajectory.model_validate)
+
+
+_SUMMARIES: TypeAdapter[list[TrajectorySummary]] = TypeAdapter(list[TrajectorySummary])
+
+
+def list_trajectories(options: TrajectoryListOptions) -> Call[list[TrajectorySummary]]:
+    params = {k: v for k, v in _plain(dict(options), "options").items() if v is not None}
+    return Call(
+        "GET",
+        "/v1/trajectories",
+        lambda doc: _SUMMARIES.validate_python(doc["items"]),
+        params=params,
+    )
 
 
 def review_now(trajectory_id: Any) -> Call[list[Experience]]:

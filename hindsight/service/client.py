@@ -29,8 +29,10 @@ from hindsight.service._client_calls import (
     ListOptions,
     RecallOptions,
     StoreOptions,
+    TrajectoryListOptions,
 )
 from hindsight.service._wire import exception_for
+from hindsight.store import TrajectorySummary
 
 __all__ = ["AsyncHindsightClient", "HindsightClient"]
 
@@ -143,8 +145,16 @@ class HindsightClient:
         return self._send(calls.store_records(record, options))
 
     def get_trajectory(self, trajectory_id: Any) -> Trajectory:
-        """The stored run. Raises NotFoundError."""
+        """The stored run (with its system prompt, evidence and task key). Raises
+        NotFoundError."""
         return self._send(calls.get_trajectory(trajectory_id))
+
+    def list_trajectories(
+        self, **options: Unpack[TrajectoryListOptions]
+    ) -> list[TrajectorySummary]:
+        """One page of stored runs, oldest first (``task_key``, ``outcome``, ``task_type``,
+        ``limit`` 100, ``offset`` 0), as :meth:`hindsight.AsyncMemory.list_trajectories`."""
+        return self._send(calls.list_trajectories(options))
 
     def review_now(self, trajectory_id: Any) -> list[Experience]:
         """Review a stored run now; the experiences written (episode last)."""
@@ -298,6 +308,11 @@ class AsyncHindsightClient:
 
     async def get_trajectory(self, trajectory_id: Any) -> Trajectory:
         return await self._send(calls.get_trajectory(trajectory_id))
+
+    async def list_trajectories(
+        self, **options: Unpack[TrajectoryListOptions]
+    ) -> list[TrajectorySummary]:
+        return await self._send(calls.list_trajectories(options))
 
     async def review_now(self, trajectory_id: Any) -> list[Experience]:
         return await self._send(calls.review_now(trajectory_id))

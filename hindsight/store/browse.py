@@ -23,7 +23,7 @@ from hindsight.store.lifecycle_schema import outcomes
 from hindsight.store.records import ReviewJob
 from hindsight.store.schema import experience_sources, recalls, review_jobs, trajectories
 from hindsight.store.schema import experiences as _table
-from hindsight.store.trajectories import checked_task_key
+from hindsight.store.trajectories import taught_by_task_group
 
 __all__ = ["BrowseStore", "ExperienceFilter"]
 
@@ -99,17 +99,7 @@ class BrowseStore(StoreCore):
             )
         key = where.get("task_key")
         if key:
-            conds.append(
-                select(experience_sources.c.experience_id)
-                .join(trajectories, trajectories.c.id == experience_sources.c.trajectory_id)
-                .where(
-                    experience_sources.c.tenant_id == tenant,
-                    experience_sources.c.experience_id == _table.c.id,
-                    trajectories.c.tenant_id == tenant,
-                    trajectories.c.task_key == checked_task_key(key),
-                )
-                .exists()
-            )
+            conds.append(taught_by_task_group(_table.c.id, tenant, key))
         return conds
 
     def browse_experiences(

@@ -30,6 +30,7 @@ from hindsight.store.records import OutboxOp
 from hindsight.store.schema import experience_sources as _links
 from hindsight.store.schema import experiences as _table
 from hindsight.store.schema import recalls, trajectories
+from hindsight.store.trajectories import taught_by_task_group
 
 __all__ = ["ExperienceStore"]
 
@@ -230,6 +231,7 @@ class ExperienceStore(StoreCore):
         task_type: str | None = None,
         statuses: Sequence[str] = ("active",),
         tags: Sequence[str] = (),
+        task_key: str | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> list[Experience]:
@@ -244,11 +246,15 @@ class ExperienceStore(StoreCore):
             task_type: exact task type, or ``None`` for any.
             statuses: non-empty list of statuses to include (default only ``active``).
             tags: the experience must carry every one of these tags.
+            task_key: only experiences learned from a run of this task group: one of their
+                source runs (``experience_sources``) has this ``task_key``, explicit or by
+                intent (so a key assigned later applies at once).
             limit: 1..10000 rows; offset: rows to skip (>= 0).
 
         Raises:
             TenantRequiredError: empty or missing tenant.
-            UsageError: an empty namespace/status list, an unknown status, a bad limit/offset.
+            UsageError: an empty namespace/status list, an unknown status, a bad limit/offset,
+                a blank or too long task key.
         """
         tenant = validate_tenant(tenant_id)
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
@@ -269,6 +275,8 @@ class ExperienceStore(StoreCore):
             query = query.where(_table.c.task_type == task_type)
         for tag in [tags] if isinstance(tags, str) else tags:
             query = query.where(self._json_array_has(_table.c.tags, str(tag)))
+        if task_key is not None:
+            query = query.where(taught_by_task_group(_table.c.id, tenant, task_key))
         query = (
             query.order_by(
                 _table.c.confidence.desc(),

@@ -97,7 +97,8 @@ class TrajectorySummary:
     ``system_prompt_sha256`` is the SHA-256 hex digest of its system prompt (``None``: none);
     ``reason`` is its outcome evidence's reason and ``has_evidence`` whether it has evidence at
     all. ``review_state`` is the state of its review job (``None``: never queued); ``reviewed``
-    is ``review_state == "succeeded"``. ``reward`` is the environment's reward; ``trust`` in
+    is true when that job succeeded or the run has its episode (reviewed without a job, e.g.
+    ``review_now``). ``reward`` is the environment's reward; ``trust`` in
     [0,1]; ``event_count`` the number of events. Datetimes are timezone-aware UTC.
     """
 
@@ -120,20 +121,15 @@ class TrajectorySummary:
     has_evidence: bool
     reason: str | None
     review_state: JobState | None
-
-    @property
-    def reviewed(self) -> bool:
-        """Whether the run's review job succeeded."""
-        return self.review_state is JobState.SUCCEEDED
+    reviewed: bool
 
     def to_json(self) -> dict[str, Any]:
-        """The summary as JSON (enums as their values, datetimes as ISO-8601 UTC, plus
-        ``reviewed``): the one shape of ``hindsight trajectories list --json`` and
-        ``GET /v1/trajectories``."""
+        """The summary as JSON (enums as their values, datetimes as ISO-8601 UTC): the one
+        shape of ``hindsight trajectories list --json``, ``GET /v1/trajectories`` and the MCP
+        tool ``list_trajectories``."""
         doc = dataclasses.asdict(self)
         doc["outcome"] = self.outcome.value
         doc["review_state"] = self.review_state.value if self.review_state else None
-        doc["reviewed"] = self.reviewed
         for key, value in doc.items():
             if hasattr(value, "isoformat"):
                 doc[key] = value.isoformat()

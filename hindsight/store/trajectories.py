@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from hindsight._errors import NotFoundError, UsageError
 from hindsight._ids import new_id, normalize_id, validate_tenant
-from hindsight.models import Outcome, Trajectory, validate_task_key
+from hindsight.models import ExperienceKind, Outcome, Trajectory, validate_task_key
 from hindsight.store._base import StoreCore, chunks
 from hindsight.store.codec import (
     TASK_KEY_EXPLICIT,
@@ -22,9 +22,23 @@ from hindsight.store.codec import (
     trajectory_row,
 )
 from hindsight.store.records import JobState, TrajectorySummary
-from hindsight.store.schema import events, prompts, review_jobs, trajectories
+from hindsight.store.schema import (
+    events,
+    experience_sources,
+    experiences,
+    prompts,
+    review_jobs,
+    trajectories,
+)
 
-__all__ = ["TrajectoryStore", "drop_orphan_prompts", "merge_trajectories", "require_trajectory"]
+__all__ = [
+    "TrajectoryStore",
+    "checked_task_key",
+    "drop_orphan_prompts",
+    "merge_trajectories",
+    "require_trajectory",
+    "taught_by_task_group",
+]
 
 PAUSED = "paused"
 """Trajectory metadata key: ``True`` while the run waits for a resume (an interrupt); a part
@@ -99,6 +113,16 @@ _SUMMARY_COLUMNS = (
     trajectories.c.system_prompt_sha256,
     trajectories.c.evidence,
     review_jobs.c.state.label("review_state"),
+    # Reviewed without a job (review_now) leaves the run's episode: it counts as reviewed too.
+    select(experience_sources.c.experience_id)
+    .join(experiences, experiences.c.id == experience_sources.c.experience_id)
+    .where(
+        experience_sources.c.tenant_id == trajectories.c.tenant_id,
+        experience_sources.c.trajectory_id == trajectories.c.id,
+        experiences.c.kind == ExperienceKind.EPISODE.value,
+    )
+    .exists()
+    .label("has_episode"),
 )
 
 
@@ -125,6 +149,7 @@ def _summary(row: Mapping[Any, Any]) -> TrajectorySummary:
         has_evidence=evidence is not None,
         reason=reason if isinstance(reason, str) else None,
         review_state=JobState(row["review_state"]) if row["review_state"] else None,
+        reviewed=row["review_state"] == JobState.SUCCEEDED.value or bool(row["has_episode"]),
     )
 
 
@@ -142,6 +167,27 @@ def checked_task_key(value: Any) -> str:
         raise UsageError(str(exc)) from None
     assert key is not None
     return key
+
+
+def taught_by_task_group(experience_id: Any, tenant: str, task_key: Any) -> Any:
+    """SQL condition: the experience whose id is the column ``experience_id`` was learned from
+    a run of the tenant's task group ``task_key`` (one of its ``experience_sources`` rows is a
+    run with that key, explicit or by intent).
+
+    Raises:
+        UsageError: a blank or too long key.
+    """
+    return (
+        select(experience_sources.c.experience_id)
+        .join(trajectories, trajectories.c.id == experience_sources.c.trajectory_id)
+        .where(
+            experience_sources.c.tenant_id == tenant,
+            experience_sources.c.experience_id == experience_id,
+            trajectories.c.tenant_id == tenant,
+            trajectories.c.task_key == checked_task_key(task_key),
+        )
+        .exists()
+    )
 
 
 def require_trajectory(conn: Connection, tenant: str, tid: str) -> None:

@@ -105,6 +105,59 @@ def test_a_tau_bench_run_is_stored_reviewed_and_recalled(
         assert stats["trajectories"] == 1 and stats["tenant_id"] == tenant
 
 
+def test_trajectories_carry_policy_evidence_and_task_group(
+    served: Served, tau_bench_path: Path, tenant_pair: tuple[str, str]
+) -> None:
+    """Issue 15: GET /v1/trajectories lists and filters runs by task group, outcome and task
+    type; GET /v1/trajectories/{id} has the policy, the evidence and the task key; the same
+    task key in another tenant is another group."""
+    tenant, other = tenant_pair
+    records = json.loads(tau_bench_path.read_text())
+    task_id = next(r["task_id"] for r in records if r["reward"] == 0.0)
+    group = [r for r in records if r["task_id"] == task_id]
+    assert len(group) > 1
+    with served.http(tenant) as http, served.http(other) as theirs:
+        ids = []
+        for record in group:
+            r = http.post("/v1/episodes", json={"trajectory": record, "review": False})
+            ids.append(r.json()["episodes"][0]["trajectory_id"])
+        theirs.post("/v1/episodes", json={"trajectory": group[0], "review": False})
+        page = http.get("/v1/trajectories", params={"task_key": str(task_id)}).json()
+        assert [item["id"] for item in page["items"]] == ids
+        assert page["next_offset"] is None
+        first = page["items"][0]
+        assert first["task_key"] == str(task_id) and first["task_key_source"] == "explicit"
+        assert first["reason"].startswith("reward ") and first["reviewed"] is False
+        failed = http.get(
+            "/v1/trajectories", params={"task_key": str(task_id), "outcome": "failure"}
+        ).json()["items"]
+        assert [f["id"] for f in failed] == [
+            i for i, rec in zip(ids, group, strict=True) if rec["reward"] == 0.0
+        ]
+        one = http.get("/v1/trajectories", params={"limit": 1, "offset": 1}).json()
+        assert [i["id"] for i in one["items"]] == ids[1:2] and one["next_offset"] == 2
+        traj = http.get(f"/v1/trajectories/{ids[0]}").json()
+        system = next(m["content"] for m in group[0]["traj"] if m["role"] == "system")
+        assert traj["system_prompt"] == system
+        assert traj["task_key"] == str(task_id)
+        actions = group[0]["info"]["task"]["actions"]
+        assert [a["tool"] for a in traj["evidence"]["expected_actions"]] == [
+            a["name"] for a in actions
+        ]
+        assert http.get(f"/v1/episodes/{ids[0]}").json() == traj
+        error_of(http.get("/v1/trajectories", params={"outcome": "won"}), 422, "validation_error")
+        error_of(http.get("/v1/trajectories", params={"task_key": ""}), 422, "validation_error")
+        lessons = http.post(f"/v1/episodes/{ids[0]}/review", timeout=120).json()
+        taught = http.get("/v1/experiences", params={"task_key": str(task_id)}).json()
+        assert {e["id"] for e in lessons} <= {e["id"] for e in taught["items"]}
+        assert http.get("/v1/experiences", params={"task_key": "none"}).json()["items"] == []
+        mine = theirs.get("/v1/trajectories", params={"task_key": str(task_id)}).json()["items"]
+        assert len(mine) == 1 and mine[0]["id"] not in ids
+        assert (
+            theirs.get("/v1/experiences", params={"task_key": str(task_id)}).json()["items"] == []
+        )
+
+
 def test_other_formats_and_the_body_tenant(served: Served, tenant_pair: tuple[str, str]) -> None:
     tenant, other = tenant_pair
     messages = [{"role": "user", "content": "book a seat"}, {"role": "assistant", "content": "ok"}]
@@ -248,6 +301,7 @@ def test_another_tenants_ids_are_404_on_every_object_route(
             ("POST", "/v1/quarantine/{e}/reject", None),
             ("POST", "/v1/forget", {"experience_id": "{e}"}),
             ("GET", "/v1/episodes/{t}", None),
+            ("GET", "/v1/trajectories/{t}", None),
             ("POST", "/v1/episodes/{t}/review", None),
         ]
         for method, path, body in calls:

@@ -49,6 +49,7 @@ def test_the_page_has_examples_for_every_route_group() -> None:
         "/v1/jobs",
         "/v1/jobs/retry",
         "/v1/stats",
+        "/v1/trajectories",
     ):
         assert route in script, route
     assert len(blocks("python")) == 2

@@ -65,12 +65,19 @@ class McpClient(PythonClient):
         return done
 
     def review(
-        self, tenant: str, namespace: str, task: str, task_type: str | None, lessons: int
+        self,
+        tenant: str,
+        namespace: str,
+        task: str,
+        task_type: str | None,
+        lessons: int,
+        task_key: str | None = None,
     ) -> Seen:
         traj = {
             "namespace": namespace,
             "task": task,
             "task_type": task_type,
+            "task_key": task_key,
             "outcome": "failure",
             "metadata": {"lessons": lessons},
             "events": [
@@ -97,6 +104,13 @@ class McpClient(PythonClient):
         ]
         text = stored.text + review.text
         return Seen(text=text, ids=[e["id"] for e in exps], value=tid)
+
+    def task_group(self, tenant: str, task_key: str) -> Seen:
+        done = self._tool(tenant, "list_trajectories", {"task_key": task_key, "limit": 1000})
+        if isinstance(done, Seen):
+            return done
+        runs = [item["id"] for item in done.data["items"]]
+        return Seen(text=done.text, value={"runs": runs, "experiences": False})
 
     def recall(
         self,

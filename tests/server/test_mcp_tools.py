@@ -85,6 +85,44 @@ async def test_tools_have_typed_schemas_annotations_and_no_tenant_argument(acme:
     assert (delta["minimum"], delta["maximum"]) == (-1.0, 1.0)
 
 
+# -- task groups (issue 15) -------------------------------------------------------------------
+async def test_list_trajectories_by_task_group_and_outcome(acme: Any, mem: Any) -> None:
+    runs = []
+    for i, reward in enumerate((1.0, 0.0, 0.0)):
+        record = {
+            "messages": [{"role": "system", "content": "Deploy policy."}, *openai_run(f"t{i}")],
+            "reward": reward,
+            "task_key": "deploy-prod" if i < 2 else "other",
+            "reason": "rollout check failed" if reward == 0.0 else None,
+        }
+        stored = (await call(acme, "store_episode", {"trajectory": record})).ok()
+        assert stored["task_key"] == record["task_key"]
+        runs.append(stored["trajectory_id"])
+    # The fake clock stands still: runs stored at one instant are ordered by id.
+    listed = (await call(acme, "list_trajectories", {"task_key": "deploy-prod"})).ok()
+    by_id = {r["id"]: r for r in listed["items"]}
+    assert set(by_id) == set(runs[:2])
+    assert (by_id[runs[0]]["outcome"], by_id[runs[1]]["outcome"]) == ("success", "failure")
+    assert by_id[runs[1]]["reason"] == "rollout check failed" and by_id[runs[0]]["reason"] is None
+    assert by_id[runs[0]]["task_key_source"] == "explicit"
+    failed = (await call(acme, "list_trajectories", {"outcome": "failure"})).ok()
+    assert {r["id"] for r in failed["items"]} == set(runs[1:])
+    every = [r["id"] for r in (await call(acme, "list_trajectories", {})).ok()["items"]]
+    assert sorted(every) == sorted(runs)
+    page = (await call(acme, "list_trajectories", {"limit": 1, "offset": 2})).ok()
+    assert [r["id"] for r in page["items"]] == every[2:]
+    async with Client(build_mcp_server(mem.aio, tenant=fixed_tenant("globex"))) as globex:
+        theirs = (await call(globex, "list_trajectories", {"task_key": "deploy-prod"})).ok()
+        assert theirs["items"] == []
+    for args, words in (
+        ({"outcome": "won"}, "outcome must be one of"),
+        ({"task_key": " "}, "blank"),
+    ):
+        done = await call(acme, "list_trajectories", args)
+        assert done.is_error and done.error is not None
+        assert done.error["type"] == "invalid_request" and words in done.error["message"]
+
+
 # -- every tool, end to end ---------------------------------------------------------------
 async def test_store_review_recall_outcome_adjust_forget(acme: Any, mem: Any) -> None:
     tid, lessons = await _learn(acme, "Deploy the billing service to prod", task_type="deploy")

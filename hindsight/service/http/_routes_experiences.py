@@ -46,15 +46,18 @@ async def list_experiences(
     namespace: Namespace = None,
     task_type: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     status: ExperienceStatus = ExperienceStatus.ACTIVE,
+    task_key: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Any:
-    """The tenant's experiences of one status, most confident first, a page at a time."""
+    """The tenant's experiences of one status, most confident first, a page at a time;
+    ``task_key``: only those learned from a run of this task group."""
     items = await memory.list_experiences(
         tenant_id=tenant,
         namespace=namespace,
         task_type=task_type,
         status=status.value,
+        task_key=task_key,
         limit=limit,
         offset=offset,
     )

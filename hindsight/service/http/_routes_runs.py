@@ -1,13 +1,14 @@
-"""Routes for runs: store episodes, review now, recall, outcomes (docs/http.md)."""
+"""Routes for runs: store episodes, list and read them, review now, recall, outcomes
+(docs/http.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from hindsight.models import Experience, Trajectory
+from hindsight.models import Experience, Outcome, Trajectory
 from hindsight.service.http._deps import Memory, Tenant
 from hindsight.service.http._errors import error_response
 from hindsight.service.http._schemas import (
@@ -16,6 +17,7 @@ from hindsight.service.http._schemas import (
     OutcomeBody,
     RecallBody,
     RecallResponse,
+    TrajectoryPage,
 )
 
 __all__ = ["router"]
@@ -71,6 +73,40 @@ async def store_episode(body: EpisodeBody, tenant: Tenant, memory: Memory) -> An
 @router.get("/episodes/{trajectory_id}", response_model=Trajectory, summary="A stored run")
 async def get_episode(trajectory_id: str, tenant: Tenant, memory: Memory) -> Any:
     """The stored trajectory with its events; 404 when this tenant has no such run."""
+    return await memory.get_trajectory(trajectory_id, tenant_id=tenant)
+
+
+@router.get("/trajectories", response_model=TrajectoryPage, summary="List stored runs")
+async def list_trajectories(
+    tenant: Tenant,
+    memory: Memory,
+    task_key: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    outcome: Outcome | None = None,
+    task_type: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> Any:
+    """The tenant's runs, oldest stored first, a page at a time, without their events: each
+    with its outcome, reward, task key (and whether it was given or assigned by intent), the
+    hash of its system prompt, its outcome reason and its review state. Filters: ``task_key``
+    (a task group), ``outcome``, ``task_type``."""
+    items = await memory.list_trajectories(
+        tenant_id=tenant,
+        task_key=task_key,
+        outcome=outcome,
+        task_type=task_type,
+        limit=limit,
+        offset=offset,
+    )
+    nxt = offset + len(items) if len(items) == limit else None
+    return {"items": items, "limit": limit, "offset": offset, "next_offset": nxt}
+
+
+@router.get("/trajectories/{trajectory_id}", response_model=Trajectory, summary="A stored run")
+async def get_trajectory(trajectory_id: str, tenant: Tenant, memory: Memory) -> Any:
+    """The stored trajectory with its events, its full system prompt, its outcome evidence and
+    its task key (the same document as ``GET /v1/episodes/{id}``); 404 when this tenant has
+    no such run."""
     return await memory.get_trajectory(trajectory_id, tenant_id=tenant)
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hindsight.models import Experience, ExperienceKind, Provenance, RecallHit
 from hindsight.recall import Exclusion
+from hindsight.store import TrajectorySummary
 
 __all__ = [
     "AddExperienceBody",
@@ -31,6 +32,7 @@ __all__ = [
     "RescanResponse",
     "RetryJobsBody",
     "RollbackBody",
+    "TrajectoryPage",
 ]
 
 
@@ -148,6 +150,17 @@ class ExperiencePage(BaseModel):
     """One page of experiences; ``next_offset`` is ``None`` on the last page."""
 
     items: list[Experience]
+    limit: int
+    offset: int
+    next_offset: int | None
+
+
+class TrajectoryPage(BaseModel):
+    """One page of stored runs (``GET /v1/trajectories``), oldest stored first, without their
+    events (:class:`hindsight.store.TrajectorySummary`); ``next_offset`` is ``None`` on the
+    last page."""
+
+    items: list[TrajectorySummary]
     limit: int
     offset: int
     next_offset: int | None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from hindsight.models import Experience, RecallHit
+from hindsight.store import TrajectorySummary
 
 __all__ = [
     "EpisodeStored",
@@ -24,6 +25,8 @@ __all__ = [
     "RescanResult",
     "ReviewResult",
     "ScoreOut",
+    "TrajectoryList",
+    "TrajectoryOut",
 ]
 
 
@@ -145,6 +148,9 @@ class EpisodeStored(_Out):
     task_type: str | None
     events: int = Field(ge=0, description="Number of events parsed.")
     outcome: str = Field(description="success, failure, partial or unknown.")
+    task_key: str | None = Field(
+        default=None, description="The run's task group key, when the transcript gave one."
+    )
 
 
 class ReviewResult(_Out):
@@ -171,3 +177,37 @@ class ForgetResult(_Out):
 
     experience_id: str
     status: str = Field(description="Always 'deleted'.")
+
+
+class TrajectoryOut(_Out):
+    """One stored run, without its events (``list_trajectories``)."""
+
+    id: str = Field(description="Trajectory id (UUID).")
+    task: str = Field(description="The task (the first user message).")
+    task_type: str | None
+    namespace: str
+    outcome: str = Field(description="success, failure, partial or unknown.")
+    reward: float | None = Field(description="The environment's reward, if any.")
+    task_key: str | None = Field(description="The run's task group, if any.")
+    task_key_source: str | None = Field(
+        description="explicit (given by the caller or the source) or intent (assigned by the "
+        "review from a similar earlier run)."
+    )
+    reason: str | None = Field(description="Why the run got its outcome, if known.")
+    system_prompt_sha256: str | None = Field(description="SHA-256 of its system prompt.")
+    events: int = Field(ge=0)
+    reviewed: bool = Field(description="Its review has run.")
+    stored_at: str = Field(description="When it was stored (ISO 8601, UTC).")
+
+    @classmethod
+    def of(cls, run: TrajectorySummary) -> TrajectoryOut:
+        """The output shape of a :class:`~hindsight.store.TrajectorySummary`."""
+        doc = run.to_json()
+        doc["events"] = doc.pop("event_count")
+        return cls.model_validate({k: v for k, v in doc.items() if k in cls.model_fields})
+
+
+class TrajectoryList(_Out):
+    """The caller's stored runs, oldest stored first."""
+
+    items: list[TrajectoryOut]

@@ -2,7 +2,7 @@
 
 Tools (docs/mcp.md): ``store_episode``, ``recall_similar``, ``summarize_trajectory``,
 ``adjust_confidence``, ``record_outcome``, ``forget_experience``, ``edit_experience``,
-``list_quarantined``, ``rescan_experience``. Built on the official ``mcp``
+``list_quarantined``, ``rescan_experience``, ``list_trajectories``. Built on the official ``mcp``
 SDK (2.x, :class:`mcp.server.MCPServer`), with typed input and output schemas, tool
 annotations and one-line error results (:mod:`hindsight.service.mcp._tooling`).
 
@@ -42,6 +42,8 @@ from hindsight.service.mcp._models import (
     RecallOut,
     RescanResult,
     ReviewResult,
+    TrajectoryList,
+    TrajectoryOut,
 )
 from hindsight.service.mcp._tooling import HindsightTool
 
@@ -73,6 +75,7 @@ TOOL_NAMES = (
     "edit_experience",
     "list_quarantined",
     "rescan_experience",
+    "list_trajectories",
 )
 
 INSTRUCTIONS = (
@@ -93,7 +96,10 @@ TrajectoryArg = Annotated[
         '"user_message|tool_call|tool_result|final_answer|error", "content": "...", '
         '"tool_name": "...", "status": "success|failure|timeout"}]}; an OpenAI chat '
         'transcript (a list of messages, or {"messages": [...], "reward": 1.0}); or a '
-        'tau-bench result record {"traj": [...], "reward": 0.0}.'
+        'tau-bench result record {"traj": [...], "reward": 0.0}. Optional context for the '
+        'review: "system_prompt" (your policy; OpenAI transcripts: the system message), '
+        '"task_key" (runs of the same task share it), "reason" (why it failed or succeeded), '
+        '"evidence" {"reason", "expected_actions": [{"tool", "args"}], "final_state"}.'
     ),
 ]
 TaskTypeArg = Annotated[
@@ -182,6 +188,7 @@ def build_mcp_server(
             task_type=traj.task_type,
             events=len(traj.events),
             outcome=traj.outcome.value,
+            task_key=traj.task_key,
         )
 
     async def recall_similar(
@@ -363,6 +370,31 @@ def build_mcp_server(
         items = await memory.rescan(experience_id, tenant_id=tenant_of(ctx))
         return RescanResult(items=[QuarantinedOut.of(e) for e in items])
 
+    async def list_trajectories(
+        ctx: Context,
+        task_key: Annotated[
+            str | None,
+            Field(description="Only runs of this task group (as store_episode returned it)."),
+        ] = None,
+        outcome: Annotated[
+            str | None, Field(description="Only runs with this outcome: success, failure, ...")
+        ] = None,
+        task_type: TaskTypeArg = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many.")] = 100,
+        offset: Annotated[int, Field(ge=0, description="Skip this many (paging).")] = 0,
+    ) -> TrajectoryList:
+        """List your stored runs, oldest first, with outcome, reward, task group, the reason
+        for the outcome and whether they were reviewed (read-only; no events)."""
+        items = await memory.list_trajectories(
+            tenant_id=tenant_of(ctx),
+            task_key=task_key,
+            outcome=outcome,
+            task_type=task_type,
+            limit=limit,
+            offset=offset,
+        )
+        return TrajectoryList(items=[TrajectoryOut.of(run) for run in items])
+
     def tool(fn: Callable[..., Any], title: str, **hints: bool) -> HindsightTool:
         annotations = ToolAnnotations(title=title, open_world_hint=False, **hints)
         return HindsightTool.from_function(fn, title=title, annotations=annotations)
@@ -379,6 +411,7 @@ def build_mcp_server(
         tool(edit_experience, "Edit a lesson", destructive_hint=False),
         tool(list_quarantined, "List quarantined lessons", read_only_hint=True),
         tool(rescan_experience, "Rescan lessons with the guard", destructive_hint=False),
+        tool(list_trajectories, "List stored runs", read_only_hint=True),
     ]
     return MCPServer(
         name,
