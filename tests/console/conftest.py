@@ -43,9 +43,11 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the session (Playwright's sync API)."""
+    """A headless Chromium for one test (Playwright's sync API). Not shared between tests:
+    while Playwright's sync API is running, its event loop counts as running in this thread,
+    and other tests' ``asyncio.run`` would fail."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
