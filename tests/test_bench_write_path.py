@@ -69,12 +69,14 @@ def test_row_cache_reads_once_merges_wanted_ids_and_rereads_forgotten(tmp_path: 
 
 def test_a_batch_sees_what_its_earlier_lessons_changed(tmp_path: Path) -> None:
     """A lesson learned again makes the stored one established within the same batch, so
-    a later lesson of that batch with a new value conflicts instead of superseding it."""
+    a later lesson of that batch with a new value conflicts instead of superseding it.
+    (Support counts distinct sources: the repeats come from a user and then the system.)"""
     with Memory(data_dir=tmp_path, background_review=False) as mem:
         wb = mem.aio.writeback
         (old,) = wb.write([_exp("Call order_query with retries=3 at peak hours.")])
         wb.write([_exp("call order_query with retries=3 at peak hours")])  # support 2
-        again = _exp("CALL ORDER_QUERY WITH RETRIES=3 AT PEAK HOURS!")  # support 3: established
+        # support 3: established (a third source; the same source again would not count)
+        again = _exp("CALL ORDER_QUERY WITH RETRIES=3 AT PEAK HOURS!", provenance="system")
         update = _exp("Call order_query with retries=5 at peak hours.")
         out = wb.write([again, update])
         stored = mem.aio.store.get_experiences("acme", [old.id])[old.id]

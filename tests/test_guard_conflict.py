@@ -254,7 +254,10 @@ def test_opposite_advice_of_a_later_run_is_quarantined(
         [two] = _review(mem, "run 2")
         assert two.status.value == "quarantined"
         [reason] = two.metadata["quarantine_reasons"]
-        assert reason.startswith("conflict: ") and "(confidence 0.90)" in reason
+        # the first lesson's confidence: prior 0.9 and its run (user, trust 0.9) as evidence,
+        # (2 * 0.9 + 0.9) / (2 + 0.9) = 0.93 (hindsight.writeback.confidence)
+        assert one.confidence == pytest.approx(2.7 / 2.9, abs=1e-6)
+        assert reason.startswith("conflict: ") and "(confidence 0.93)" in reason
         assert [e.id for e in mem.list_quarantined(tenant_id="t")] == [two.id]
         hits = mem.recall(second, tenant_id="t", similarity_floor=-1).hits
         assert two.id not in {h.experience.id for h in hits}

@@ -63,14 +63,13 @@ def test_compare_texts_tells_updates_from_other_values(
 def test_same_trajectory_twice_and_case_whitespace_variants_leave_one(
     tmp_path: Path, database_url: str
 ) -> None:
-    texts = iter(
-        [
-            "order_query times out at peak hours: retry once, then fall back.",
-            "ORDER_QUERY times out at   peak hours -- retry once then fall back",
-            "order_query Times Out At Peak Hours; Retry Once, Then Fall Back!",
-        ]
-    )
-    reviewer = ScriptedReviewer(lambda t: [lesson(next(texts), confidence=0.6)])
+    texts = [
+        "order_query times out at peak hours: retry once, then fall back.",
+        "ORDER_QUERY times out at   peak hours -- retry once then fall back",
+        "order_query Times Out At Peak Hours; Retry Once, Then Fall Back!",
+        "Order_query times out at peak hours. Retry once; then fall back",  # re-review
+    ]
+    reviewer = ScriptedReviewer(lambda t: [lesson(texts.pop(0), confidence=0.6)])
     with hash_memory(tmp_path, database_url, reviewer=reviewer) as mem:
         first = trajectory("t", "look up order 1")
         mem.store_episode(first)
@@ -85,9 +84,14 @@ def test_same_trajectory_twice_and_case_whitespace_variants_leave_one(
         exp = rules[0]
         assert exp.support_count == 3
         assert set(exp.source_trajectory_ids) == {first.id, *(t.id for t in others)}
-        assert exp.confidence == pytest.approx(0.7)  # 0.6 + 2 x SUPPORT_BONUS
+        # Beta posterior (writeback.confidence): prior 0.6 worth K=2 runs, three distinct
+        # user-sourced runs of trust 0.9 each: (2*0.6 + 3*0.9) / (2 + 3*0.9).
+        assert exp.confidence == pytest.approx((1.2 + 2.7) / (2 + 2.7), abs=1e-6)
         log = mem.audit_log(tenant_id="t", experience_id=exp.id)
         assert [r["action"] for r in log].count("support") == 2
+        mem.review_now(first.id, tenant_id="t")  # the same run again: no more support
+        again = mem.get_experience(exp.id, tenant_id="t")
+        assert (again.confidence, again.support_count) == (exp.confidence, 3)
         assert mem.aio.index.count("t") == mem.stats(tenant_id="t")["experiences"]["total"]
 
 
@@ -101,7 +105,9 @@ def test_retry_3_then_retry_5_supersedes_and_can_be_restored(
         stored_old = mem.get_experience(old.id, tenant_id="t")
         assert stored_old.status.value == "superseded"
         assert stored_old.metadata["superseded_by"] == new.id
-        assert stored_old.confidence == pytest.approx(0.4)  # 0.6 - SUPERSEDE_PENALTY
+        # the newer lesson (a user-sourced add, trust 0.9) counts against the older one:
+        # (2 * 0.6) / (2 + 0.9)
+        assert stored_old.confidence == pytest.approx(1.2 / 2.9, abs=1e-6)
         assert stored_old.version == 2
         hits = mem.recall("retry for API X", tenant_id="t", similarity_floor=-1).hits
         assert [h.experience.id for h in hits] == [new.id]
@@ -189,9 +195,12 @@ def test_failures_demote_until_excluded_then_maintain_archives(
             mem.record_outcome(run, False, tenant_id="t")
             assert mem.record_outcome(run, False, tenant_id="t") == []  # once per run
             rounds += 1
-            assert rounds < 10
+            assert rounds < 20
         demoted = mem.get_experience(bad.id, tenant_id="t")
-        assert demoted.confidence < 0.1 and demoted.misled_count == rounds == 6
+        # Beta posterior: prior 0.6 worth two runs, n failed runs -> 1.2 / (2 + n); under the
+        # recall floor 0.1 from n = 11 (n = 10 gives exactly 0.1, still recalled).
+        assert demoted.confidence == pytest.approx(1.2 / 13, abs=1e-6)
+        assert demoted.misled_count == rounds == 11
         result = mem.recall("refund twice", tenant_id="t", similarity_floor=-1)
         assert bad.id not in [h.experience.id for h in result.hits]
         assert any(
@@ -208,7 +217,8 @@ def test_failures_demote_until_excluded_then_maintain_archives(
             )
             mem.record_outcome(run, True, tenant_id="t")
         raised = mem.get_experience(good.id, tenant_id="t")
-        assert raised.confidence == pytest.approx(0.65) and raised.helped_count == 3
+        # (2 * 0.5 + 3 successes) / (2 + 3)
+        assert raised.confidence == pytest.approx(0.8) and raised.helped_count == 3
         report = mem.maintain(tenant_id="t", as_of=clock.now() + timedelta(days=29))
         assert report["archived"] == []
         report = mem.maintain(tenant_id="t", as_of=(clock.now() + timedelta(days=31)).isoformat())
@@ -245,7 +255,8 @@ def test_concurrent_outcomes_add_up(tmp_path: Path, database_url: str) -> None:
             t.join()
         assert errors == []
         after = mem.get_experience(exp.id, tenant_id="t")
-        assert after.confidence == pytest.approx(0.5) and after.helped_count == 8
+        # eight distinct runs, each counted once: (2 * 0.1 + 8) / (2 + 8)
+        assert after.confidence == pytest.approx(0.82) and after.helped_count == 8
 
 
 def test_adjust_confidence_clamps_and_is_audited(tmp_path: Path, database_url: str) -> None:

@@ -63,10 +63,11 @@ class LifecycleMethods:
     ) -> list[Experience]:
         """Credit or blame the experiences the run ``trajectory_id`` recalled (MISSION S3).
 
-        On success each one's confidence rises by ``OUTCOME_SUCCESS_DELTA`` (0.05) and its
-        ``helped_count`` by 1; on failure it drops by ``OUTCOME_FAILURE_DELTA`` (0.10) and
-        ``misled_count`` rises by 1 (both in :mod:`hindsight.writeback.confidence`; atomic,
-        audited). Confidence stays in [0,1]. A run's outcome is counted once; later calls for
+        The run becomes evidence of each one: a success adds ``OUTCOME_WEIGHT`` (1.0) to its
+        supporting mass and 1 to ``helped_count``, a failure to its contradicting mass and
+        ``misled_count``; the confidence is the Beta posterior of
+        :mod:`hindsight.writeback.confidence` (atomic, audited; docs/lifecycle.md has the
+        formula and examples). A run's outcome is counted once; later calls for
         the same run change nothing and return ``[]``. With the memory guard on, an experience
         that misled more runs than it helped is demoted at 2 misled runs and quarantined at 3
         (:func:`hindsight.guard.after_recall.apply_misled_policy`).
@@ -99,7 +100,9 @@ class LifecycleMethods:
     ) -> Experience:
         """Add ``delta`` (in [-1, 1]) to an experience's confidence, clamped to [0, 1]; the
         change is written to the audit trail with ``actor`` and ``reason`` (MISSION S7
-        ``adjust_confidence(experience_id, delta)``). Returns the experience.
+        ``adjust_confidence(experience_id, delta)``). It is kept as an offset over the
+        evidence-based value, so later evidence moves the confidence from where it was set
+        (:func:`hindsight.writeback.confidence.adjusted`). Returns the experience.
 
         Raises:
             NotFoundError: no such experience in this tenant.

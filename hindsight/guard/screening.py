@@ -82,11 +82,17 @@ GUARD_METADATA_KEYS = frozenset(
         "misled_at_approval",
         "guard",
         "rescanned_at",
+        # evidence-based confidence (hindsight.writeback.confidence): evidence entries and
+        # the prior / offset / outcome masses the confidence is derived from
+        "support",
+        "confidence_basis",
     }
 )
-"""``Experience.metadata`` keys written by the guard; callers may not set them, on creation or
-in an edit (issue 17 item 4): they change only through the guard's own audited actions
-(:func:`~hindsight.guard.quarantine.approve`, ``reject``, :meth:`WriteScreen.rescan`)."""
+"""``Experience.metadata`` keys written by the guard (and by the write-back's evidence-based
+confidence: ``support``, ``confidence_basis``); callers may not set them, on creation or in an
+edit (issue 17 item 4): they change only through the guard's own audited actions
+(:func:`~hindsight.guard.quarantine.approve`, ``reject``, :meth:`WriteScreen.rescan`) and the
+write-back's."""
 
 GUARD_OWNED_FIELDS = ("trust", "provenance", "status")
 """``Experience`` fields the guard owns: an edit that names one is refused (issue 17 item 4).

@@ -181,8 +181,9 @@ class LifecycleStore(StoreCore):
         *,
         actor: str = "user",
         reason: str | None = None,
+        rescore: Callable[[Experience, float, datetime], Experience] | None = None,
     ) -> tuple[float, float]:
-        """Add ``delta`` to an experience's confidence, clamped to [0, 1], and audit it.
+        """Move an experience's confidence by ``delta``, clamped to [0, 1], and audit it.
 
         Atomic: the row is read and written in one transaction, so concurrent adjustments
         add up. Works on any status (an archived lesson can be re-rated).
@@ -193,6 +194,10 @@ class LifecycleStore(StoreCore):
             delta: in [-1, 1].
             actor: who asks, recorded in the audit row (default ``"user"``).
             reason: free text recorded in the audit row.
+            rescore: ``rescore(experience, delta, now)`` returns the experience to store (the
+                write-back keeps the change as an offset over the evidence,
+                :func:`hindsight.writeback.confidence.adjusted`); ``None``: ``confidence +
+                delta``, clamped.
 
         Returns:
             ``(old, new)`` confidence.
@@ -210,13 +215,16 @@ class LifecycleStore(StoreCore):
             row = self._locked_rows(conn, tenant, [eid]).get(eid)
             if row is None:
                 raise NotFoundError(f"experience {eid} not found in tenant {tenant!r}")
-            old = float(row["confidence"])
-            new = _clamp(old + step)
-            conn.execute(
-                update(_table)
-                .where(_table.c.id == eid, _table.c.tenant_id == tenant)
-                .values(confidence=new, updated_at=now)
-            )
+            current = experience_from_row(row)
+            if rescore is None:
+                after = current.model_copy(
+                    update={"confidence": _clamp(current.confidence + step), "updated_at": now}
+                )
+            else:
+                after = rescore(current, step, now)
+            after = checked(after)
+            self._update_experience_row(conn, after, None, now)  # type: ignore[attr-defined]
+            old, new = current.confidence, after.confidence
             self._audit(conn, now, [(tenant, eid, who, "confidence", old, new, reason)])
         return old, new
 
@@ -226,19 +234,22 @@ class LifecycleStore(StoreCore):
         trajectory_id: Any,
         success: bool,
         *,
-        success_delta: float,
-        failure_delta: float,
+        credit: Callable[[Experience, bool, datetime], Experience],
+        weight: float = 1.0,
         policy: Callable[[Experience, datetime], Experience] | None = None,
     ) -> list[OutcomeChange] | None:
         """Credit or blame every experience the run ``trajectory_id`` recalled, once per run.
 
-        On success: ``confidence + success_delta`` and ``helped_count + 1``; on failure:
-        ``confidence - failure_delta`` and ``misled_count + 1``; clamped to [0, 1]; one audit
-        row each (actor ``outcome:<trajectory id>``). ``policy(experience, now)`` may change
-        each updated experience further (the memory guard demotes or quarantines repeat
-        offenders); a status it sets is audited too. The ``outcomes`` row (primary key tenant
-        + trajectory) is inserted in the same transaction, so a second call for the same run,
-        from any thread or process, changes nothing.
+        ``credit(experience, success, now)`` returns each recalled experience as it is to be
+        stored (the write-back adds the outcome to its evidence and recomputes its confidence,
+        and counts ``helped_count`` / ``misled_count``,
+        :func:`hindsight.writeback.confidence.with_outcome`); one audit row each (actor
+        ``outcome:<trajectory id>``). ``policy(experience, now)`` may change each updated
+        experience further (the memory guard demotes or quarantines repeat offenders); a
+        status it sets is audited too. The ``outcomes`` row (primary key tenant + trajectory;
+        ``delta`` = ``+weight`` on success, ``-weight`` on failure: the evidence it added) is
+        inserted in the same transaction, so a second call for the same run, from any thread
+        or process, changes nothing.
 
         Returns:
             The changes, or ``None`` when this run's outcome was already recorded.
@@ -250,7 +261,7 @@ class LifecycleStore(StoreCore):
         tid = normalize_id(trajectory_id, "trajectory id")
         if not isinstance(success, bool):
             raise UsageError(f"success must be True or False, got {success!r:.40}")
-        delta = float(success_delta) if success else -float(failure_delta)
+        delta = float(weight) if success else -float(weight)
         now = self._now()
         with self._tx(write=True) as conn:
             inserted = conn.execute(
@@ -283,24 +294,12 @@ class LifecycleStore(StoreCore):
                 row = rows.get(eid)
                 if row is None:
                     continue
-                old = float(row["confidence"])
-                new = _clamp(old + delta)
-                helped = row["helped_count"] + (1 if success else 0)
-                misled = row["misled_count"] + (0 if success else 1)
                 before = experience_from_row(row)
-                after = before.model_copy(
-                    update={
-                        "confidence": new,
-                        "helped_count": helped,
-                        "misled_count": misled,
-                        "updated_at": now,
-                    }
-                )
+                after = credit(before, success, now)
                 if policy is not None:
                     after = policy(after, now)
                 after = checked(after)
                 self._update_experience_row(conn, after, None, now)  # type: ignore[attr-defined]
-                new = after.confidence
                 if after.status is not before.status:
                     audit.append(
                         (
@@ -316,15 +315,23 @@ class LifecycleStore(StoreCore):
                 changes.append(
                     OutcomeChange(
                         experience_id=eid,
-                        old=old,
-                        new=new,
-                        helped_count=helped,
-                        misled_count=misled,
+                        old=before.confidence,
+                        new=after.confidence,
+                        helped_count=after.helped_count,
+                        misled_count=after.misled_count,
                     )
                 )
                 verdict = "success" if success else "failure"
                 audit.append(
-                    (tenant, eid, f"outcome:{tid}", "confidence", old, new, f"run {verdict}")
+                    (
+                        tenant,
+                        eid,
+                        f"outcome:{tid}",
+                        "confidence",
+                        before.confidence,
+                        after.confidence,
+                        f"run {verdict}",
+                    )
                 )
             self._audit(conn, now, audit)
             conn.execute(
@@ -576,7 +583,7 @@ class LifecycleStore(StoreCore):
         target_id: str,
         incoming: Experience,
         *,
-        confidence_bonus: float,
+        fold: Callable[[Experience, Experience, datetime], Experience],
         actor: str,
         merge: bool,
         content: str | None = None,
@@ -585,10 +592,14 @@ class LifecycleStore(StoreCore):
     ) -> Experience:
         """Fold ``incoming`` into the stored experience ``target_id`` (no new row).
 
-        ``support_count + 1``; ``confidence = min(1, max(target, incoming) +
-        confidence_bonus)``; sources, tools and tags are united. With ``merge=True`` this is
-        a new version (``content``/``vector`` may replace the text, e.g. an LLM's merged
-        wording); otherwise (an exact duplicate) only an audit row is written.
+        ``fold(target, incoming, now)`` returns the target as it is to be stored (the
+        write-back unites sources and evidence and recomputes the confidence,
+        :func:`hindsight.writeback.confidence.folded`); it runs on the row read under lock,
+        so concurrent folds never lose one another. With ``merge=True`` this is a new version
+        (``content``/``vector`` may replace the text, e.g. an LLM's merged wording); otherwise
+        (an exact duplicate) only audit rows are written: ``confidence`` (old, new) and
+        ``support`` (old and new ``support_count``, with the incoming id and sources). A fold
+        that changes nothing (the same run or source again) writes nothing.
 
         Raises:
             NotFoundError: the target is gone.
@@ -600,20 +611,11 @@ class LifecycleStore(StoreCore):
             if row is None:
                 raise NotFoundError(f"experience {target_id} not found in tenant {tenant!r}")
             current = experience_from_row(row)
-            conf = _clamp(max(current.confidence, incoming.confidence) + confidence_bonus)
-            update_fields: dict[str, Any] = {
-                "support_count": current.support_count + 1,
-                "confidence": conf,
-                "source_trajectory_ids": list(
-                    dict.fromkeys([*current.source_trajectory_ids, *incoming.source_trajectory_ids])
-                ),
-                "tools": list(dict.fromkeys([*current.tools, *incoming.tools])),
-                "tags": sorted({*current.tags, *incoming.tags}),
-                "updated_at": now,
-            }
+            new = fold(current, incoming, now)
             if content is not None:
-                update_fields["content"] = content
-            new = current.model_copy(update=update_fields)
+                new = new.model_copy(update={"content": content})
+            if new.model_copy(update={"updated_at": current.updated_at}) == current:
+                return current  # nothing new (e.g. the same run reviewed again)
             audit = [
                 (
                     tenant,
@@ -621,7 +623,7 @@ class LifecycleStore(StoreCore):
                     actor,
                     "confidence",
                     current.confidence,
-                    conf,
+                    new.confidence,
                     "supported again" + (f": {reason}" if reason else ""),
                 ),
                 (
@@ -630,7 +632,7 @@ class LifecycleStore(StoreCore):
                     actor,
                     "support",
                     current.support_count,
-                    current.support_count + 1,
+                    new.support_count,
                     json.dumps({"from": incoming.id, "sources": incoming.source_trajectory_ids}),
                 ),
             ]
@@ -658,14 +660,16 @@ class LifecycleStore(StoreCore):
         *,
         supersede: str | None = None,
         conflict: str | None = None,
-        penalty: float = 0.0,
+        demote: Callable[[Experience, Experience, datetime], Experience] | None = None,
         actor: str,
         reason: str | None = None,
     ) -> Experience:
         """Insert ``incoming`` and, in the same transaction, link it to an older experience.
 
-        ``supersede=<id>``: the older one becomes ``superseded`` (never recalled), loses
-        ``penalty`` confidence and gets ``metadata["superseded_by"]``, as a new version;
+        ``supersede=<id>``: the older one becomes ``superseded`` (never recalled), gets
+        ``metadata["superseded_by"]`` and, with ``demote(older, incoming, now)``, the evidence
+        and confidence that returns (the write-back counts the newer lesson's runs against it,
+        :func:`hindsight.writeback.confidence.superseded`), as a new version;
         ``incoming.metadata["supersedes"]`` names it. ``conflict=<id>``: both stay active and
         ``incoming.metadata["conflicts_with"]`` names the older one (which is not changed).
 
@@ -691,17 +695,14 @@ class LifecycleStore(StoreCore):
                 return item
             older = experience_from_row(old_row)
             if supersede:
-                old_meta = {**older.metadata, "superseded_by": item.id}
-                conf = _clamp(older.confidence - penalty)
+                lowered = demote(older, item, now) if demote is not None else older
+                old_meta = {**lowered.metadata, "superseded_by": item.id}
+                conf = lowered.confidence
                 self._new_version(
                     conn,
                     older,
-                    older.model_copy(
-                        update={
-                            "status": ExperienceStatus.SUPERSEDED,
-                            "confidence": conf,
-                            "metadata": old_meta,
-                        }
+                    lowered.model_copy(
+                        update={"status": ExperienceStatus.SUPERSEDED, "metadata": old_meta}
                     ),
                     change="supersede",
                     actor=actor,

@@ -3,7 +3,7 @@ system prompts (stored once per distinct text per tenant) and task groups (issue
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from hindsight._errors import NotFoundError, UsageError
 from hindsight._ids import new_id, normalize_id, validate_tenant
 from hindsight.models import ExperienceKind, Outcome, Trajectory, validate_task_key
-from hindsight.store._base import StoreCore, chunks
+from hindsight.store._base import StoreCore, chunks, norm_ids
 from hindsight.store.codec import (
     TASK_KEY_EXPLICIT,
     TASK_KEY_INTENT,
@@ -398,6 +398,25 @@ class TrajectoryStore(StoreCore):
         )
         with self._tx() as conn:
             return conn.execute(query).first() is not None
+
+    def trajectory_trusts(self, tenant_id: str, trajectory_ids: Sequence[Any]) -> dict[str, float]:
+        """``{trajectory id: trust}`` of the tenant's stored runs among ``trajectory_ids``
+        (absent ones left out): the weight of a run's evidence for a lesson.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: an id is not a UUID.
+        """
+        tenant = validate_tenant(tenant_id)
+        wanted = norm_ids(trajectory_ids, "trajectory id")
+        found: dict[str, float] = {}
+        with self._tx() as conn:
+            for part in chunks(wanted):
+                query = select(trajectories.c.id, trajectories.c.trust).where(
+                    trajectories.c.tenant_id == tenant, trajectories.c.id.in_(part)
+                )
+                found.update((tid, float(trust)) for tid, trust in conn.execute(query))
+        return found
 
     def get_trajectory(self, tenant_id: str, trajectory_id: Any) -> Trajectory:
         """The stored trajectory with its events in their original order, its system prompt

@@ -13,8 +13,10 @@ general experience, until the task_type is back under :data:`TARGET_SHARE` (80 %
   (:meth:`hindsight.writeback.judge.Judge.abstract`); without one, or when the LLM fails, the
   most supported member (support, then helped runs, then confidence) stands for the cluster
   and becomes a new version of itself;
-* either way the representative links every member's sources, adds up their support, and
-  records ``metadata["compressed_from"]``; the other members are archived (restorable).
+* either way the representative links every member's sources, adds up their support, unites
+  their evidence and outcomes (confidence recomputed from the highest prior,
+  :func:`hindsight.writeback.confidence.combined`) and records ``metadata["compressed_from"]``;
+  the other members are archived (restorable).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from hindsight._ids import new_id
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
+from hindsight.writeback import confidence
 
 __all__ = [
     "MIN_THRESHOLD",
@@ -145,8 +148,11 @@ def _fold(
         "support_count": sum(e.support_count for e in everyone),
         "tools": list(dict.fromkeys(t for e in everyone for t in e.tools)),
         "tags": sorted({t for e in everyone for t in e.tags}),
-        "confidence": max(e.confidence for e in everyone),
     }
+    scored = confidence.combined(everyone)
+    fields["confidence"] = scored["confidence"]
+    keys = (confidence.SUPPORT_KEY, confidence.BASIS_KEY)
+    evidence = {k: scored["metadata"][k] for k in keys if k in scored["metadata"]}
     reason = f"cluster of {len(everyone)} similar experiences"
     text = abstract(everyone) if abstract is not None else None
     rep: Experience | None = None
@@ -166,7 +172,7 @@ def _fold(
                 "misled_count": 0,
                 "last_recalled_at": None,
                 "reviewer": "compression",
-                "metadata": {"compressed_from": [e.id for e in everyone]},
+                "metadata": {**evidence, "compressed_from": [e.id for e in everyone]},
             }
         )
         made = guard(made, vec) if guard is not None else made
@@ -176,7 +182,8 @@ def _fold(
             archived = everyone
     if rep is None:
         meta = {
-            **group.leader.metadata,
+            **{k: v for k, v in group.leader.metadata.items() if k not in keys},
+            **evidence,
             "compressed_from": list(
                 dict.fromkeys(
                     [

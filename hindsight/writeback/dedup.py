@@ -1,14 +1,21 @@
 """Dedup on write: add, fold into an existing lesson, merge, supersede or flag a conflict
 (MISSION S3, issue 4 item 1). The rules and their numbers are in docs/lifecycle.md.
 
-Each new active experience is compared with the closest active experiences of the same
+0. **Same lesson key** (issue 15) - a new active lesson whose ``metadata["lesson_key"]``
+   equals that of an active experience of the same tenant and namespace (the oldest, if
+   several; one written earlier in the same batch counts) is folded into it before any
+   similarity test: no new row, a new version (``merge``), its text unchanged, sources and
+   evidence united, confidence recomputed (:func:`hindsight.writeback.confidence.folded`).
+   Quarantined, archived or superseded experiences are never the target.
+
+Each other new active experience is compared with the closest active experiences of the same
 **scope** (tenant, namespace, task_type, kind): up to :data:`CANDIDATES` neighbours from the
 vector index plus those written earlier in the same batch. The first rule that applies wins:
 
 1. **NOOP** - same text up to case, whitespace and punctuation
-   (:func:`~hindsight.writeback.text.dedup_key`): no new row; the existing one gets
-   ``support_count + 1``, ``confidence = min(1, max(old, new) + SUPPORT_BONUS)`` and the new
-   sources.
+   (:func:`~hindsight.writeback.text.dedup_key`): no new row; the existing one gets the new
+   sources and evidence (:func:`hindsight.writeback.confidence.folded`: the same run never
+   counts twice) and ``support_count + 1`` when a run not seen before supports it.
 2. **CONFLICT** (negation) - similar texts of opposite polarity ("always X" / "never X"):
    added, ``metadata["conflicts_with"]`` names the older one; both stay recallable.
 3. **MERGE** - cosine >= the embedder's ``dedup_threshold`` and the same specifics (numbers,
@@ -17,8 +24,9 @@ vector index plus those written earlier in the same batch. The first rule that a
 4. **SUPERSEDE** - the same statement with 1-2 values changed and evidence that the newer one
    corrects the older (the value sits in a setting slot like ``retry=3`` / ``is 100/min``, or
    the newer text names the old value or a correction word): added; the older one becomes
-   ``superseded`` (never recalled, restorable), loses ``SUPERSEDE_PENALTY`` confidence and links
-   to the newer one. An *established* older lesson (``support_count >= ESTABLISHED_SUPPORT`` or
+   ``superseded`` (never recalled, restorable), the newer one's runs count against it
+   (:func:`hindsight.writeback.confidence.superseded`) and it links to the newer one. An
+   *established* older lesson (``support_count >= ESTABLISHED_SUPPORT`` or
    ``helped_count >= ESTABLISHED_HELPED``) is not overturned by one run: CONFLICT instead.
 5. **CONFLICT** (values) - the same statement with other values but no correction evidence
    ("pandas 1.5" vs "pandas 2.1"): both kept, the newer flagged.
@@ -48,6 +56,7 @@ from hindsight.guard.conflict import compare
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 from hindsight.ports import Embedder, FloatMatrix, VectorHit, VectorIndex
 from hindsight.store import SqlStore
+from hindsight.writeback import confidence
 from hindsight.writeback.decision import Decision, Op
 from hindsight.writeback.text import TEXT_CACHE_SIZE, cannot_align, compare_texts, dedup_key
 
@@ -59,8 +68,6 @@ __all__ = [
     "DEFAULT_DEDUP_THRESHOLD",
     "ESTABLISHED_HELPED",
     "ESTABLISHED_SUPPORT",
-    "SUPERSEDE_PENALTY",
-    "SUPPORT_BONUS",
     "Decision",
     "Deduper",
     "Op",
@@ -76,12 +83,6 @@ DEFAULT_DEDUP_THRESHOLD = 0.92
 """Cosine above which two lessons are near-duplicates when the embedder documents none
 (issue 4: ~0.92 for real embedders; hash 0.8 and all-MiniLM-L6-v2 0.9 are documented on their
 classes)."""
-SUPPORT_BONUS = 0.05
-"""Confidence added when the same lesson is learned again: the same step as a successful
-outcome (``hindsight.writeback.confidence.OUTCOME_SUCCESS_DELTA``)."""
-SUPERSEDE_PENALTY = 0.2
-"""Confidence taken from a superseded lesson: twice a failed outcome, since a newer lesson
-says it is wrong; it still can be restored or rolled back."""
 ESTABLISHED_SUPPORT = 3
 """An older lesson learned from this many runs is not superseded by one newer run."""
 ESTABLISHED_HELPED = 2
@@ -170,6 +171,17 @@ def decide(
         if diff.aligned:
             return Decision(Op.CONFLICT, cand, sim, f"same statement, other values ({changed})")
     return Decision(Op.ADD, reason="different lesson")
+
+
+def _shares_key(exp: Experience, pending: Sequence[tuple[Experience, Any]]) -> bool:
+    """Whether a lesson not yet stored has ``exp``'s tenant, namespace and lesson key."""
+    key = exp.metadata.get("lesson_key")
+    return bool(key) and any(
+        other.metadata.get("lesson_key") == key
+        and other.tenant_id == exp.tenant_id
+        and other.namespace == exp.namespace
+        for other, _ in pending
+    )
 
 
 class RowCache:
@@ -324,6 +336,20 @@ class Deduper:
         judged = self.judge.decide(exp, cands[:RULE_CANDIDATES])
         return judged if judged is not None else ruled
 
+    def same_key(self, exp: Experience) -> Decision | None:
+        """Rule 0: a MERGE into the active experience of ``exp``'s tenant and namespace with
+        the same ``metadata["lesson_key"]``, or ``None`` (no key, not active, an episode, or
+        no such experience)."""
+        key = exp.metadata.get("lesson_key")
+        if not isinstance(key, str) or not key or exp.status is not ExperienceStatus.ACTIVE:
+            return None
+        if ExperienceKind(exp.kind).value in NEVER_FOLDED:
+            return None
+        target = self.store.active_by_lesson_key(exp.tenant_id, exp.namespace, key)
+        if target is None or target.id == exp.id:
+            return None
+        return Decision(Op.MERGE, target, None, f"same lesson key {key!r}", by="lesson_key")
+
     # -- writing ---------------------------------------------------------------------------
     def write(
         self,
@@ -374,7 +400,9 @@ class Deduper:
                     results[exp.id] = exp
                     continue
                 same = batch.setdefault(self._scope(exp), [])
-                decision = self.decide(exp, vec, same, hits=found, rows=rows)
+                if _shares_key(exp, pending):
+                    self._flush(pending)  # so that rule 0 finds the earlier one in the store
+                decision = self.same_key(exp) or self.decide(exp, vec, same, hits=found, rows=rows)
                 if decision.op is Op.ADD:
                     pending.append((exp, vec))
                     same.append((exp, vec))
@@ -415,7 +443,7 @@ class Deduper:
             return self.store.fold_into(
                 target.id,
                 exp,
-                confidence_bonus=SUPPORT_BONUS,
+                fold=confidence.folded,
                 actor=actor,
                 merge=decision.op is Op.MERGE,
                 content=content,
@@ -427,7 +455,7 @@ class Deduper:
                 exp,
                 vec,
                 supersede=target.id,
-                penalty=SUPERSEDE_PENALTY,
+                demote=confidence.superseded,
                 actor=actor,
                 reason=reason,
             )

@@ -24,6 +24,7 @@ from hindsight.guard.evidence import EvidenceIndex
 from hindsight.guard.screening import check_user_metadata
 from hindsight.models import Experience, ExperienceKind, Provenance, Trajectory
 from hindsight.ports import Lesson
+from hindsight.writeback.confidence import SUPPORT_KEY, check_support
 
 __all__ = [
     "PROVENANCE_TRUST",
@@ -66,6 +67,15 @@ def lessons_to_experiences(
     ``metadata["evidence"]``, ``provenance`` is the most trusted of them and
     ``trust = traj.trust * initial_trust(sources)``. ``source_trajectory_ids`` is the
     reviewed run followed by the lesson's extra ``sources``, in order, without repeats.
+
+    Evidence (issue 15): the lesson's ``metadata["support"]`` (checked,
+    :func:`hindsight.writeback.confidence.check_support`), or when it gives none, each source
+    run as supporting evidence (role ``source``). The reviewed run's entries get the lesson's
+    ``trust``; the write path weighs the other runs (:meth:`WriteBack.write`); a trust given
+    by the reviewer is not used.
+
+    Raises:
+        UsageError: a lesson's ``metadata["support"]`` is malformed (one line).
     """
     evidence = EvidenceIndex.of(traj)
     out: dict[str, Experience] = {}
@@ -77,6 +87,17 @@ def lessons_to_experiences(
         trust = round(traj.trust * initial_trust(sources), 4)
         provenance = Provenance(max(sources, key=lambda s: TRUST_WEIGHTS[s]))
         exp_id = stable_id(traj.id, reviewer, lesson.kind.value, content.lower())
+        source_ids = list(dict.fromkeys([traj.id, *lesson.sources]))
+        given = lesson.metadata.get(SUPPORT_KEY)
+        support = (
+            [{"trajectory_id": s, "polarity": 1, "role": "source"} for s in source_ids]
+            if given is None
+            else check_support(given, what="lesson metadata support")
+        )
+        for entry in support:
+            entry.pop("trust", None)
+            if entry["trajectory_id"] == traj.id:
+                entry["trust"] = trust
         out[exp_id] = Experience(
             id=exp_id,
             tenant_id=traj.tenant_id,
@@ -90,12 +111,12 @@ def lessons_to_experiences(
             importance=lesson.importance,
             trust=trust,
             provenance=provenance,
-            source_trajectory_ids=list(dict.fromkeys([traj.id, *lesson.sources])),
+            source_trajectory_ids=source_ids,
             created_at=now,
             updated_at=now,
             embedding_model=embedding_model,
             reviewer=reviewer,
-            metadata={**lesson.metadata, "evidence": sources},
+            metadata={**lesson.metadata, "evidence": sources, SUPPORT_KEY: support},
         )
     return list(out.values())
 

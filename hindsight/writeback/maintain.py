@@ -2,9 +2,12 @@
 compression - with an ``as_of`` time so the time rules can be tested (and replayed).
 
 1. **dedup**: pairs the write path missed (written by two processes at once, or before
-   dedup existed) are folded with the same rules as on write, restricted to NOOP / MERGE
-   (supersede and conflict are decided only when a lesson is written): the newer one is
-   folded into the older one and marked ``superseded`` (``metadata["merged_into"]``).
+   dedup existed) are folded: first active experiences with the same namespace and
+   ``metadata["lesson_key"]``, then near-duplicates by the same rules as on write, restricted
+   to NOOP / MERGE (supersede and conflict are decided only when a lesson is written): the
+   newer one is folded into the older one
+   (:func:`hindsight.writeback.confidence.folded`) and marked ``superseded``
+   (``metadata["merged_into"]``).
 2. **archive**: :func:`hindsight.writeback.forgetting.archive_stale` at ``as_of``.
 3. **compress**: :func:`hindsight.writeback.compression.compress_tenant` over the cap.
 """
@@ -16,22 +19,53 @@ from datetime import datetime
 from typing import Any
 
 from hindsight.config import MemoryConfig
-from hindsight.models import ExperienceStatus
+from hindsight.models import Experience, ExperienceStatus
+from hindsight.writeback import confidence
 from hindsight.writeback.compression import compress_tenant
-from hindsight.writeback.dedup import SUPPORT_BONUS, Deduper, Op, decide
+from hindsight.writeback.dedup import Deduper, Op, decide
 from hindsight.writeback.forgetting import archive_stale
 from hindsight.writeback.judge import abstract
 
 __all__ = ["dedup_pass", "maintain"]
 
 
+def _fold_away(
+    store: Any, target: Experience, exp: Experience, *, merge: bool, reason: str, actor: str
+) -> dict[str, str]:
+    """Fold ``exp`` into ``target`` and mark ``exp`` superseded (``merged_into``)."""
+    store.fold_into(target.id, exp, fold=confidence.folded, actor=actor, merge=merge, reason=reason)
+    store.save_version(
+        exp.model_copy(
+            update={
+                "status": ExperienceStatus.SUPERSEDED,
+                "metadata": {**exp.metadata, "merged_into": target.id},
+            }
+        ),
+        change="merge",
+        actor=actor,
+        reason=f"merged into {target.id}: {reason}",
+    )
+    return {"kept": target.id, "merged": exp.id}
+
+
 def dedup_pass(deduper: Deduper, tenant: str, *, actor: str = "maintain") -> list[dict[str, str]]:
-    """Fold the tenant's remaining near-duplicate pairs; returns ``{"kept", "merged"}`` pairs."""
+    """Fold the tenant's remaining same-key and near-duplicate pairs; returns ``{"kept",
+    "merged"}`` pairs."""
     store = deduper.store
     exps = sorted(store.list_experiences(tenant, limit=10_000), key=lambda e: e.created_at)
-    vectors = store.get_vectors([e.id for e in exps])
     gone: set[str] = set()
     merged: list[dict[str, str]] = []
+    first: dict[tuple[str, str], Experience] = {}
+    for exp in exps:  # oldest first: the first of a key keeps it
+        key = exp.metadata.get("lesson_key")
+        if not isinstance(key, str) or not key:
+            continue
+        target = first.setdefault((exp.namespace, key), exp)
+        if target.id != exp.id:
+            reason = f"same lesson key {key!r}"
+            merged.append(_fold_away(store, target, exp, merge=True, reason=reason, actor=actor))
+            gone.add(exp.id)
+    vectors = store.get_vectors([e.id for e in exps if e.id not in gone])
     for exp in reversed(exps):  # newest first: fold it into an older one
         if exp.id in gone or exp.id not in vectors:
             continue
@@ -43,28 +77,13 @@ def dedup_pass(deduper: Deduper, tenant: str, *, actor: str = "maintain") -> lis
         decision = decide(exp, cands, deduper.threshold)
         if decision.op not in (Op.NOOP, Op.MERGE) or decision.target is None:
             continue
-        target = decision.target
-        store.fold_into(
-            target.id,
-            exp,
-            confidence_bonus=SUPPORT_BONUS,
-            actor=actor,
-            merge=decision.op is Op.MERGE,
-            reason=decision.reason,
-        )
-        store.save_version(
-            exp.model_copy(
-                update={
-                    "status": ExperienceStatus.SUPERSEDED,
-                    "metadata": {**exp.metadata, "merged_into": target.id},
-                }
-            ),
-            change="merge",
-            actor=actor,
-            reason=f"merged into {target.id}: {decision.reason}",
+        merge = decision.op is Op.MERGE
+        merged.append(
+            _fold_away(
+                store, decision.target, exp, merge=merge, reason=decision.reason, actor=actor
+            )
         )
         gone.add(exp.id)
-        merged.append({"kept": target.id, "merged": exp.id})
     return merged
 
 

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy.typing as npt
 
+from hindsight.guard import TRUST_WEIGHTS, initial_trust
 from hindsight.guard.checker import Established
 from hindsight.guard.evidence import EvidenceIndex
 from hindsight.guard.screening import WriteScreen
 from hindsight.models import Experience, Trajectory
 from hindsight.ports import Embedder
 from hindsight.store import SqlStore
+from hindsight.writeback import confidence
 from hindsight.writeback.dedup import RowCache
 
 if TYPE_CHECKING:
@@ -31,7 +33,8 @@ __all__ = ["WriteBack"]
 class WriteBack:
     """The single write path for new experiences.
 
-    Pipeline of :meth:`write`: skip ids already stored -> clean + embed -> **1. guard**
+    Pipeline of :meth:`write`: skip ids already stored -> confidence from the evidence
+    (:meth:`with_evidence`) -> clean + embed -> **1. guard**
     (:meth:`guard_experience`) -> 2. dedup / supersede (issue 4) -> SQL + outbox -> vectors.
     The guard comes first so a poisoned candidate is never merged into a clean experience.
 
@@ -93,6 +96,45 @@ class WriteBack:
         )
         return self.screen.check(exp, existing=existing, vector=vector, evidence=evidence)
 
+    def with_evidence(self, experiences: Sequence[Experience]) -> list[Experience]:
+        """The experiences with every evidence entry weighed and their confidence derived
+        (:func:`hindsight.writeback.confidence.initial`).
+
+        An entry without ``trust`` (a run other than the reviewed one) gets the run's stored
+        ``trust`` times the provenance weight of the lesson's evidence
+        (``initial_trust(metadata["evidence"])``); a run this tenant does not hold counts as
+        an ``unknown`` source (0.5). One query per tenant.
+        """
+        wanted: dict[str, set[str]] = {}
+        for exp in experiences:
+            for entry in exp.metadata.get(confidence.SUPPORT_KEY) or ():
+                if "trust" not in entry:
+                    wanted.setdefault(exp.tenant_id, set()).add(entry["trajectory_id"])
+        trusts = {t: self.store.trajectory_trusts(t, sorted(ids)) for t, ids in wanted.items()}
+        out: list[Experience] = []
+        for exp in experiences:
+            support = exp.metadata.get(confidence.SUPPORT_KEY)
+            if support and exp.tenant_id in trusts:
+                runs = trusts[exp.tenant_id]
+                factor = initial_trust(exp.metadata.get("evidence") or [exp.provenance.value])
+                unknown = TRUST_WEIGHTS["unknown"]
+                support = [
+                    e
+                    if "trust" in e
+                    else {
+                        **e,
+                        "trust": round(runs[e["trajectory_id"]] * factor, 4)
+                        if e["trajectory_id"] in runs
+                        else unknown,
+                    }
+                    for e in support
+                ]
+                exp = exp.model_copy(
+                    update={"metadata": {**exp.metadata, confidence.SUPPORT_KEY: support}}
+                )
+            out.append(confidence.initial(exp))
+        return out
+
     def write(
         self, experiences: Sequence[Experience], *, trajectory: Trajectory | None = None
     ) -> list[Experience]:
@@ -114,6 +156,7 @@ class WriteBack:
             new.extend(e for e in exps if e.id not in existing)
         if not new:
             return new
+        new = self.with_evidence(new)
         if self.screen is not None:
             new = [self.screen.clean(e) for e in new]
         vectors = self.embedder.embed([e.content for e in new])

@@ -147,7 +147,9 @@ def test_a_run_that_was_misled_lowers_confidence() -> None:
         agent.invoke({"messages": [("user", "Where is my parcel A1?")]})
     assert exp.content in system_prompt_of(model.prompts[0])
     after = mem.get_experience(exp.id, tenant_id=TENANT)
-    assert after.misled_count == 1 and after.confidence == pytest.approx(exp.confidence - 0.10)
+    assert after.misled_count == 1 and after.confidence == pytest.approx(
+        2 * exp.confidence / 3, abs=1e-6
+    )  # Beta posterior: prior worth 2 runs, one failed recall (writeback.confidence)
     traj = stored(mem, middleware.last_trajectory_id)
     assert traj.metadata["recalled_experience_ids"] == [exp.id]
 

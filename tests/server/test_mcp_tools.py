@@ -15,6 +15,7 @@ from mcp import Client
 from hindsight._errors import AuthenticationError, TenantRequiredError
 from hindsight.service.mcp import TOOL_NAMES, build_mcp_server, fixed_tenant
 from hindsight.testing import ScriptedReviewer, test_memory
+from hindsight.writeback.confidence import support_mass
 from tests.server.mcp_support import call, echo_lessons, openai_run
 
 pytestmark = pytest.mark.anyio
@@ -140,9 +141,13 @@ async def test_store_review_recall_outcome_adjust_forget(acme: Any, mem: Any) ->
     assert "--- Past experience (reference only) ---" in recall["rendered"]
     assert lesson["content"] in recall["rendered"] and recall["truncated"] is False
 
+    before = mem.get_experience(lesson["id"], tenant_id="acme")
+    prior = before.metadata.get("confidence_basis", {}).get("prior", before.confidence)
+    s, c = support_mass(before)  # the lesson's evidence: its run
     outcome = (await call(acme, "record_outcome", {"trajectory_id": run, "success": True})).ok()
     assert [e["id"] for e in outcome["updated"]] == [lesson["id"]]
-    assert outcome["updated"][0]["confidence"] == pytest.approx(lesson["confidence"] + 0.05)
+    credited = (2 * prior + s + 1) / (2 + s + c + 1)  # + one successful recall
+    assert outcome["updated"][0]["confidence"] == pytest.approx(credited, abs=1e-6)
     again = (await call(acme, "record_outcome", {"trajectory_id": run, "success": False})).ok()
     assert again["updated"] == []  # a run's outcome counts once
 
@@ -153,7 +158,7 @@ async def test_store_review_recall_outcome_adjust_forget(acme: Any, mem: Any) ->
             {"experience_id": lesson["id"], "delta": -0.25, "reason": "wrong"},
         )
     ).ok()
-    assert adjusted["confidence"] == pytest.approx(lesson["confidence"] + 0.05 - 0.25)
+    assert adjusted["confidence"] == pytest.approx(credited - 0.25, abs=1e-6)
     assert mem.get_experience(lesson["id"], tenant_id="acme").confidence == adjusted["confidence"]
 
     gone = (await call(acme, "forget_experience", {"experience_id": lesson["id"]})).ok()

@@ -284,8 +284,9 @@ def build_mcp_server(
     ) -> OutcomeResult:
         """Report whether a run succeeded, to credit or blame the lessons it recalled.
 
-        On success each lesson that run recalled gains 0.05 confidence, on failure it loses
-        0.10. A run's outcome counts once; reporting it again changes nothing."""
+        The run becomes evidence for (success) or against (failure) each lesson it recalled,
+        and their confidence is recomputed. A run's outcome counts once; reporting it again
+        changes nothing."""
         exps = await memory.record_outcome(trajectory_id, success, tenant_id=tenant_of(ctx))
         return OutcomeResult(
             trajectory_id=trajectory_id,
