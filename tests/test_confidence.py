@@ -98,8 +98,8 @@ def test_support_mass_adds_outcomes() -> None:
 
 
 def test_legacy_experience_without_basis_keeps_its_confidence_as_prior() -> None:
-    old = Experience(tenant_id="t", kind="rule", content="x y z", confidence=0.73)
-    assert cf.support_mass(old) == (0.0, 0.0)
+    old = Experience(tenant_id="t", kind="rule", content="x y z", confidence=0.73, trust=0.9)
+    assert cf.support_mass(old) == (0.9, 0.0)  # no run: backed by its source alone
     helped = cf.with_outcome(old, True, NOW)
     assert helped.confidence == pytest.approx((2 * 0.73 + 1) / 3)
     assert helped.metadata[cf.BASIS_KEY]["prior"] == 0.73

@@ -28,6 +28,7 @@ from hindsight.recall.pipeline import Recall
 from hindsight.review.runner import ReviewRunner
 from hindsight.store.vector_sync import VectorSync
 from hindsight.writeback import WriteBack
+from hindsight.writeback.confidence import supporting_mass
 from hindsight.writeback.dedup import Deduper, make_deduper
 
 __all__ = ["Components", "check_embedder", "open_components", "resolve_config"]
@@ -189,6 +190,7 @@ def _wire(
         guard=guard,
         clock=clock,
         shared_namespace=config.shared_namespace,
+        support=supporting_mass,  # evidence, not counts, settles a conflict (issue 17)
     )
     writeback = WriteBack(store, embedder, vectors.sync, screen=screen)
 

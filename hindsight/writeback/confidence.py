@@ -82,6 +82,7 @@ __all__ = [
     "record_outcome",
     "superseded",
     "support_mass",
+    "supporting_mass",
     "with_outcome",
 ]
 
@@ -236,12 +237,21 @@ def _support(exp: Experience) -> list[Entry]:
 
 
 def support_mass(exp: Experience) -> tuple[float, float]:
-    """``(supporting, contradicting)`` evidence mass of a stored experience: its runs (by
-    trust, saturating, :func:`mass`) plus its recall outcomes. For the memory guard: compare
-    these, not counts, when two lessons contradict each other."""
+    """``(supporting, contradicting)`` evidence mass of an experience: its runs (by trust,
+    saturating, :func:`mass`) plus its recall outcomes; an experience learned from no run and
+    without evidence (``add_experience``) is backed by its source alone (``manual:<source>``
+    at its ``trust``). For the memory guard: compare these, not counts, when two lessons
+    contradict each other (the engine hands :func:`supporting_mass` to
+    :class:`hindsight.guard.screening.WriteScreen`)."""
     basis = _basis(exp)
-    s, c = mass(_support(exp))
+    s, c = mass(_evidence_of(exp))
     return s + basis["succeeded"], c + basis["failed"]
+
+
+def supporting_mass(exp: Experience) -> float:
+    """The first half of :func:`support_mass`: the trust-weighted mass of the distinct sources
+    and successful recalls behind ``exp`` (the guard's ``support`` of an experience)."""
+    return support_mass(exp)[0]
 
 
 def _rescored(
