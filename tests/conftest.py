@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Nothing a test does may land in the user's real data dir (e.g. the unsaved area of an
+# integration pointed at a server that is down): a default data dir of its own per session.
+os.environ.setdefault("HINDSIGHT_DATA_DIR", tempfile.mkdtemp(prefix="hindsight-tests-"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HINDSIGHT_SHARED", REPO.parent / "shared"))

@@ -17,6 +17,17 @@ def make_memory(data_dir: Path, database_url: str, **kwargs: Any) -> Memory:
     return Memory(data_dir=data_dir, database_url=database_url, **kwargs)
 
 
+def file_memory(data_dir: Path, **kwargs: Any) -> Memory:
+    """A Memory on a SQLite file in ``data_dir`` (its unsaved area in ``data_dir/unsaved``),
+    fakes for the vector index and the embedder, no lessons from reviews."""
+    from hindsight.testing import InMemoryVectorIndex
+
+    kwargs.setdefault("embedder", FakeEmbedder(64))
+    kwargs.setdefault("index", InMemoryVectorIndex(64))
+    kwargs.setdefault("reviewer", ScriptedReviewer([]))
+    return Memory(data_dir=data_dir, **kwargs)
+
+
 def lesson(content: str, kind: str = "rule", confidence: float = 0.6, **kw: Any) -> Lesson:
     return Lesson(kind=kind, content=content, confidence=confidence, **kw)  # type: ignore[arg-type]
 

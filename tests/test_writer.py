@@ -15,20 +15,9 @@ from hindsight import Event, EventType, Memory, MemoryClosedError, Outcome, Traj
 from hindsight.capture.unsaved import PendingWrite, UnsavedArea
 from hindsight.capture.writer import wait_briefly
 from hindsight.models import utcnow
-from hindsight.testing import FakeEmbedder, InMemoryVectorIndex, ScriptedReviewer
+from tests.helpers import file_memory as open_memory
 
 TENANT = "acme"
-
-
-def open_memory(data_dir: Path, **kwargs: object) -> Memory:
-    """A memory on a SQLite file in ``data_dir`` (fakes for vectors and embedder)."""
-    return Memory(
-        data_dir=data_dir,
-        embedder=FakeEmbedder(64),
-        index=InMemoryVectorIndex(64),
-        reviewer=ScriptedReviewer([]),
-        **kwargs,  # type: ignore[arg-type]
-    )
 
 
 @pytest.fixture

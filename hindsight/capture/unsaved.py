@@ -51,6 +51,8 @@ class PendingWrite:
             recalled (``record_outcome``, counted once per run) after storing it.
         done: the steps finished so far (``"recall"``, ``"store"``, ``"outcome"``), so a
             retry repeats none of them.
+        error: the text of the last failure of this write (``None`` while none); kept
+            in memory only.
     """
 
     trajectory: Trajectory
@@ -59,6 +61,7 @@ class PendingWrite:
     recalled: tuple[str, ...] = ()
     attribute: bool = True
     done: set[str] = field(default_factory=set)
+    error: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document written to the unsaved area."""

@@ -73,11 +73,17 @@ def wait_briefly(future: concurrent.futures.Future[Any], timeout: float | None) 
 
 
 class _Job:
-    __slots__ = ("cancelled", "fn", "future", "spooled", "write")
+    __slots__ = ("build", "cancelled", "fn", "future", "spooled", "write")
 
-    def __init__(self, write: PendingWrite | None, fn: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        write: PendingWrite | None,
+        fn: Callable[[], Any] | None = None,
+        build: Callable[[], PendingWrite | None] | None = None,
+    ) -> None:
         self.write = write
         self.fn = fn
+        self.build = build
         self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self.spooled: Any = None
         self.cancelled = False
@@ -136,6 +142,35 @@ class TrajectoryWriter:
         job.future.set_result(None)
         return job.future
 
+    def submit_later(
+        self, build: Callable[[], PendingWrite | None]
+    ) -> concurrent.futures.Future[Any]:
+        """Queue a write that ``build()`` makes on the writer thread (building a trajectory
+        costs too much for the agent's path: the LangChain handler); ``build`` returns
+        ``None`` for nothing to write and handles its own errors. After :meth:`close`, or
+        for a build still queued when the memory closes, ``build()`` runs on the closing
+        thread and its write goes to the unsaved area."""
+        job = _Job(None, build=build)
+        with self._cond:
+            if not self._closed:
+                self._enqueue(job)
+                return job.future
+        write = self._built(job)
+        if write is not None:
+            self._set_aside([write], "the memory is closed")
+        job.future.set_result(None)
+        return job.future
+
+    @staticmethod
+    def _built(job: _Job) -> PendingWrite | None:
+        if job.write is None and job.build is not None:
+            try:
+                job.write = job.build()
+            except Exception:
+                log.exception("hindsight: could not build a run to store")
+            job.build = None
+        return job.write
+
     def call(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
         """Run ``fn`` on the writer thread after the writes queued before it (its errors are
         logged; the future gives its result or ``None``). Ignored after :meth:`close`."""
@@ -177,15 +212,17 @@ class TrajectoryWriter:
             except BaseException:  # a job must never stop the writer
                 log.exception("hindsight: a background write failed")
             finally:
+                if not job.future.done():
+                    job.future.set_result(result)  # its callbacks run before wait() returns
                 with self._cond:
                     self._running = None
                     self._cond.notify_all()
-                if not job.future.done():
-                    job.future.set_result(result)
 
     def _run(self, job: _Job) -> Any:
         if job.fn is not None:
             return job.fn()
+        if self._built(job) is None:
+            return None
         assert job.write is not None
         if not self._retry_kept():
             self._keep(job.write, "the store is still failing")
@@ -258,6 +295,7 @@ class TrajectoryWriter:
         """A write the memory refuses (e.g. its id belongs to another tenant): logged, and
         kept in ``unsaved/rejected/`` for inspection, never retried."""
         text = f"trajectory {write.trajectory.id} was refused: {type(exc).__name__}: {exc}"
+        write.error = f"refused: {type(exc).__name__}: {exc}"
         with self._cond:
             self.errors += 1
             self.last_error = text
@@ -271,6 +309,7 @@ class TrajectoryWriter:
 
     def _note(self, exc: BaseException, write: PendingWrite, *, kept: bool = False) -> None:
         text = f"could not store trajectory {write.trajectory.id}: {type(exc).__name__}: {exc}"
+        write.error = f"{type(exc).__name__}: {exc}"
         with self._cond:
             self.errors += 1
             self.last_error = text
@@ -384,7 +423,7 @@ class TrajectoryWriter:
         self.wait(timeout)
         with self._cond:
             self._closed = True
-            leftovers = [j for j in self._queued if j.write is not None]
+            leftovers = [j for j in self._queued if j.write is not None or j.build is not None]
             for job in self._queued:
                 job.cancelled = True
                 if not job.future.done():
@@ -393,7 +432,8 @@ class TrajectoryWriter:
             running = self._running
             kept, self._kept = self._kept, []
             self._cond.notify_all()
-        writes = [j.write for j in leftovers if j.write is not None] + kept
+        built = [self._built(j) for j in leftovers]
+        writes = [w for w in built if w is not None] + kept
         blocked = running.write if running is not None and running.write is not None else None
         if blocked is not None:
             # Still blocked (a locked store): a copy goes to the unsaved area, removed again

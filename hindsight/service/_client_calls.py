@@ -51,6 +51,7 @@ class StoreOptions(TypedDict, total=False):
     """Options of ``store_episode`` / ``store_records`` (see ``POST /v1/episodes``)."""
 
     review: bool
+    merge: bool
     format: Literal["auto", "trajectory", "openai", "tau-bench", "events"]
     namespace: str
     task_type: str | None
@@ -71,6 +72,7 @@ class RecallOptions(TypedDict, total=False):
     token_budget: int | None
     include_episodes: bool
     explain: bool
+    record: bool
 
 
 class AddOptions(TypedDict, total=False):
@@ -218,7 +220,7 @@ def _body(trajectory: Any, options: StoreOptions) -> dict[str, Any]:
     else:
         record = _plain(trajectory, "trajectory")
     body: dict[str, Any] = {"trajectory": record, "format": fmt}
-    for key in ("review", "namespace", "task_type"):
+    for key in ("review", "merge", "namespace", "task_type"):
         if key in options:
             body[key] = options[key]
     return body
@@ -267,6 +269,23 @@ def review_now(trajectory_id: Any) -> Call[list[Experience]]:
 def recall(query: str, options: RecallOptions) -> Call[RecallResult]:
     body = {"query": _text(query, "query"), **_plain(dict(options), "options")}
     return Call("POST", "/v1/recall", _recall, json=body)
+
+
+def record_recall(trajectory_id: Any, experience_ids: Sequence[Any]) -> Call[int]:
+    if isinstance(experience_ids, str | uuid.UUID):
+        raise UsageError("experience_ids must be a list of ids, not one id")
+    body = {
+        "trajectory_id": _plain(trajectory_id, "trajectory_id"),
+        "experience_ids": _plain([str(e) for e in experience_ids], "experience_ids"),
+    }
+    return Call("POST", "/v1/recalls", lambda doc: int(doc["counted"]), json=body)
+
+
+def paused_trajectory(thread_id: Any, namespace: str) -> Call[str | None]:
+    path = f"/v1/threads/{quote(_text(thread_id, 'thread_id'), safe='')}/paused"
+    return Call(
+        "GET", path, lambda doc: doc.get("trajectory_id"), params={"namespace": namespace}
+    )
 
 
 def record_outcome(trajectory_id: Any, success: bool) -> Call[list[Experience]]:

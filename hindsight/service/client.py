@@ -12,6 +12,7 @@ decides the tenant. Errors are the engine's (:class:`~hindsight.NotFoundError`,
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any, TypeVar, Unpack
 
@@ -110,7 +111,12 @@ class HindsightClient:
         return _finish(call, response)
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Send what the framework integrations still hold for this service (at most
+        ``HINDSIGHT_DRAIN_TIMEOUT`` seconds; the rest waits in the unsaved area, see
+        :attr:`hindsight.service.remote.RemoteMemory.writer`), then close the connection pool."""
+        from hindsight.service.remote import close_writer
+
+        close_writer(self)
         self._http.close()
 
     def __enter__(self) -> HindsightClient:
@@ -134,7 +140,8 @@ class HindsightClient:
     ) -> EpisodeReceipt:
         """Store a run: a :class:`Trajectory` (its tenant must be the key's, or leave
         ``tenant_id`` out of a dict), an OpenAI record or message list, a tau-bench record.
-        Options: ``review`` (True), ``format`` ("auto"), ``namespace``, ``task_type``.
+        Options: ``review`` (True), ``merge`` (False: merge into the stored run of the same
+        id, a run stored in parts), ``format`` ("auto"), ``namespace``, ``task_type``.
         Returns the receipt of the (first) trajectory; :meth:`store_records` for all."""
         return self._send(calls.store_episode(trajectory, options))
 
@@ -167,6 +174,15 @@ class HindsightClient:
     def record_outcome(self, trajectory_id: Any, success: bool) -> list[Experience]:
         """Credit or blame what the run recalled; the experiences updated."""
         return self._send(calls.record_outcome(trajectory_id, success))
+
+    def record_recall(self, trajectory_id: Any, experience_ids: Sequence[Any]) -> int:
+        """Count a recall made with ``record=False`` for the run (its model saw it); how many
+        experiences were counted."""
+        return self._send(calls.record_recall(trajectory_id, experience_ids))
+
+    def paused_trajectory(self, thread_id: str, *, namespace: str = "default") -> str | None:
+        """The id of the latest run stored as paused on ``thread_id``, or None."""
+        return self._send(calls.paused_trajectory(thread_id, namespace))
 
     # -- experiences ----------------------------------------------------------------------------
     def add_experience(self, content: str, **options: Unpack[AddOptions]) -> Experience:
@@ -281,7 +297,11 @@ class AsyncHindsightClient:
         return _finish(call, response)
 
     async def aclose(self) -> None:
-        """Close the connection pool (also done by ``async with``)."""
+        """Send what the integrations still hold (as :meth:`HindsightClient.close`), then close
+        the connection pool (also done by ``async with``)."""
+        from hindsight.service.remote import close_writer
+
+        await asyncio.to_thread(close_writer, self)
         await self._http.aclose()
 
     async def __aenter__(self) -> AsyncHindsightClient:
@@ -322,6 +342,12 @@ class AsyncHindsightClient:
 
     async def record_outcome(self, trajectory_id: Any, success: bool) -> list[Experience]:
         return await self._send(calls.record_outcome(trajectory_id, success))
+
+    async def record_recall(self, trajectory_id: Any, experience_ids: Sequence[Any]) -> int:
+        return await self._send(calls.record_recall(trajectory_id, experience_ids))
+
+    async def paused_trajectory(self, thread_id: str, *, namespace: str = "default") -> str | None:
+        return await self._send(calls.paused_trajectory(thread_id, namespace))
 
     async def add_experience(self, content: str, **options: Unpack[AddOptions]) -> Experience:
         return await self._send(calls.add_experience(content, options))

@@ -19,9 +19,18 @@ called from many loops and threads). This module never imports an integration.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import hashlib
+import os
+import threading
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hindsight._errors import UsageError
+from hindsight.capture.unsaved import UnsavedArea
+from hindsight.capture.writer import TrajectoryWriter
 
 if TYPE_CHECKING:
     from hindsight.engine import AsyncMemory, EpisodeReceipt
@@ -30,7 +39,7 @@ if TYPE_CHECKING:
     from hindsight.recall import RecallResult
     from hindsight.service.client import HindsightClient
 
-__all__ = ["ACCEPTED", "RemoteAsync", "RemoteMemory", "memory_faces"]
+__all__ = ["ACCEPTED", "RemoteAsync", "RemoteMemory", "memory_faces", "writer_of"]
 
 ACCEPTED = (
     "hindsight.Memory, hindsight.AsyncMemory, hindsight.client.HindsightClient or "
@@ -52,16 +61,48 @@ class RemoteMemory:
     def __init__(self, client: HindsightClient) -> None:
         self.client = client
         self.aio = RemoteAsync(self)
+        self._writer: TrajectoryWriter | None = None
+        self._lock = threading.Lock()
 
-    def store_episode(self, trajectory: Trajectory, *, review: bool = True) -> EpisodeReceipt:
-        """Store a finished run; the server queues its review when ``review``."""
-        return self.client.store_episode(trajectory, review=review)
+    @property
+    def writer(self) -> TrajectoryWriter:
+        """The background writer of the integrations using this service (one per client),
+        with a durable unsaved area ``<data_dir>/unsaved/remote-<hash of URL and key>``: what
+        could not be sent before the client closed or the process exited is sent again by the
+        next program that writes to the same service with the same key."""
+        with self._lock:
+            if self._writer is None:
+                self._writer = TrajectoryWriter(
+                    self, unsaved=UnsavedArea(_remote_area(self.client)), name="hindsight-remote"
+                )
+                _REMOTE_WRITERS.add(self._writer)
+                self._writer.replay()
+            return self._writer
+
+    def store_episode(
+        self, trajectory: Trajectory, *, review: bool = True, merge: bool = False
+    ) -> EpisodeReceipt:
+        """Store a finished run; the server queues its review when ``review``; ``merge``: a
+        run stored in parts (see :meth:`hindsight.AsyncMemory.store_episode`)."""
+        return self.client.store_episode(trajectory, review=review, merge=merge)
 
     def recall(
         self, query: str = "", *, tenant_id: str | None = None, **options: Any
     ) -> RecallResult:
         """:meth:`hindsight.AsyncMemory.recall` on the server; ``tenant_id`` is the key's."""
         return self.client.recall(query, **options)
+
+    def record_recall(
+        self, trajectory_id: str, experience_ids: Sequence[str], *, tenant_id: str | None = None
+    ) -> int:
+        """Count a recall made with ``record=False`` (``AsyncMemory.record_recall``)."""
+        return self.client.record_recall(trajectory_id, experience_ids)
+
+    def paused_trajectory(
+        self, thread_id: str, *, tenant_id: str | None = None, namespace: str = "default"
+    ) -> str | None:
+        """:meth:`hindsight.AsyncMemory.paused_trajectory` on the server."""
+        return self.client.paused_trajectory(thread_id, namespace=namespace)
 
     def record_outcome(
         self, trajectory_id: str, success: bool, *, tenant_id: str | None = None
@@ -80,8 +121,12 @@ class RemoteAsync:
     def __init__(self, sync: RemoteMemory) -> None:
         self.sync = sync
 
-    async def store_episode(self, trajectory: Trajectory, *, review: bool = True) -> EpisodeReceipt:
-        return await asyncio.to_thread(self.sync.store_episode, trajectory, review=review)
+    async def store_episode(
+        self, trajectory: Trajectory, *, review: bool = True, merge: bool = False
+    ) -> EpisodeReceipt:
+        return await asyncio.to_thread(
+            self.sync.store_episode, trajectory, review=review, merge=merge
+        )
 
     async def recall(
         self, query: str = "", *, tenant_id: str | None = None, **options: Any
@@ -98,6 +143,54 @@ class RemoteAsync:
     ) -> Trajectory:
         return await asyncio.to_thread(self.sync.get_trajectory, trajectory_id)
 
+    async def record_recall(
+        self, trajectory_id: str, experience_ids: Sequence[str], *, tenant_id: str | None = None
+    ) -> int:
+        return await asyncio.to_thread(self.sync.record_recall, trajectory_id, experience_ids)
+
+    async def paused_trajectory(
+        self, thread_id: str, *, tenant_id: str | None = None, namespace: str = "default"
+    ) -> str | None:
+        return await asyncio.to_thread(
+            self.sync.paused_trajectory, thread_id, namespace=namespace
+        )
+
+
+_REMOTE_WRITERS: weakref.WeakSet[TrajectoryWriter] = weakref.WeakSet()
+
+
+def _remote_area(client: HindsightClient) -> Path:
+    from hindsight.config import default_data_dir
+
+    settings = client._settings
+    auth = settings["headers"].get("Authorization", "")
+    digest = hashlib.sha256(f"{settings['base_url']}\n{auth}".encode()).hexdigest()[:16]
+    base = Path(os.environ.get("HINDSIGHT_DATA_DIR") or default_data_dir())
+    return base / "unsaved" / f"remote-{digest}"
+
+
+def _drain_timeout() -> float:
+    try:
+        return max(0.0, float(os.environ.get("HINDSIGHT_DRAIN_TIMEOUT", "10")))
+    except ValueError:
+        return 10.0
+
+
+def close_writer(client: Any) -> None:
+    """Drain the integrations' writer of a client being closed (``HINDSIGHT_DRAIN_TIMEOUT``
+    seconds at most; the rest goes to its unsaved area)."""
+    remote = getattr(client, "_hindsight_remote", None)
+    if isinstance(remote, RemoteMemory) and remote._writer is not None:
+        remote._writer.close(_drain_timeout())
+
+
+def _close_writers_at_exit() -> None:  # pragma: no cover - exercised at interpreter exit
+    for writer in list(_REMOTE_WRITERS):
+        writer.close(min(_drain_timeout(), 5.0))
+
+
+atexit.register(_close_writers_at_exit)
+
 
 def remote_memory(memory: Any) -> RemoteMemory | None:
     """The :class:`RemoteMemory` of a client (or of a RemoteMemory / RemoteAsync), else None.
@@ -110,13 +203,20 @@ def remote_memory(memory: Any) -> RemoteMemory | None:
         return memory
     if isinstance(memory, RemoteAsync):
         return memory.sync
+    if not isinstance(memory, HindsightClient | AsyncHindsightClient):
+        return None
+    cached = getattr(memory, "_hindsight_remote", None)
+    if isinstance(cached, RemoteMemory):
+        return cached
     if isinstance(memory, HindsightClient):
-        return RemoteMemory(memory)
-    if isinstance(memory, AsyncHindsightClient):
+        remote = RemoteMemory(memory)
+    else:
         settings = memory._settings
         key = settings["headers"].get("Authorization", "").removeprefix("Bearer ") or None
-        return RemoteMemory(HindsightClient(settings["base_url"], key, timeout=settings["timeout"]))
-    return None
+        sync = HindsightClient(settings["base_url"], key, timeout=settings["timeout"])
+        remote = RemoteMemory(sync)
+    setattr(memory, "_hindsight_remote", remote)  # noqa: B010 - one face and writer per client
+    return remote
 
 
 def memory_faces(
@@ -142,3 +242,12 @@ def memory_faces(
     if remote is None:
         raise UsageError(f"memory must be a {ACCEPTED}, got {type(memory).__name__}")
     return remote, remote.aio
+
+
+def writer_of(face: Memory | RemoteMemory) -> TrajectoryWriter:
+    """The background writer the integrations end their runs with, for the sync face of a
+    memory (:func:`memory_faces`): the memory's own (:attr:`hindsight.AsyncMemory.writer`) or
+    the one of a service client (:attr:`RemoteMemory.writer`)."""
+    if isinstance(face, RemoteMemory):
+        return face.writer
+    return face.aio.writer

@@ -17,6 +17,7 @@ from langchain_core.messages import ToolMessage
 
 from hindsight._ids import new_id, validate_tenant
 from hindsight.capture.ingest._common import system_prompt_metadata
+from hindsight.capture.outcome import judge
 from hindsight.models import (
     Event,
     EventStatus,
@@ -50,16 +51,11 @@ def judge_outcome(fn: OutcomeFn | None, final: Any) -> Outcome:
     """What ``fn`` says about ``final`` (:data:`Outcome.UNKNOWN` without ``fn``).
 
     Raises:
-        ValueError: ``fn`` returned something that is not an outcome (callers log it).
+        UsageError: ``fn`` returned something that is not an outcome (callers log it).
     """
     if fn is None:
         return Outcome.UNKNOWN
-    verdict = fn(final)
-    if verdict is None:
-        return Outcome.UNKNOWN
-    if isinstance(verdict, bool):
-        return Outcome.SUCCESS if verdict else Outcome.FAILURE
-    return Outcome(verdict)
+    return judge(fn(final))
 
 
 class EventBuffer:
@@ -92,7 +88,8 @@ class EventBuffer:
         """Append an event; ``fields`` are :class:`~hindsight.Event` fields."""
         event = {
             "_seq": next(_SEQ),
-            "event_id": fields.pop("event_id", None),  # None: assigned by build()
+            "event_id": fields.pop("event_id", None) or new_id(),  # stable: a paused part and
+            # the end of the same run share their events (merged by id)
             "event_type": event_type,
             "timestamp": utcnow(),
             "content": clip(content, self.max_chars) if content else "",
@@ -340,14 +337,18 @@ class EventBuffer:
         outcome: Outcome,
         source: Provenance,
         metadata: Mapping[str, Any] | None = None,
+        close_open: bool = True,
     ) -> Trajectory:
-        """The validated trajectory (events in capture order).
+        """The validated trajectory (events in capture order). ``close_open``: give the tool
+        calls still open a failed result first (the run is over); False for a snapshot of a
+        run that goes on (a paused part), which leaves the buffer unchanged.
 
         Raises:
             TenantRequiredError: the scope has no tenant.
             pydantic.ValidationError: a field is invalid (callers log and count it).
         """
-        self.close_open()
+        if close_open:
+            self.close_open()
         events = []
         for raw in sorted(self.events, key=lambda e: e["_seq"]):
             data = {k: v for k, v in raw.items() if not k.startswith("_")}

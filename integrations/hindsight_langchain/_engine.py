@@ -1,57 +1,105 @@
-"""The hindsight engine as the integration uses it, with error accounting.
+"""The hindsight engine as the LangChain and LangGraph integrations use it.
 
-The handler and the middleware take a :class:`hindsight.Memory`, a
+The handler, the middleware and the graph nodes take a :class:`hindsight.Memory`, a
 :class:`hindsight.AsyncMemory` or a client of a hindsight service (:mod:`hindsight.service.remote`,
-issue 9) and must work from sync code, from async code and from executor threads. This wraps both
-behind one sync and one async API, and keeps the count and last text of the integration's own
-failures: they are logged, never raised into the host application.
+issue 9) and run in sync code, async code and executor threads. :class:`Engine` gives them:
+
+* **ending a run**: the trajectory goes to the memory's background writer
+  (:mod:`hindsight.capture.writer`); the run waits at most ``write_wait`` seconds for it
+  (:data:`~hindsight.capture.writer.WRITE_WAIT`, 0.05), so a slow or locked store never holds
+  the agent up; ``Memory.close()`` drains the writer and keeps what it could not write in the
+  memory's unsaved area, stored at the next open;
+* **recall**, bounded by ``recall_timeout`` seconds; after a failure recall is skipped for
+  :data:`RECALL_COOLDOWN` seconds (one warning, not one per model call);
+* the count and last text of the integration's own failures: they are logged, never raised into
+  the host application.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import Any
-from uuid import UUID
 
-from hindsight import Outcome, Trajectory
-from hindsight.service.remote import memory_faces
+from hindsight import Memory, RecallResult, Trajectory, UsageError
+from hindsight.capture.unsaved import PendingWrite
+from hindsight.capture.writer import WRITE_WAIT, wait_briefly
+from hindsight.service.remote import memory_faces, writer_of
 
-__all__ = ["Engine", "log"]
+__all__ = ["RECALL_COOLDOWN", "RECALL_TIMEOUT", "WRITE_WAIT", "Engine", "log"]
 
 log = logging.getLogger("hindsight.langchain")
 
-REMEMBERED_RUNS = 1000
-"""How many root run id -> trajectory id pairs a handler keeps (oldest dropped first)."""
+RECALL_TIMEOUT = 5.0
+"""Seconds a recall may take before the model is called without it (the recall goes on in
+the background and is dropped)."""
 
-MAX_UNSAVED = 1000
-"""How many trajectories whose store failed (e.g. the server was down) are kept and retried at
-the next end of run; beyond that the oldest is dropped with a warning."""
+RECALL_COOLDOWN = 30.0
+"""Seconds recall is skipped after it failed or timed out (the agent runs without memory)."""
+
+REMEMBERED_RUNS = 1000
+"""How many run keys (root run id, thread id) -> trajectory id pairs are kept."""
+
+_RECALLS = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="hindsight-recall")
+
+
+def check_seconds(value: Any, what: str) -> float:
+    """``value`` as seconds >= 0.
+
+    Raises:
+        UsageError: not a number, or negative.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise UsageError(f"{what} must be a number of seconds >= 0, got {value!r:.40}")
+    return float(value)
 
 
 class Engine:
-    """A memory (sync and async), the trajectories stored through it and the failures seen.
+    """A memory (sync and async faces), its background writer and the failures seen.
+
+    Args:
+        memory: a Memory, AsyncMemory, HindsightClient or AsyncHindsightClient.
+        review: queue the post-hoc review of stored runs.
+        write_wait: seconds the end of a run waits for its write (then it goes on).
+        recall_timeout: seconds a recall may take.
 
     Raises:
-        UsageError: ``memory`` is not a Memory, AsyncMemory, HindsightClient or
-            AsyncHindsightClient.
-
-    A trajectory whose store fails is kept in ``unsaved`` (at most :data:`MAX_UNSAVED`) and
-    stored again before the next run's, so a server that was down loses nothing it comes back
-    from.
+        UsageError: ``memory`` is none of those; a negative ``write_wait`` /
+            ``recall_timeout``.
     """
 
-    def __init__(self, memory: Any, *, review: bool = True) -> None:
+    def __init__(
+        self,
+        memory: Any,
+        *,
+        review: bool = True,
+        write_wait: float = WRITE_WAIT,
+        recall_timeout: float = RECALL_TIMEOUT,
+    ) -> None:
         self.sync, self.aio = memory_faces(memory)
-        self.unsaved: OrderedDict[str, tuple[Trajectory, UUID | str | None]] = OrderedDict()
+        self.writer = writer_of(self.sync)
         self.review = review
+        self.write_wait = check_seconds(write_wait, "write_wait")
+        self.recall_timeout = check_seconds(recall_timeout, "recall_timeout")
         self.errors = 0
         self.last_error: str | None = None
         self.stored = 0
         self.last_trajectory_id: str | None = None
         self.trajectory_ids: OrderedDict[str, str] = OrderedDict()
+        self._mine: OrderedDict[str, None] = OrderedDict()
+        self._recall_off_until = 0.0
         self._lock = threading.Lock()
+
+    def attach(self, owner: Any) -> None:
+        """Tell a local memory that ``owner`` writes into it (``Memory.close()`` then calls
+        ``owner.memory_closing()`` and drains the writer)."""
+        if isinstance(self.sync, Memory):
+            self.sync.attach(owner)
 
     def fail(self, what: str, exc: BaseException) -> None:
         """Count and log one of our own failures (never re-raised)."""
@@ -61,79 +109,151 @@ class Engine:
             self.last_error = text
         log.warning("hindsight: %s", text, exc_info=log.isEnabledFor(logging.DEBUG))
 
-    def _stored(self, traj: Trajectory, receipt: Any, run_id: UUID | str | None) -> None:
-        if not receipt.get("stored", True):
-            log.warning(
-                "hindsight: trajectory %s was already stored; this run was not stored again "
-                "(was a run_id reused?)",
-                traj.id,
-            )
+    # -- ending runs --------------------------------------------------------------------------
+    def _handed(self, trajectory_id: str, key: Any) -> None:
         with self._lock:
-            self.stored += 1
-            self.last_trajectory_id = traj.id
-            if run_id is not None:
-                self.trajectory_ids[str(run_id)] = traj.id
+            self.last_trajectory_id = trajectory_id
+            self._mine[trajectory_id] = None
+            while len(self._mine) > 10 * REMEMBERED_RUNS:
+                self._mine.popitem(last=False)
+            if key is not None:
+                self.trajectory_ids[str(key)] = trajectory_id
+                self.trajectory_ids.move_to_end(str(key))
                 while len(self.trajectory_ids) > REMEMBERED_RUNS:
                     self.trajectory_ids.popitem(last=False)
 
-    def _keep(self, traj: Trajectory, run_id: UUID | str | None) -> None:
+    def _written(self, future: concurrent.futures.Future[Any], write: PendingWrite | None) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        if future.result() is not None:
+            with self._lock:
+                self.stored += 1
+        elif write is not None and write.error is not None:
+            text = f"could not store trajectory {write.trajectory.id} ({write.error})"
+            with self._lock:
+                self.errors += 1
+                self.last_error = f"{text}; kept for a retry"
+
+    def submit(
+        self,
+        trajectory: Trajectory,
+        key: Any = None,
+        *,
+        merge: bool = True,
+        recalled: Sequence[str] = (),
+        review: bool | None = None,
+    ) -> concurrent.futures.Future[Any]:
+        """Hand ``trajectory`` to the writer (``merge``: join a part stored before, e.g. the
+        paused part of a resumed run; ``recalled``: experience ids its model saw). Never
+        raises; the future gives the store receipt or ``None``."""
+        self._handed(trajectory.id, key)
+        write = PendingWrite(
+            trajectory,
+            review=self.review if review is None else review,
+            merge=merge,
+            recalled=tuple(recalled),
+        )
+        future = self.writer.submit(write)
+        future.add_done_callback(lambda f: self._written(f, write))
+        return future
+
+    def submit_later(
+        self, build: Callable[[], tuple[Trajectory, Any, PendingWrite] | None]
+    ) -> concurrent.futures.Future[Any]:
+        """Hand the writer a run it builds itself, off the agent's path: ``build()`` returns
+        ``(trajectory, key, write)`` or ``None`` (nothing to store)."""
+
+        made_write: list[PendingWrite] = []
+
+        def make() -> PendingWrite | None:
+            made = build()
+            if made is None:
+                return None
+            traj, key, write = made
+            self._handed(traj.id, key)
+            made_write.append(write)
+            return write
+
+        future = self.writer.submit_later(make)
+        future.add_done_callback(lambda f: self._written(f, made_write[0] if made_write else None))
+        return future
+
+    def write(self, trajectory: Trajectory, **options: Any) -> PendingWrite:
+        """The :class:`PendingWrite` of ``trajectory`` with this engine's review setting."""
+        options.setdefault("review", self.review)
+        return PendingWrite(trajectory, **options)
+
+    def end(self, future: concurrent.futures.Future[Any]) -> None:
+        """Wait at most ``write_wait`` seconds for a run's write (sync code)."""
+        wait_briefly(future, self.write_wait)
+
+    async def aend(self, future: concurrent.futures.Future[Any]) -> None:
+        """Wait at most ``write_wait`` seconds for a run's write without blocking the loop."""
+        if future.done() or self.write_wait <= 0:
+            return
+        await asyncio.wait({asyncio.wrap_future(future)}, timeout=self.write_wait)
+
+    def wait(self, timeout: float | None = 30.0) -> bool:
+        """Block until every write handed to the writer so far is done (False on timeout)."""
+        return self.writer.wait(timeout)
+
+    @property
+    def unsaved(self) -> list[Trajectory]:
+        """This integration's runs whose store failed, waiting for a retry (oldest first)."""
         with self._lock:
-            self.unsaved[traj.id] = (traj, run_id)
-            while len(self.unsaved) > MAX_UNSAVED:
-                lost, _ = self.unsaved.popitem(last=False)[1]
-                log.warning(
-                    "hindsight: dropped unsaved trajectory %s (over %d)", lost.id, MAX_UNSAVED
-                )
+            mine = set(self._mine)
+        return [w.trajectory for w in self.writer.kept if w.trajectory.id in mine]
 
-    def _failed(self, items: list[tuple[Trajectory, UUID | str | None]], exc: Exception) -> bool:
-        """Keep the run that failed and this end of run's own; log once. Returns False."""
-        for traj, run_id in items:
-            self._keep(traj, run_id)
-        self.fail(f"could not store trajectory {items[0][0].id} (kept for a retry)", exc)
-        return False
+    # -- recall -------------------------------------------------------------------------------
+    def _recall_allowed(self) -> bool:
+        return time.monotonic() >= self._recall_off_until
 
-    def _done(self, traj: Trajectory) -> None:
+    def _recall_failed(self, exc: BaseException) -> None:
         with self._lock:
-            self.unsaved.pop(traj.id, None)
+            self._recall_off_until = time.monotonic() + RECALL_COOLDOWN
+        what = "recall timed out" if isinstance(exc, TimeoutError) else "recall failed"
+        self.fail(
+            f"{what}; the agent goes on without memory (recall skipped for "
+            f"{RECALL_COOLDOWN:.0f} s)",
+            exc,
+        )
 
-    def _retry_list(self, traj: Trajectory) -> list[tuple[Trajectory, UUID | str | None]]:
-        with self._lock:
-            return [item for tid, item in self.unsaved.items() if tid != traj.id]
+    def recall(self, query: str, **options: Any) -> RecallResult | None:
+        """Recall with ``record=False`` (the caller records what the model saw), at most
+        ``recall_timeout`` seconds; ``None`` when it failed, timed out or is cooling down."""
+        if not self._recall_allowed():
+            return None
+        recall = self.sync.recall
+        future = _RECALLS.submit(lambda: recall(query, record=False, **options))
+        try:
+            return future.result(self.recall_timeout or None)
+        except concurrent.futures.TimeoutError:
+            self._recall_failed(TimeoutError(f"no answer in {self.recall_timeout:g} s"))
+        except Exception as exc:
+            self._recall_failed(exc)
+        return None
 
-    def _store_one(self, traj: Trajectory, run_id: UUID | str | None) -> None:
-        receipt = self.sync.store_episode(traj, review=self.review)
-        self._stored(traj, receipt, run_id)
-        if traj.outcome in (Outcome.SUCCESS, Outcome.FAILURE):
-            self.sync.record_outcome(
-                traj.id, traj.outcome is Outcome.SUCCESS, tenant_id=traj.tenant_id
+    async def arecall(self, query: str, **options: Any) -> RecallResult | None:
+        """Async :meth:`recall`."""
+        if not self._recall_allowed():
+            return None
+        try:
+            result: RecallResult = await asyncio.wait_for(
+                self.aio.recall(query, record=False, **options), self.recall_timeout or None
             )
+            return result
+        except TimeoutError:
+            self._recall_failed(TimeoutError(f"no answer in {self.recall_timeout:g} s"))
+        except Exception as exc:
+            self._recall_failed(exc)
+        return None
 
-    async def _astore_one(self, traj: Trajectory, run_id: UUID | str | None) -> None:
-        receipt = await self.aio.store_episode(traj, review=self.review)
-        self._stored(traj, receipt, run_id)
-        if traj.outcome in (Outcome.SUCCESS, Outcome.FAILURE):
-            await self.aio.record_outcome(
-                traj.id, traj.outcome is Outcome.SUCCESS, tenant_id=traj.tenant_id
-            )
-
-    def store(self, traj: Trajectory, run_id: UUID | str | None = None) -> bool:
-        """Store ``traj`` (review queued by the engine) and, when its outcome is known,
-        attribute it to what the run recalled; first retry the runs kept in ``unsaved``.
-        Returns False on failure (logged, counted, ``traj`` kept in ``unsaved``)."""
-        for old, old_run in [*self._retry_list(traj), (traj, run_id)]:
-            try:
-                self._store_one(old, old_run)
-            except Exception as exc:
-                return self._failed([(old, old_run), (traj, run_id)], exc)
-            self._done(old)
-        return True
-
-    async def astore(self, traj: Trajectory, run_id: UUID | str | None = None) -> bool:
-        """Async :meth:`store`."""
-        for old, old_run in [*self._retry_list(traj), (traj, run_id)]:
-            try:
-                await self._astore_one(old, old_run)
-            except Exception as exc:
-                return self._failed([(old, old_run), (traj, run_id)], exc)
-            self._done(old)
-        return True
+    def paused_trajectory(self, thread_id: str, tenant_id: str, namespace: str) -> str | None:
+        """The stored paused part of ``thread_id`` (a run resumed in another process), or
+        ``None`` (also on failure, logged). Blocking: call it off the agent's path."""
+        try:
+            found = self.sync.paused_trajectory(thread_id, tenant_id=tenant_id, namespace=namespace)
+        except Exception as exc:
+            self.fail(f"could not look up the paused run of thread {thread_id!r}", exc)
+            return None
+        return str(found) if found else None

@@ -51,6 +51,13 @@ class Group:
     error: BaseException | None = None
     late_for: str | None = None
     orphan_of: UUID | None = None
+    roots: list[UUID] = field(default_factory=list)  # every root run (a resume adds one)
+    thread_id: str | None = None
+    interrupts: list[Any] = field(default_factory=list)  # values of the pending interrupt
+    resumed_from: str | None = None  # thread of a run resumed from another process
+    merge: bool = False  # stored in parts: merge into what is stored under its id
+    abandoned: bool = False
+    paused: Any = None  # the paused part to store (a Trajectory), set at the pause
 
 
 @dataclass(eq=False, slots=True)
@@ -150,6 +157,7 @@ class RunTree:
         if run.parent is None and group.root == run_id:
             group.metadata = metadata or {}
             group.root_name = name
+            group.roots.append(run_id)
         elif not group.metadata and metadata:
             group.metadata = metadata
         return run
@@ -248,6 +256,31 @@ class RunTree:
         for group in done:
             self._forget(group)
         return done
+
+    def reopen(
+        self, group: Group, run_id: UUID, *, name: str, metadata: Mapping[str, Any] | None
+    ) -> Run:
+        """Continue ``group`` (a run paused at an interrupt) with the root run ``run_id`` of
+        its resume: its runs join the same trajectory."""
+        run = Run(
+            run_id,
+            None,
+            group,
+            "chain",
+            name=name,
+            event_id=str(run_id),
+            started=time.perf_counter(),
+            metadata=metadata or {},
+        )
+        group.root = run_id
+        group.roots.append(run_id)
+        group.runs = [run_id]
+        group.open_runs = 1
+        group.touched = self.clock()
+        group.metadata = metadata or group.metadata
+        group.output, group.has_output = None, False
+        self.runs[run_id] = run
+        return run
 
     def detach(self, root: UUID) -> Group | None:
         """The group of the root run ``root``, removed from the tree (the caller owns it

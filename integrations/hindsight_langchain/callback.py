@@ -5,8 +5,17 @@ runnable, chain, agent or LangGraph graph. Callbacks become structured events (M
 when the root run ends the trajectory is stored and its review queued by the engine.
 
 Capture is cheap: events are plain dicts appended under a lock, with no I/O. When a root run
-ends, its events go to a background writer thread that builds the trajectory and stores it
-(``handler.wait()`` waits for that), so the agent's answer is not held up by the write.
+ends, its events go to the memory's background writer (:mod:`hindsight.capture.writer`), which
+builds the trajectory and stores it (``handler.wait()`` waits for that), so the agent's answer
+is not held up by the write; ``Memory.close()`` drains it, and what it could not store waits in
+the memory's unsaved area for the next open.
+
+Interrupts (issue 19): a root run on a LangGraph thread that stops at ``interrupt()`` (e.g.
+``HumanInTheLoopMiddleware``) is stored at once as a *paused* part (unreviewed) and kept open on
+its ``thread_id``; the next root run on that thread with a ``Command(resume=...)`` input
+continues the same trajectory (the pause and the resume are ``custom`` events), in this process
+or, through the stored paused part, in another one. A fresh input on a paused thread stores the
+paused run as ``incomplete``.
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.runnables.config import var_child_runnable_config
 
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, Trajectory
+from hindsight.capture.outcome import detect_outcome
+from hindsight.capture.unsaved import PendingWrite
 from hindsight.models import EventStatus, EventType
 from hindsight.service.client import AsyncHindsightClient, HindsightClient
 from hindsight_langchain._buffer import OutcomeFn, judge_outcome
@@ -39,8 +50,8 @@ from hindsight_langchain._convert import (
 )
 from hindsight_langchain._engine import Engine
 from hindsight_langchain._scope import Scope
+from hindsight_langchain._seen import NO_RESUME, interrupt_values, is_interrupt, resume_value
 from hindsight_langchain._tree import Group, Run, RunTree
-from hindsight_langchain._writer import Writer
 
 __all__ = ["AsyncHindsightCallbackHandler", "HindsightCallbackHandler"]
 
@@ -77,11 +88,6 @@ def _ambient_parent(run_id: UUID) -> UUID | None:
     return parent if isinstance(parent, UUID) and parent != run_id else None
 
 
-def _is_interrupt(exc: BaseException) -> bool:
-    # LangGraph's interrupt()/GraphBubbleUp ends a run on purpose: not a failure.
-    return any(cls.__name__ == "GraphBubbleUp" for cls in type(exc).__mro__)
-
-
 class _Capture:
     """What both handlers share: the run tree, the scope and the engine (thread-safe)."""
 
@@ -98,12 +104,14 @@ class _Capture:
         source: Provenance | str,
         max_chars: int,
         orphan_timeout: float,
+        write_wait: float,
     ) -> None:
-        self.engine = Engine(memory, review=review)
+        self.engine = Engine(memory, review=review, write_wait=write_wait)
         self.scope = Scope.build(tenant_id, namespace, task_type, tags)
         self.outcome = outcome
         self.source = Provenance(source)
         self.tree = RunTree(max_chars=max_chars, orphan_timeout=orphan_timeout)
+        self.paused: dict[str, Group] = {}  # thread id -> its run paused at an interrupt
         self.lock = threading.Lock()
 
     def _parent(self, run_id: UUID, parent_run_id: UUID | None) -> UUID | None:
@@ -132,9 +140,26 @@ class _Capture:
             parent_run_id = self._parent(run_id, parent_run_id)
             done = self.tree.sweep() if parent_run_id is None else []
             name = _name(serialized, kwargs, "chain")
+            thread = (metadata or {}).get("thread_id") if parent_run_id is None else None
+            resume = resume_value(inputs) if thread is not None else NO_RESUME
+            paused = self.paused.pop(str(thread), None) if thread is not None else None
+            if paused is not None and resume is not NO_RESUME:
+                run = self.tree.reopen(paused, run_id, name=name, metadata=metadata)
+                paused.buffer.custom("interrupt", {"values": paused.interrupts}, None)
+                paused.buffer.custom("resume", {"value": resume}, None)
+                paused.interrupts = []
+                return done
+            if paused is not None:  # a fresh input: the paused run was abandoned
+                paused.abandoned = True
+                done.append(paused)
             run = self.tree.start(run_id, parent_run_id, "chain", name=name, metadata=metadata)
             if parent_run_id is None:
-                run.group.buffer.user_messages(user_texts_from_inputs(inputs))
+                group = run.group
+                group.thread_id = str(thread) if thread is not None else None
+                group.buffer.user_messages(user_texts_from_inputs(inputs))
+                if resume is not NO_RESUME:  # paused in another process (or before a restart)
+                    group.resumed_from, group.merge = group.thread_id, True
+                    group.buffer.custom("resume", {"value": resume}, None)
         return done
 
     def on_chain_end(
@@ -149,6 +174,17 @@ class _Capture:
                 run.group.output, run.group.has_output = outputs, True
             return self._end(run)
 
+    def _pause(self, group: Group) -> bool:
+        """At the end of a root run that stopped at an interrupt on a thread: keep ``group``
+        open for the resume and snapshot it as a paused part (True); False without a thread
+        (nothing can resume it: it is stored as it is)."""
+        if group.thread_id is None or not group.buffer.metadata.pop("interrupted", False):
+            return False
+        group.merge = True
+        group.paused = self.trajectory(group, paused=True)
+        self.paused[group.thread_id] = group
+        return True
+
     def on_chain_error(
         self,
         error: BaseException,
@@ -159,8 +195,11 @@ class _Capture:
     ) -> list[Group]:
         with self.lock:
             run = self.tree.run_for(run_id, parent_run_id, "chain")
-            if _is_interrupt(error):
+            if is_interrupt(error):
                 run.group.buffer.metadata["interrupted"] = True
+                for value in interrupt_values(error):
+                    if not any(value is seen for seen in run.group.interrupts):
+                        run.group.interrupts.append(value)
             else:
                 run.group.buffer.error(error, run.anchor, run=run.name)
                 if run.parent is None:
@@ -298,6 +337,12 @@ class _Capture:
     ) -> list[Group]:
         with self.lock:
             run = self.tree.run_for(run_id, parent_run_id, "tool")
+            if is_interrupt(error):  # interrupt() inside the tool: it runs again on resume
+                buffer = run.group.buffer
+                buffer.open_calls.pop(run.event_id, None)
+                buffer.events = [e for e in buffer.events if e["event_id"] != run.event_id]
+                buffer.metadata["interrupted"] = True
+                return self._end(run)
             name = run.name or _name(None, kwargs, "tool")
             run.group.buffer.tool_error(run.event_id, error, name=name, **self._unmatched(run))
             if run.parent is None:
@@ -379,12 +424,18 @@ class _Capture:
 
     def _end(self, run: Run) -> list[Group]:
         group = self.tree.end(run)
-        return [group] if group is not None else []
+        if group is None:
+            return []
+        self._pause(group)
+        return [group]
 
     # -- finishing --------------------------------------------------------------------
-    def trajectory(self, group: Group, *, incomplete: bool = False) -> Trajectory | None:
+    def trajectory(
+        self, group: Group, *, incomplete: bool = False, paused: bool = False
+    ) -> Trajectory | None:
         """The trajectory of a finished group (None, logged and counted, when it cannot be
-        built, e.g. no tenant)."""
+        built, e.g. no tenant); ``paused``: a snapshot of a group that goes on after a resume
+        (its buffer is left unchanged)."""
         try:
             scope = self.scope.resolve(group.metadata)
             if scope.tenant_id is None:
@@ -393,18 +444,23 @@ class _Capture:
                     "config={'metadata': {'hindsight_tenant_id': ...}} to the run"
                 )
             buffer = group.buffer
-            outcome = Outcome.UNKNOWN
+            outcome: Outcome | None = Outcome.UNKNOWN
             if group.error is not None:
                 outcome = Outcome.FAILURE
-            elif group.has_output:
+            elif group.has_output and not paused:
                 answer = final_text(group.output)
                 if answer.strip():
                     buffer.add(EventType.FINAL_ANSWER, answer)
                 try:
-                    outcome = judge_outcome(self.outcome, group.output)
+                    if self.outcome is None:
+                        outcome = None
+                    else:
+                        outcome = judge_outcome(self.outcome, group.output)
                 except Exception as exc:
                     self.engine.fail("the outcome callable failed", exc)
             meta: dict[str, Any] = {"source": "langchain", **Scope.context(group.metadata)}
+            if paused:
+                meta["paused"] = True
             if group.root is not None:
                 meta["root_run_id"] = str(group.root)
                 meta["root_name"] = group.root_name
@@ -412,20 +468,71 @@ class _Capture:
                 meta["orphan_of_run_id"] = str(group.orphan_of)
             if group.late_for:
                 meta["late_for_trajectory"] = group.late_for
-            if incomplete or group.open_runs > 0:
+            if (incomplete or group.open_runs > 0 or group.abandoned) and not paused:
                 meta["incomplete"] = True
             if group.error is not None:
                 meta["error"] = f"{type(group.error).__name__}: {group.error}"[:500]
-            return buffer.build(scope, outcome=outcome, source=self.source, metadata=meta)
+            if len(group.roots) > 1:
+                meta["root_run_ids"] = [str(r) for r in group.roots]
+            traj = buffer.build(
+                scope,
+                outcome=outcome or Outcome.UNKNOWN,
+                source=self.source,
+                metadata=meta,
+                close_open=not paused,
+            )
+            if outcome is None and not meta.get("incomplete"):
+                traj = traj.model_copy(update={"outcome": detect_outcome(traj)})
+            return traj
         except Exception as exc:
             self.engine.fail(f"could not build trajectory {group.buffer.trajectory_id}", exc)
             return None
 
-    def store(self, groups: list[Group], *, incomplete: bool = False) -> None:
-        for group in groups:
-            traj = self.trajectory(group, incomplete=incomplete)
-            if traj is not None:
-                self.engine.store(traj, group.root)
+    def resolve_resumed(self, group: Group) -> str | None:
+        """For a run resumed from another process: the id of the paused part it continues
+        (looked up in the memory, on the writer thread), which becomes the group's id."""
+        thread_id = group.resumed_from
+        if thread_id is None:
+            return None
+        scope = self.scope.resolve(group.metadata)
+        found = None
+        if scope.tenant_id is not None:
+            found = self.engine.paused_trajectory(thread_id, scope.tenant_id, scope.namespace)
+        with self.lock:
+            if group.resumed_from is None:  # resolved meanwhile
+                return group.buffer.trajectory_id
+            group.resumed_from = None
+            if found is not None:
+                group.buffer.trajectory_id = found
+            return found
+
+    def write_of(
+        self, group: Group, *, incomplete: bool = False
+    ) -> tuple[Trajectory, Any, PendingWrite] | None:
+        """What to store for a finished group (called on the writer thread)."""
+        self.resolve_resumed(group)
+        traj = self.trajectory(group, incomplete=incomplete)
+        if traj is None:
+            return None
+        key = group.roots[0] if group.roots else None
+        return traj, key, self.engine.write(traj, merge=group.merge)
+
+    def pause_build(self, group: Group) -> Any:
+        """A builder (for the writer thread) of the paused part snapshot at the pause."""
+        snapshot, group.paused = group.paused, None
+
+        def build() -> tuple[Trajectory, Any, PendingWrite] | None:
+            if snapshot is None:
+                return None
+            traj = snapshot
+            found = self.resolve_resumed(group)
+            if found is not None and found != traj.id:
+                events = [e.model_copy(update={"trajectory_id": found}) for e in traj.events]
+                traj = traj.model_copy(update={"id": found, "events": events})
+            key = group.roots[0] if group.roots else None
+            return traj, key, self.engine.write(traj, merge=True)
+
+        return build
 
     def take(self, *, everything: bool) -> list[Group]:
         with self.lock:
@@ -465,14 +572,17 @@ _DOC_ARGS = """
             ``hindsight_tenant_id`` (or ``tenant_id``); one of the two is required to store.
         namespace, task_type, tags: defaults, overridden per run by ``hindsight_namespace``,
             ``hindsight_task_type`` and ``hindsight_tags`` in ``config["metadata"]``.
-        outcome: ``final_output -> True | False | Outcome | None``; without it (or when it
-            returns None) a run that raised is a failure and any other run ``unknown``.
+        outcome: ``final_output -> True | False | Outcome | None`` (None: unknown); without
+            it the default detector decides (:func:`hindsight.capture.outcome.detect_outcome`:
+            an exception or an unresolved tool error is a failure, a final answer a success).
             Known outcomes are attributed to what the run recalled (``record_outcome``).
         review: queue the post-hoc review of each stored trajectory (default True).
         source: provenance of the runs (default ``user``, MISSION S8).
         max_chars: event content is clipped to this many characters (8000).
         orphan_timeout: seconds before runs whose parent never appeared are stored on their
             own (30); ``flush()`` stores them at once.
+        write_wait: seconds the end of a root run waits for its write (default 0: never; the
+            memory's background writer stores it, ``wait()`` waits for it).
 
     Raises:
         UsageError: ``memory`` is not one of those, or an argument is invalid.
@@ -501,6 +611,7 @@ class _HandlerBase:
         source: Provenance | str = Provenance.USER,
         max_chars: int = DEFAULT_MAX_CHARS,
         orphan_timeout: float = ORPHAN_TIMEOUT,
+        write_wait: float = 0.0,
     ) -> None:
         self._capture = _Capture(
             memory,
@@ -513,15 +624,23 @@ class _HandlerBase:
             source=source,
             max_chars=max_chars,
             orphan_timeout=orphan_timeout,
+            write_wait=write_wait,
         )
-        self._writer = Writer()
+        self._capture.engine.attach(self)
         _LIVE.add(self)
 
     def _submit(self, groups: list[Group], *, incomplete: bool = False) -> None:
-        if not groups:
-            return
         capture = self._capture
-        self._writer.submit(lambda: capture.store(groups, incomplete=incomplete))
+        engine = capture.engine
+        for group in groups:
+            if group.paused is not None:
+                future = engine.submit_later(capture.pause_build(group))
+            else:
+                future = engine.submit_later(
+                    lambda g=group: capture.write_of(g, incomplete=incomplete)  # type: ignore[misc]
+                )
+            if engine.write_wait > 0:
+                engine.end(future)
 
     @property
     def errors(self) -> int:
@@ -541,13 +660,15 @@ class _HandlerBase:
     @property
     def unsaved(self) -> list[Trajectory]:
         """Trajectories whose store failed (e.g. the server was down), oldest first; they are
-        stored again at the next end of run (at most 1000 kept)."""
-        return [traj for traj, _ in list(self._capture.engine.unsaved.values())]
+        stored again before the next write (and kept in the memory's unsaved area when the
+        memory closes first)."""
+        return self._capture.engine.unsaved
 
     @property
     def last_trajectory_id(self) -> str | None:
-        """Id of the trajectory stored last (for ``memory.record_outcome(id, success,
-        tenant_id=...)``); None before the first root run ended."""
+        """Id of the trajectory handed to the writer last (for ``memory.record_outcome(id,
+        success, tenant_id=...)``); None before the first root run ended. It is written in the
+        background: :meth:`wait` before reading it back."""
         return self._capture.engine.last_trajectory_id
 
     @property
@@ -558,9 +679,14 @@ class _HandlerBase:
 
     def wait(self, timeout: float | None = 30.0) -> bool:
         """Block until the trajectories of finished root runs are stored (they are written
-        by a background thread, off the agent's path); False when ``timeout`` seconds passed
-        first (writing goes on)."""
-        return self._writer.wait(timeout)
+        by the memory's background writer, off the agent's path); False when ``timeout``
+        seconds passed first (writing goes on)."""
+        return self._capture.engine.wait(timeout)
+
+    def memory_closing(self) -> None:
+        """Called by ``Memory.close()``: hand over the orphan groups now (runs still open
+        are handed over when they end; a closed memory keeps them in its unsaved area)."""
+        self._submit(self._capture.take(everything=False))
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Store the orphan groups that have no open run now (without waiting for

@@ -1,30 +1,45 @@
 """Agent middleware for ``langchain.agents.create_agent``: recall into the system-prompt tail,
-capture the run, store it for review and attribute its outcome (issue 6, MISSION S1-S6).
+capture the run, store it for review and attribute its outcome (issues 6 and 19, MISSION
+S1-S6).
 
 ``create_agent(model, tools, system_prompt=..., middleware=[HindsightMiddleware(memory,
 tenant_id="acme")])``. Per invoke of the agent:
 
 1. ``before_agent``: a new trajectory id (kept in the agent state, so a checkpointed thread
-   resumed after an interrupt continues the same trajectory) and the new user message(s).
+   resumed after an interrupt, in this process or another, continues the same trajectory) and
+   the new user message(s).
 2. First model call: recall with the latest user message, the task_type, the tags and the
    agent's tool names; the rendered, delimited block is **appended** to the system prompt
-   (the original prompt stays first, MISSION S6) on every model call of the invoke.
-3. Every model call and tool call is captured as events (no callback handler needed).
-4. ``after_agent``: the trajectory is stored (its review queued by the engine) and the outcome
-   (the ``outcome`` callable on the final state) is attributed to the recalled experiences.
-   An exception leaving the middleware ends the trajectory as a failure.
+   (the original prompt stays first, MISSION S6) on every model call of the invoke, at the
+   innermost point: the request the model is finally called with, whatever other middleware
+   did to the system message in between (:class:`HindsightModelRequest`). Whether the model
+   really received it is checked in what LangChain reports of the call; lessons it never saw
+   are never credited or blamed (and a warning says which middleware order lost them).
+3. Every model call and tool call is captured as events (no callback handler needed); a pause
+   at an interrupt and the resume that continues it are recorded as ``custom`` events
+   (``metadata.name`` ``interrupt`` / ``resume``).
+4. ``after_agent``: the trajectory goes to the memory's background writer (the agent waits at
+   most ``write_wait`` seconds, 0.05 by default) and its outcome is attributed to the recalled
+   experiences it saw: the ``outcome`` callable on the final state, or the default detector
+   (:func:`hindsight.capture.outcome.detect_outcome`). An exception leaving the middleware ends
+   the trajectory as a failure.
 
 Memory never breaks the agent: the middleware's own failures are logged on the
 ``hindsight.langchain`` logger and counted in :attr:`HindsightMiddleware.errors`, and the agent
-goes on without memory.
+goes on without memory (a closed memory too: the runs then wait in its unsaved area).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import dataclasses
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NotRequired
 
@@ -38,6 +53,7 @@ from langgraph.types import Command
 
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, RecallResult, Trajectory
 from hindsight._ids import new_id
+from hindsight.capture.outcome import detect_outcome
 from hindsight.models import EventType
 from hindsight.service.client import AsyncHindsightClient, HindsightClient
 from hindsight_langchain._buffer import EventBuffer, OutcomeFn, judge_outcome
@@ -49,8 +65,9 @@ from hindsight_langchain._convert import (
     model_output,
     tool_names,
 )
-from hindsight_langchain._engine import Engine, log
+from hindsight_langchain._engine import RECALL_TIMEOUT, WRITE_WAIT, Engine, log
 from hindsight_langchain._scope import Scope
+from hindsight_langchain._seen import NO_RESUME, Expectation, expect, thread, watch
 
 __all__ = ["STATE_KEY", "HindsightMiddleware", "HindsightState", "append_to_system_prompt"]
 
@@ -67,14 +84,74 @@ class HindsightState(AgentState[Any]):
     hindsight_trajectory_id: NotRequired[Annotated[str | None, OmitFromInput]]
 
 
+def _without(system: SystemMessage, block: str) -> list[Any]:
+    """The content blocks of ``system`` with ``block`` taken out wherever it is."""
+    out: list[Any] = []
+    for part in system.content_blocks:
+        text = part.get("text") if isinstance(part, Mapping) else None
+        if isinstance(text, str) and block in text:
+            rest = text.replace(f"\n\n{block}", "").replace(block, "")
+            if rest.strip():
+                out.append({**part, "text": rest})
+            continue
+        out.append(part)
+    return out
+
+
 def append_to_system_prompt(system: SystemMessage | None, block: str) -> SystemMessage:
     """``system`` with ``block`` appended as a last text content block (MISSION S6: the tail,
     behind the original prompt, which stays unchanged in front); a new system message when
-    there was none."""
+    there was none. A copy of ``block`` already in the message (e.g. copied into a prompt
+    another middleware built from this one) is moved to the tail, never doubled."""
     if system is None:
         return SystemMessage(content=block)
-    blocks = [*system.content_blocks, {"type": "text", "text": f"\n\n{block}"}]
+    blocks = [*_without(system, block), {"type": "text", "text": f"\n\n{block}"}]
     return system.model_copy(update={"content": blocks})
+
+
+def _ends_with(system: SystemMessage | None, block: str) -> bool:
+    if system is None:
+        return False
+    parts = system.content_blocks
+    last = parts[-1] if parts else None
+    text = last.get("text") if isinstance(last, Mapping) else None
+    if not (isinstance(text, str) and text.strip() == block.strip()):
+        return False
+    return sum(str(p.get("text", "")).count(block) for p in parts if isinstance(p, Mapping)) == 1
+
+
+_BLOCK: ContextVar[str | None] = ContextVar("hindsight_block", default=None)
+
+
+class HindsightModelRequest(ModelRequest[Any]):
+    """A ``ModelRequest`` that keeps the recalled block at the tail of its system message.
+
+    LangChain's ``request.override(...)`` (``dataclasses.replace``) builds a new request of the
+    same class, so every request derived from this one inside :meth:`HindsightMiddleware.\
+wrap_model_call` (by any middleware after it, e.g. ``@dynamic_prompt`` replacing the system
+    message) gets the block appended again: the model is called with it whatever the order.
+    """
+
+    def __init__(self, **fields: Any) -> None:
+        super().__init__(**fields)
+        block = _BLOCK.get()
+        if block and not _ends_with(self.system_message, block):
+            object.__setattr__(
+                self, "system_message", append_to_system_prompt(self.system_message, block)
+            )
+
+
+@contextlib.contextmanager
+def _injecting(block: str) -> Iterator[Expectation | None]:
+    if not block:
+        yield None
+        return
+    token = _BLOCK.set(block)
+    try:
+        with expect(block) as seen:
+            yield seen
+    finally:
+        _BLOCK.reset(token)
 
 
 @dataclass(eq=False)
@@ -90,15 +167,20 @@ class _Invoke:
     recalled_ids: list[str] = field(default_factory=list)
     open_calls: int = 0
     error: BaseException | None = None
-    outcome: Outcome = Outcome.UNKNOWN
+    outcome: Outcome | None = None  # None: the default detector decides
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # model call metadata
     done: bool = False
+    seen: bool = False  # a model call received the recalled block
+    missed: int = 0  # model calls that did not
+    recorded: bool = False  # the recall was handed to the writer already (a paused part)
+    root: Any = None  # the graph run (root run id) the invoke was last seen in
 
 
 class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
     """Memory for a ``create_agent`` agent: recall into the system-prompt tail, capture, store,
-    review and outcome attribution. Put it first in ``middleware=[...]`` so that it sees the
-    final result of retries and fallbacks done by other middleware.
+    review and outcome attribution. The block reaches the model wherever the middleware is in
+    ``middleware=[...]``; put it first so that it also sees the final result of retries and
+    fallbacks done by other middleware.
 
     Args:
         memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
@@ -111,13 +193,19 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             ``hindsight_tags`` in ``config["metadata"]``.
         top_k: experiences recalled (default: the memory's ``top_k``, 5: MISSION S5).
         token_budget: estimated tokens of the rendered block (default 2000: MISSION S5).
-        outcome: ``final_state -> True | False | Outcome | None``; an invoke that raised is a
-            failure; otherwise the outcome is unknown unless this says so.
+        outcome: ``final_state -> True | False | Outcome | None`` (None: unknown); without
+            it the default detector decides (:func:`hindsight.capture.outcome.detect_outcome`:
+            a final answer and no unresolved tool error is a success). An invoke that raised is
+            a failure.
         recall: recall into the prompt (default True); False only captures.
         store: store each invoke's trajectory (default True); False only recalls.
         review: queue the post-hoc review of stored trajectories (default True).
         source: provenance of the runs (default ``user``, MISSION S8).
         max_chars: event content is clipped to this many characters (8000).
+        write_wait: seconds the end of an invoke waits for its write (0.05); a slow or locked
+            store adds at most this to a run, the write goes on in the background.
+        recall_timeout: seconds a recall may take (5; 0: no limit) before the model is called
+            without it; after a failure recall is skipped for 30 s.
 
     Raises:
         UsageError: ``memory`` is not one of those, or an argument is invalid.
@@ -142,9 +230,13 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         review: bool = True,
         source: Provenance | str = Provenance.USER,
         max_chars: int = DEFAULT_MAX_CHARS,
+        write_wait: float = WRITE_WAIT,
+        recall_timeout: float = RECALL_TIMEOUT,
     ) -> None:
         super().__init__()
-        self._engine = Engine(memory, review=review)
+        self._engine = Engine(
+            memory, review=review, write_wait=write_wait, recall_timeout=recall_timeout
+        )
         self._scope = Scope.build(tenant_id, namespace, task_type, tags)
         self._top_k = top_k
         self._token_budget = token_budget
@@ -157,6 +249,10 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         self._runs: OrderedDict[str, _Invoke] = OrderedDict()
         self._by_thread: dict[str, str] = {}
         self._ended: OrderedDict[str, str] = OrderedDict()  # ended id -> continuation id
+        self._warned = False
+        watch()  # follow model prompts and thread pauses from now on
+        self._engine.attach(self)
+        _LIVE.add(self)
 
     # -- public state -----------------------------------------------------------------
     @property
@@ -172,18 +268,30 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
     @property
     def unsaved(self) -> list[Trajectory]:
         """Trajectories whose store failed (e.g. the server was down), oldest first; they are
-        stored again at the next end of run (at most 1000 kept)."""
-        return [traj for traj, _ in list(self._engine.unsaved.values())]
+        stored again before the next write (and kept in the memory's unsaved area when the
+        memory closes first)."""
+        return self._engine.unsaved
 
     @property
     def last_trajectory_id(self) -> str | None:
-        """Id of the trajectory stored last (``memory.record_outcome(id, success, ...)``)."""
+        """Id of the invoke that ended last (``memory.record_outcome(id, success, ...)``); it is
+        written in the background: :meth:`wait` before reading it back."""
         return self._engine.last_trajectory_id
 
     @property
     def trajectory_ids(self) -> Mapping[str, str]:
-        """Thread id -> id of that thread's last stored trajectory (last 1000 threads)."""
+        """Thread id -> id of that thread's last finished trajectory (last 1000 threads)."""
         return self._engine.trajectory_ids
+
+    @property
+    def stored(self) -> int:
+        """How many of the middleware's runs were written."""
+        return self._engine.stored
+
+    def wait(self, timeout: float | None = 30.0) -> bool:
+        """Block until the finished invokes handed to the memory's background writer are
+        written (False when ``timeout`` seconds passed first; writing goes on)."""
+        return self._engine.wait(timeout)
 
     # -- invokes ------------------------------------------------------------------------
     def _open(
@@ -242,11 +350,16 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             while self._ended.get(current, current) != current and hops < 100:
                 current, hops = self._ended[current], hops + 1
             invoke = self._runs.get(current)
-            if invoke is not None and not invoke.done:
-                return invoke
             ended = current in self._ended
+        if invoke is not None and not invoke.done:
+            self._resumed(invoke)
+            return invoke
         metadata, thread_id = _run_metadata(None)
         fresh = self._new_invoke(new_id() if ended else current, metadata, thread_id)
+        runs = thread(thread_id)
+        fresh.root = runs.root if runs is not None else None
+        if not ended:  # an invoke paused in another process, resumed here: the same trajectory
+            self._note_resume(fresh, runs)
         if ended:  # the agent went on after an error that ended this trajectory
             fresh.context["continues_trajectory"] = current
             log.info(
@@ -258,6 +371,25 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 self._ended[current] = fresh.buffer.trajectory_id
         self._register(fresh)
         return fresh
+
+    def _resumed(self, invoke: _Invoke) -> None:
+        """Record a pause and its resume when ``invoke`` is now seen in another graph run of
+        its thread than before (``agent.invoke(Command(resume=...))``)."""
+        runs = thread(invoke.thread_id)
+        if runs is None or runs.root is None or runs.root == invoke.root:
+            return
+        first = invoke.root is None
+        invoke.root = runs.root
+        if not first:
+            self._note_resume(invoke, runs)
+
+    def _note_resume(self, invoke: _Invoke, runs: Any) -> None:
+        if runs is None or runs.resume is NO_RESUME:
+            return
+        with self._lock:
+            buffer = invoke.buffer
+            buffer.custom("interrupt", {"values": runs.paused_with}, None)
+            buffer.custom("resume", {"value": runs.resume}, None)
 
     # -- recall -------------------------------------------------------------------------
     def _recall_args(self, invoke: _Invoke, request: ModelRequest[Any]) -> dict[str, Any] | None:
@@ -289,8 +421,12 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         if not invoke.block:
             return request
         try:
-            system = append_to_system_prompt(request.system_message, invoke.block)
-            return request.override(system_message=system)
+            token = _BLOCK.set(invoke.block)
+            try:
+                values = {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
+                return HindsightModelRequest(**values)
+            finally:
+                _BLOCK.reset(token)
         except Exception as exc:
             self._engine.fail("could not add recalled experiences to the prompt", exc)
             return request
@@ -310,20 +446,25 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             try:
                 args = self._recall_args(invoke, request)
                 if args is not None:
-                    self._use_recall(invoke, self._engine.sync.recall(args.pop("query"), **args))
+                    result = self._engine.recall(args.pop("query"), **args)
+                    if result is not None:
+                        self._use_recall(invoke, result)
             except Exception as exc:
                 self._engine.fail("recall failed; the agent goes on without memory", exc)
         request = self._prepare(invoke, request)
         started = self._model_started(invoke, request)
-        try:
-            response = handler(request)
-        except GraphBubbleUp:
-            self._call_closed(invoke)
-            raise
-        except BaseException as exc:
-            if self._model_failed(invoke, started, exc):
-                self._finish(invoke)
-            raise
+        with _injecting(invoke.block) as seen:
+            try:
+                response = handler(request)
+            except GraphBubbleUp:
+                self._call_closed(invoke)
+                raise
+            except BaseException as exc:
+                self._saw(invoke, seen)
+                if self._model_failed(invoke, started, exc):
+                    self._finish(invoke)
+                raise
+        self._saw(invoke, seen)
         self._model_done(invoke, started, response)
         return response
 
@@ -340,23 +481,48 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             try:
                 args = self._recall_args(invoke, request)
                 if args is not None:
-                    result = await self._engine.aio.recall(args.pop("query"), **args)
-                    self._use_recall(invoke, result)
+                    result = await self._engine.arecall(args.pop("query"), **args)
+                    if result is not None:
+                        self._use_recall(invoke, result)
             except Exception as exc:
                 self._engine.fail("recall failed; the agent goes on without memory", exc)
         request = self._prepare(invoke, request)
         started = self._model_started(invoke, request)
-        try:
-            response = await handler(request)
-        except GraphBubbleUp:
-            self._call_closed(invoke)
-            raise
-        except BaseException as exc:
-            if self._model_failed(invoke, started, exc):
-                await self._afinish(invoke)
-            raise
+        with _injecting(invoke.block) as seen:
+            try:
+                response = await handler(request)
+            except GraphBubbleUp:
+                self._call_closed(invoke)
+                raise
+            except BaseException as exc:
+                self._saw(invoke, seen)
+                if self._model_failed(invoke, started, exc):
+                    await self._afinish(invoke)
+                raise
+        self._saw(invoke, seen)
         self._model_done(invoke, started, response)
         return response
+
+    def _saw(self, invoke: _Invoke, seen: Expectation | None) -> None:
+        """Note whether the model calls just made received the block."""
+        if seen is None or seen.calls == 0:
+            return
+        with self._lock:
+            invoke.seen = invoke.seen or seen.seen > 0
+            invoke.missed += seen.calls - seen.seen
+            warn = not self._warned and seen.seen < seen.calls
+            self._warned = self._warned or warn
+        if warn:
+            log.warning(
+                "hindsight: the recalled experiences did not reach the model in %d of %d "
+                "call(s) of trajectory %s: something after HindsightMiddleware built a new "
+                "model request or prompt without them (a middleware listed after it, or the "
+                "model itself); those lessons are not credited or blamed for this run. Check "
+                "the middleware that sets the system prompt, or put HindsightMiddleware after it",
+                seen.calls - seen.seen,
+                seen.calls,
+                invoke.buffer.trajectory_id,
+            )
 
     def _safe_invoke(self, state: Any) -> _Invoke | None:
         try:
@@ -555,16 +721,18 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             with self._lock:
                 if answer.strip():
                     invoke.buffer.add(EventType.FINAL_ANSWER, answer)
-            if invoke.error is None:
+            if invoke.error is None and self._outcome is not None:
                 invoke.outcome = judge_outcome(self._outcome, state)
         except Exception as exc:
             self._engine.fail("the outcome callable failed", exc)
+            invoke.outcome = Outcome.UNKNOWN
         return invoke
 
-    def _trajectory(self, invoke: _Invoke, *, incomplete: bool) -> Trajectory | None:
+    def _end(self, invoke: _Invoke) -> bool:
+        """Take ``invoke`` out of the open ones; False when it had ended already."""
         with self._lock:
             if invoke.done:
-                return None
+                return False
             invoke.done = True
             tid = invoke.buffer.trajectory_id
             self._runs.pop(tid, None)
@@ -573,6 +741,13 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             self._ended.setdefault(tid, tid)
             while len(self._ended) > MAX_OPEN_RUNS:
                 self._ended.popitem(last=False)
+        return True
+
+    def _trajectory(
+        self, invoke: _Invoke, *, incomplete: bool = False, paused: bool = False
+    ) -> Trajectory | None:
+        """The trajectory of ``invoke`` so far (``paused``: a snapshot of an invoke waiting
+        for a resume, stored unreviewed; the invoke stays open)."""
         if not self._store:
             return None
         try:
@@ -581,37 +756,88 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                     "no tenant: pass tenant_id= to HindsightMiddleware or "
                     "config={'metadata': {'hindsight_tenant_id': ...}} to the invoke"
                 )
-            outcome = invoke.outcome
             extra: dict[str, Any] = {"source": "langchain-middleware", **invoke.context}
+            outcome = invoke.outcome or Outcome.UNKNOWN
             if invoke.error is not None:
                 outcome = Outcome.FAILURE
                 extra["error"] = f"{type(invoke.error).__name__}: {invoke.error}"[:500]
-            if incomplete:
+            if paused:
+                extra["paused"], outcome = True, Outcome.UNKNOWN
+            elif incomplete:
                 extra["incomplete"] = True
-            return invoke.buffer.build(
-                invoke.scope, outcome=outcome, source=self._source, metadata=extra
-            )
+            if invoke.missed:
+                extra["recall_not_seen_calls"] = invoke.missed
+            with self._lock:
+                traj = invoke.buffer.build(
+                    invoke.scope,
+                    outcome=outcome,
+                    source=self._source,
+                    metadata=extra,
+                    close_open=not paused,
+                )
+            if invoke.outcome is None and invoke.error is None and not (paused or incomplete):
+                traj = traj.model_copy(update={"outcome": detect_outcome(traj)})
+            return traj
         except Exception as exc:
             self._engine.fail(f"could not build trajectory {invoke.buffer.trajectory_id}", exc)
             return None
 
+    def _hand_over(self, invoke: _Invoke, traj: Trajectory) -> Any:
+        with self._lock:
+            recalled = invoke.recalled_ids if invoke.seen and not invoke.recorded else []
+            invoke.recorded = invoke.recorded or bool(recalled)
+        return self._engine.submit(traj, invoke.thread_id, merge=True, recalled=recalled)
+
     def _finish(self, invoke: _Invoke, *, incomplete: bool = False) -> None:
+        if not self._end(invoke):
+            return
         traj = self._trajectory(invoke, incomplete=incomplete)
         if traj is not None:
-            self._engine.store(traj, invoke.thread_id)
+            self._engine.end(self._hand_over(invoke, traj))
 
     async def _afinish(self, invoke: _Invoke, *, incomplete: bool = False) -> None:
+        if not self._end(invoke):
+            return
         traj = self._trajectory(invoke, incomplete=incomplete)
         if traj is not None:
-            await self._engine.astore(traj, invoke.thread_id)
+            await self._engine.aend(self._hand_over(invoke, traj))
+
+    def _pause(self, invoke: _Invoke) -> None:
+        """Store what ``invoke`` captured so far as a paused part (it waits for a resume, in
+        this process or another); an invoke without a thread cannot be resumed: it ends as
+        incomplete."""
+        if not invoke.thread_id:
+            self._finish(invoke, incomplete=True)
+            return
+        traj = self._trajectory(invoke, paused=True)
+        if traj is not None:
+            self._hand_over(invoke, traj)
+
+    def memory_closing(self) -> None:
+        """Called by ``Memory.close()``: hand over every open invoke (see :meth:`close`)."""
+        self.close()
 
     def close(self) -> int:
-        """Store every invoke still open (marked ``incomplete``); returns how many."""
+        """Hand over every invoke still open: one on a thread is stored as paused (a resume,
+        here or in another process, completes the same trajectory), one without a thread as
+        incomplete. Called by ``Memory.close()`` and at interpreter exit. Returns how many."""
         with self._lock:
-            open_runs = list(self._runs.values())
+            open_runs = [i for i in self._runs.values() if not i.done]
         for invoke in open_runs:
-            self._finish(invoke, incomplete=True)
+            self._pause(invoke)
         return len(open_runs)
+
+
+_LIVE: weakref.WeakSet[HindsightMiddleware] = weakref.WeakSet()
+
+
+def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter exit
+    for middleware in list(_LIVE):
+        with contextlib.suppress(Exception):
+            middleware.close()
+
+
+atexit.register(_close_all_at_exit)
 
 
 def _run_metadata(runtime: Runtime[Any] | None) -> tuple[Mapping[str, Any], str | None]:

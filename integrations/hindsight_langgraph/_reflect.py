@@ -12,6 +12,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from hindsight import HindsightError, NotFoundError, Outcome, Trajectory, UsageError
 from hindsight._ids import new_id
+from hindsight.capture.outcome import judge
 from hindsight_langgraph._capture import capture_of, router
 from hindsight_langgraph._memory import MemoryRef, as_memory_ref
 from hindsight_langgraph._prompt import latest_user_text, read_messages
@@ -28,29 +29,6 @@ REFLECT_NODE = "hindsight_reflect"
 
 OutcomeFn = Callable[[Any], "bool | str | Outcome | None"]
 """``state -> True | False | None`` (or an :class:`~hindsight.Outcome` / its name)."""
-
-_NAMES = {o.value: o for o in Outcome}
-
-
-def judge(verdict: Any) -> Outcome:
-    """An outcome from ``True`` / ``False`` / ``None`` / an :class:`Outcome` or its name.
-
-    Raises:
-        UsageError: anything else (the message shows the value).
-    """
-    if verdict is None:
-        return Outcome.UNKNOWN
-    if isinstance(verdict, bool):
-        return Outcome.SUCCESS if verdict else Outcome.FAILURE
-    if isinstance(verdict, Outcome):
-        return verdict
-    if isinstance(verdict, str) and verdict.strip().lower() in _NAMES:
-        return _NAMES[verdict.strip().lower()]
-    raise UsageError(
-        "the run's outcome must be True, False, None or one of success, failure, partial, "
-        f"unknown; got {verdict!r:.80}"
-    )
-
 
 def _get(state: Any, key: str) -> Any:
     if isinstance(state, Mapping):

@@ -119,7 +119,7 @@ def test_three_tools_one_timeout_handled_run_continues_to_answer() -> None:
         ("model_call", None, "success"),
         ("final_answer", None, None),
     ]
-    assert traj.outcome is Outcome.UNKNOWN  # no exception, no outcome callable
+    assert traj.outcome is Outcome.SUCCESS  # default detector: answered, timeout worked around
     assert traj.events[-1].content == "Order A1 was delivered yesterday."
     assert traj.metadata["system_prompt_head"] == "You are a support agent."
     assert traj.system_prompt == "You are a support agent."  # the whole policy (issue 15)
@@ -281,7 +281,8 @@ def test_closed_memory_and_failing_outcome_callable_never_break_the_run() -> Non
     )
     assert result["messages"][-1].content.startswith("Order A1")
     assert handler.wait()
-    assert handler.errors >= 2 and "could not store" in (handler.last_error or "")
+    # an in-memory store has no unsaved area: the run is kept in memory, never raised
+    assert [t.task for t in handler.unsaved] == ["A1?"]
 
 
 # -- thread safety ------------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def test_handler_stores_on_the_server_and_the_middleware_recalls_it(served_sqlit
         middleware = HindsightMiddleware(client, tenant_id=tenant)
         agent = create_agent(model, [tracking_cache], middleware=[middleware])
         agent.invoke(_ask("Where is order A1? The carrier tool timed out"))
-        assert middleware.errors == 0, middleware.last_error
+        assert middleware.wait(60) and middleware.errors == 0, middleware.last_error
         system = system_prompt_of(model.prompts[0])
         assert BLOCK_START in system
         assert any(e.content[:40] in system for e in experiences)
@@ -145,7 +145,9 @@ def test_unreachable_server_recall_goes_on_without_memory() -> None:
     model = scripted(ai("fine"))
     out = create_agent(model, [], middleware=[middleware]).invoke(_ask("hello"))
     assert out["messages"][-1].content == "fine"
+    assert middleware.wait(60)
     assert middleware.errors >= 2  # recall and store, both logged
+    assert [t.task for t in middleware.unsaved] == ["hello"]  # kept, sent again later
     assert BLOCK_START not in system_prompt_of(model.prompts[0])
 
 

@@ -16,6 +16,7 @@ from hindsight.service.http._schemas import (
     EpisodesResponse,
     OutcomeBody,
     RecallBody,
+    RecalledBody,
     RecallResponse,
     TrajectoryPage,
 )
@@ -66,7 +67,10 @@ async def store_episode(body: EpisodeBody, tenant: Tenant, memory: Memory) -> An
         task_type=body.task_type,
         where="request body trajectory",
     )
-    receipts = [dict(await memory.store_episode(t, review=body.review)) for t in trajectories]
+    receipts = [
+        dict(await memory.store_episode(t, review=body.review, merge=body.merge))
+        for t in trajectories
+    ]
     return {"format": fmt, "episodes": receipts}
 
 
@@ -140,11 +144,34 @@ async def recall(body: RecallBody, tenant: Tenant, memory: Memory) -> Any:
         token_budget=body.token_budget,
         include_episodes=body.include_episodes,
         explain=body.explain,
+        record=body.record,
     )
     doc: dict[str, Any] = result.model_dump(mode="json")
     doc["rendered"] = result.render()
     doc["truncated"] = result.truncated
     return JSONResponse(doc)
+
+
+@router.post("/recalls", summary="Count a recall made with record: false")
+async def record_recall(body: RecalledBody, tenant: Tenant, memory: Memory) -> Any:
+    """The run ``trajectory_id`` recalled ``experience_ids`` (its model saw them): their
+    ``recall_count`` rises and ``POST /v1/outcomes`` for that run credits or blames them.
+    Answers ``{"counted": n}`` (ids of other tenants are ignored)."""
+    counted = await memory.record_recall(
+        body.trajectory_id, body.experience_ids, tenant_id=tenant
+    )
+    return {"counted": counted}
+
+
+@router.get("/threads/{thread_id}/paused", summary="The paused run of a thread")
+async def paused_run(
+    thread_id: str, tenant: Tenant, memory: Memory, namespace: str = "default"
+) -> Any:
+    """``{"trajectory_id": id}`` of the tenant's latest run stored as paused (an interrupt)
+    on the thread ``thread_id``, ``{"trajectory_id": null}`` when there is none: a run resumed
+    in another process continues it (``POST /v1/episodes`` with ``merge: true``)."""
+    found = await memory.paused_trajectory(thread_id, tenant_id=tenant, namespace=namespace)
+    return {"trajectory_id": found}
 
 
 @router.post("/outcomes", response_model=list[Experience], summary="Record how a run ended")

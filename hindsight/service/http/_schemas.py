@@ -28,6 +28,7 @@ __all__ = [
     "OutcomeBody",
     "RecallBody",
     "RecallResponse",
+    "RecalledBody",
     "RescanBody",
     "RescanResponse",
     "RetryJobsBody",
@@ -51,6 +52,11 @@ class EpisodeBody(_Body):
     namespace: str = Field(default="default", min_length=1, max_length=200)
     task_type: str | None = Field(default=None, min_length=1, max_length=200)
     review: bool = Field(default=True, description="Queue the post-hoc review (MISSION S2).")
+    merge: bool = Field(
+        default=False,
+        description="One run stored in parts (paused at an interrupt, resumed later): merge "
+        "into the stored run of the same id instead of leaving it unchanged.",
+    )
 
 
 class EpisodeReceiptModel(BaseModel):
@@ -82,6 +88,11 @@ class RecallBody(_Body):
     token_budget: int | None = Field(default=None, ge=50, le=1_000_000)
     include_episodes: bool = False
     explain: bool = False
+    record: bool = Field(
+        default=True,
+        description="Count this recall and attribute it to trajectory_id; false: a dry run "
+        "(POST /v1/recalls counts it later).",
+    )
 
 
 class RecallResponse(BaseModel):
@@ -190,6 +201,13 @@ class ForgetResponse(BaseModel):
 class OutcomeBody(_Body):
     trajectory_id: str
     success: bool
+
+
+class RecalledBody(_Body):
+    """``POST /v1/recalls``: count a recall made with ``record: false`` (the model saw it)."""
+
+    trajectory_id: str
+    experience_ids: list[str] = Field(max_length=1000)
 
 
 class RetryJobsBody(_Body):

@@ -1,0 +1,238 @@
+"""What the integrations learn from every LangChain run in the process (issue 19).
+
+**Did the model see the recalled block?** Lessons the model never saw are never credited or
+blamed.
+
+Middleware and graph nodes put the block into the prompt, but another middleware or the
+application may replace the system message before the model is called. What the model really
+received is what LangChain reports in ``on_chat_model_start`` (or ``on_llm_start``). One
+process-wide handler, registered with LangChain's configure hook (the mechanism LangSmith
+tracing uses, so it is in every callback manager), looks at those prompts while an
+:func:`expect` block is active in the calling context (a ``ContextVar``: the model call runs
+inside the middleware's ``wrap_model_call``, in the same thread or task), and notes whether the
+block was in them. It does nothing outside such a block.
+
+**Pauses and resumes of a thread.** The same handler follows the chain runs that carry a
+``thread_id`` (LangGraph copies it into every run's metadata): the root run now running on each
+thread, the value of its ``Command(resume=...)`` input, and the values of the interrupts
+(``GraphInterrupt``) its runs raised. The middleware reads them (:func:`thread`) to record a
+pause and the resume that continued it as events of the one trajectory. Bounded: at most
+:data:`MAX_THREADS` threads and :data:`MAX_OPEN_RUNS` open runs are followed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.tracers.context import register_configure_hook
+
+__all__ = [
+    "NO_RESUME",
+    "Expectation",
+    "ThreadRuns",
+    "block_in",
+    "expect",
+    "interrupt_values",
+    "is_interrupt",
+    "resume_value",
+    "thread",
+    "watch",
+]
+
+MAX_THREADS = 10_000
+MAX_OPEN_RUNS = 100_000
+
+NO_RESUME: Any = object()
+"""``ThreadRuns.resume`` of a root run whose input was not a ``Command(resume=...)``."""
+
+
+def is_interrupt(error: Any) -> bool:
+    """LangGraph's control-flow exceptions (``interrupt()``, ``Command(graph=PARENT)``): a run
+    that stops on purpose, not a failure."""
+    return any(cls.__name__ == "GraphBubbleUp" for cls in type(error).__mro__)
+
+
+def interrupt_values(error: Any) -> list[Any]:
+    """The values passed to ``interrupt(...)`` that a ``GraphInterrupt`` carries."""
+    found: list[Any] = []
+    for arg in getattr(error, "args", ()) or ():
+        items = arg if isinstance(arg, list | tuple) else [arg]
+        found.extend(getattr(item, "value", item) for item in items)
+    return found
+
+
+def resume_value(inputs: Any) -> Any:
+    """The resume value of a root run's input (``Command(resume=...)``), else
+    :data:`NO_RESUME`; ``None`` input (resume without a value) gives ``None``."""
+    if inputs is None:
+        return None
+    try:
+        from langgraph.types import Command
+    except ImportError:  # pragma: no cover - langgraph is installed with the agents
+        return NO_RESUME
+    if isinstance(inputs, Command):
+        return inputs.resume
+    return NO_RESUME
+
+
+@dataclass(eq=False)
+class ThreadRuns:
+    """What is known of the runs of one thread: ``root`` (the root run now or last running),
+    ``resume`` (its resume value, :data:`NO_RESUME` when it was a fresh input), ``interrupts``
+    (values its runs raised) and ``paused_with`` (the previous root's interrupt values)."""
+
+    root: UUID | None = None
+    resume: Any = NO_RESUME
+    interrupts: list[Any] = field(default_factory=list)
+    paused_with: list[Any] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Expectation:
+    """One model call the block should reach: ``calls`` model starts seen, ``seen`` how many
+    of them had the block in their prompt."""
+
+    block: str
+    calls: int = 0
+    seen: int = 0
+
+    @property
+    def reached(self) -> bool:
+        """True when every model call observed had the block (and there was one)."""
+        return self.calls > 0 and self.seen == self.calls
+
+
+_EXPECTED: ContextVar[Expectation | None] = ContextVar("hindsight_expected_block", default=None)
+
+
+def _text(message: Any) -> str:
+    if isinstance(message, BaseMessage):
+        return str(message.text)
+    return str(message)
+
+
+def block_in(block: str, prompt: Sequence[Any]) -> bool:
+    """True when the rendered ``block`` is in the text of one of the prompt's messages (or
+    prompt strings)."""
+    needle = block.strip()
+    return bool(needle) and any(needle in _text(m) for m in prompt)
+
+
+class _Watcher(BaseCallbackHandler):
+    """Looks at model prompts while an :class:`Expectation` is active, and follows the chain
+    runs of threads (cheap: a dict entry per open chain run with a ``thread_id``)."""
+
+    run_inline = True
+    raise_error = False
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: OrderedDict[UUID, str] = OrderedDict()
+        self.threads: OrderedDict[str, ThreadRuns] = OrderedDict()
+
+    def on_chain_start(
+        self,
+        serialized: Any,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        thread_id = (metadata or {}).get("thread_id")
+        if thread_id is None:
+            return
+        key = str(thread_id)
+        with self._lock:
+            self._open[run_id] = key
+            while len(self._open) > MAX_OPEN_RUNS:
+                self._open.popitem(last=False)
+            if parent_run_id is not None:
+                return
+            runs = self.threads.pop(key, None) or ThreadRuns()
+            self.threads[key] = runs
+            while len(self.threads) > MAX_THREADS:
+                self.threads.popitem(last=False)
+            runs.paused_with, runs.interrupts = runs.interrupts, []
+            runs.root, runs.resume = run_id, resume_value(inputs)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if self._open:
+            with self._lock:
+                self._open.pop(run_id, None)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        if not self._open:
+            return
+        with self._lock:
+            key = self._open.pop(run_id, None)
+            runs = self.threads.get(key) if key is not None else None
+            if runs is not None and is_interrupt(error):
+                for value in interrupt_values(error):
+                    if not any(value is seen for seen in runs.interrupts):
+                        runs.interrupts.append(value)
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: list[list[Any]], **kwargs: Any
+    ) -> None:
+        exp = _EXPECTED.get()
+        if exp is not None:
+            exp.calls += 1
+            exp.seen += block_in(exp.block, [m for batch in messages for m in batch])
+
+    def on_llm_start(self, serialized: Any, prompts: list[str], **kwargs: Any) -> None:
+        exp = _EXPECTED.get()
+        if exp is not None:
+            exp.calls += 1
+            exp.seen += block_in(exp.block, prompts)
+
+
+_WATCHER = _Watcher()
+_HOOK: ContextVar[_Watcher | None] = ContextVar("hindsight_seen_hook", default=_WATCHER)
+_registered = False
+_lock = threading.Lock()
+
+
+def _register() -> None:
+    global _registered
+    if not _registered:
+        with _lock:
+            if not _registered:
+                register_configure_hook(_HOOK, True)
+                _registered = True
+
+
+def watch() -> None:
+    """Start following runs (idempotent; the middleware calls it when it is created, before
+    any run it must follow configures its callbacks)."""
+    _register()
+
+
+def thread(thread_id: str | None) -> ThreadRuns | None:
+    """What is known of the runs of ``thread_id`` (``None`` when nothing is)."""
+    if thread_id is None:
+        return None
+    with _WATCHER._lock:
+        return _WATCHER.threads.get(str(thread_id))
+
+
+@contextmanager
+def expect(block: str) -> Iterator[Expectation]:
+    """Watch the model calls made inside the ``with`` block for ``block``."""
+    _register()
+    exp = Expectation(block)
+    token = _EXPECTED.set(exp)
+    try:
+        yield exp
+    finally:
+        _EXPECTED.reset(token)
