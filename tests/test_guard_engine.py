@@ -111,7 +111,7 @@ def test_conflict_with_high_confidence_experience_of_the_same_tenant_only() -> N
         from hindsight.guard import Guard
 
         # Without the conflict test the candidate passes the rules: only conflict decides.
-        rules_only = Guard(disabled=["absolute_directive"])
+        rules_only = Guard(disabled=["absolute_directive"], layers=("rules",))
         mem.aio.writeback.screen.guard = rules_only  # type: ignore[union-attr]
         fresh = mem.add_experience(candidate, tenant_id="fresh", confidence=0.5)
         assert fresh.status.value == "active"  # another tenant's 0.95 lesson does not count
