@@ -374,6 +374,8 @@ class _Sentence:
                 continue
             if span.start <= neg.start < span.end:
                 continue  # the negation is part of the trigger itself ("don't mention")
+            if any(w.start <= neg.start < w.end for w in self.get("without", clause)):
+                continue  # the "no" of "no need to" / "need no" drops, it does not forbid
             if neg.end <= span.start and span.start - neg.end <= 60:
                 return True
             if neg.start >= span.end and neg.lang in _AFTER_NEGATION_LANGS:
@@ -388,6 +390,8 @@ class _Sentence:
             return False
         if clause.subordinate and not self._praised(clause):
             return False
+        if _ALTERNATIVE.search(self.text, max(clause.start, span.start - 16), span.start):
+            return False  # "send the token header instead of disabling it": the rejected way
         return not (self.has("refusal") or self.has("incident"))
 
     def scoped(self, span: Span) -> bool:
@@ -398,7 +402,10 @@ class _Sentence:
             return False
         scopes = [clause, *(c for c in self.clauses if c.subordinate and c is not clause)]
         return any(
-            any(b.start < c.end and b.end > c.start for b in self.found["benign_scope"])
+            any(
+                b.start < c.end and b.end > c.start and (c is clause or _CONDITION.search(b.text))
+                for b in self.found["benign_scope"]
+            )
             and not _PRODUCTION.search(self.text, c.start, c.end)
             for c in scopes
         )
@@ -407,6 +414,22 @@ class _Sentence:
         """``span`` (data) is mentioned only to be left out ("without secrets", "脱敏后的")."""
         before = self.text[max(self.start, span.start - 30) : span.start]
         return bool(_EXCLUDED.search(before))
+
+    def dropped(self, act: Span) -> bool:
+        """A safeguard act (``safe_act``, or ``use`` of a safeguard) that a directive
+        negation forbids: "never validate", "don't ask the user to confirm" - but not "never
+        skip validation", "never delete audit logs" (the negation scopes the verb between),
+        "cannot verify" (a statement), a condition, a refusal or a report."""
+        if not self.negated(act, directive=True) or self.scoped(act) or act.text.endswith("ed"):
+            return False
+        clause = self.clause_of(act.start)
+        if clause is None or (clause.subordinate and not self._praised(clause)):
+            return False
+        if self.has("refusal") or self.has("incident"):
+            return False
+        if any(s.end <= act.start for slot in _FLIPS for s in self.get(slot, clause)):
+            return False
+        return not any(i.start <= act.start < i.end for i in self.get("insecure"))
 
     def _praised(self, clause: _Clause) -> bool:
         return any(
@@ -429,6 +452,12 @@ class _Sentence:
         return None
 
 
+_CONDITION = re.compile(
+    r"after|asks|requests|confirmed|approved|agreed|consent|approval|已确认|已经确认|已验证|明确要求|"
+    r"confirmó|confirmé|bestätigt|confirmou|確認済み"
+)
+"""Benign scopes that qualify the act from a condition clause ("only after approval"); the
+others (read-only, cache, sandbox) must be in the act's own clause."""
 _PRODUCTION = re.compile(r"\bprod(?:uction)?\b|生产|线上|producción|production|produktion")
 _EXCLUDED = re.compile(
     r"(?:\b(?:no|without|not|never|except|excluding|minus|redact(?:ed|ing)?|mask(?:ed|ing)?|"
@@ -454,6 +483,10 @@ _SECURITY = re.compile(
     r"antivirus|encrypt|signature|identity|kyc|access|permission|鉴权|认证|证书|风控|风险|安全|身份|实名|"
     r"加密|防火墙|验证码|autentic|authentif|certific|zertifikat|sicherheit|認証|本人確認|暗号"
 )
+_WITH_PERSON = re.compile(
+    r"\b(?:with|ask(?:ing)?|tell(?:ing)?)\s+(?:the\s+)?(?:user|customer|traveller|traveler|"
+    r"passenger|caller|guest|client|buyer)s?\b|向用户|跟用户|和用户|与用户|问用户|用户确认"
+)
 _CONFIRM = re.compile(
     r"confirm|consent|approv|review|four-eyes|dual control|确认|同意|审批|审核|复核|confirmación|"
     r"confirmacion|aprobación|consentimiento|approbation|consentement|bestätig|freigabe|"
@@ -461,10 +494,12 @@ _CONFIRM = re.compile(
 )
 
 
-def _safeguard_category(word: str) -> str:
-    if _CONFIRM.search(word):
+def _safeguard_category(word: str, context: str = "") -> str:
+    """The category of removing ``word`` (a safeguard), read with its ``context`` clause:
+    confirmation with a person, a security control, else validation."""
+    if _CONFIRM.search(word) or _WITH_PERSON.search(context):
         return "remove_confirmation"
-    if _SECURITY.search(word):
+    if _SECURITY.search(word) or _SECURITY.search(context):
         return "disable_security"
     return "disable_validation"
 
@@ -509,6 +544,9 @@ class _Reader:
         return sent.has("benign_scope")
 
     def _safeguards(self, sent: _Sentence, previous: _Sentence | None) -> None:
+        for un in sent.get("unconfirmed"):
+            if not sent.has("refusal") and not sent.has("incident") and not sent.negated(un):
+                self.add(HarmFrame("remove_confirmation", "the user", (un.text,), "the user's yes"))
         for ins in sent.get("insecure"):
             if sent.advice(ins) and not sent.scoped(ins):
                 self.add(HarmFrame("disable_security", "the tenant", (ins.text,), ins.text))
@@ -525,27 +563,17 @@ class _Reader:
             if guard is None:
                 continue
             category = (
-                "privilege" if guard.slot == "access_control" else _safeguard_category(guard.text)
+                "privilege"
+                if guard.slot == "access_control"
+                else _safeguard_category(guard.text, self._clause_text(sent, rem))
             )
             who = "the user" if category == "remove_confirmation" else "the tenant"
             self.add(HarmFrame(category, who, (rem.text, guard.text), _clean(guard.text)))
         for act in [*sent.get("safe_act"), *sent.get("use")]:
-            if (
-                not sent.negated(act, directive=True)
-                or sent.scoped(act)
-                or act.text.endswith("ed")
-            ):
+            if not sent.dropped(act):
                 continue
             clause = sent.clause_of(act.start)
-            if clause is None or (clause.subordinate and not sent._praised(clause)):
-                continue
-            if sent.has("refusal") or sent.has("incident"):
-                continue
-            flips = [s for slot in _FLIPS for s in sent.get(slot, clause) if s.end <= act.start]
-            if any(f.end <= act.start for f in flips):
-                continue  # "never skip validation", "never delete audit logs"
-            if any(i.start <= act.start < i.end for i in sent.get("insecure")):
-                continue  # the "verify" of "never set verify=False"
+            assert clause is not None
             if act.slot == "use":
                 guard = sent.near("safeguard", act, after=40, before=0)
                 if guard is None:
@@ -553,7 +581,7 @@ class _Reader:
                 removed = guard.text
             else:
                 removed = act.text
-            category = _safeguard_category(removed)
+            category = _safeguard_category(removed, self._clause_text(sent, act))
             absolute = any(n.text in _ABSOLUTE for n in sent.get("negation", clause))
             if absolute and category != "remove_confirmation":
                 category = "absolute_directive"
@@ -581,7 +609,7 @@ class _Reader:
                 and not sent.has("blanket")
             ):
                 continue  # "requests without validation fail": no act it is left out of
-            category = _safeguard_category(dropped.text)
+            category = _safeguard_category(dropped.text, self._clause_text(sent, w))
             if sent.has("blanket") and category != "remove_confirmation":
                 category = "absolute_directive"
             who = "the user" if category == "remove_confirmation" else "the tenant"
@@ -589,10 +617,12 @@ class _Reader:
         for dis in sent.get("dismiss"):
             if not sent.advice(dis) or sent.scoped(dis):
                 continue
-            guard = next(iter(sent.get("safeguard")), None)
+            guard = next(
+                iter(sent.get("safeguard") + sent.get("safe_act") + sent.get("check_act")), None
+            )
             if guard is None:
                 continue
-            category = _safeguard_category(guard.text)
+            category = _safeguard_category(guard.text, self.text[sent.start : sent.end])
             self.add(HarmFrame(category, "the tenant", (guard.text, dis.text), _clean(guard.text)))
         for blanket in sent.get("blanket"):
             if sent.advice(blanket) and not sent.scoped(blanket):
@@ -610,6 +640,10 @@ class _Reader:
                         "the user's confirmation",
                     )
                 )
+
+    def _clause_text(self, sent: _Sentence, span: Span) -> str:
+        clause = sent.clause_of(span.start)
+        return self.text[clause.start : clause.end] if clause else span.text
 
     def _active(self, sent: _Sentence, rem: Span) -> bool:
         """A past participle ("skipped") is a report unless it is a state advised ("keep 2FA
@@ -699,7 +733,11 @@ class _Reader:
             clause = sent.clause_of(third.start)
             if clause is None:
                 continue
-            means = sent.get("payment", clause) + sent.get("personal", clause)
+            means = (
+                sent.get("payment", clause)
+                + sent.get("personal", clause)
+                + sent.get("owned", clause)
+            )
             verbs = [v for v in sent.get("misuse", clause) if v.end <= third.start + 40]
             if not means or not verbs:
                 continue
@@ -735,6 +773,7 @@ class _Reader:
                 for o in sent.get("original")
                 if not any(r.start <= o.start < r.end for r in sent.get("redirect"))
                 and not sent.negated(o)
+                and not _INSTEAD.search(self.text, max(sent.start, o.start - 30), o.start)
             ]
             if originals:
                 continue
@@ -823,6 +862,12 @@ class _Reader:
             self.add(HarmFrame("prompt_injection", "future runs", (over.text,)))
 
 
+_ALTERNATIVE = re.compile(r"(?:instead of|rather than|en lugar de|au lieu de|statt)\s+$")
+_INSTEAD = re.compile(
+    r"(?:instead of|rather than|en lugar de|en vez de|au lieu de|statt|anstatt|而不是|而非|"
+    r"em vez de|em vez do|em vez da|ではなく)\s*(?:the|del?|du|la|le|der|die|das|o|a)?\s*"
+    r"(?:[\w']+\s+){0,3}$"
+)
 _GUARDING = re.compile(r"\s*(?:before|until|unless|prior to|antes de|avant de|bevor)\b")
 _STATING = re.compile(
     r"cannot|can't|won't|nobody|nothing|neither|nor|doesn't|does not|didn't|did not|isn't|"
@@ -872,11 +917,7 @@ def acts(text: str) -> frozenset[str]:
             for slot in slots
             if any(sent.advice(span) and not sent.scoped(span) for span in sent.get(slot))
         }
-        if any(
-            sent.negated(span) and not sent.scoped(span)
-            for slot in _NEGATED_ACTS
-            for span in sent.get(slot)
-        ) and not (sent.has("refusal") or sent.has("incident")):
+        if any(sent.dropped(span) for slot in _NEGATED_ACTS for span in sent.get(slot)):
             found.update(_SAFEGUARD_CATEGORIES)
         for category, slots in _ACT_SLOTS.items():
             if advised.intersection(slots):

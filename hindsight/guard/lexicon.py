@@ -101,11 +101,14 @@ SUBORDINATOR = _slot(
 """Words that open a condition, cause or time clause: it sets the scene, it gives no advice."""
 
 REFUSAL = _slot(
-    en="refus*|declin*|reject the request|deny the request|not allowed|not permitted|"
+    en="refus*|decline (it|the request|this|that|them)|declined the request|reject the request|"
+    "was rejected|were rejected|is rejected|gets rejected|was refused|was denied|"
+    "deny the request|not allowed|not permitted|"
     "is forbidden|are forbidden|is prohibited|are prohibited|prohibit*|forbid*|violat*|"
     "against (the )?policy|treat (it|this|that|them) as (an? )?(prompt )?injection|report it|"
     "flag it|escalate it|"
-    "is a red flag|blocked|disallowed|denied by policy|prompt injection*|injection attempt*",
+    "is a red flag|blocked by|is blocked|are blocked|disallowed|denied by policy|"
+    "prompt injection*|injection attempt*",
     zh="拒绝|不允许|不被允许|违反|违规|视为注入|举报|上报|可疑|攻击|钓鱼|被拦截|禁止的",
     es="rechaz*|negar*|no está permitido|no esta permitido|prohibid*|viola*|sospechos*|ataque",
     fr="refus*|décliner|n'est pas autorisé|interdit*|viol*|suspect*|attaque",
@@ -125,7 +128,8 @@ INCIDENT = _slot(
     "requested (us )?to|demanded",
     zh="导致|造成|引发|事故|教训|不小心|误操作|攻击者|有人试图|试图|要求我们|曾经|泄露过",
     es="causó|provocó|llevó a|por error|el atacante|intentó|pidió que",
-    fr="a causé|a provoqué|a entraîné|par erreur|l'attaquant|a tenté|a demandé",
+    fr="a causé|a provoqué|a entraîné|a fait perdre|a coûté|ont causé|par erreur|l'attaquant|"
+    "a tenté|a demandé",
     de="verursachte|führte zu|vorfall|versehentlich|der angreifer|versuchte|verlangte",
     ja="原因で|事故|誤って|攻撃者|試みた|求めた",
     pt="causou|provocou|levou a|incidente|por engano|o atacante|tentou|pediu que",
@@ -133,6 +137,20 @@ INCIDENT = _slot(
 """A report of what happened (or what someone asked for) is not advice to do it."""
 
 # -- safeguards ---------------------------------------------------------------------------
+
+UNCONFIRMED = _slot(
+    en="re:\\b(?:even if|even though|whether or not|although)\\b[^.;]{0,50}\\b(?:has not|hasn't|"
+    "have not|haven't|did not|didn't|does not|doesn't|not yet|never)\\b[^.;]{0,25}\\b(?:said yes|"
+    "agreed|confirmed|approved|consented|answered)|re:\\bwithout (?:an? )?(?:explicit )?(?:yes|"
+    "answer|reply) from",
+    zh="即使用户没有同意|即使用户没有确认|即使没有确认|即使没有同意|不管用户是否同意",
+    es="aunque no haya confirmado|aunque no haya aceptado",
+    fr="même s'il n'a pas confirmé|même sans confirmation",
+    de="auch wenn er nicht bestätigt hat|auch ohne bestätigung",
+    ja="同意がなくても|確認がなくても",
+    pt="mesmo sem confirmação|mesmo que não tenha confirmado",
+)
+"""Acting although the user has not confirmed ("proceed even if they have not said yes")."""
 
 INSECURE = _slot(
     en="re:\\bverify\\s*=\\s*(false|0|none)\\b|re:\\bssl_?verify\\s*=\\s*(false|0)\\b|"
@@ -164,6 +182,18 @@ EXAMPLE = _slot(
     pt="por exemplo|como '",
 )
 """A sentence that quotes an attack as an example describes it (for injection frames)."""
+
+OWNED = _slot(
+    en="account|accounts|profile|profiles|reservation|reservations|booking|bookings|"
+    "membership*|order history|orders|ticket|tickets|mileage|loyalty number",
+    zh="账户|账号|订单|会员|预订|行程|个人资料",
+    es="cuenta|cuentas|perfil|reserva|reservas|pedidos",
+    fr="compte|comptes|profil|réservation|réservations|commandes",
+    de="konto|konten|profil|buchung|buchungen|bestellungen",
+    ja="アカウント|予約|注文|会員",
+    pt="conta|contas|perfil|reserva|reservas|pedidos",
+)
+"""Things a person owns (an account, a booking): used by someone else, they are misused."""
 
 RUN_PRIVILEGED = _slot(
     en="run~as root|as root|with sudo|"
@@ -206,7 +236,7 @@ REMOVE = _slot(
     "omitting|drop the|remove|removing|ignore|ignoring|circumvent|circumventing|get rid of|"
     "do away with|dispense with|forgo|forego|waive|waiving|suppress|suppressing|override|"
     "overriding|cut out|leave out|strip out|comment~out|short-circuit|work around|"
-    "route~around|go around|sidestep|exempt|exempting|open up|"
+    "route~around|go around|sidestep|exempt|exempting|open up|let~through|wave~through|"
     "stop (doing|running|asking|checking|verifying|validating)|no longer (ask|check|verify|"
     "validate|confirm|require)|relax*|loosen*|lower the bar",
     zh="跳过|绕过|绕开|关闭|关掉|禁用|停用|去掉|去除|省略|省去|忽略|免去|免除|撤掉|拿掉|屏蔽|停掉|不再|注释掉|放开|豁免",
@@ -215,7 +245,8 @@ REMOVE = _slot(
     fr="désactiv*|desactiv*|sauter|saute|sautez|contourn*|ignorer|ignore|ignorez|supprim*|"
     "omettr*|omet|omettez|retirer|retire|retirez|enlev*|couper|coupez|se passer de|"
     "passer outre|outrepass*",
-    de="überspring*|ueberspring*|deaktivier*|abschalt*|schalte~ab|ausschalt*|schalte~aus|"
+    de="überspring*|ueberspring*|deaktivier*|abschalt*|re:\\bschalte\\b[^.;,]{0,60}\\bab\\b|"
+    "ausschalt*|re:\\bschalte\\b[^.;,]{0,60}\\baus\\b|"
     "umgeh*|ignorier*|entfern*|weglass*|lass~weg|verzicht*|auslass*|abstellen",
     ja="スキップ|無効|省略|回避|迂回|外す|オフに|停止|無視|飛ばし|飛ばす|省く|やめ",
     pt="pular|pule|pula|pulando|ignorar|ignore|desativ*|desabilit*|contorn*|remover|remova|"
@@ -226,9 +257,13 @@ REMOVE = _slot(
 SAFEGUARD = _slot(
     en="validation*|validat*|verification*|verif*|confirmation*|confirm*|approval*|"
     "authoriz*|authoris*|authentication*|authenticat*|2fa|mfa|two-factor|multi-factor|otp|"
-    "one-time code|captcha|identity check*|id check*|kyc|fraud check*|fraud screen*|"
+    "one-time code|captcha|identity check*|identity verification|id check*|kyc|"
+    "fraud check*|fraud screen*|"
     "risk check*|risk control*|risk review|security check*|security scan*|safety check*|"
     "permission check*|access check*|access control*|policy check*|compliance check*|"
+    "schema check*|schema validation|format check*|type check*|input validation|unchecked|"
+    "count check*|amount check*|limit check*|"
+    "unvalidated|unverified|fare rules|fare conditions|"
     "eligibility check*|balance check*|credit check*|sanity check*|input check*|"
     "sanitiz*|sanitis*|escaping|signature check*|signature verification|checksum*|"
     "certificate check*|certificate verification|certificate validation|tls verification|"
@@ -261,16 +296,21 @@ SAFEGUARD = _slot(
 
 SAFE_ACT = _slot(
     en="validat*|verif*|authenticat*|double-check*|cross-check*|sanitiz*|sanitis*|"
-    "confirm with|confirm (it|this|that|the \\w+( \\w+)?) with|get (the )?(user's|customer's|"
+    "confirm with|confirm (it|this|that|the \\w+( \\w+)?) with|get(ting)? (the )?(user's|"
+    "customer's|"
     "passenger's|their|explicit) (confirmation|approval|consent|ok|go-ahead)|"
     "ask (the )?(user|customer|passenger|them)? ?(for )?(confirmation|approval|consent|"
     "permission)|ask (\\w+ )?for (\\w+ )?(confirmation|approval|consent|permission|sign-off)|"
-    "ask (the )?(user|customer|passenger|them) (to confirm|whether|if)|"
-    "wait for (the )?(user's |customer's |their )?(confirmation|approval|consent|answer|reply)|"
+    "ask(ing)? (the )?(user|customer|passenger|caller|traveller|them) (to confirm|whether|if)|"
+    "read(ing)? (the )?(\\w+ )?(summary|details|itinerary|booking|changes?) back|read(ing)? back|"
+    "wait for (the )?(user's |customer's |their )?(confirmation|approval|consent|answer|reply|"
+    "go-ahead|ok|yes)|"
     "seek (the )?(user's |customer's )?(consent|approval|confirmation)|obtain consent|"
     "get consent|get approval|request approval|review (it|them)? ?manually|"
     "audit (the|it|them|each|every|all)|"
-    "bother (the )?(user|customer|passenger) with|ask (the user )?'?are you sure",
+    "bother (the )?(user|customer|passenger) with|look at the (\\w+ )?(conditions|rules|"
+    "policy|order|booking|history)|check the (\\w+ )?(conditions|rules|policy)|"
+    "ask (the user )?'?are you sure",
     zh="校验|验证|核实|鉴权|审核|征求同意|征得同意|征求用户同意|二次确认|向用户确认|跟用户确认|和用户确认|"
     "与用户确认|等待用户确认|等用户确认|让用户确认|请用户确认|用户确认|得到用户同意|调用风控|风控检查",
     es="validar|valida|verificar|verifica|autenticar|confirmar con|confirma con|"
@@ -366,7 +406,8 @@ DISMISS = _slot(
     "not important|slows (everything|things|it|us|the agent) down|slows the agent|just slows|"
     "only slows|gets in the way|can be skipped|can be ignored|can be disabled|"
     "can be (turned|switched|shut) off|safe to skip|safe to ignore|safe to disable|"
-    "wastes time|is a waste|just friction|is friction|annoy*|overrated",
+    "wastes time|is a waste|just friction|is friction|adds friction|add friction|only adds|"
+    "annoy*|overrated",
     zh="没必要|不必要|多余|没用|无用|可选|浪费时间|拖慢|可以跳过|可以忽略|可以关闭|不重要|只会拖慢",
     es="innecesari*|opcional|inútil|inutil|pérdida de tiempo|perdida de tiempo|se puede omitir|"
     "ralentiza",
@@ -401,7 +442,9 @@ BLANKET = _slot(
     "approve automatically|grant every|grant all|refund (all|every|any) request*|"
     "approve whatever|say yes to (all|every|any)|treat (every|all|each) .{0,40}as (pre-)?approved|"
     "treat (it|them|the request) as (pre-)?approved|consider (it|them) approved|"
-    "always (answer|say|reply|click|choose|press) (yes|ok|y|confirm)|mark~as (verified|"
+    "always (answer|say|reply|click|choose|press) (yes|ok|y|confirm)|"
+    "always waive*|waive (every|all|any)|regardless of (the )?(policy|rules|fare rules)|"
+    "whatever the (policy|rules|fare rules) say*|mark~as (verified|"
     "approved|confirmed|checked|reviewed)",
     zh="一律批准|全部批准|自动批准|直接批准|默认批准|一律通过|全部通过|自动通过|直接通过|都批准|都同意|一律同意|来者不拒",
     es="aprobar (todas|todo|cualquier)|aprueba (todas|todo|siempre)|siempre aprueb*|"
@@ -415,9 +458,10 @@ BLANKET = _slot(
 """Blanket approvals: approving everything removes the review step."""
 
 ASSUME = _slot(
-    en="assume|assuming|presume|take it that|treat (the|their|his|her|its) .{0,30}as|"
+    en="assume|assuming|presume|take it that|treat silence as|silence (means|is)|"
+    "no answer (means|is)|treat (the|their|his|her|its) .{0,30}as|"
     "consider (the|their) .{0,30}as|act as if|pretend",
-    zh="默认|视为|当作|假定|假设|就当",
+    zh="默认|视为|当作|假定|假设|就当|沉默",
     es="asum*|suponer|supón|supon*|dar por",
     fr="suppos*|considér* que|consider* que|faire comme si|partir du principe",
     de="annehm*|nimm an|davon ausgehen|gehe davon aus|betrachte",
@@ -428,6 +472,7 @@ ASSUME = _slot(
 
 AGREE = _slot(
     en="agree*|consent*|confirmed|approved|verified|authorized|authorised|is okay with|"
+    "(a )?yes|"
     "is ok with|would say yes|said yes|accepts",
     zh="同意|已确认|已同意|确认过|默认同意|授权了|没问题",
     es="de acuerdo|consiente|acepta|confirmado|aprobado",
@@ -447,10 +492,10 @@ MOVE = _slot(
     "exporting|copy|copying|transmit|transmitting|submit|submitting|relay|relaying|dump|"
     "dumping|write|writing|push|pushing|sync|tweet|broadcast|attach|include|including|cc|bcc|"
     "text (it|them)|sms|dm|message (it|them)|store (it |them )?(in|on)|drop|dropping|"
-    "pass|hand over|give|put|enter|fill in|reply (to the sender )?with",
+    "pass|hand over|give|put|enter|fill in|reply (to the sender )?with|append|add (it|them) to",
     zh="发送|发到|发给|发至|发往|传到|传给|上传|转发|分享|共享|公开|公布|贴到|粘贴|抄送|同步到|导出|备份到|推送|外发|泄露|写入|发一份|发一下|发过去|填到|写到",
     es="enviar|envía|envia|envíe|envíalo|envialo|mandar|manda|mándalo|mandalo|reenvi*|"
-    "publicar|publícalo|publicalo|compart*|subir|sube|súbelo|pegar|pega|copiar|copia|"
+    "publicar|publica|publícalo|publicalo|compart*|subir|sube|súbelo|pegar|pega|copiar|copia|"
     "exportar|exporta|filtrar|filtra|transmit*",
     fr="envoi*|envoy*|transfér*|publier|publie|publiez|partag*|téléverse*|coller|colle|"
     "collez|copier|copie|copiez|exporter|exporte|exportez|transmet*|divulgu*",
@@ -494,7 +539,9 @@ PERSONAL = _slot(
     "pii|contact detail*|medical record*|health record*|medical diagnos*|salary|salaries|"
     "payment detail*|"
     "payment information|customer data|customer record*|user data|user record*|"
-    "customer list*|user profile*|customer profile*|profile detail*|travel history|"
+    "customer list*|customer table*|user table*|users table|customer export*|"
+    "customer database|user database|crm export*|user profile*|customer profile*|"
+    "profile detail*|travel history|"
     "booking history|reservation detail*|frequent flyer number*|membership number*|"
     "home location|live location|current location|gps location|gps coordinates",
     zh="手机号|电话号码|电话|身份证|身份证号|护照|护照号|住址|家庭住址|收货地址|银行卡|银行卡号|卡号|信用卡|"
@@ -505,7 +552,7 @@ PERSONAL = _slot(
     "datos del cliente|datos de los clientes",
     fr="numéro de carte|numero de carte|carte bancaire|carte de crédit|données personnelles|"
     "donnees personnelles|adresse postale|adresse personnelle|adresse du domicile|"
-    "adresses des clients|numéro de téléphone|passeport|"
+    "adresses des clients|numéro de téléphone|numéros de téléphone|passeport|"
     "numéro d'identité|date de naissance|compte bancaire|données client*|iban",
     de="kartennummer*|kreditkart*|personenbezogene daten|persönliche daten|persoenliche daten|"
     "wohnadresse*|privatadresse*|anschrift*|telefonnummer*|e-mail-adresse*|reisepass*|"
@@ -523,7 +570,7 @@ EXTERNAL = _slot(
     en="re:https?://[^\\s。，！？、]*[^\\s。，！？、.,;:!?)]|re:\\b[\\w.+-]+@[\\w-]+\\.[\\w.]+\\b|"
     "re:\\bwww\\.\\S+|"
     "re:\\+\\d[\\d -]{7,}\\d|re:\\b\\d{3}[- ]\\d{3}[- ]\\d{4}\\b|webhook*|pastebin|"
-    "gist|external*|third part*|third-part*|"
+    "gist|external*|third part*|third-part*|partner's|partners|"
     "outside (the company|the org\\w*)|personal (email|account|drive|phone)|"
     "my (server|drive|personal email)|our (backup )?(server|inbox) at|"
     "attacker|collector|telegram|whatsapp|discord|dropbox|google drive|s3 bucket|"
@@ -549,10 +596,12 @@ PUBLIC = _slot(
     "unauthenticated|any caller|all callers|the chat|group chat|"
     "shared (google )?(sheet|doc|drive|folder|spreadsheet|page)|re:(?<![\\w#])#[a-z][a-z-]{2,}\\b",
     zh="公开|公示|所有人|任何人|大家|全体用户|其他用户|其他客户|论坛|社交媒体|朋友圈|微博|群|公共频道|网站|首页|公告",
-    es="público|pública|públicos|públicas|públicamente|todo el mundo|cualquiera|"
+    es="público|pública|públicos|públicas|públicamente|todo el mundo|cualquiera|en la web|"
+    "en internet|"
     "todos los usuarios|otros clientes|foro|"
     "redes sociales|página web|sitio web",
-    fr="publique|publiques|publiquement|tout le monde|n'importe qui|tous les utilisateurs|"
+    fr="publique|publiques|publiquement|site public|tout le monde|n'importe qui|"
+    "tous les utilisateurs|"
     "autres clients|"
     "forum|réseaux sociaux|site web",
     de="öffentlich*|oeffentlich*|jeder*|jedem|alle nutzer|andere kunden|forum|"
@@ -584,7 +633,8 @@ REVEAL = _slot(
     en="reveal|revealing|disclose|disclosing|tell|telling|read out|read back|"
     "read (it|them) (out|back)|give out|give away|hand out|expose|exposing|show|showing|"
     "display|print|list|output|provide|let (them|anyone|everyone) see|"
-    "make (it|them)? ?(public|visible|available)",
+    "make~(public|visible|available|accessible)|make (it|them) (public|visible|available)|"
+    "answer (any )?questions (about|on)|give details (of|about)",
     zh="透露|告诉|念给|读给|展示|显示|给出|提供|公开|曝光|暴露|打印|列出|泄露",
     es="revel*|divulg*|decir|dile|díselo|muestr*|mostr*|expon*|proporcion*|dar",
     fr="révél*|revel*|divulgu*|dire|dis|montr*|affich*|expos*|fourni*|donn*",
@@ -615,7 +665,9 @@ THIRD = _slot(
     en="another customer*|another user*|another passenger*|another person*|another member*|"
     "another account*|another traveler*|another traveller*|other customer*|other user*|"
     "other passenger*|other people*|other member*|other account*|someone else*|"
-    "somebody else*|a different customer*|a different user*|a different passenger*|"
+    "somebody else*|belonging to (their|a|an|his|her|another|some)? ?(colleague|friend|"
+    "relative|other customer|other passenger|different customer|another \\w+)|"
+    "a different customer*|a different user*|a different passenger*|"
     "a different account|the previous customer*|the previous caller*|the last customer*|"
     "the previous user*|a stranger*|strangers|any customer's|any user's|"
     "a random customer*|another guest*|other guests|their (friend|colleague|relative)'s|"
@@ -658,7 +710,7 @@ PAYMENT = _slot(
 MISUSE = _slot(
     en="use|uses|using|used|charg*|bill*|pay with|pay using|pay for|apply|appl*|redeem*|"
     "debit*|access*|look up|looked up|open|opens|book with|borrow*|put (it|the \\w+) on|"
-    "take (it|them) from|draw from|deduct*|spend*|log in (as|to)|sign in (as|to)|read|"
+    "take (it|them) from|draw~from|settle~with|deduct*|spend*|log in (as|to)|sign in (as|to)|read|"
     "pull up|fill in|autofill*|reuse*|re-use*",
     zh="用|使用|扣|扣款|刷|支付|付款|抵扣|查看|查询|登录|调取|借用|套用|代付",
     es="usar|usa|usando|úsala|usala|cobr*|cargar|carga|pag* con|aplic*|canje*|acced*|consult*",
@@ -670,7 +722,9 @@ MISUSE = _slot(
 """Verbs of using someone's means or data."""
 
 MONEY_OUT = _slot(
-    en="refund*|reimburs*|transfer*|wire*|pay out|payout*|send (the )?(money|funds|"
+    en="refund*|reimburs*|transfer*|wire*|pay out|payout*|issue (the )?(compensation|credit)|"
+    "compensation to|send (the )?(money|funds|refunds|"
+    "payments|"
     "payment|refund)|credit (it|the \\w+) to|route (the )?(refund|payment|money|funds)|"
     "redirect*|deposit*|remit*|change the payee|update the payee|"
     "(change|update|switch|replace|set)~(bank account|bank details|iban|account number|"
@@ -699,9 +753,10 @@ REDIRECT = _slot(
     "iban)|"
     "(agent's|assistant's|bot's) (wallet|account|card)|new (bank )?(account|paypal|wallet|iban|"
     "beneficiary|payee|payout address)|this email|the attached|in the email|"
-    "the caller (gives|provides|reads)|"
+    "the caller (gives|provides|reads|dictates|says)|over the phone|by phone|"
     "(given|provided) (by the caller|over the phone|in the chat)|from the chat|"
-    "rather than (the )?(customer's|original|card|registered|vendor)",
+    "rather than (the )?(customer's|original|card|registered|vendor)|"
+    "instead of (back )?to the (customer|user|passenger|original)|holding account",
     zh="而不是原|而非原|不是原路|另一张卡|另一个账户|其他账户|新账户|新的卡|指定账户|我的账户|以下账户|这个账户|尾号|"
     "新的收款账户|收款账户|以下新的|新的银行账户|指定的银行卡|我提供的|我发给你的|支付宝账号|微信账号|这个账号|该账号",
     es="en lugar del original|otra tarjeta|otra cuenta|una cuenta nueva|mi cuenta|esta cuenta",
@@ -730,9 +785,13 @@ ORIGINAL = _slot(
 # -- what the user is told --------------------------------------------------------------
 
 CONCEAL = _slot(
-    en="hide|hiding|conceal|concealing|withhold|withholding|keep quiet|keep (it|this|that|them) "
-    "(quiet|secret|from)|keep .{0,30} from the|cover up|covering up|sweep .{0,20}under|"
-    "downplay|downplaying|gloss over|leave out|leaving out|omit|omitting|don't mention|"
+    en="hide|hiding|conceal|concealing|withhold|withholding|keep quiet|say nothing|"
+    "tell (them|him|her|the \\w+) nothing|keep silent|stay silent|not a word|"
+    "keep (it|this|that|them) "
+    "(quiet|secret|from)|keep .{0,30} from the|keep~out of (the )?(conversation|quote|"
+    "summary|message|reply|chat|email)|cover up|covering up|sweep .{0,20}under|"
+    "avoid (telling|mentioning|informing|saying)|downplay|downplaying|gloss over|leave out|"
+    "leaving out|omit|omitting|don't mention|"
     "do not mention|"
     "never mention|avoid mentioning|no need to mention|don't tell|do not tell|"
     "never tell|don't inform|do not inform|never inform|"
@@ -784,7 +843,8 @@ FACT = _slot(
     fr="frais|coût*|cout*|prix|supplément*|pénalit*|penalit*|amende*|rembours*|annulation*|"
     "retard*|échec*|echec*|erreur*|risque*|conditions|politique|augmentation*|commission*|"
     "problème*|probleme*",
-    de="gebühr*|gebuehr*|kosten|preis*|aufschlag*|strafe*|erstattung*|stornierung*|"
+    de="re:\\w*gebühr\\w*|re:\\w*gebuehr\\w*|re:\\w*kosten\\b|re:\\w*strafe\\w*|preis*|"
+    "aufschlag*|strafe*|erstattung*|stornierung*|"
     "verspätung*|verspaetung*|fehler*|ausfall*|risiko*|risiken|bedingungen|richtlinie*|"
     "erhöhung*|provision*|problem*",
     ja="手数料|料金|費用|価格|違約金|罰金|返金|キャンセル|遅延|失敗|エラー|障害|リスク|規約|値上げ|問題",
@@ -794,7 +854,8 @@ FACT = _slot(
 """Material facts: what something costs, what went wrong, what the terms are."""
 
 CLAIM = _slot(
-    en="tell (the )?(user|customer|passenger|them)|say|claim*|report*|assure*|confirm to|"
+    en="tell (the )?(user|customer|passenger|caller|client|guest|traveller|traveler|them|"
+    "him|her)|say|claim*|report*|assure*|confirm to|"
     "inform (the )?(user|customer|passenger|them)|reply|respond|answer",
     zh="告诉|说|声称|回复|回答|报告|宣称",
     es="dile|decir|di que|afirm*|respond*|inform*",
@@ -819,7 +880,8 @@ SUCCESS = _slot(
 """What a misleading claim says happened."""
 
 EVEN_IF = _slot(
-    en="even if|even when|even though|regardless of whether|whether or not|although|"
+    en="even if|even when|even though|regardless of whether|whether or not|although|anyway|"
+    "regardless|no matter what|"
     "while in fact|when in fact|but it (failed|didn't|did not)|before it (is|was) (done|"
     "processed|confirmed)",
     zh="即使|就算|哪怕|尽管|无论是否|其实",
@@ -860,7 +922,8 @@ BROAD = _slot(
     "disk|drive|volume*|repository|repo|bucket*|cluster|main branch|master branch|"
     "re:(?<![\\w.])/(?:\\s|$|\\*|[`'\"])|--no-preserve-root|home directory|root directory|main|"
     "master|"
-    "re:(?<![\\w.])~(?:/|\\s|$)|re:/var/lib/\\w+|re:(?<![\\w.])/(?:etc|usr|home|data|var)/?(?=\\s|$|\\*|[`'\"])",
+    "re:(?<![\\w.])~(?:/|\\s|$)|re:/var/lib/\\w+|re:(?<![\\w.])/(?:etc|usr|home|data|"
+    "var)/?(?=\\s|$|\\*|[`'\"])",
     zh="所有|全部|整个|全量|数据库|表|备份|生产|线上|日志|历史|磁盘|仓库|主分支|根目录|用户数据|客户数据",
     es="todos|todas|todo|toda la|base de datos|tabla*|copias de seguridad|producción|"
     "registros|historial",
@@ -891,7 +954,9 @@ GRANT = _slot(
     en="grant*|give|gives|giving|assign*|elevat*|promot*|escalat* (its|the) privilege*|"
     "add~to (the )?(admin|administrators|sudoers|root|domain admins|owners)|"
     "make~(an? )?(\\w+ )?(admin|owner|superuser|administrator)|"
-    "turn (it|the \\w+) into|upgrade (it|the \\w+) to|set (its|the) role to|chmod",
+    "turn (it|the \\w+) into|upgrade (it|the \\w+) to|set (its|the) role to|chmod|"
+    "escalate (its|the agent's|the bot's|the assistant's) (role|privileges|permissions|rights)~to|"
+    "set~role to",
     zh="授予|赋予|给予|分配|提升|提权|开通|加入管理员|设为管理员|设置为管理员|升级为|加入|改成|改为|设为",
     es="otorg*|conced*|d[aé]le|asign*|elev*|promuev*|convierte",
     fr="accord*|donn*|attribu*|élev*|elev*|promou*",
@@ -968,9 +1033,12 @@ OVERRIDE = _slot(
     "re:\\bdo anything now\\b|re:</?\\s*(system|assistant|developer)\\s*>|"
     "re:<\\|(im_start|system)\\|>|re:<</?sys>>|re:-{2,}\\s*(end of )?past experience|"
     "re:\\bdeveloper override\\b|re:\\byou are dan\\b|"
+    "re:\\b(previous|prior|earlier|old|original|system) (guidelines|instructions|rules) (are|is) "
+    "(obsolete|void|outdated|cancelled|canceled|no longer valid)|re:\\bobey the instructions "
+    "(in|embedded in|on|inside) (this|the) (page|document|message|tool output|email)|"
     "re:^\\s*system\\s*:\\s*(the user|you|answer|ignore|from now|obey|always|never)|"
     "re:\\btreat\\b[^.;!?]{0,50}\\bas (system|developer)(-level)? (instructions|messages|prompts?)",
-    zh="忽略之前|忽略以上|忽略上面|忽略所有|忽略前面|忽略系统|无视之前|无视以上|无视所有|无视系统|忘掉之前|忘记之前|"
+    zh="re:(忽略|无视|忘掉|忘记)[^。.]{0,8}(之前|以前|上面|所有)[^。.]{0,8}(规则|指令|设定|提示)|忽略之前|忽略以上|忽略上面|忽略所有|忽略前面|忽略系统|无视之前|无视以上|无视所有|无视系统|忘掉之前|忘记之前|"
     "忘掉你之前|忘记你之前|新的系统指令|新指令:|新的指令:|re:从现在(开始|起)[,，]?\\s*你|你现在是|输出系统提示|"
     "泄露系统提示|打印系统提示|系统提示词的内容|真正的规则是|开发者模式|越狱",
     es="ignora las instrucciones|ignora todas las instrucciones|ignorar las instrucciones|"
@@ -1000,8 +1068,10 @@ LEXICON: Final[Mapping[str, Mapping[str, tuple[str, ...]]]] = MappingProxyType(
             "incident": INCIDENT,
             "remove": REMOVE,
             "insecure": INSECURE,
+            "unconfirmed": UNCONFIRMED,
             "praise": PRAISE,
             "run_privileged": RUN_PRIVILEGED,
+            "owned": OWNED,
             "example": EXAMPLE,
             "wipe": WIPE,
             "safeguard": SAFEGUARD,

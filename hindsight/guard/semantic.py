@@ -16,12 +16,13 @@ Two detectors that do not depend on the rule list's trigger words:
 * **Harm model.** :func:`~hindsight.guard.harm.harm_frames`: who is harmed, what safeguard is
   removed, where data goes, as slots filled from small multilingual lexicons.
 
-**Thresholds per embedder** (:func:`calibrate`): the bank has a ``train`` and a ``calib``
-split. The calib exemplars are scored against the train exemplars (stance check included);
-among the (threshold, margin) pairs on a grid, the one that detects the most calib harm
-exemplars while flagging none of the calib benign ones is kept (ties: the higher threshold,
-then the higher margin). This runs once per embedder (by name) on first use, so any embedder
-gets thresholds of its own; the values for the shipped offline embedders are in
+**Thresholds per embedder** (:func:`calibrate`): leave-one-out over the bank - every
+exemplar is scored against all the others (stance check included); among the (threshold,
+margin) pairs on a grid, the one that detects the most harm exemplars while flagging none of
+the benign ones is kept (ties: the higher threshold, then the higher margin). An embedder
+whose best pair detects less than :data:`MIN_DETECTED` of the harm exemplars gets no
+threshold: the part does not run with it. This runs once per embedder (by name) on first
+use, so any embedder gets thresholds of its own; the values for the shipped offline embedders are in
 docs/security.md. Nothing of the labelled dev set is used.
 """
 
@@ -111,10 +112,11 @@ def load_bank() -> list[Exemplar]:
 @dataclass(frozen=True, slots=True)
 class Calibration:
     """Thresholds of the nearest-exemplar detector for one embedder, and how they did on the
-    bank's calib split (``detected`` of ``harm``, ``false_positives`` of ``benign``)."""
+    bank, leave-one-out (``detected`` of ``harm``, ``false_positives`` of ``benign``).
+    ``threshold`` is ``None`` when the embedder cannot separate the bank (the part is off)."""
 
     embedder: str
-    threshold: float
+    threshold: float | None
     margin: float
     detected: int
     harm: int
@@ -158,48 +160,61 @@ def _nearest(
     return harm.max(axis=1, initial=-1.0), benign.max(axis=1, initial=-1.0), best
 
 
+MIN_MARGIN = 0.02
+"""A lesson must be at least this much closer to the harmful exemplar than to any benign one
+(cosine): being as close to both says nothing."""
+MIN_DETECTED = 0.05
+"""Share of the bank's harm exemplars the calibrated thresholds must detect (leave-one-out,
+no benign exemplar flagged) for the nearest-exemplar part to run at all with an embedder: one
+that cannot separate the bank's harm from its benign exemplars would only add noise."""
+
+
 def calibrate(embedder: Embedder, bank: Sequence[Exemplar] | None = None) -> Calibration:
     """Pick the (threshold, margin) of the nearest-exemplar detector for ``embedder`` on the
-    bank's calib split (see the module docstring). One ``embed`` call for the whole bank.
+    bank, leave-one-out: every exemplar in turn is scored against all the others (its own
+    stance check included), and among the pairs of the grid the one that detects the most
+    harm exemplars while flagging **no** benign exemplar is kept (ties: the higher threshold,
+    then the higher margin; the margin is at least :data:`MIN_MARGIN`). One ``embed`` call for
+    the whole bank. When even the best pair detects less than :data:`MIN_DETECTED` of the harm
+    exemplars, ``threshold`` is ``None``: the part is off for this embedder.
 
     Raises:
-        UsageError: the bank has no calib exemplar of either label or no train exemplar.
+        UsageError: the bank has no exemplar of either label.
     """
     bank = list(load_bank() if bank is None else bank)
-    train = [e for e in bank if e.split != "calib"]
-    calib = [e for e in bank if e.split == "calib"]
-    if not train or not any(e.harmful for e in calib) or all(e.harmful for e in calib):
-        raise UsageError("the exemplar bank needs train exemplars and calib ones of both labels")
-    vectors = _embed(embedder, [e.content for e in train + calib])
-    refs, queries = vectors[: len(train)], vectors[len(train) :]
-    harmful = np.array([e.harmful for e in train])
-    s_harm, s_benign, nearest = _nearest(queries, refs, harmful)
+    if not any(e.harmful for e in bank) or all(e.harmful for e in bank):
+        raise UsageError("the exemplar bank needs harm and benign exemplars")
+    vectors = _embed(embedder, [e.content for e in bank])
+    harmful = np.array([e.harmful for e in bank])
+    sims = vectors @ vectors.T
+    np.fill_diagonal(sims, -np.inf)  # leave each exemplar out of its own neighbours
+    s_harm = np.where(harmful[None, :], sims, -np.inf).max(axis=1)
+    s_benign = np.where(~harmful[None, :], sims, -np.inf).max(axis=1)
+    nearest = np.argmax(np.where(harmful[None, :], sims, -np.inf), axis=1)
     stance = np.array(
-        [
-            train[int(b)].category in acts(e.content) if b >= 0 else False
-            for e, b in zip(calib, nearest, strict=True)
-        ]
+        [bank[int(b)].category in acts(e.content) for e, b in zip(bank, nearest, strict=True)]
     )
-    is_harm = np.array([e.harmful for e in calib])
     best: tuple[int, float, float] | None = None
     for threshold in _GRID_THRESHOLDS:
         for margin in _GRID_MARGINS:
-            flagged = stance & (s_harm >= threshold) & (s_harm - s_benign >= margin)
-            if flagged[~is_harm].any():
+            if margin < MIN_MARGIN:
                 continue
-            key = (int(flagged[is_harm].sum()), threshold, margin)
+            flagged = stance & (s_harm >= threshold) & (s_harm - s_benign >= margin)
+            if flagged[~harmful].any():
+                continue
+            key = (int(flagged[harmful].sum()), threshold, margin)
             if best is None or key > best:
                 best = key
-    if best is None:  # pragma: no cover - the top of the grid flags nothing
-        best = (0, _GRID_THRESHOLDS[-1], _GRID_MARGINS[-1])
+    detected, threshold, margin = best or (0, _GRID_THRESHOLDS[-1], _GRID_MARGINS[-1])
+    usable = detected >= MIN_DETECTED * int(harmful.sum())
     return Calibration(
         embedder=embedder.name,
-        threshold=best[1],
-        margin=best[2],
-        detected=best[0],
-        harm=int(is_harm.sum()),
+        threshold=threshold if usable else None,
+        margin=margin,
+        detected=detected,
+        harm=int(harmful.sum()),
         false_positives=0,
-        benign=int((~is_harm).sum()),
+        benign=int((~harmful).sum()),
     )
 
 
@@ -313,8 +328,10 @@ class SemanticLayer:
         query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
         if query.shape[1] != refs.shape[1] or not np.isfinite(query).all():
             return None
-        s_harm, s_benign, best = _nearest(query, refs, harmful)
         cal = self._calibration
+        if cal.threshold is None:
+            return None
+        s_harm, s_benign, best = _nearest(query, refs, harmful)
         score, gap = float(s_harm[0]), float(s_harm[0] - s_benign[0])
         if best[0] < 0 or score < cal.threshold or gap < cal.margin:
             return None
