@@ -16,10 +16,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
+    ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from hindsight._ids import new_id, normalize_id, validate_namespace, validate_tenant
+from hindsight._text import clean_json, refuse_invalid, warning_scope
 
 __all__ = [
     "Event",
@@ -158,8 +162,37 @@ class ExperienceStatus(StrEnum):
     DELETED = "deleted"
 
 
+#: Fields that are names (matched exactly): invalid text in them is refused by their own
+#: validators instead of replaced (:mod:`hindsight._text`).
+NAME_FIELDS = frozenset({"id", "tenant_id", "namespace", "task_type", "task_key"})
+
+
+def _task_type(value: Any) -> Any:
+    return refuse_invalid(value, "task_type") if isinstance(value, str) else value
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_enum_values=False)
+    """Every model: unknown fields refused, assignments validated, NaN and infinities refused
+    in number fields, and the invalid-text policy (:mod:`hindsight._text`) applied to every
+    other field: lone surrogates and NUL in text become U+FFFD, NaN/infinity in free JSON
+    ``null``, counted and reported once per validation (:class:`~hindsight.InvalidTextWarning`
+    outside an interface that reports them its own way)."""
+
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, use_enum_values=False, allow_inf_nan=False
+    )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _valid_text(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.field_name or "value"
+        return value if name in NAME_FIELDS else clean_json(value, name)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _report_replacements(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        with warning_scope():
+            return handler(data)
 
 
 class Event(_Model):
@@ -245,6 +278,7 @@ def validate_task_key(value: Any) -> str | None:
         value = str(value)
     if not isinstance(value, str):
         raise ValueError(f"task_key must be a string, got {type(value).__name__}")
+    refuse_invalid(value, "task_key")
     if not value.strip():
         raise ValueError("task_key must not be blank")
     if len(value) > TASK_KEY_MAX_CHARS:
@@ -282,7 +316,7 @@ class Trajectory(_Model):
     tenant_id: str
     namespace: str = "default"
     task: Text = ""
-    task_type: str | None = None
+    task_type: Annotated[str | None, AfterValidator(_task_type)] = None
     tags: list[str] = Field(default_factory=list)
     outcome: Outcome = Outcome.UNKNOWN
     reward: float | None = None
@@ -323,7 +357,7 @@ class Experience(_Model):
     id: str = Field(default_factory=new_id)
     tenant_id: str
     namespace: str = "default"
-    task_type: str | None = None
+    task_type: Annotated[str | None, AfterValidator(_task_type)] = None
     kind: ExperienceKind
     content: str = Field(min_length=1)
     tools: list[str] = Field(default_factory=list)
@@ -361,7 +395,7 @@ class Experience(_Model):
         text = value.strip()
         if not text or text.lower() in {"none", "null", "n/a"}:
             raise ValueError("experience content must be a non-empty lesson")
-        return text
+        return value  # stored exactly as sent (issue 18): blank is checked, never trimmed
 
 
 class ScoreBreakdown(_Model):

@@ -3,9 +3,9 @@
 :class:`WriteScreen` is what :meth:`hindsight.writeback.WriteBack.guard_experience` runs for
 every experience that is created or edited, before deduplication:
 
-1. **clean** - invisible and control characters are removed from the stored content
-   (:func:`~hindsight.guard.strip_invisible`); when that changed anything, the original text is
-   kept in ``metadata["original_content"]`` for audit;
+1. **clean** - the content is stored exactly as sent (issue 18): the rules read a normalized
+   copy (invisible characters removed, NFKC, case folded: :func:`~hindsight.guard.normalize`);
+   a lesson made only of invisible characters is quarantined;
 2. **check** - the guard's rules run on the normalized content, together with the
    high-confidence experiences most similar to it (vector search in the same tenant, in its
    namespace and the shared one: :data:`CONFLICT_NEIGHBOURS` nearest) for the conflict test,
@@ -20,7 +20,6 @@ With the guard off (``HINDSIGHT_GUARD=off``) only step 1 runs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -213,20 +212,15 @@ class WriteScreen:
         return self.guard is not None
 
     def clean(self, exp: Experience) -> Experience:
-        """``exp`` with invisible characters removed from its content (see the module
-        docstring). Content made only of invisible characters is kept visibly escaped
-        (``"\\u200b..."``) and quarantined, so nothing disappears silently."""
-        cleaned = strip_invisible(exp.content).strip()
-        if cleaned == exp.content:
+        """``exp`` itself: its content is stored exactly as sent (issue 18); the rules read a
+        normalized copy (:func:`~hindsight.guard.normalize`) and the rendered block drops
+        invisible characters (:func:`hindsight.recall.render.escape_item`). Content made only
+        of invisible characters is quarantined, so nothing unreadable is recalled."""
+        if strip_invisible(exp.content).strip():
             return exp
-        meta = {**exp.metadata, "original_content": exp.content}
-        if not cleaned:
-            escaped = json.dumps(exp.content)[1:-1] or "(empty)"
-            out = exp.model_copy(update={"content": escaped, "metadata": meta})
-            return quarantine(
-                out, ["invisible: the lesson is made only of invisible characters"], self._now()
-            )
-        return exp.model_copy(update={"content": cleaned, "metadata": meta})
+        return quarantine(
+            exp, ["invisible: the lesson is made only of invisible characters"], self._now()
+        )
 
     def neighbours(
         self,

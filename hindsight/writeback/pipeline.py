@@ -85,9 +85,8 @@ class WriteBack:
                 of lessons that quote it.
 
         Returns:
-            The experience to store: content without invisible characters (original in
-            ``metadata["original_content"]``) and, when the guard fired, status
-            ``quarantined`` with ``metadata["quarantine_reasons"]``.
+            The experience to store (its content exactly as given) and, when the guard
+            fired, status ``quarantined`` with ``metadata["quarantine_reasons"]``.
         """
         if self.screen is None:
             return exp
