@@ -151,7 +151,7 @@ def test_guard_experience_is_the_seam_for_edits_and_merges() -> None:
 def test_guard_off_by_config_and_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     with test_memory(guard=False) as mem:
         exp = mem.add_experience(POISON + "\u200b", tenant_id="t")
-        assert exp.status.value == "active" and exp.content == POISON  # still cleaned
+        assert exp.status.value == "active" and exp.content == POISON + "\u200b"  # exact
         assert mem.aio.guard is None
     monkeypatch.setenv("HINDSIGHT_GUARD", "off")
     with test_memory() as mem:

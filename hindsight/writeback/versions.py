@@ -151,8 +151,9 @@ def edit(
     reason: str | None,
 ) -> Experience:
     """Edit a stored experience: a new version whose ``parent_id`` keeps the old one. A new
-    text is stored exactly as given and embedded again; every edit is checked by ``guard`` first (a poisoned edit is quarantined, an edit
-    of a quarantined lesson is screened again and keeps its reasons). Returns the new version
+    text is stored exactly as given and embedded again; every edit is checked by ``guard``
+    first (a poisoned edit is quarantined, an edit of a quarantined lesson is screened again
+    and keeps its reasons). Returns the new version
     as stored.
 
     Raises:
