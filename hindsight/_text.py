@@ -222,11 +222,16 @@ def _finite(value: float, where: str) -> float | None:
     return None
 
 
-def clean_json(value: Any, where: str = "value") -> Any:
+def clean_json(value: Any, where: str = "value", names: frozenset[str] = frozenset()) -> Any:
     """``value`` with :func:`clean_text` applied to every string (dict keys too) and every
     NaN or infinity replaced by ``None``, recursively through dicts, lists and tuples; other
     values (numbers, booleans, ``None``, models, datetimes) are returned as they are. Returns
-    the very same object when nothing had to change."""
+    the very same object when nothing had to change. A string under a key in ``names``
+    (a name: ``namespace``, ``tenant_id``...) is checked with :func:`refuse_invalid` instead.
+
+    Raises:
+        UsageError: a name holds a lone surrogate or NUL (one line naming its path).
+    """
     if isinstance(value, str):
         return clean_text(value, where)
     if isinstance(value, float):
@@ -237,12 +242,16 @@ def clean_json(value: Any, where: str = "value") -> Any:
         for key, item in value.items():
             new_key = clean_text(key, f"{where} key") if isinstance(key, str) else key
             sub = f"{where}.{new_key}" if isinstance(new_key, str) else f"{where}[{key!r}]"
-            new_item = clean_json(item, sub)
+            if key in names and isinstance(item, str):
+                out[new_key] = refuse_invalid(item, sub)
+                changed = changed or new_key is not key
+                continue
+            new_item = clean_json(item, sub, names)
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item
         return out if changed else value
     if isinstance(value, list | tuple):
-        items = [clean_json(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        items = [clean_json(item, f"{where}[{i}]", names) for i, item in enumerate(value)]
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items if isinstance(value, list) else tuple(items)

@@ -26,6 +26,7 @@ from hindsight._ids import new_id, normalize_id, validate_namespace, validate_te
 from hindsight._text import clean_json, refuse_invalid, warning_scope
 
 __all__ = [
+    "NAME_FIELDS",
     "Event",
     "EventStatus",
     "EventType",
@@ -162,8 +163,8 @@ class ExperienceStatus(StrEnum):
     DELETED = "deleted"
 
 
-#: Fields that are names (matched exactly): invalid text in them is refused by their own
-#: validators instead of replaced (:mod:`hindsight._text`).
+#: Fields that are names (matched exactly): invalid text in them is refused, never replaced
+#: (:mod:`hindsight._text`), also inside a free JSON object (a trajectory sent as a dict).
 NAME_FIELDS = frozenset({"id", "tenant_id", "namespace", "task_type", "task_key"})
 
 
@@ -171,28 +172,41 @@ def _task_type(value: Any) -> Any:
     return refuse_invalid(value, "task_type") if isinstance(value, str) else value
 
 
-class _Model(BaseModel):
-    """Every model: unknown fields refused, assignments validated, NaN and infinities refused
-    in number fields, and the invalid-text policy (:mod:`hindsight._text`) applied to every
-    other field: lone surrogates and NUL in text become U+FFFD, NaN/infinity in free JSON
-    ``null``, counted and reported once per validation (:class:`~hindsight.InvalidTextWarning`
-    outside an interface that reports them its own way)."""
+class InputModel(BaseModel):
+    """The invalid-value policy (:mod:`hindsight._text`) for a model built from input (every
+    hindsight model, the HTTP request bodies, the MCP tool arguments): NaN and infinities
+    refused in number fields; names (:data:`NAME_FIELDS`) holding a lone surrogate or NUL
+    refused with one line naming the field; in every other field (recursively through free
+    JSON) lone surrogates and NUL become U+FFFD and NaN/infinity ``null``, counted and
+    reported once per validation (:class:`~hindsight.InvalidTextWarning` outside an interface
+    that reports them its own way)."""
 
-    model_config = ConfigDict(
-        extra="forbid", validate_assignment=True, use_enum_values=False, allow_inf_nan=False
-    )
+    model_config = ConfigDict(allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod
     def _valid_text(cls, value: Any, info: ValidationInfo) -> Any:
         name = info.field_name or "value"
-        return value if name in NAME_FIELDS else clean_json(value, name)
+        if name in NAME_FIELDS:
+            return refuse_invalid(value, name) if isinstance(value, str) else value
+        if isinstance(value, float):
+            return value  # a number with a meaning: NaN/infinity refused (allow_inf_nan)
+        return clean_json(value, name, names=NAME_FIELDS)
 
     @model_validator(mode="wrap")
     @classmethod
     def _report_replacements(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
         with warning_scope():
             return handler(data)
+
+
+class _Model(InputModel):
+    """Every hindsight model: unknown fields refused, assignments validated, and the
+    invalid-value policy of :class:`InputModel`."""
+
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, use_enum_values=False, allow_inf_nan=False
+    )
 
 
 class Event(_Model):
