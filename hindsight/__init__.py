@@ -20,7 +20,6 @@ from hindsight._errors import (
     TenantRequiredError,
     UsageError,
 )
-from hindsight._text import InvalidTextWarning
 from hindsight.capture import RunRecorder
 from hindsight.config import MemoryConfig, RecallWeights
 from hindsight.engine import AsyncMemory, EpisodeReceipt, Memory
@@ -62,7 +61,6 @@ __all__ = [
     "ExperienceKind",
     "ExperienceStatus",
     "HindsightError",
-    "InvalidTextWarning",
     "InvalidTrajectoryError",
     "Lesson",
     "Memory",

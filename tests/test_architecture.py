@@ -40,7 +40,6 @@ PUBLIC_API = [
     "ExperienceKind",
     "ExperienceStatus",
     "HindsightError",
-    "InvalidTextWarning",
     "InvalidTrajectoryError",
     "Lesson",
     "Memory",
