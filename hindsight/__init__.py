@@ -20,6 +20,7 @@ from hindsight._errors import (
     TenantRequiredError,
     UsageError,
 )
+from hindsight._text import InvalidTextWarning
 from hindsight.capture import RunRecorder
 from hindsight.config import MemoryConfig, RecallWeights
 from hindsight.engine import AsyncMemory, EpisodeReceipt, Memory
@@ -61,6 +62,7 @@ __all__ = [
     "ExperienceKind",
     "ExperienceStatus",
     "HindsightError",
+    "InvalidTextWarning",
     "InvalidTrajectoryError",
     "Lesson",
     "Memory",

@@ -18,7 +18,7 @@ Traceback (most recent call last):
     ...
 hindsight._errors.UsageError: limit must be from 1 to 10000, got 0
 
-Foundation: imports nothing of hindsight but ``_errors``, ``_ids`` and ``models``.
+Foundation: imports nothing of hindsight but ``_errors``, ``_ids``, ``_text`` and ``models``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pydantic import PlainValidator, TypeAdapter, ValidationError
 
 from hindsight._errors import HindsightError, UsageError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
+from hindsight._text import clean_text, refuse_invalid
 from hindsight.models import ExperienceStatus, Outcome, validate_task_key
 
 __all__ = [
@@ -83,7 +84,7 @@ def _namespaces(value: Any) -> list[str]:
 def _query(value: Any) -> str:
     if not isinstance(value, str):
         raise UsageError(f"query must be a string, got {type(value).__name__}")
-    return value
+    return clean_text(value, "query")
 
 
 def _top_k(value: Any) -> int:
@@ -95,14 +96,14 @@ def _top_k(value: Any) -> int:
 def _task_type(value: Any) -> str | None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise UsageError("task_type must be a non-empty string or None")
-    return value
+    return None if value is None else refuse_invalid(value, "task_type")
 
 
 def _labels(value: Any) -> list[str]:
     labels = [value] if isinstance(value, str) else list(value)
     if not all(isinstance(t, str) for t in labels):
         raise UsageError("tags and tools must be strings")
-    return labels
+    return [clean_text(t, "tags") for t in labels]
 
 
 def _limit(value: Any) -> int:

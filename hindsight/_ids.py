@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from hindsight._errors import TenantRequiredError, UsageError
+from hindsight._text import invalid_char, refuse_invalid
 
 __all__ = ["new_id", "normalize_id", "stable_id", "validate_namespace", "validate_tenant"]
 
@@ -44,7 +45,8 @@ def normalize_id(value: Any, what: str = "id") -> str:
 def validate_tenant(tenant_id: Any) -> str:
     """Check a tenant id and return it stripped.
 
-    A tenant is a non-empty string of at most 200 characters. ``None``, ``""``, blanks, lists
+    A tenant is a non-empty string of at most 200 characters, valid Unicode without NUL
+    (:mod:`hindsight._text`). ``None``, ``""``, blanks, lists
     and other types are refused, never read as "all tenants" (MISSION S9, cases C02/C17).
 
     Raises:
@@ -61,11 +63,18 @@ def validate_tenant(tenant_id: Any) -> str:
         raise TenantRequiredError("tenant_id must be a non-empty string, got an empty one")
     if len(value) > 200:
         raise TenantRequiredError("tenant_id must be at most 200 characters")
+    bad = invalid_char(value)
+    if bad is not None:
+        raise TenantRequiredError(
+            f"tenant_id contains {bad[1]} at position {bad[0]}; send valid Unicode text "
+            "without NUL"
+        )
     return value
 
 
 def validate_namespace(namespace: Any) -> str:
-    """Check a namespace (non-empty string, at most 200 characters) and return it stripped.
+    """Check a namespace (non-empty string, at most 200 characters, valid Unicode without NUL)
+    and return it stripped.
 
     Raises:
         UsageError: the namespace is empty or not a string.
@@ -74,4 +83,4 @@ def validate_namespace(namespace: Any) -> str:
         raise UsageError(f"namespace must be a non-empty string, got {namespace!r:.80}")
     if len(namespace) > 200:
         raise UsageError("namespace must be at most 200 characters")
-    return namespace.strip()
+    return refuse_invalid(namespace.strip(), "namespace")

@@ -12,6 +12,8 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
+from hindsight._text import Replacements, reporting_to, warning_scope
+
 __all__ = ["sync_twin"]
 
 P = ParamSpec("P")
@@ -31,7 +33,15 @@ def sync_twin(
     name = method.__name__
 
     def twin(self: _Facade, *args: P.args, **kwargs: P.kwargs) -> T:
-        coro: Coroutine[Any, Any, T] = getattr(self.aio, name)(*args, **kwargs)
-        return self._run(coro)
+        # Invalid text replaced on the loop thread is reported here, once, as a warning
+        # attributed to the caller's line (hindsight._text).
+        with warning_scope() as report:
+            coro: Coroutine[Any, Any, T] = getattr(self.aio, name)(*args, **kwargs)
+            return self._run(_reporting(report, coro))
 
     return cast("Callable[Concatenate[_Facade, P], T]", functools.wraps(method)(twin))
+
+
+async def _reporting(report: Replacements, coro: Coroutine[Any, Any, T]) -> T:
+    with reporting_to(report):
+        return await coro

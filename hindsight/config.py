@@ -80,6 +80,9 @@ class MemoryConfig(BaseSettings):
             (``HINDSIGHT_DEDUP_JUDGE``); off or no model: the rules decide.
         guard_rules: a JSON or TOML file of extra/disabled guard rules and thresholds
             (``HINDSIGHT_GUARD_RULES``; format in :mod:`hindsight.guard.rules_file`).
+        guard_layers: the guard's detection layers, comma-separated, of ``rules``,
+            ``semantic`` and ``llm`` (``HINDSIGHT_GUARD_LAYERS``; default all three; ``llm``
+            runs only when ``reflection_model`` is set). docs/security.md.
         drain_timeout: seconds ``close()`` waits for the runs the framework integrations
             handed to the memory's background writer (``HINDSIGHT_DRAIN_TIMEOUT``, 10); what is
             still unwritten then goes to the unsaved area (:meth:`unsaved_dir`) and is stored
@@ -130,6 +133,9 @@ class MemoryConfig(BaseSettings):
     guard: bool = Field(default=True, validation_alias=AliasChoices("HINDSIGHT_GUARD"))
     guard_rules: Path | None = Field(
         default=None, validation_alias=AliasChoices("HINDSIGHT_GUARD_RULES")
+    )
+    guard_layers: str = Field(
+        default="rules,semantic,llm", validation_alias=AliasChoices("HINDSIGHT_GUARD_LAYERS")
     )
     drain_timeout: float = Field(
         default=10.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_DRAIN_TIMEOUT")

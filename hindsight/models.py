@@ -16,12 +16,17 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
+    ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from hindsight._ids import new_id, normalize_id, validate_namespace, validate_tenant
+from hindsight._text import clean_json, refuse_invalid, warning_scope
 
 __all__ = [
+    "NAME_FIELDS",
     "Event",
     "EventStatus",
     "EventType",
@@ -158,8 +163,50 @@ class ExperienceStatus(StrEnum):
     DELETED = "deleted"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_enum_values=False)
+#: Fields that are names (matched exactly): invalid text in them is refused, never replaced
+#: (:mod:`hindsight._text`), also inside a free JSON object (a trajectory sent as a dict).
+NAME_FIELDS = frozenset({"id", "tenant_id", "namespace", "task_type", "task_key"})
+
+
+def _task_type(value: Any) -> Any:
+    return refuse_invalid(value, "task_type") if isinstance(value, str) else value
+
+
+class InputModel(BaseModel):
+    """The invalid-value policy (:mod:`hindsight._text`) for a model built from input (every
+    hindsight model, the HTTP request bodies, the MCP tool arguments): NaN and infinities
+    refused in number fields; names (:data:`NAME_FIELDS`) holding a lone surrogate or NUL
+    refused with one line naming the field; in every other field (recursively through free
+    JSON) lone surrogates and NUL become U+FFFD and NaN/infinity ``null``, counted and
+    reported once per validation (:class:`~hindsight.InvalidTextWarning` outside an interface
+    that reports them its own way)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _valid_text(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.field_name or "value"
+        if name in NAME_FIELDS:
+            return refuse_invalid(value, name) if isinstance(value, str) else value
+        if isinstance(value, float):
+            return value  # a number with a meaning: NaN/infinity refused (allow_inf_nan)
+        return clean_json(value, name, names=NAME_FIELDS)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _report_replacements(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        with warning_scope():
+            return handler(data)
+
+
+class _Model(InputModel):
+    """Every hindsight model: unknown fields refused, assignments validated, and the
+    invalid-value policy of :class:`InputModel`."""
+
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, use_enum_values=False, allow_inf_nan=False
+    )
 
 
 class Event(_Model):
@@ -245,6 +292,7 @@ def validate_task_key(value: Any) -> str | None:
         value = str(value)
     if not isinstance(value, str):
         raise ValueError(f"task_key must be a string, got {type(value).__name__}")
+    refuse_invalid(value, "task_key")
     if not value.strip():
         raise ValueError("task_key must not be blank")
     if len(value) > TASK_KEY_MAX_CHARS:
@@ -282,7 +330,7 @@ class Trajectory(_Model):
     tenant_id: str
     namespace: str = "default"
     task: Text = ""
-    task_type: str | None = None
+    task_type: Annotated[str | None, AfterValidator(_task_type)] = None
     tags: list[str] = Field(default_factory=list)
     outcome: Outcome = Outcome.UNKNOWN
     reward: float | None = None
@@ -323,7 +371,7 @@ class Experience(_Model):
     id: str = Field(default_factory=new_id)
     tenant_id: str
     namespace: str = "default"
-    task_type: str | None = None
+    task_type: Annotated[str | None, AfterValidator(_task_type)] = None
     kind: ExperienceKind
     content: str = Field(min_length=1)
     tools: list[str] = Field(default_factory=list)
@@ -361,7 +409,7 @@ class Experience(_Model):
         text = value.strip()
         if not text or text.lower() in {"none", "null", "n/a"}:
             raise ValueError("experience content must be a non-empty lesson")
-        return text
+        return value  # stored exactly as sent (issue 18): blank is checked, never trimmed
 
 
 class ScoreBreakdown(_Model):

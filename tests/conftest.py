@@ -7,6 +7,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,3 +87,12 @@ def fresh_pg_database() -> Iterator[str]:
         yield url
     finally:
         _drop_pg_database(admin, name)
+
+
+@pytest.fixture
+def opened() -> Iterator[list[Any]]:
+    """Memories a test opens on files (append them); closed after it."""
+    mems: list[Any] = []
+    yield mems
+    for mem in mems:
+        mem.close()

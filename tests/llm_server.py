@@ -22,6 +22,10 @@ A contrastive request (its ``response_format`` is the ``ContrastReport`` schema)
 contrastive report naming the failed run's ticket (:func:`contrast_report_for`), or, with
 ``MALFORMED`` in it, the same refusal.
 
+``POST /control {"script": ["<reply content>", ...]}`` queues scripted replies: while the
+queue is not empty, each chat request is answered with the next one, whatever it asks (the
+guard's LLM judge tests script its verdicts this way).
+
 ``GET /requests`` returns ``{"count": n, "tickets": {ticket: requests}}``; ``GET /bodies``
 the JSON bodies of the last 50 chat requests, oldest first.
 
@@ -49,7 +53,14 @@ TICKET = re.compile(r"\bT-\d+\b")
 KIND = re.compile(r"KIND:([a-z_]+)")
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 
-STATE: dict[str, Any] = {"fixed": False, "count": 0, "tickets": {}, "sleep": 0.0, "bodies": []}
+STATE: dict[str, Any] = {
+    "fixed": False,
+    "count": 0,
+    "tickets": {},
+    "sleep": 0.0,
+    "bodies": [],
+    "script": [],
+}
 MAX_BODIES = 50
 LOCK = threading.Lock()
 
@@ -265,6 +276,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/control":
             with LOCK:
                 STATE.update({k: v for k, v in body.items() if k in ("fixed", "sleep")})
+                if "script" in body:
+                    STATE["script"] = [str(r) for r in body["script"]]
             self._send(200, {"ok": True})
             return
         if not self.path.endswith("/chat/completions"):
@@ -287,6 +300,11 @@ class Handler(BaseHTTPRequestHandler):
             STATE["tickets"][key] = STATE["tickets"].get(key, 0) + 1
             STATE["bodies"] = [*STATE["bodies"], body][-MAX_BODIES:]
             sleep = float(STATE["sleep"])
+            scripted = STATE["script"].pop(0) if STATE["script"] else None
+        if scripted is not None:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._send(200, completion(scripted))
+            return
         if "SLOW" in run:
             sleep = max(sleep, 30.0)
         if sleep:

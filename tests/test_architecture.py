@@ -40,6 +40,7 @@ PUBLIC_API = [
     "ExperienceKind",
     "ExperienceStatus",
     "HindsightError",
+    "InvalidTextWarning",
     "InvalidTrajectoryError",
     "Lesson",
     "Memory",

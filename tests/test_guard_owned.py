@@ -111,8 +111,11 @@ def test_python_edit_of_a_quarantined_lesson_keeps_it_and_its_reasons(
     reasons = after.metadata["quarantine_reasons"]
     assert reasons[: len(before)] == before  # kept, in order
     for key in GUARD_METADATA_KEYS & set(exp.metadata):
-        if key != "quarantine_reasons":
+        if key not in ("quarantine_reasons", "guard"):
             assert after.metadata[key] == exp.metadata[key], key
+    found = after.metadata["guard"]["findings"]
+    assert found[: len(exp.metadata["guard"]["findings"])] == exp.metadata["guard"]["findings"]
+    assert [f["reason"] for f in found] == reasons  # every reason with its layer and category
     assert after.trust == exp.trust and after.provenance == exp.provenance
     if "metadata" in changes:
         assert {k: after.metadata[k] for k in changes["metadata"]} == changes["metadata"]

@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hindsight import ExperienceKind, Lesson, Trajectory, UsageError
 from hindsight.models import Experience
 from hindsight.testing import ScriptedReviewer, test_memory
+from hindsight.writeback import confidence as cf
 from tests.helpers import make_memory, trajectory
 
 
@@ -278,3 +281,47 @@ def test_maintain_folds_same_key_pairs_written_around_the_write_path(
         assert kept.confidence == pytest.approx((1.4 + 2) / 4, abs=1e-6)
         merged = mem.get_experience(exps[1].id, tenant_id="t")
         assert merged.status.value == "superseded" and merged.metadata["merged_into"] == kept.id
+
+
+# -- property: mixed-trust writes through the review path (issue 17 item 3) ---------------------
+
+runs_st = st.lists(
+    st.tuples(st.integers(0, 5), st.sampled_from([1.0, 0.9, 0.6, 0.5, 0.3])),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(writes=runs_st)
+def test_review_path_confidence_counts_each_run_once_and_low_trust_saturates(
+    writes: list[tuple[int, float]],
+) -> None:
+    """Reviews of one keyed lesson from up to six runs of various trusts, some runs reviewed
+    several times (re-reviews, other wording): the stored confidence is the posterior of the
+    distinct runs, whatever the repeats; all low-trust runs together weigh at most 1.0."""
+    trust_of = {}
+    for run, trust in writes:
+        trust_of.setdefault(run, trust)  # a run's trust is fixed when it is first stored
+    counter = iter(range(10_000))
+
+    def lessons(traj: Trajectory) -> list[Lesson]:
+        return [keyed(f"Wording {next(counter)} of the lesson.", traj, confidence=0.6)]
+
+    with test_memory(reviewer=ScriptedReviewer(lessons), guard=False) as mem:
+        trajs = {run: run_of(f"run {run}", trust=trust) for run, trust in trust_of.items()}
+        for traj in trajs.values():
+            mem.store_episode(traj, review=False)
+        for run, _ in writes:
+            mem.review_now(trajs[run].id, tenant_id="t")
+        [exp] = rows(mem)
+        # the reviewed run's evidence: trajectory trust x user provenance 0.9
+        distinct = [
+            {"trajectory_id": trajs[r].id, "polarity": 1, "trust": round(t * 0.9, 4)}
+            for r, t in trust_of.items()
+        ]
+        assert exp.confidence == pytest.approx(cf.posterior(0.6, distinct), abs=1e-6)
+        assert exp.support_count == len(trust_of)
+        low = sum(e["trust"] for e in distinct if e["trust"] < cf.LOW_TRUST)
+        high = sum(e["trust"] for e in distinct if e["trust"] >= cf.LOW_TRUST)
+        assert cf.support_mass(exp)[0] == pytest.approx(high + min(low, 1.0), abs=1e-6)

@@ -1,5 +1,6 @@
-"""Commands of the memory guard: ``hindsight quarantine list|approve|reject|rescan`` and
-``hindsight guard scan`` (issue 5, items 4 and 6; issue 17; docs/security.md)."""
+"""Commands of the memory guard: ``hindsight quarantine list|approve|reject|rescan``,
+``hindsight guard scan`` and ``hindsight guard eval`` (issue 5, items 4 and 6; issue 17;
+docs/security.md)."""
 
 from __future__ import annotations
 
@@ -190,3 +191,182 @@ def _scan(path: Path, rules: Path | None, as_json: bool) -> None:
             f"({summary['false_positives']}/{summary['benign']})",
             highlight=False,
         )
+
+
+@guard_app.command("eval")
+def guard_eval(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None,
+        typer.Argument(help='Labelled JSONL: {"id","label","kind","source","content"} per line.'),
+    ] = None,
+    tenant: Annotated[
+        str | None,
+        typer.Option(
+            "--tenant",
+            help="Evaluate the tenant's stored lessons (active and quarantined) instead of a file.",
+        ),
+    ] = None,
+    label: Annotated[
+        str, typer.Option("--label", help="Label of the stored lessons with --tenant.")
+    ] = "benign",
+    layers: Annotated[
+        str, typer.Option("--layers", help="Comma-separated: rules, semantic, llm.")
+    ] = "rules,semantic",
+    embedder: Annotated[
+        str,
+        typer.Option(
+            "--embedder",
+            help="Embedder of the semantic layer's nearest exemplars: hash, local, any "
+            "EMBEDDING_MODEL spec, or none.",
+        ),
+    ] = "hash",
+    holdout: Annotated[
+        str | None,
+        typer.Option(
+            "--holdout",
+            help="kind or lang: leave each category (language) out of the exemplars, test on it.",
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="With --holdout kind, drop the category from the bank too."),
+    ] = False,
+    exemplars: Annotated[
+        Path | None,
+        typer.Option("--exemplars", help="More labelled exemplars (JSONL) for the semantic layer."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
+) -> None:
+    """Detection and false-positive rates per layer and per category for labelled lessons
+    (a JSONL file, or a tenant's stored lessons)."""
+    if (path is None) == (tenant is None):
+        raise fail("give a labelled JSONL file or --tenant, not both and not neither", 2)
+    if label not in ("benign", "poison"):
+        raise fail(f"--label must be benign or poison, got {label!r}", 2)
+    if path is not None and not path.is_file():
+        raise fail(f"no such file: {path}", 2)
+    with guarded():
+        _eval(ctx, path, tenant, label, layers, embedder, holdout, strict, exemplars, as_json)
+
+
+def _eval(
+    ctx: typer.Context,
+    path: Path | None,
+    tenant: str | None,
+    label: str,
+    layers: str,
+    embedder_spec: str,
+    holdout: str | None,
+    strict: bool,
+    exemplars: Path | None,
+    as_json: bool,
+) -> None:
+    from hindsight.config import MemoryConfig
+    from hindsight.embedders import make_embedder
+    from hindsight.guard.evaluate import evaluate
+    from hindsight.guard.llm_judge import GuardJudge
+    from hindsight.guard.rules_file import guard_layers
+    from hindsight.guard.scan import _read_jsonl
+    from hindsight.guard.semantic import Exemplar
+
+    chosen = guard_layers(layers)
+    config = MemoryConfig()
+    judge = None
+    if "llm" in chosen:
+        if not config.reflection_model:
+            raise fail("--layers llm needs a model: set REFLECTION_MODEL (and LLM_BASE_URL)", 2)
+        judge = GuardJudge(
+            config.reflection_model, api_base=config.llm_base_url, api_key=config.llm_api_key
+        )
+    embedder = (
+        None
+        if embedder_spec.strip().lower() == "none" or "semantic" not in chosen
+        else make_embedder(embedder_spec)
+    )
+    extra = (
+        [Exemplar.from_record(r, f"{exemplars}:{r['id']}") for r in _read_jsonl(exemplars)]
+        if exemplars is not None
+        else []
+    )
+    if path is not None:
+        records = list(_read_jsonl(path))
+        source = str(path)
+    else:
+        assert tenant is not None
+        with open_memory(state(ctx)) as mem:
+            stored = [
+                *mem.list_experiences(tenant_id=tenant, limit=10000),
+                *mem.list_quarantined(tenant_id=tenant, limit=10000),
+            ]
+        records = [
+            {
+                "id": e.id,
+                "label": label,
+                "kind": e.kind.value,
+                "source": e.provenance.value,
+                "content": e.content,
+            }
+            for e in stored
+        ]
+        source = f"tenant {tenant!r} ({len(records)} stored lessons)"
+    report = evaluate(
+        records,
+        layers=chosen,
+        embedder=embedder,
+        judge=judge,
+        exemplars=extra,
+        holdout=holdout,
+        strict=strict,
+    )
+    if as_json:
+        print_json({"source": source, **report.to_json()})
+        return
+    _print_report(source, report)
+
+
+_SHORT = {"semantic.harm_model": "harm model", "semantic.exemplar": "exemplar"}
+_CAPTION = "poison rows: detection rate; benign rows: false-positive rate"
+
+
+def _print_report(source: str, report: Any) -> None:
+    from rich.table import Table
+
+    overall = report.rates()
+    title = f"{source}: {len(report.results)} candidates"
+    if report.holdout:
+        title += f", each {report.holdout} held out" + (" (strict)" if report.strict else "")
+    table = Table(title=title, title_justify="left", caption=_CAPTION, caption_justify="left")
+    table.add_column("category", no_wrap=True)
+    table.add_column("label", no_wrap=True)
+    table.add_column("n", justify="right")
+    for layer in report.layers:
+        table.add_column(_SHORT.get(layer, layer), justify="right", no_wrap=True)
+    rows = [
+        *report.by("kind").items(),
+        ("ALL", {"label": "poison", **overall}),
+        ("ALL", {"label": "benign", **overall}),
+    ]
+    for name, row in rows:
+        kind = row["label"]
+        rate_key = "detection" if kind == "poison" else "false_positive_rate"
+        n = row[report.layers[0]]["poison" if kind == "poison" else "benign"]
+        if not n:
+            continue
+        cells = [_rate(row[layer][rate_key]) for layer in report.layers]
+        table.add_row(name, kind, str(n), *cells)
+    out_console.print(table)
+    if report.calibration:
+        c = report.calibration
+        out_console.print(
+            f"nearest exemplars ({c['embedder']}): threshold {c['threshold']:.2f}, "
+            f"margin {c['margin']:+.2f}",
+            highlight=False,
+        )
+    everything = overall["all"]
+    out_console.print(
+        f"all layers: detection {_rate(everything['detection'])} ({everything['detected']}/"
+        f"{everything['poison']}), false positives {_rate(everything['false_positive_rate'])} "
+        f"({everything['false_positives']}/{everything['benign']})",
+        highlight=False,
+    )

@@ -180,9 +180,21 @@ def _wire(
 
         reviewer = make_reviewer(config)  # heuristic | llm | both (docs/review.md)
     vectors = VectorSync(store, index)
-    from hindsight.guard.rules_file import guard_from_file
+    from hindsight.guard.rules_file import guard_from_file, guard_layers
 
-    guard = guard_from_file(config.guard_rules) if config.guard else None
+    layers = guard_layers(config.guard_layers)
+    guard = (
+        guard_from_file(config.guard_rules, layers=layers, embedder=embedder)
+        if config.guard
+        else None
+    )
+    judge = None
+    if guard is not None and "llm" in layers and config.reflection_model:
+        from hindsight.guard.llm_judge import GuardJudge
+
+        judge = GuardJudge(
+            config.reflection_model, api_base=config.llm_base_url, api_key=config.llm_api_key
+        )
     screen = WriteScreen(
         store=store,
         index=index,
@@ -191,6 +203,7 @@ def _wire(
         clock=clock,
         shared_namespace=config.shared_namespace,
         support=supporting_mass,  # evidence, not counts, settles a conflict (issue 17)
+        judge=judge,
     )
     writeback = WriteBack(store, embedder, vectors.sync, screen=screen)
 

@@ -397,13 +397,17 @@ class AsyncMemory(LifecycleMethods):
         return jobs
 
     async def flush(self, timeout: float | None = 30.0) -> bool:
-        """Wait until no queued review is ready to run (``timeout`` in seconds).
+        """Wait until the runs the framework integrations handed to the background writer are
+        written (:attr:`writer`), then until no queued review is ready to run (``timeout`` in
+        seconds, for each of the two).
 
         Returns:
-            True when the queue drained, False on timeout (jobs stay queued, nothing is lost).
+            True when both drained, False on timeout (nothing is lost: writes and jobs stay
+            queued).
         """
         self._check_open()
-        return await self.reviews.flush(timeout)
+        written = await asyncio.to_thread(self.writer.wait, timeout)
+        return await self.reviews.flush(timeout) and written
 
     # -- write-back (manual) -----------------------------------------------------------------
     async def add_experience(

@@ -12,14 +12,19 @@ from typing import Any, Literal, NamedTuple
 
 from hindsight._errors import UsageError
 from hindsight.guard.conflict import compare
+from hindsight.guard.harm import HARM_CATEGORIES
 from hindsight.guard.normalize import normalize
 from hindsight.guard.rules import CATEGORIES, DEFAULT_RULES, VOCAB, Rule
+from hindsight.guard.semantic import SemanticLayer
 from hindsight.guard.trust import initial_trust
+from hindsight.ports import Embedder
 
 __all__ = [
     "CONFLICT_RULE_ID",
+    "LAYERS",
     "SCAN_CACHE_SIZE",
     "Established",
+    "Finding",
     "Guard",
     "Verdict",
     "check",
@@ -83,17 +88,52 @@ _NEGATION_WINDOW = 60
 _SPAN_CHARS = 60
 
 
+LAYERS = ("rules", "semantic", "llm")
+"""The guard's detection layers, in the order they run (issue 17 item 1): the rules (and the
+conflict test), the semantic layer (:mod:`hindsight.guard.semantic`), the LLM judge
+(:mod:`hindsight.guard.llm_judge`, on the write path when an LLM is configured)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reason to quarantine, with the layer that found it.
+
+    ``layer`` is one of :data:`LAYERS`; ``category`` the harm category (a rule category,
+    ``conflict``, or a category of :data:`~hindsight.guard.harm.HARM_CATEGORIES`); ``id`` the
+    rule id, ``"conflict"``, ``"semantic.harm_model"`` / ``"semantic.exemplar"`` or
+    ``"llm"``; ``score`` in [0, 1] (1.0 for a rule; the similarity or the judge's confidence
+    otherwise); ``reason`` the one line kept in ``metadata["quarantine_reasons"]``.
+    """
+
+    layer: str
+    category: str
+    id: str
+    score: float
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"layer", "category", "id", "score", "reason"}`` (JSON-ready)."""
+        return {
+            "layer": self.layer,
+            "category": self.category,
+            "id": self.id,
+            "score": round(float(self.score), 4),
+            "reason": self.reason,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """The outcome of :meth:`Guard.check`.
 
-    ``verdict`` is ``"quarantine"`` when any rule or the conflict test fired, else
-    ``"allow"``. ``reasons`` has one line per hit, ``"<rule id>: <description> (matched
-    '<span>')"`` or ``"conflict: conflicts with high-confidence experience: '<text>'
-    (confidence 0.90)"``. ``normalized`` is the matching copy of the content (see
-    :func:`~hindsight.guard.normalize`). ``rule_ids`` lists the ids that fired, in order, and
-    ``trust`` is the provenance weight of the given ``source`` (see
-    :func:`~hindsight.guard.initial_trust`).
+    ``verdict`` is ``"quarantine"`` when any layer fired, else ``"allow"``. ``reasons`` has
+    one line per finding: ``"<rule id>: <description> (matched '<span>')"``, ``"conflict:
+    conflicts with high-confidence experience: '<text>' (confidence 0.90)..."``,
+    ``"semantic.<category>: ..."``. ``findings`` has the same hits with their layer,
+    category and score (:class:`Finding`). ``normalized`` is the matching copy of the content
+    (see :func:`~hindsight.guard.normalize`). ``rule_ids`` lists the ids the rules layer fired
+    (the conflict test included), in order, and ``trust`` is the provenance weight of the
+    given ``source`` (see :func:`~hindsight.guard.initial_trust`).
     """
 
     verdict: Literal["allow", "quarantine"]
@@ -101,6 +141,11 @@ class Verdict:
     normalized: str
     rule_ids: tuple[str, ...] = ()
     trust: float = 0.5
+    findings: tuple[Finding, ...] = ()
+
+    def layer(self, name: str) -> tuple[Finding, ...]:
+        """The findings of one layer (``"rules"``, ``"semantic"``, ``"llm"``)."""
+        return tuple(f for f in self.findings if f.layer == name)
 
     @property
     def quarantined(self) -> bool:
@@ -298,16 +343,24 @@ class Guard:
         extra_rules: rules appended to ``rules``; :class:`Rule` objects or mappings accepted
             by :meth:`Rule.from_dict`.
         disabled: rule ids or category names to switch off; ``"conflict"`` switches off the
-            high-confidence conflict test.
+            high-confidence conflict test. A category (a rule category or one of
+            :data:`~hindsight.guard.harm.HARM_CATEGORIES`) is switched off in the semantic
+            layer too.
         conflict_threshold: minimum confidence (0-1) of an existing experience for a
             contradiction to quarantine the candidate.
         conflict_overlap: minimum share (0-1) of key terms two lessons must have in common to
             be compared at all.
+        layers: the layers :meth:`check` runs, of ``"rules"`` and ``"semantic"`` (``"llm"``
+            is accepted and runs on the write path only). Default both.
+        semantic: the semantic layer (default: :class:`~hindsight.guard.semantic.
+            SemanticLayer` on ``embedder``).
+        embedder: the embedder of the semantic layer's nearest-exemplar part; ``None`` runs
+            its harm model only.
 
     Raises:
         UsageError: a rule id is duplicated, a pattern is not a valid regex or uses an unknown
-            ``{placeholder}``, a name in ``disabled`` matches no rule or category, or a
-            threshold is outside [0, 1].
+            ``{placeholder}``, a name in ``disabled`` matches no rule or category, a
+            threshold is outside [0, 1], or a layer is unknown.
 
     A ``Guard`` is immutable after construction and safe to share between threads.
     """
@@ -320,7 +373,19 @@ class Guard:
         disabled: Iterable[str] = (),
         conflict_threshold: float = 0.8,
         conflict_overlap: float = 0.6,
+        layers: Iterable[str] = ("rules", "semantic"),
+        semantic: SemanticLayer | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
+        chosen = [layers] if isinstance(layers, str) else list(layers)
+        bad = sorted(set(chosen) - set(LAYERS))
+        if bad:
+            raise UsageError(f"unknown guard layers {bad}; known: {', '.join(LAYERS)}")
+        self.layers = tuple(name for name in LAYERS if name in chosen)
+        if "semantic" in self.layers:
+            self.semantic: SemanticLayer | None = semantic or SemanticLayer(embedder)
+        else:
+            self.semantic = None
         for name, value in (
             ("conflict_threshold", conflict_threshold),
             ("conflict_overlap", conflict_overlap),
@@ -342,7 +407,13 @@ class Guard:
                 raise UsageError(f"duplicate or reserved rule id {rule.id!r}")
             seen.add(rule.id)
         off = {d.strip() for d in ([disabled] if isinstance(disabled, str) else disabled)}
-        known = seen | {r.category for r in all_rules} | set(CATEGORIES) | {CONFLICT_RULE_ID}
+        known = (
+            seen
+            | {r.category for r in all_rules}
+            | set(CATEGORIES)
+            | set(HARM_CATEGORIES)
+            | {CONFLICT_RULE_ID}
+        )
         unknown = sorted(off - known)
         if unknown:
             raise UsageError(
@@ -353,7 +424,9 @@ class Guard:
             _compile_rule(r) for r in all_rules if r.id not in off and r.category not in off
         )
         self._case_free = tuple(_case_free_rule(c) for c in self._compiled)
+        self._categories = {c.rule.id: c.rule.category for c in self._compiled}
         self._conflicts = CONFLICT_RULE_ID not in off
+        self._off = frozenset(off)
         self._rule_hits = lru_cache(maxsize=SCAN_CACHE_SIZE)(self._scan)
         self.conflict_threshold = float(conflict_threshold)
         self.conflict_overlap = float(conflict_overlap)
@@ -371,8 +444,11 @@ class Guard:
         existing: Sequence[Established | tuple[Any, ...]] = (),
         trust: float | None = None,
         support: float | None = None,
+        vector: Any = None,
     ) -> Verdict:
-        """Check one candidate lesson.
+        """Check one candidate lesson with the rules (and the conflict test) and the semantic
+        layer (the layers this guard runs: ``layers``; the LLM judge runs on the write path,
+        :class:`~hindsight.guard.screening.WriteScreen`).
 
         Args:
             content: the lesson text as it would be stored.
@@ -388,6 +464,8 @@ class Guard:
                 outweighs any candidate.
             trust: the candidate's trust in [0, 1] (default: the weight of ``source``).
             support: the candidate's support mass (default: its trust).
+            vector: the candidate's embedding by the semantic layer's embedder (the write
+                path passes the one it computed); ``None`` embeds it when needed.
 
         Returns:
             A :class:`Verdict`; ``"quarantine"`` with one reason per rule that fired (and per
@@ -402,11 +480,23 @@ class Guard:
             raise UsageError(f"content must be a str, not {type(content).__name__}")
         cached = len(content) <= SCAN_CACHE_MAX_CHARS
         norm, hits = self._rule_hits(content) if cached else self._scan(content)
+        rules_on = "rules" in self.layers
+        if not rules_on:
+            hits = ()
         ids = [rule_id for rule_id, _ in hits]
-        reasons = [reason for _, reason in hits]
+        findings = [
+            Finding(
+                "rules",
+                self._categories.get(rule_id, rule_id.split(".", 1)[0]),
+                rule_id,
+                1.0,
+                reason,
+            )
+            for rule_id, reason in hits
+        ]
         own_trust = initial_trust([source]) if trust is None else _mass(trust, "trust")
         own_support = own_trust if support is None else _mass(support, "support")
-        if self._conflicts and existing:
+        if rules_on and self._conflicts and existing:
             against = [
                 e
                 for e in _validated(existing)
@@ -416,13 +506,25 @@ class Guard:
             if against and outweighs(against, own_trust, own_support):
                 for e in against:
                     ids.append(CONFLICT_RULE_ID)
-                    reasons.append(_conflict_reason(e, own_trust, own_support))
+                    reason = _conflict_reason(e, own_trust, own_support)
+                    findings.append(
+                        Finding("rules", CONFLICT_RULE_ID, CONFLICT_RULE_ID, e.confidence, reason)
+                    )
+        if self.semantic is not None:
+            for hit in self.semantic.check(content, vector):
+                if hit.category in self._off:
+                    continue  # a category switched off for this deployment, in every layer
+                findings.append(
+                    Finding("semantic", hit.category, f"semantic.{hit.part}", hit.score, hit.reason)
+                )
+        reasons = [f.reason for f in findings]
         return Verdict(
             verdict="quarantine" if reasons else "allow",
             reasons=reasons,
             normalized=norm,
             rule_ids=tuple(ids),
             trust=initial_trust([source]),
+            findings=tuple(findings),
         )
 
     def _scan(self, content: str) -> tuple[str, tuple[tuple[str, str], ...]]:

@@ -170,12 +170,23 @@ class EvidenceIndex:
         """The evidence sources of a lesson with this ``content`` (see :func:`lesson_sources`)."""
         return lesson_sources(self.trajectory, self.quotes(content))
 
+    def passages(self, content: str, *, limit: int = 3, chars: int = 200) -> list[str]:
+        """Up to ``limit`` passages of the run that ``content`` copies, each with ``chars``
+        characters of context on either side (normalized text), as ``"<event type>: ..."``:
+        the source evidence the LLM judge reads (:mod:`hindsight.guard.llm_judge`)."""
+        out = []
+        for quote in self.quotes(content)[:limit]:
+            text = self._texts[quote.event_index]
+            window = text[max(0, quote.start - chars) : quote.end + chars]
+            out.append(f"{quote.event_type.value}: {window}")
+        return out
+
     def tainted(self, content: str, guard: Guard) -> list[str]:
         """Reasons to quarantine ``content`` because a passage it copies is flagged.
 
-        Each quoted passage is checked with ``guard`` together with
-        :data:`TAINT_WINDOW_CHARS` characters around it; returns one reason per flagged
-        passage, ``"tainted: quotes a <event type> event the guard flags (<rule ids>)"``,
+        Each quoted passage is checked with ``guard`` (its rules and its semantic layer)
+        together with :data:`TAINT_WINDOW_CHARS` characters around it; returns one reason per
+        flagged passage, ``"tainted: quotes a <event type> event the guard flags (<rule ids>)"``,
         or ``[]``.
         """
         reasons: list[str] = []
@@ -184,6 +195,7 @@ class EvidenceIndex:
             window = text[max(0, quote.start - TAINT_WINDOW_CHARS) : quote.end + TAINT_WINDOW_CHARS]
             verdict = guard.check(window)
             rule_ids = [r for r in verdict.rule_ids if r != "conflict"]
+            rule_ids += [f"semantic.{f.category}" for f in verdict.layer("semantic")]
             if rule_ids:
                 kind = quote.event_type.value.replace("_", " ")
                 reasons.append(

@@ -111,9 +111,11 @@ def reject(
 
 def quarantine_entry(exp: Experience) -> dict[str, Any]:
     """The JSON shape of one quarantined experience (``hindsight quarantine list --json``):
-    ``id, namespace, task_type, kind, content, reasons, quarantined_at, provenance, trust,
-    confidence, source_trajectory_ids, original_content`` (``None`` when the content was not
-    cleaned)."""
+    ``id, namespace, task_type, kind, content, reasons, findings, llm, quarantined_at,
+    provenance, trust, confidence, source_trajectory_ids, original_content`` (``None`` when
+    the content was not cleaned). ``findings`` are the reasons with their layer, category and
+    score (``[]`` for reasons recorded before issue 17 or by a human); ``llm`` the LLM judge's
+    verdict, when it ran."""
     return {
         "id": exp.id,
         "namespace": exp.namespace,
@@ -121,6 +123,8 @@ def quarantine_entry(exp: Experience) -> dict[str, Any]:
         "kind": exp.kind.value,
         "content": exp.content,
         "reasons": list(exp.metadata.get("quarantine_reasons", [])),
+        "findings": list((exp.metadata.get("guard") or {}).get("findings", [])),
+        "llm": (exp.metadata.get("guard") or {}).get("llm"),
         "quarantined_at": exp.metadata.get("quarantined_at"),
         "provenance": exp.provenance.value,
         "trust": exp.trust,

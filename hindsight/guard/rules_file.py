@@ -22,13 +22,14 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from hindsight._errors import UsageError
-from hindsight.guard.checker import Guard
+from hindsight.guard.checker import LAYERS, Guard
 
-__all__ = ["RULES_FILE_KEYS", "guard_from_file", "load_rules_file"]
+__all__ = ["RULES_FILE_KEYS", "guard_from_file", "guard_layers", "load_rules_file"]
 
 RULES_FILE_KEYS = frozenset({"rules", "disabled", "conflict_threshold", "conflict_overlap"})
 """The keys a rules file object may have."""
@@ -88,9 +89,25 @@ def load_rules_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return kwargs
 
 
-def guard_from_file(path: str | os.PathLike[str] | None) -> Guard:
+def guard_layers(spec: str | Iterable[str]) -> tuple[str, ...]:
+    """The layers named by ``spec`` (``"rules,semantic,llm"`` or a list), in running order.
+
+    Raises:
+        UsageError: an unknown or no layer (one line naming the known ones).
+    """
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    chosen = {str(n).strip().lower() for n in names if str(n).strip()}
+    unknown = sorted(chosen - set(LAYERS))
+    if unknown or not chosen:
+        raise UsageError(
+            f"guard layers must be a comma-separated list of {', '.join(LAYERS)}; got {spec!r}"
+        )
+    return tuple(layer for layer in LAYERS if layer in chosen)
+
+
+def guard_from_file(path: str | os.PathLike[str] | None, **options: Any) -> Guard:
     """A :class:`Guard` with the built-in rules tuned by the file at ``path`` (``None``: the
-    defaults).
+    defaults); ``options`` go to :class:`Guard` as well (``layers``, ``embedder``...).
 
     Raises:
         UsageError: the file is invalid (see :func:`load_rules_file`) or one of its rules is
@@ -98,9 +115,9 @@ def guard_from_file(path: str | os.PathLike[str] | None) -> Guard:
             names the file.
     """
     if path is None:
-        return Guard()
+        return Guard(**options)
     kwargs = load_rules_file(path)
     try:
-        return Guard(**kwargs)
+        return Guard(**kwargs, **options)
     except UsageError as exc:
         raise UsageError(f"guard rules file {os.fspath(path)!r}: {exc}") from None

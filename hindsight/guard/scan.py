@@ -134,7 +134,7 @@ def summarize(
                 fp_ids.append(rid)
     by_category: Counter[str] = Counter()
     for rule_id, n in by_rule.items():
-        by_category[rule_id.split(".", 1)[0]] += n
+        by_category[_category_of(rule_id)] += n
     summary: dict[str, Any] = {
         "total": total,
         "allow": allow,
@@ -154,3 +154,12 @@ def summarize(
             false_positive_ids=fp_ids,
         )
     return summary
+
+
+def _category_of(rule_id: str) -> str:
+    """``"exfiltration"`` for ``"exfiltration.secret_to_destination"`` and for the other
+    layers' ``"semantic.exfiltration"`` / ``"llm.exfiltration"``."""
+    head, _, rest = rule_id.partition(".")
+    if head in ("semantic", "llm") and rest:
+        return rest.split(".", 1)[0]
+    return head

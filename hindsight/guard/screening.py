@@ -3,9 +3,9 @@
 :class:`WriteScreen` is what :meth:`hindsight.writeback.WriteBack.guard_experience` runs for
 every experience that is created or edited, before deduplication:
 
-1. **clean** - invisible and control characters are removed from the stored content
-   (:func:`~hindsight.guard.strip_invisible`); when that changed anything, the original text is
-   kept in ``metadata["original_content"]`` for audit;
+1. **clean** - the content is stored exactly as sent (issue 18): the rules read a normalized
+   copy (invisible characters removed, NFKC, case folded: :func:`~hindsight.guard.normalize`);
+   a lesson made only of invisible characters is quarantined;
 2. **check** - the guard's rules run on the normalized content, together with the
    high-confidence experiences most similar to it (vector search in the same tenant, in its
    namespace and the shared one: :data:`CONFLICT_NEIGHBOURS` nearest) for the conflict test,
@@ -20,7 +20,6 @@ With the guard off (``HINDSIGHT_GUARD=off``) only step 1 runs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -30,8 +29,9 @@ import numpy.typing as npt
 
 from hindsight._errors import UsageError
 from hindsight.guard import Guard, strip_invisible
-from hindsight.guard.checker import Established
+from hindsight.guard.checker import Established, Finding
 from hindsight.guard.evidence import EvidenceIndex
+from hindsight.guard.llm_judge import GuardJudge, JudgeItem, JudgeVerdict
 from hindsight.guard.trust import trust_mass
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 from hindsight.ports import Clock, Embedder, VectorIndex
@@ -136,12 +136,31 @@ def guard_metadata(exp: Experience) -> dict[str, Any]:
 _SCREENED = (ExperienceStatus.ACTIVE, ExperienceStatus.QUARANTINED)
 
 
-def quarantine(exp: Experience, reasons: Sequence[str], now: datetime) -> Experience:
+def _with_llm_verdict(exp: Experience, verdict: JudgeVerdict) -> Experience:
+    """``exp`` with the LLM judge's verdict in ``metadata["guard"]["llm"]``."""
+    meta = dict(exp.metadata)
+    record = dict(meta.get("guard") or {})
+    record["llm"] = verdict.to_dict()
+    meta["guard"] = record
+    return exp.model_copy(update={"metadata": meta})
+
+
+def quarantine(
+    exp: Experience,
+    reasons: Sequence[str],
+    now: datetime,
+    findings: Sequence[Finding] = (),
+) -> Experience:
     """``exp`` with status ``quarantined`` and ``reasons`` appended to
     ``metadata["quarantine_reasons"]`` (``quarantined_at`` is set to ``now``, ISO 8601, unless
-    ``exp`` was quarantined already)."""
+    ``exp`` was quarantined already) and ``findings`` (their layer, category and score) to
+    ``metadata["guard"]["findings"]``."""
     meta = dict(exp.metadata)
     meta["quarantine_reasons"] = [*meta.get("quarantine_reasons", []), *reasons]
+    if findings:
+        record = dict(meta.get("guard") or {})
+        record["findings"] = [*record.get("findings", []), *(f.to_dict() for f in findings)]
+        meta["guard"] = record
     if exp.status is not ExperienceStatus.QUARANTINED or "quarantined_at" not in meta:
         meta["quarantined_at"] = now.isoformat()
     return exp.model_copy(
@@ -162,6 +181,8 @@ class WriteScreen:
         support: the support mass of an experience for the conflict test (issue 17 item 3);
             default :func:`~hindsight.guard.trust.trust_mass` (its trust: repeats add
             nothing).
+        judge: the LLM judge (:class:`~hindsight.guard.llm_judge.GuardJudge`), when an LLM
+            is configured and the ``llm`` layer is on; one request per batch of lessons.
     """
 
     def __init__(
@@ -174,8 +195,10 @@ class WriteScreen:
         clock: Clock,
         shared_namespace: str = "shared",
         support: Callable[[Experience], float] | None = None,
+        judge: GuardJudge | None = None,
     ) -> None:
         self.support = support or trust_mass
+        self.judge = judge
         self.store = store
         self.index = index
         self.embedder = embedder
@@ -189,20 +212,15 @@ class WriteScreen:
         return self.guard is not None
 
     def clean(self, exp: Experience) -> Experience:
-        """``exp`` with invisible characters removed from its content (see the module
-        docstring). Content made only of invisible characters is kept visibly escaped
-        (``"\\u200b..."``) and quarantined, so nothing disappears silently."""
-        cleaned = strip_invisible(exp.content).strip()
-        if cleaned == exp.content:
+        """``exp`` itself: its content is stored exactly as sent (issue 18); the rules read a
+        normalized copy (:func:`~hindsight.guard.normalize`) and the rendered block drops
+        invisible characters (:func:`hindsight.recall.render.escape_item`). Content made only
+        of invisible characters is quarantined, so nothing unreadable is recalled."""
+        if strip_invisible(exp.content).strip():
             return exp
-        meta = {**exp.metadata, "original_content": exp.content}
-        if not cleaned:
-            escaped = json.dumps(exp.content)[1:-1] or "(empty)"
-            out = exp.model_copy(update={"content": escaped, "metadata": meta})
-            return quarantine(
-                out, ["invisible: the lesson is made only of invisible characters"], self._now()
-            )
-        return exp.model_copy(update={"content": cleaned, "metadata": meta})
+        return quarantine(
+            exp, ["invisible: the lesson is made only of invisible characters"], self._now()
+        )
 
     def neighbours(
         self,
@@ -297,41 +315,127 @@ class WriteScreen:
                 (:func:`~hindsight.guard.checker.outweighs`). Ignored for experiences that are
                 not of an advice kind (:data:`ADVICE_KINDS`): episodes and other observations
                 are never conflict-tested, only checked by the rules and for taint.
-            vector: the candidate's embedding (of the cleaned content), to avoid embedding
-                it again for the neighbour search.
-            evidence: the reviewed trajectory's quotable text, for the taint check.
+            vector: the candidate's embedding (of the cleaned content): the neighbour search
+                and the semantic layer use it; ``None`` embeds it once when needed.
+            evidence: the reviewed trajectory's quotable text, for the taint check and the
+                LLM judge's source evidence.
 
         Returns:
-            ``exp`` cleaned; quarantined with its reasons when the guard fired. An ``active``
-            or ``quarantined`` experience is checked: reasons already in its
-            ``metadata["quarantine_reasons"]`` are not added again (a lesson a human approved
-            is not quarantined again for the reasons they saw), new ones are appended and
-            quarantine it; a quarantined one stays quarantined with all its reasons (only
-            :func:`~hindsight.guard.quarantine.approve` releases it). Archived, superseded and
-            deleted experiences are only cleaned.
+            ``exp`` cleaned; quarantined with its reasons when a layer fired (the reasons in
+            ``metadata["quarantine_reasons"]``, each finding's layer, category and score in
+            ``metadata["guard"]["findings"]``, the LLM judge's verdict, when it ran, in
+            ``metadata["guard"]["llm"]``). An ``active`` or ``quarantined`` experience is
+            checked: reasons already in its ``metadata["quarantine_reasons"]`` are not added
+            again (a lesson a human approved is not quarantined again for the reasons they
+            saw), new ones are appended and quarantine it; a quarantined one stays quarantined
+            with all its reasons (only :func:`~hindsight.guard.quarantine.approve` releases
+            it). Archived, superseded and deleted experiences are only cleaned.
         """
-        exp = self.clean(exp)
-        if self.guard is None or exp.status not in _SCREENED:
-            return exp
-        if exp.kind not in ADVICE_KINDS:
-            existing = []
-        elif existing is None:
-            existing = self.neighbours(exp, vector)
-        verdict = self.guard.check(
-            exp.content,
-            source=exp.provenance.value,
-            existing=existing,
-            trust=exp.trust,
-            support=self.support(exp),
-        )
-        reasons = list(verdict.reasons)
-        if evidence is not None:
-            reasons += evidence.tainted(exp.content, self.guard)
-        known = set(exp.metadata.get("quarantine_reasons", ()))
-        new = [r for r in dict.fromkeys(reasons) if r not in known]
-        if not new:
-            return exp
-        return quarantine(exp, new, self._now())
+        vectors = None if vector is None else [vector]
+        return self.check_many([exp], [existing], vectors, evidence)[0]
+
+    def check_many(
+        self,
+        exps: Sequence[Experience],
+        existing: Sequence[Sequence[Established | tuple[Any, ...]] | None] | None = None,
+        vectors: Any = None,
+        evidence: EvidenceIndex | None = None,
+    ) -> list[Experience]:
+        """:meth:`check` of a batch (one write), with one LLM judge request for all of it.
+
+        Args:
+            exps: the candidates.
+            existing: per candidate, as :meth:`check`'s ``existing`` (``None``: look up).
+            vectors: per candidate, its embedding (or ``None`` for all: embedded when needed).
+            evidence: the reviewed trajectory's quotable text.
+        """
+        out = [self.clean(e) for e in exps]
+        if self.guard is None:
+            return out
+        wanted = existing if existing is not None else [None] * len(out)
+        screened: list[tuple[int, list[Finding], list[Established | tuple[Any, ...]]]] = []
+        for i, exp in enumerate(out):
+            if exp.status not in _SCREENED:
+                continue
+            vector = None if vectors is None else vectors[i]
+            if vector is None and self._needs_vector(exp, wanted[i]):
+                vector = self.embedder.embed([exp.content])[0]
+            near: list[Established | tuple[Any, ...]]
+            if exp.kind not in ADVICE_KINDS:
+                near = []
+            elif wanted[i] is None:
+                near = list(self.neighbours(exp, vector))
+            else:
+                near = list(wanted[i] or [])
+            verdict = self.guard.check(
+                exp.content,
+                source=exp.provenance.value,
+                existing=near,
+                trust=exp.trust,
+                support=self.support(exp),
+                vector=vector,
+            )
+            findings = list(verdict.findings)
+            if evidence is not None:
+                findings += [
+                    Finding("rules", "taint", "tainted", 1.0, reason)
+                    for reason in evidence.tainted(exp.content, self.guard)
+                ]
+            screened.append((i, findings, near))
+        if self.judge is not None and screened:
+            self._judge(out, screened, evidence)
+        for i, findings, _ in screened:
+            exp = out[i]
+            known = set(exp.metadata.get("quarantine_reasons", ()))
+            new: dict[str, Finding] = {}
+            for f in findings:
+                if f.reason not in known:
+                    new.setdefault(f.reason, f)
+            if new:
+                out[i] = quarantine(exp, list(new), self._now(), list(new.values()))
+        return out
+
+    def _needs_vector(self, exp: Experience, existing: object) -> bool:
+        assert self.guard is not None
+        semantic = self.guard.semantic
+        looks_up = exp.kind in ADVICE_KINDS and existing is None
+        return looks_up or (semantic is not None and semantic.uses_vectors)
+
+    def _judge(
+        self,
+        out: list[Experience],
+        screened: list[tuple[int, list[Finding], list[Established | tuple[Any, ...]]]],
+        evidence: EvidenceIndex | None,
+    ) -> None:
+        """Ask the LLM judge about every screened experience (one request per batch), store
+        each verdict and add a finding for the harmful ones."""
+        assert self.judge is not None and self.guard is not None
+        threshold = self.guard.conflict_threshold
+        items = []
+        for i, _, near in screened:
+            exp = out[i]
+            established = [
+                (e.content, e.confidence)
+                for e in (Established(*n) for n in near)
+                if e.confidence >= threshold
+            ]
+            items.append(
+                JudgeItem(
+                    content=exp.content,
+                    kind=exp.kind.value,
+                    source=exp.provenance.value,
+                    evidence=evidence.passages(exp.content) if evidence is not None else (),
+                    established=established,
+                )
+            )
+        verdicts = self.judge.judge(items)
+        for (i, findings, _), verdict in zip(screened, verdicts, strict=True):
+            if verdict is None:
+                continue
+            out[i] = _with_llm_verdict(out[i], verdict)
+            reason = self.judge.reason(verdict)
+            if reason is not None:
+                findings.append(Finding("llm", verdict.category, "llm", verdict.confidence, reason))
 
     def _now(self) -> datetime:
         return self.clock.now()

@@ -43,7 +43,9 @@ _WS = re.compile(r"\s+")
 
 
 def normalize_content(text: str) -> str:
-    """Unicode NFKC with runs of whitespace folded to one space, stripped."""
+    """The matching form of a lesson's text: Unicode NFKC with runs of whitespace folded to
+    one space, stripped. Used for ids and keys only; stored text is kept exactly as given
+    (issue 18)."""
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
 
 
@@ -57,9 +59,11 @@ def lessons_to_experiences(
 ) -> list[Experience]:
     """One experience per lesson of ``traj``, with a deterministic id.
 
-    The id is derived from (trajectory, reviewer, kind, normalised content), so reviewing the
-    same trajectory again yields the same ids and nothing is stored twice. Lessons whose
-    content is blank after normalisation are skipped.
+    The id is derived from (trajectory, reviewer, kind, normalised content:
+    :func:`normalize_content`), so reviewing the same trajectory again yields the same ids and
+    nothing is stored twice. The stored content is the lesson's text as the reviewer wrote it,
+    without surrounding whitespace (never NFKC-folded: "x²" stays "x²"). Lessons whose content
+    is blank are skipped.
 
     Provenance (MISSION S8): each lesson's evidence sources come from what it quotes of the
     run (:func:`hindsight.guard.evidence.lesson_sources`: a lesson quoting only tool output is
@@ -80,13 +84,14 @@ def lessons_to_experiences(
     evidence = EvidenceIndex.of(traj)
     out: dict[str, Experience] = {}
     for lesson in lessons:
-        content = normalize_content(lesson.content)
-        if not content:
+        content = lesson.content.strip()
+        key = normalize_content(content)
+        if not key:
             continue
         sources = evidence.sources(content)
         trust = round(traj.trust * initial_trust(sources), 4)
         provenance = Provenance(max(sources, key=lambda s: TRUST_WEIGHTS[s]))
-        exp_id = stable_id(traj.id, reviewer, lesson.kind.value, content.lower())
+        exp_id = stable_id(traj.id, reviewer, lesson.kind.value, key.lower())
         source_ids = list(dict.fromkeys([traj.id, *lesson.sources]))
         given = lesson.metadata.get(SUPPORT_KEY)
         support = (
@@ -137,8 +142,8 @@ def manual_experience(
     embedding_model: str,
     now: datetime,
 ) -> Experience:
-    """The experience ``add_experience`` stores: reviewer ``"manual"``, content normalised
-    (:func:`normalize_content`), trust the weight of ``source``
+    """The experience ``add_experience`` stores: reviewer ``"manual"``, content exactly as
+    given (valid Unicode: :mod:`hindsight._text`), trust the weight of ``source``
     (:data:`hindsight.guard.TRUST_WEIGHTS`), ``metadata`` free of the keys the guard reserves.
 
     Raises:
@@ -151,7 +156,7 @@ def manual_experience(
             tenant_id=tenant_id,
             namespace=namespace,
             kind=ExperienceKind(kind),
-            content=normalize_content(content) if isinstance(content, str) else content,
+            content=content,
             task_type=task_type,
             tools=list(tools),
             tags=list(tags),

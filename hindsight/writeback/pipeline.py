@@ -85,9 +85,8 @@ class WriteBack:
                 of lessons that quote it.
 
         Returns:
-            The experience to store: content without invisible characters (original in
-            ``metadata["original_content"]``) and, when the guard fired, status
-            ``quarantined`` with ``metadata["quarantine_reasons"]``.
+            The experience to store (its content exactly as given) and, when the guard
+            fired, status ``quarantined`` with ``metadata["quarantine_reasons"]``.
         """
         if self.screen is None:
             return exp
@@ -168,10 +167,7 @@ class WriteBack:
             if self.screen is None:
                 return list(cleaned)
             existing = self.screen.neighbours_many(cleaned, vectors, rows.get)
-            return [
-                self.screen.check(e, existing=existing[i], vector=vectors[i], evidence=evidence)
-                for i, e in enumerate(cleaned)
-            ]
+            return self.screen.check_many(cleaned, existing, vectors, evidence)
 
         # 2. Dedup / merge / supersede of the guarded candidates (issue 4), then store; the
         # deduper syncs the vector index when it is done.

@@ -32,7 +32,6 @@ from hindsight.guard.screening import (
 )
 from hindsight.models import Experience, ExperienceStatus
 from hindsight.ports import Embedder
-from hindsight.writeback.lessons import normalize_content
 
 __all__ = [
     "EDITABLE",
@@ -152,18 +151,15 @@ def edit(
     reason: str | None,
 ) -> Experience:
     """Edit a stored experience: a new version whose ``parent_id`` keeps the old one. A new
-    text is normalised (:func:`~hindsight.writeback.lessons.normalize_content`) and embedded
-    again; every edit is checked by ``guard`` first (a poisoned edit is quarantined, an edit
-    of a quarantined lesson is screened again and keeps its reasons). Returns the new version
+    text is stored exactly as given and embedded again; every edit is checked by ``guard``
+    first (a poisoned edit is quarantined, an edit of a quarantined lesson is screened again
+    and keeps its reasons). Returns the new version
     as stored.
 
     Raises:
         NotFoundError: no such experience. UsageError: nothing to edit or a bad value (see
             :func:`edited`).
     """
-    content = changes.get("content")
-    if isinstance(content, str):
-        changes = {**changes, "content": normalize_content(content)}
     current = store.get_experience(tenant, experience_id)
     new = edited(current, changes)
     vector = embedder.embed([new.content])[0] if new.content != current.content else None

@@ -67,6 +67,7 @@ class Engine:
         review: queue the post-hoc review of stored runs.
         write_wait: seconds the end of a run waits for its write (then it goes on).
         recall_timeout: seconds a recall may take.
+        logger: where the integration's own failures are logged.
 
     Raises:
         UsageError: ``memory`` is none of those; a negative ``write_wait`` /
@@ -80,7 +81,10 @@ class Engine:
         review: bool = True,
         write_wait: float = WRITE_WAIT,
         recall_timeout: float = RECALL_TIMEOUT,
+        logger: logging.Logger = log,
     ) -> None:
+        self.log = logger
+        self.memory = memory
         self.sync, self.aio = memory_faces(memory)
         self.writer = writer_of(self.sync)
         self.review = review
@@ -107,7 +111,7 @@ class Engine:
         with self._lock:
             self.errors += 1
             self.last_error = text
-        log.warning("hindsight: %s", text, exc_info=log.isEnabledFor(logging.DEBUG))
+        self.log.warning("hindsight: %s", text, exc_info=self.log.isEnabledFor(logging.DEBUG))
 
     # -- ending runs --------------------------------------------------------------------------
     def _handed(self, trajectory_id: str, key: Any) -> None:

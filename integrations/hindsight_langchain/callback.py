@@ -612,6 +612,7 @@ class _HandlerBase:
         max_chars: int = DEFAULT_MAX_CHARS,
         orphan_timeout: float = ORPHAN_TIMEOUT,
         write_wait: float = 0.0,
+        _attach: bool = True,
     ) -> None:
         self._capture = _Capture(
             memory,
@@ -626,8 +627,9 @@ class _HandlerBase:
             orphan_timeout=orphan_timeout,
             write_wait=write_wait,
         )
-        self._capture.engine.attach(self)
-        _LIVE.add(self)
+        if _attach:  # not for the per-run handlers hindsight_langgraph drives itself
+            self._capture.engine.attach(self)
+            _LIVE.add(self)
 
     def _submit(self, groups: list[Group], *, incomplete: bool = False) -> None:
         capture = self._capture
@@ -699,6 +701,29 @@ class _HandlerBase:
         then :meth:`wait`. Called at interpreter exit too."""
         self._submit(self._capture.take(everything=True), incomplete=True)
         return self.wait(timeout)
+
+    def snapshot(self, run_id: UUID, *, trajectory_id: str) -> Trajectory | None:
+        """What the open root run ``run_id`` captured so far, as a paused trajectory
+        (``metadata.paused``), without taking it out of the handler (it goes on after a
+        resume); ``None`` when it is not an open root run of this handler."""
+        capture = self._capture
+        with capture.lock:
+            run = capture.tree.runs.get(run_id)
+            if run is None or run.parent is not None or run.group.root != run_id:
+                return None
+            group = run.group
+            saved, group.buffer.trajectory_id = group.buffer.trajectory_id, trajectory_id
+            try:
+                return capture.trajectory(group, paused=True)
+            finally:
+                group.buffer.trajectory_id = saved
+
+    def custom(self, run_id: UUID, name: str, data: Any) -> None:
+        """Add a ``custom`` event (``metadata.name``) to the run ``run_id`` belongs to."""
+        capture = self._capture
+        with capture.lock:
+            group, anchor = capture.tree.group_of(run_id)
+            group.buffer.custom(name, data, anchor)
 
     def detach(self, run_id: UUID, *, trajectory_id: str | None = None) -> Trajectory | None:
         """Take the root run ``run_id`` out of the handler now, *without* storing it, and

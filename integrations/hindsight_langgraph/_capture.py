@@ -15,20 +15,31 @@ claim are replayed first, so nothing is missed.
 One trajectory per run, whatever LangGraph does:
 
 * **interrupts**: a root run that stops at ``interrupt()`` leaves its trajectory open on its
-  ``thread_id``; the next root run on that thread whose input is a ``Command`` (``resume``) or
-  ``None`` continues the *same* trajectory (its runs are re-parented under the first root), so a
-  resume adds events, never a second trajectory. A fresh input on a thread with an open
-  trajectory means the paused run was abandoned: it is stored as ``incomplete``.
+  ``thread_id`` and hands what it captured so far to the memory's background writer as a
+  *paused* part (``metadata.paused``, not reviewed yet), with a ``custom`` event
+  ``interrupt`` holding the interrupt's values. The next root run on that thread whose input
+  is a ``Command`` (``resume``) or ``None`` continues the *same* trajectory (a ``custom``
+  event ``resume`` with the resume value; its runs are re-parented under the first root). A
+  fresh input on a thread with an open trajectory means the paused run was abandoned: it is
+  stored as ``incomplete``.
+* **across processes** (a checkpointer): a resumed root run this process has no trajectory
+  for is followed until the reflect node claims it with the trajectory id in the graph state;
+  its part is merged into the paused part stored by the first process (``merge=True``).
 * **the reflect node** takes the events captured so far (see :meth:`TrajectoryCapture.close`),
   after which the root run's remaining callbacks are dropped.
 * **errors**: a root run that raises (not an interrupt) stores its trajectory as a failure.
 * **a graph that ends without reaching the reflect node** stores its trajectory as
-  ``incomplete`` (without a checkpointer), or keeps it open for a resume (with one).
-* **process exit** stores every open trajectory as ``incomplete``.
+  ``incomplete`` (without a checkpointer), or as a paused part kept for a resume (with one).
+* **Memory.close() and process exit** hand every open trajectory to the writer as a paused
+  part (a resume, here or in another process, completes it).
 
-Events captured before an interrupt live in this process: a run resumed in *another* process
-gets a new trajectory for the part after the resume (the first part is stored as incomplete at
-exit), so nothing captured is lost.
+**Did the model see the block?** Every model call of a claimed run is checked for the block
+the recall node put into the system message (what LangChain reports the model received):
+only the lessons of a run whose model saw them are recorded as recalled by it, so credited or
+blamed (issue 19).
+
+Every store goes through the memory's background writer (:mod:`hindsight.capture.writer`):
+nothing here waits on the store.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
@@ -43,12 +55,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from hindsight_langchain._seen import block_in, interrupt_values, resume_value
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.context import register_configure_hook
 
-from hindsight import Outcome, Trajectory, UsageError
-from hindsight_langgraph._memory import MemoryRef
+from hindsight import Outcome, Trajectory
+from hindsight_langgraph._memory import Engine
 from hindsight_langgraph._scope import Scope
 
 __all__ = [
@@ -67,6 +80,11 @@ root run that never reports its end, e.g. an abandoned stream, must not grow mem
 
 MAX_OPEN_TRAJECTORIES = 10_000
 """Paused trajectories kept for a resume; beyond that the oldest is stored as incomplete."""
+
+MAX_LOGGED_CALLBACKS = 10_000
+"""Callbacks kept of a resumed root run no trajectory of this process owns yet (a run
+paused in another process), replayed when the reflect node claims it; beyond that only the
+runs still open are replayed."""
 
 _START = (
     "on_chain_start",
@@ -118,7 +136,7 @@ class TrajectoryCapture:
     def __init__(
         self,
         trajectory_id: str,
-        memory: MemoryRef,
+        engine: Engine,
         scope: Scope,
         *,
         task: str,
@@ -126,11 +144,13 @@ class TrajectoryCapture:
         tags: Sequence[str],
         anchor: UUID,
         thread_id: str | None,
+        block: str = "",
+        recalled_ids: Sequence[str] = (),
     ) -> None:
         from hindsight_langchain import HindsightCallbackHandler
 
         self.trajectory_id = trajectory_id
-        self.memory = memory
+        self.engine = engine
         self.scope = scope
         self.task = task
         self.task_type = task_type
@@ -139,24 +159,72 @@ class TrajectoryCapture:
         self.thread_id = thread_id
         self.roots: list[UUID] = [anchor]
         self.closed = False
+        self.block = block
+        self.recalled_ids = list(recalled_ids)
+        self.model_calls = 0  # model calls seen while a block was expected
+        self.seen_calls = 0  # of those, the ones whose prompt had the block
+        self.recorded = False  # the recalled ids were handed to the writer already
+        self.continuation = False  # the part after a resume of a run paused elsewhere
         self.lock = threading.RLock()
         self.handler = HindsightCallbackHandler(
-            memory.aio,
+            engine.memory,
             tenant_id=scope.tenant_id,
             namespace=scope.namespace,
             task_type=task_type,
             tags=tags,
+            _attach=False,
         )
+
+    def recalled(self, block: str, ids: Sequence[str]) -> None:
+        """Note the block the recall node put into the prompt and its experience ids."""
+        with self.lock:
+            self.block, self.recalled_ids = block, list(ids)
 
     def forward(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Pass one callback to the handler (runs of later roots re-parented to the anchor)."""
         with self.lock:
             if self.closed:
                 return
+            if self.block and method in ("on_chat_model_start", "on_llm_start") and len(args) > 1:
+                prompt = args[1]
+                flat = [m for batch in prompt for m in batch] if method[3] == "c" else prompt
+                self.model_calls += 1
+                self.seen_calls += block_in(self.block, flat)
             parent = kwargs.get("parent_run_id")
             if parent is not None and parent != self.anchor and parent in self.roots:
                 kwargs = {**kwargs, "parent_run_id": self.anchor}
             getattr(self.handler, method)(*args, **kwargs)
+
+    def custom(self, name: str, data: Any) -> None:
+        """Add a ``custom`` event (``metadata.name``: ``interrupt``, ``resume``)."""
+        with self.lock:
+            if not self.closed:
+                self.handler.custom(self.anchor, name, data)
+
+    @property
+    def missed_calls(self) -> int:
+        """Model calls that did not receive the recalled block."""
+        return self.model_calls - self.seen_calls
+
+    def attributable(self) -> list[str]:
+        """The recalled experience ids to record as recalled by this run now: those of a
+        block a model call received, once."""
+        with self.lock:
+            if self.recorded or not self.seen_calls:
+                return []
+            self.recorded = True
+            return list(self.recalled_ids)
+
+    def snapshot(self) -> Trajectory | None:
+        """What was captured so far, without taking it (the run goes on after a resume)."""
+        with self.lock:
+            if self.closed:
+                return None
+            try:
+                return self.handler.snapshot(self.anchor, trajectory_id=self.trajectory_id)
+            except Exception as exc:
+                self.engine.fail(f"could not snapshot trajectory {self.trajectory_id}", exc)
+                return None
 
     def close(self) -> Trajectory | None:
         """Take what was captured (``None`` when already taken or nothing was captured); the
@@ -167,10 +235,9 @@ class TrajectoryCapture:
             self.closed = True
             try:
                 return self.handler.detach(self.anchor, trajectory_id=self.trajectory_id)
-            except Exception:
-                log.exception(
-                    "hindsight: could not take the events of trajectory %s", self.trajectory_id
-                )
+            except Exception as exc:
+                tid = self.trajectory_id
+                self.engine.fail(f"could not take the events of trajectory {tid}", exc)
                 return None
 
 
@@ -182,6 +249,8 @@ class _Root:
     thread_id: str | None
     capture: TrajectoryCapture | None = None
     interrupted: bool = False
+    interrupts: list[Any] = field(default_factory=list)
+    log: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
     open_runs: OrderedDict[UUID, tuple[str, tuple[Any, ...], dict[str, Any]]] = field(
         default_factory=OrderedDict
     )
@@ -207,23 +276,37 @@ class CaptureRouter(BaseCallbackHandler):
         self.finalize: Callable[[TrajectoryCapture, str], None] = _store
 
     # -- bookkeeping ----------------------------------------------------------------------
+    @staticmethod
+    def _log(root: _Root, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Keep a callback of an unclaimed resumed root (lock held)."""
+        if root.capture is None and root.log is not None:
+            if len(root.log) < MAX_LOGGED_CALLBACKS:
+                root.log.append((method, args, kwargs))
+            else:
+                root.log = None
+
     def _start(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         run_id: UUID = kwargs["run_id"]
         parent: UUID | None = kwargs.get("parent_run_id")
         abandoned = None
+        resumed: Any = None
         with self._lock:
             if parent is None:
                 metadata: Mapping[str, Any] = kwargs.get("metadata") or {}
                 thread = metadata.get("thread_id")
                 root = _Root(run_id, str(thread) if thread is not None else None)
                 inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
+                resume = method == "on_chain_start" and _is_resume_input(inputs)
                 if root.thread_id is not None and root.thread_id in self._threads:
                     paused = self._threads[root.thread_id]
-                    if method == "on_chain_start" and _is_resume_input(inputs):
+                    if resume:
                         root.capture = paused  # a resume continues the paused trajectory
                         paused.roots.append(run_id)
+                        resumed = paused
                     else:
                         abandoned = self._threads.pop(root.thread_id)
+                elif resume and root.thread_id is not None:
+                    root.log = []  # paused elsewhere: kept until the reflect node claims it
                 self._roots[run_id] = root
                 self._evict()
             else:
@@ -233,9 +316,12 @@ class CaptureRouter(BaseCallbackHandler):
                 root = self._roots[root_id]
             self._runs[run_id] = root.run_id
             root.open_runs[run_id] = (method, args, kwargs)
+            self._log(root, method, args, kwargs)
             capture = root.capture
         if abandoned is not None:
             self.finalize(abandoned, "abandoned")
+        if resumed is not None:
+            resumed.custom("resume", {"value": resume_value(inputs)})
         if capture is not None and run_id != capture.anchor and parent is not None:
             capture.forward(method, args, kwargs)
 
@@ -250,11 +336,16 @@ class CaptureRouter(BaseCallbackHandler):
             error = args[0] if method in _ERRORS and args else kwargs.get("error")
             if method in _ERRORS and _is_bubble_up(error):
                 root.interrupted = True
+                for value in interrupt_values(error):
+                    if not any(value is known for known in root.interrupts):
+                        root.interrupts.append(value)
             is_root = run_id == root.run_id
             if is_root:
                 self._roots.pop(run_id, None)
                 for child in root.open_runs:
                     self._runs.pop(child, None)
+            else:
+                self._log(root, method, args, kwargs)
             capture = root.capture
         if capture is None or capture.closed:
             return
@@ -267,11 +358,21 @@ class CaptureRouter(BaseCallbackHandler):
         elif capture.thread_id is None:
             self._release(capture)
             self.finalize(capture, "no_reflect")
-        # else: paused (interrupt) or ended around the reflect node: kept for a resume.
+        else:  # paused at an interrupt (or ended before the reflect node): kept for a resume
+            if root.interrupted:
+                capture.custom("interrupt", {"values": root.interrupts})
+            _pause(capture)
 
     def _other(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """A callback that neither starts nor ends a run (``on_custom_event``)."""
-        capture = self.capture_for(kwargs["run_id"])
+        run_id: UUID = kwargs["run_id"]
+        with self._lock:
+            root_id = self._runs.get(run_id)
+            root = self._roots.get(root_id) if root_id is not None else None
+            if root is None:
+                return
+            self._log(root, method, args, kwargs)
+            capture = root.capture
         if capture is not None and not capture.closed:
             capture.forward(method, args, kwargs)
 
@@ -296,8 +397,9 @@ class CaptureRouter(BaseCallbackHandler):
         self, run_id: UUID, make: Callable[[UUID, str | None], TrajectoryCapture]
     ) -> TrajectoryCapture | None:
         """The open capture of the root run that ``run_id`` belongs to, or a new one made by
-        ``make(root_run_id, thread_id)`` (the runs already open are replayed into it).
-        ``None`` when the router never saw ``run_id`` (callbacks disabled for this run)."""
+        ``make(root_run_id, thread_id)`` (the runs already open are replayed into it; for a
+        resumed root followed since its start, every callback it made). ``None`` when the
+        router never saw ``run_id`` (callbacks disabled for this run)."""
         overflow: list[TrajectoryCapture] = []
         with self._lock:
             root_id = self._runs.get(run_id)
@@ -315,10 +417,13 @@ class CaptureRouter(BaseCallbackHandler):
                 self._threads[root.thread_id] = capture
                 while len(self._threads) > MAX_OPEN_TRAJECTORIES:
                     overflow.append(self._threads.popitem(last=False)[1])
-            replay = list(root.open_runs.values())
+            resumed = root.log is not None
+            replay = root.log if resumed else list(root.open_runs.values())
+            root.log = None
+            capture.continuation = resumed
             capture.lock.acquire()
         try:
-            for method, args, kwargs in replay:
+            for method, args, kwargs in replay:  # the handler notes a resumed root's resume
                 capture.forward(method, args, kwargs)
         finally:
             capture.lock.release()
@@ -343,12 +448,23 @@ class CaptureRouter(BaseCallbackHandler):
         with self._lock:
             return [c for c in self._threads.values() if not c.closed]
 
-    def close_all(self) -> int:
-        """Store every paused trajectory as incomplete (at exit); returns how many."""
-        captures = self.open_captures()
+    def pause_all(self, engine: Engine | None = None) -> int:
+        """Hand every paused trajectory (of ``engine``'s memory; all when ``None``) to the
+        writer as a paused part; they stay open for a resume. Returns how many."""
+        captures = [
+            c for c in self.open_captures() if engine is None or c.engine.writer is engine.writer
+        ]
         for capture in captures:
-            self._release(capture)
-            _store(capture, "exit")
+            _pause(capture)
+        return len(captures)
+
+    def close_all(self, timeout: float = 5.0) -> int:
+        """At process exit: :meth:`pause_all`, then wait at most ``timeout`` seconds for the
+        writers (a memory closed later, or at its next open, stores what is left)."""
+        captures = self.open_captures()
+        self.pause_all()
+        for writer in {id(c.engine.writer): c.engine for c in captures}.values():
+            writer.wait(timeout)
         return len(captures)
 
 
@@ -378,40 +494,81 @@ _REASONS = {
     "error": "the graph run raised",
     "no_reflect": "the graph run ended without passing the reflect node",
     "abandoned": "a new input came on the thread while this run was paused",
-    "exit": "the process exited while this run was paused",
 }
 
 
-def _store(capture: TrajectoryCapture, reason: str) -> None:
-    """Store ``capture`` (the run did not reach the reflect node): on the calling thread when
-    it is not an event loop, else in the memory's background loop (never blocking a loop)."""
-    import asyncio
+_WARNED: weakref.WeakSet[Engine] = weakref.WeakSet()  # engines that warned already
 
+
+def _warn_unseen(capture: TrajectoryCapture) -> None:
+    """One warning per engine when model calls did not receive the recalled block."""
+    if not capture.missed_calls or capture.engine in _WARNED:
+        return
+    _WARNED.add(capture.engine)
+    log.warning(
+        "hindsight: the recalled experiences did not reach the model in %d of %d call(s) of "
+        "trajectory %s: a node between the recall node and the model replaced the system "
+        "message (or its hindsight block); those lessons are not credited or blamed for this "
+        "run. Keep the tail of the system message the recall node wrote",
+        capture.missed_calls,
+        capture.model_calls,
+        capture.trajectory_id,
+    )
+
+
+def _hand_over(capture: TrajectoryCapture, traj: Trajectory) -> Any:
+    """Give ``traj`` to the memory's background writer (merged into a part stored before;
+    the recalled experiences a model call received recorded as recalled by it)."""
+    _warn_unseen(capture)
+    return capture.engine.submit(
+        traj, capture.thread_id, merge=True, recalled=capture.attributable()
+    )
+
+
+def _pause(capture: TrajectoryCapture) -> None:
+    """Store what ``capture`` holds so far as a paused part (never blocks)."""
     from hindsight_langgraph._trajectory import assemble
 
-    part = capture.close()
-    outcome = Outcome.FAILURE if reason == "error" else Outcome.UNKNOWN
-    traj = assemble(
-        capture, part, outcome=outcome, incomplete=reason != "error", reason=_REASONS[reason]
-    )
-    aio = capture.memory.aio
+    try:
+        part = capture.snapshot()
+        if part is None and capture.closed:
+            return
+        traj = assemble(
+            capture, part, outcome=Outcome.UNKNOWN, metadata=_seen_metadata(capture, paused=True)
+        )
+    except Exception as exc:
+        capture.engine.fail(f"could not store paused trajectory {capture.trajectory_id}", exc)
+        return
+    _hand_over(capture, traj)
 
-    async def store() -> None:
-        await aio.store_episode(traj)
-        if outcome is Outcome.FAILURE:
-            await aio.record_outcome(traj.id, False, tenant_id=traj.tenant_id)
+
+def _seen_metadata(capture: TrajectoryCapture, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = dict(extra)
+    if capture.missed_calls:
+        meta["recall_not_seen_calls"] = capture.missed_calls
+    return meta
+
+
+def _store(capture: TrajectoryCapture, reason: str) -> None:
+    """Store ``capture`` (the run did not reach the reflect node) through the background
+    writer: a failure ends as ``failure``, the rest as ``incomplete``."""
+    from hindsight_langgraph._trajectory import assemble
 
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        try:
-            capture.memory.run(store())
-        except UsageError as exc:  # e.g. the memory was closed before this paused run ended
-            log.warning("hindsight: trajectory %s (%s) was not stored: %s", traj.id, reason, exc)
-        except Exception:
-            log.exception("hindsight: could not store trajectory %s", traj.id)
+        part = capture.close()
+        outcome = Outcome.FAILURE if reason == "error" else Outcome.UNKNOWN
+        traj = assemble(
+            capture,
+            part,
+            outcome=outcome,
+            incomplete=reason != "error",
+            reason=_REASONS[reason],
+            metadata=_seen_metadata(capture),
+        )
+    except Exception as exc:
+        capture.engine.fail(f"could not store trajectory {capture.trajectory_id}", exc)
         return
-    capture.memory.submit(store(), f"storing trajectory {traj.id}")
+    _hand_over(capture, traj)
 
 
 # -- the process-wide router ------------------------------------------------------------------
@@ -443,34 +600,39 @@ def _node_run_id(config: RunnableConfig | None) -> UUID | None:
 
 def begin_run(
     config: RunnableConfig | None,
-    memory: MemoryRef,
+    engine: Engine,
     scope: Scope,
     *,
     task: str,
     task_type: str | None,
     tags: Sequence[str],
-    fallback_id: Callable[[], str],
-) -> str:
-    """Claim the graph run the calling node is part of; returns its trajectory id (the open
-    one when the run already has a trajectory: re-entry, resume)."""
+    trajectory_id: Callable[[], str],
+    block: str = "",
+    recalled_ids: Sequence[str] = (),
+) -> TrajectoryCapture | None:
+    """Claim the graph run the calling node is part of: its capture (the open one when the
+    run already has a trajectory: re-entry, resume), or ``None`` when callbacks are off.
+    ``trajectory_id()`` gives the id of a new trajectory; ``block`` / ``recalled_ids``: what a
+    recall made before (in another process) put into the prompt."""
     run_id = _node_run_id(config)
     if run_id is None:
-        return fallback_id()
+        return None
 
     def make(anchor: UUID, thread_id: str | None) -> TrajectoryCapture:
         return TrajectoryCapture(
-            fallback_id(),
-            memory,
+            trajectory_id(),
+            engine,
             scope,
             task=task,
             task_type=task_type,
             tags=tags,
             anchor=anchor,
             thread_id=thread_id,
+            block=block,
+            recalled_ids=recalled_ids,
         )
 
-    capture = router().claim(run_id, make)
-    return capture.trajectory_id if capture is not None else fallback_id()
+    return router().claim(run_id, make)
 
 
 def capture_of(config: RunnableConfig | None) -> TrajectoryCapture | None:

@@ -1,85 +1,42 @@
-"""Call a :class:`hindsight.Memory`, an :class:`hindsight.AsyncMemory` or a client of a
-``hindsight serve`` (:mod:`hindsight.service.remote`, issue 9) from sync or async nodes."""
+"""The memory the graph nodes use: hindsight_langchain's :class:`Engine` (issue 19).
+
+One engine per node: a :class:`hindsight.Memory`, an :class:`hindsight.AsyncMemory` or a client
+of a ``hindsight serve`` (:mod:`hindsight.service.remote`, issue 9), its background writer
+(the reflect node hands the run over and waits at most ``write_wait`` seconds), recall bounded
+by ``recall_timeout``, and the failures seen, logged on ``hindsight.langgraph`` and never
+raised into the graph.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
-from hindsight import AsyncMemory, Memory, Trajectory
-from hindsight.service.remote import RemoteAsync, RemoteMemory, memory_faces
+from hindsight_langchain._engine import RECALL_TIMEOUT, WRITE_WAIT, Engine
 
-__all__ = ["MemoryRef", "as_memory_ref"]
+__all__ = ["RECALL_TIMEOUT", "WRITE_WAIT", "Engine", "engine_for"]
 
 log = logging.getLogger("hindsight.langgraph")
 
-T = TypeVar("T")
 
-_REMOTE_WORK = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="hindsight-remote")
-"""Runs a remote memory's coroutines off the caller's loop (non-daemon: finishes at exit)."""
-
-
-class MemoryRef:
-    """Both faces of one memory: ``aio`` (awaitable methods) and :meth:`run` for sync code."""
-
-    __slots__ = ("aio", "remote")
-
-    def __init__(self, aio: AsyncMemory | RemoteAsync) -> None:
-        self.aio: Any = aio
-        self.remote: RemoteMemory | None = aio.sync if isinstance(aio, RemoteAsync) else None
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run one of ``aio``'s coroutines to completion from sync code (on the memory's own
-        background loop, so it also works inside a thread of a running event loop; for a
-        remote memory, in a fresh loop, on a worker thread when this thread runs a loop)."""
-        if self.remote is None:
-            return self.aio._runtime.run(coro)  # type: ignore[no-any-return]
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coro)
-        return _REMOTE_WORK.submit(asyncio.run, coro).result()
-
-    def store_episode(self, trajectory: Trajectory, *, review: bool = True) -> Any:
-        """Store ``trajectory`` and queue its review from sync code, on the calling thread
-        (one SQL transaction, the path of :meth:`hindsight.Memory.store_episode`): no hop
-        through the background loop, so the end of a graph run never waits behind the loop
-        (issue 10). Returns the :class:`~hindsight.engine.EpisodeReceipt`.
-
-        Raises:
-            UsageError: the memory is closed. StoreError: the database failed.
-        """
-        if self.remote is not None:
-            return self.remote.store_episode(trajectory, review=review)
-        return Memory.from_async(self.aio).store_episode(trajectory, review=review)
-
-    def submit(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
-        """Run ``coro`` on the memory's background loop without waiting; a failure is logged
-        (``what`` names the work), never raised into the graph."""
-
-        def done(fut: Any) -> None:
-            exc = fut.exception()
-            if exc is not None:
-                log.error("hindsight: %s failed: %s", what, exc, exc_info=exc)
-
-        try:
-            if self.remote is not None:
-                _REMOTE_WORK.submit(asyncio.run, coro).add_done_callback(done)
-                return
-            self.aio._runtime.submit(coro).add_done_callback(done)
-        except Exception:
-            coro.close()
-            log.exception("hindsight: could not schedule %s", what)
-
-
-def as_memory_ref(memory: Any) -> MemoryRef:
-    """Accept a :class:`Memory`, an :class:`AsyncMemory`, a ``HindsightClient`` or an
-    ``AsyncHindsightClient`` (:func:`hindsight.service.remote.memory_faces`).
+def engine_for(
+    memory: Any,
+    *,
+    review: bool = True,
+    write_wait: float = WRITE_WAIT,
+    recall_timeout: float = RECALL_TIMEOUT,
+) -> Engine:
+    """An engine for ``memory``.
 
     Raises:
-        UsageError: anything else (the message lists the accepted types).
+        UsageError: ``memory`` is none of Memory, AsyncMemory, HindsightClient or
+            AsyncHindsightClient (the message lists them); a negative ``write_wait`` or
+            ``recall_timeout``.
     """
-    return MemoryRef(memory_faces(memory)[1])
+    return Engine(
+        memory,
+        review=review,
+        write_wait=write_wait,
+        recall_timeout=recall_timeout,
+        logger=log,
+    )

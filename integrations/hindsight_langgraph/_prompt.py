@@ -28,6 +28,7 @@ from hindsight.models import content_to_text
 __all__ = [
     "HINDSIGHT_SYSTEM_NAME",
     "MessagesMode",
+    "block_of",
     "latest_user_text",
     "read_messages",
     "strip_block",
@@ -82,6 +83,19 @@ def strip_block(content: str | list[Any]) -> str | list[Any]:
         return content[:start].rstrip()
     kept = [part for part in content if BLOCK_START not in content_to_text([part])]
     return kept
+
+
+def block_of(messages: Sequence[BaseMessage]) -> str:
+    """The hindsight block at the tail of the first system message of ``messages`` (what the
+    recall node put there), or ``""``."""
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            text = content_to_text(message.content)
+            start, end = text.rfind(BLOCK_START), text.rfind(BLOCK_END)
+            if start == -1 or end < start:
+                return ""
+            return text[start : end + len(BLOCK_END)]
+    return ""
 
 
 def _with_block(content: str | list[Any], block: str) -> str | list[Any]:

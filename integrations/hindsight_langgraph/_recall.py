@@ -8,10 +8,10 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from hindsight import HindsightError, RecallResult, UsageError
+from hindsight import RecallResult, UsageError
 from hindsight._ids import new_id
-from hindsight_langgraph._capture import begin_run, router
-from hindsight_langgraph._memory import MemoryRef, as_memory_ref
+from hindsight_langgraph._capture import TrajectoryCapture, begin_run, router
+from hindsight_langgraph._memory import RECALL_TIMEOUT, Engine, engine_for
 from hindsight_langgraph._prompt import (
     MessagesMode,
     latest_user_text,
@@ -52,8 +52,8 @@ def tool_names(tools: Sequence[Any]) -> list[str]:
 class _RecallSpec:
     """The fixed arguments of one recall node."""
 
-    def __init__(self, memory: MemoryRef, **kw: Any) -> None:
-        self.memory = memory
+    def __init__(self, engine: Engine, **kw: Any) -> None:
+        self.engine = engine
         self.messages_key: str = kw["messages_key"]
         self.tenant_id: str | None = kw["tenant_id"]
         self.namespace: str | None = kw["namespace"]
@@ -80,9 +80,22 @@ class _RecallSpec:
             "token_budget": self.token_budget,
         }
 
-    def update(self, state: Any, result: RecallResult | None, trajectory_id: str) -> dict[str, Any]:
+    def memory_closing(self) -> None:
+        """Called by ``Memory.close()``: the paused runs of this memory go to its writer."""
+        router().pause_all(self.engine)
+
+    def update(
+        self,
+        state: Any,
+        result: RecallResult | None,
+        trajectory_id: str,
+        capture: TrajectoryCapture | None,
+    ) -> dict[str, Any]:
         messages = read_messages(state, self.messages_key)
         block = result.render() if result is not None else ""
+        if capture is not None:
+            hits = result.hits if result is not None else []
+            capture.recalled(block if hits else "", [h.experience.id for h in hits])
         out: dict[str, Any] = {}
         change = system_update(messages, block, self.messages_mode)
         if change is not None:
@@ -102,27 +115,27 @@ def _query(spec: _RecallSpec, state: Any) -> str | None:
     return None
 
 
-def _start(spec: _RecallSpec, state: Any, config: RunnableConfig) -> tuple[Scope, str, str | None]:
+def _start(
+    spec: _RecallSpec, state: Any, config: RunnableConfig
+) -> tuple[Scope, str, str | None, TrajectoryCapture | None]:
     scope = resolve_scope(config, tenant_id=spec.tenant_id, namespace=spec.namespace)
     messages = read_messages(state, spec.messages_key)
     task = latest_user_text(messages)
-    trajectory_id = begin_run(
-        config,
-        spec.memory,
-        scope,
-        task=task,
-        task_type=spec.task_type,
-        tags=spec.tags,
-        fallback_id=new_id,
-    )
-    return scope, trajectory_id, _query(spec, state)
-
-
-def _failed(exc: Exception) -> None:
-    if isinstance(exc, UsageError):
-        raise exc
-    # Memory is an aid: a store or embedder failing must not take the agent down with it.
-    log.warning("hindsight: recall failed, the run continues without experience: %s", exc)
+    capture = None
+    try:
+        capture = begin_run(
+            config,
+            spec.engine,
+            scope,
+            task=task,
+            task_type=spec.task_type,
+            tags=spec.tags,
+            trajectory_id=new_id,
+        )
+    except Exception as exc:  # capture is an aid: the run goes on without it
+        spec.engine.fail("could not start capturing this run", exc)
+    trajectory_id = capture.trajectory_id if capture is not None else new_id()
+    return scope, trajectory_id, _query(spec, state), capture
 
 
 def create_recall_node(
@@ -140,6 +153,7 @@ def create_recall_node(
     recalled_key: str | None = RECALLED_KEY,
     trajectory_key: str | None = TRAJECTORY_KEY,
     messages_mode: MessagesMode = "add_messages",
+    recall_timeout: float = RECALL_TIMEOUT,
     name: str = RECALL_NODE,
 ) -> RunnableLambda[Any, dict[str, Any]]:
     """A LangGraph node that recalls experience into the tail of the system message.
@@ -157,8 +171,13 @@ def create_recall_node(
        an earlier hindsight block instead of stacking another (MISSION S6);
     4. writes the hits to ``state[recalled_key]`` (JSON-safe dicts with their score breakdown).
 
+    Which model calls of the run received the block is checked in what LangChain reports the
+    model was called with: only a run whose model saw the lessons credits or blames them
+    (another node replacing the system message loses them; a warning says so).
+
     Args:
-        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`.
+        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
+            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve``.
         messages_key: the state key of the conversation.
         tenant_id, namespace: fixed scope; else taken from the runtime context, then from
             ``config["configurable"]`` (see :func:`~hindsight_langgraph._scope.resolve_scope`).
@@ -171,6 +190,8 @@ def create_recall_node(
         recalled_key, trajectory_key: state keys written (``None``: not written).
         messages_mode: ``"add_messages"`` (the channel has LangGraph's reducer, as in
             ``MessagesState``) or ``"replace"`` (a plain list channel).
+        recall_timeout: seconds a recall may take (5; 0: no limit) before the run goes on
+            without it; after a failure recall is skipped for 30 s (one warning).
         name: the node's run name.
 
     Returns:
@@ -183,8 +204,9 @@ def create_recall_node(
         TenantRequiredError: (when the node runs) no tenant from any source, or an empty one.
         KeyError: (when the node runs) the state has no ``messages_key``.
 
-    A store or embedder failure during recall is logged and the run goes on without
-    experience.
+    A store or embedder failure during recall, a closed memory or a recall slower than
+    ``recall_timeout`` is logged (``hindsight.langgraph``) and the run goes on without
+    experience: memory never raises into the graph.
     """
     if messages_mode not in ("add_messages", "replace"):
         raise UsageError(
@@ -202,7 +224,7 @@ def create_recall_node(
         raise UsageError("tags must be a list of strings")
     router()  # attach the capture hook now: graph runs configure their callbacks at start
     spec = _RecallSpec(
-        as_memory_ref(memory),
+        engine_for(memory, recall_timeout=recall_timeout),
         messages_key=messages_key,
         tenant_id=tenant_id,
         namespace=namespace,
@@ -217,28 +239,20 @@ def create_recall_node(
         messages_mode=messages_mode,
     )
 
+    spec.engine.attach(spec)
+
     def recall(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        scope, trajectory_id, query = _start(spec, state, config)
+        scope, trajectory_id, query, capture = _start(spec, state, config)
         result = None
         if query is not None:
-            try:
-                result = spec.memory.run(
-                    spec.memory.aio.recall(query, **spec.recall_kwargs(scope, trajectory_id))
-                )
-            except HindsightError as exc:
-                _failed(exc)
-        return spec.update(state, result, trajectory_id)
+            result = spec.engine.recall(query, **spec.recall_kwargs(scope, trajectory_id))
+        return spec.update(state, result, trajectory_id, capture)
 
     async def arecall(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        scope, trajectory_id, query = _start(spec, state, config)
+        scope, trajectory_id, query, capture = _start(spec, state, config)
         result = None
         if query is not None:
-            try:
-                result = await spec.memory.aio.recall(
-                    query, **spec.recall_kwargs(scope, trajectory_id)
-                )
-            except HindsightError as exc:
-                _failed(exc)
-        return spec.update(state, result, trajectory_id)
+            result = await spec.engine.arecall(query, **spec.recall_kwargs(scope, trajectory_id))
+        return spec.update(state, result, trajectory_id, capture)
 
     return RunnableLambda(recall, afunc=arecall, name=name)

@@ -1,4 +1,5 @@
-"""The reflect node: finish the run's trajectory, queue its review, attribute the outcome."""
+"""The reflect node: finish the run's trajectory, hand it to the background writer, with its
+outcome (the ``outcome`` callable, a state key, or the default detector)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,21 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from hindsight import HindsightError, NotFoundError, Outcome, Trajectory, UsageError
+from hindsight import Outcome, Trajectory, UsageError
 from hindsight._ids import new_id
-from hindsight.capture.outcome import judge
-from hindsight_langgraph._capture import capture_of, router
-from hindsight_langgraph._memory import MemoryRef, as_memory_ref
-from hindsight_langgraph._prompt import latest_user_text, read_messages
+from hindsight.capture.outcome import detect_outcome, judge
+from hindsight_langgraph._capture import (
+    TrajectoryCapture,
+    _hand_over,
+    _seen_metadata,
+    begin_run,
+    capture_of,
+    router,
+)
+from hindsight_langgraph._memory import WRITE_WAIT, Engine, engine_for
+from hindsight_langgraph._prompt import block_of, latest_user_text, read_messages
 from hindsight_langgraph._scope import resolve_scope
-from hindsight_langgraph._state import TRAJECTORY_KEY
+from hindsight_langgraph._state import RECALLED_KEY, TRAJECTORY_KEY
 from hindsight_langgraph._trajectory import assemble, current_turn, final_answer
 
 __all__ = ["REFLECT_NODE", "OutcomeFn", "create_reflect_node", "judge"]
@@ -30,6 +38,7 @@ REFLECT_NODE = "hindsight_reflect"
 OutcomeFn = Callable[[Any], "bool | str | Outcome | None"]
 """``state -> True | False | None`` (or an :class:`~hindsight.Outcome` / its name)."""
 
+
 def _get(state: Any, key: str) -> Any:
     if isinstance(state, Mapping):
         return state.get(key)
@@ -37,8 +46,8 @@ def _get(state: Any, key: str) -> Any:
 
 
 class _ReflectSpec:
-    def __init__(self, memory: MemoryRef, **kw: Any) -> None:
-        self.memory = memory
+    def __init__(self, engine: Engine, **kw: Any) -> None:
+        self.engine = engine
         self.messages_key: str = kw["messages_key"]
         self.outcome: OutcomeFn | None = kw["outcome"]
         self.outcome_key: str | None = kw["outcome_key"]
@@ -47,39 +56,60 @@ class _ReflectSpec:
         self.task_type: str | None = kw["task_type"]
         self.tags: list[str] = list(kw["tags"])
         self.trajectory_key: str | None = kw["trajectory_key"]
-        self.review: bool = kw["review"]
+        self.recalled_key: str | None = kw["recalled_key"]
 
-    def verdict(self, state: Any) -> Outcome:
+    def verdict(self, state: Any) -> Outcome | None:
+        """The outcome the application gives (``None``: the default detector decides)."""
         if self.outcome is not None:
             return judge(self.outcome(state))
         if self.outcome_key is not None:
             return judge(_get(state, self.outcome_key))
-        return Outcome.UNKNOWN
+        return None
 
-    def trajectory(self, state: Any, config: RunnableConfig) -> Trajectory:
+    def _resumed_here(
+        self, state: Any, config: RunnableConfig, messages: list[BaseMessage]
+    ) -> TrajectoryCapture | None:
+        """Claim a run resumed in this process after it paused elsewhere (or before a
+        restart): same trajectory id (from the state), the block the recall put in the
+        prompt then."""
+        tid = _get(state, self.trajectory_key) if self.trajectory_key else None
+        if not isinstance(tid, str) or not tid:
+            return None
+        scope = resolve_scope(config, tenant_id=self.tenant_id, namespace=self.namespace)
+        hits = _get(state, self.recalled_key) if self.recalled_key else None
+        ids = [str(h["id"]) for h in hits or [] if isinstance(h, Mapping) and "id" in h]
+        return begin_run(
+            config,
+            self.engine,
+            scope,
+            task=latest_user_text(messages),
+            task_type=self.task_type,
+            tags=self.tags,
+            trajectory_id=lambda: tid,
+            block=block_of(messages),
+            recalled_ids=ids,
+        )
+
+    def trajectory(
+        self, state: Any, config: RunnableConfig
+    ) -> tuple[Trajectory, TrajectoryCapture | None]:
         """Take the run's capture (or rebuild it from the state) as the trajectory to store."""
-        outcome = self.verdict(state)
+        verdict = self.verdict(state)
         messages: list[BaseMessage] = read_messages(state, self.messages_key)
-        extra: dict[str, Any] = {}
         capture = capture_of(config)
+        if capture is None or capture.closed:
+            capture = self._resumed_here(state, config, messages)
         part = None
-        if capture is not None and not capture.closed:
+        if capture is not None:
             part = router().take(capture)
             info: Any = capture
         else:
-            # Nothing captured in this process: the run was resumed here after a restart, or
-            # callbacks were disabled. Rebuild the events from the conversation.
+            # Nothing captured (callbacks disabled): rebuild the events from the conversation.
             scope = resolve_scope(config, tenant_id=self.tenant_id, namespace=self.namespace)
             tid = _get(state, self.trajectory_key) if self.trajectory_key else None
-            if tid and self._stored(tid, scope.tenant_id):
-                # Its first part was stored already (at the exit of the process that paused
-                # it): this part becomes a trajectory of its own that says what it continues.
-                extra["continues_trajectory"] = tid
-                tid = None
-            tid = tid or new_id()
             thread = ((config or {}).get("configurable") or {}).get("thread_id")
             info = SimpleNamespace(
-                trajectory_id=tid,
+                trajectory_id=tid if isinstance(tid, str) and tid else new_id(),
                 scope=scope,
                 task=latest_user_text(messages),
                 task_type=self.task_type,
@@ -87,23 +117,23 @@ class _ReflectSpec:
                 roots=[],
                 thread_id=str(thread) if thread is not None else None,
             )
-        return assemble(
+        extra = _seen_metadata(capture) if capture is not None else {}
+        traj = assemble(
             info,
             part,
-            outcome=outcome,
+            outcome=verdict or Outcome.UNKNOWN,
             answer=final_answer(messages),
             messages=current_turn(messages) if part is None else (),
             metadata=extra,
         )
+        if verdict is None:
+            traj = traj.model_copy(update={"outcome": detect_outcome(traj)})
+        return traj, capture
 
-    def _stored(self, trajectory_id: str, tenant_id: str) -> bool:
-        try:
-            self.memory.run(self.memory.aio.get_trajectory(trajectory_id, tenant_id=tenant_id))
-        except NotFoundError:
-            return False
-        except HindsightError:
-            return False
-        return True
+    def hand_over(self, traj: Trajectory, capture: TrajectoryCapture | None) -> Any:
+        if capture is not None:
+            return _hand_over(capture, traj)
+        return self.engine.submit(traj, traj.metadata.get("thread_id"), merge=True)
 
 
 def create_reflect_node(
@@ -117,30 +147,42 @@ def create_reflect_node(
     task_type: str | None = None,
     tags: tuple[str, ...] | list[str] = (),
     trajectory_key: str | None = TRAJECTORY_KEY,
+    recalled_key: str | None = RECALLED_KEY,
     review: bool = True,
+    write_wait: float = WRITE_WAIT,
     name: str = REFLECT_NODE,
 ) -> RunnableLambda[Any, dict[str, Any]]:
     """A LangGraph node that ends the run's trajectory; put it last (before ``END``).
 
     It takes the events the recall node's capture collected (model calls, tool calls and
-    results with their status, errors, across interrupts and resumes), adds the final answer
-    (the last AI message without tool calls), stores the trajectory and queues its post-hoc
-    review, which runs in the memory's background worker: the graph's end is not held up.
-    When the run's outcome is known it is attributed to the experiences the run recalled
-    (``memory.record_outcome``: confidence +0.05 each on success, -0.10 on failure,
-    MISSION S3).
+    results with their status, errors, pauses and resumes), adds the final answer (the last
+    AI message without tool calls) and hands the trajectory to the memory's background writer,
+    which stores it, queues its post-hoc review and attributes its outcome to the experiences
+    the run's model saw (``record_outcome``: confidence up on success, down on failure,
+    MISSION S3). The node waits at most ``write_wait`` seconds for that (a slow or locked store
+    never holds the graph up; ``Memory.close()`` drains the writer and keeps what it could not
+    write in the unsaved area, stored at the next open).
+
+    A run paused at ``interrupt()`` and resumed, in this process or in another one with a
+    checkpointer, is one trajectory: its id is in the graph state (``trajectory_key``) and the
+    part stored at the pause is merged with the rest.
 
     Args:
-        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`.
+        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
+            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve``.
         outcome: ``state -> True | False | None`` (or an ``Outcome`` name); wins over
             ``outcome_key``.
         outcome_key: a state key holding ``True`` / ``False`` / ``None`` (or an outcome name).
-            Without either the outcome is ``unknown`` (stored, not attributed).
+            Without either, the default detector decides
+            (:func:`hindsight.capture.outcome.detect_outcome`: an error or a tool error the run
+            never got past is a failure, a final answer a success, else unknown).
         messages_key: the state key of the conversation.
-        tenant_id, namespace, task_type, tags, trajectory_key: used only when the run was not
-            captured by a recall node in this process (resumed after a restart); the events are
-            then rebuilt from the conversation.
+        tenant_id, namespace, task_type, tags: used only when the run was not captured by a
+            recall node in this process (resumed after a restart); ``tenant_id`` / ``namespace``
+            as in :func:`create_recall_node`.
+        trajectory_key, recalled_key: the state keys the recall node wrote.
         review: queue the post-hoc review (default True).
+        write_wait: seconds the node waits for the write (0.05).
         name: the node's run name.
 
     Returns:
@@ -150,15 +192,15 @@ def create_reflect_node(
         UsageError: the outcome is not one of the accepted values.
         TenantRequiredError: the run was not captured and no tenant is found.
 
-    A store failure is logged (``hindsight.langgraph`` logger, level ERROR) and does not fail
-    the graph, whose answer is already given.
+    Memory never raises into the graph: a store failure or a closed memory is logged
+    (``hindsight.langgraph``) and the run waits in the writer or the unsaved area.
     """
     if outcome is not None and not callable(outcome):
         raise UsageError("outcome must be a callable state -> True | False | None")
     if outcome_key is not None and (not isinstance(outcome_key, str) or not outcome_key):
         raise UsageError("outcome_key must be a non-empty string or None")
     spec = _ReflectSpec(
-        as_memory_ref(memory),
+        engine_for(memory, review=review, write_wait=write_wait),
         messages_key=messages_key,
         outcome=outcome,
         outcome_key=outcome_key,
@@ -167,34 +209,17 @@ def create_reflect_node(
         task_type=task_type,
         tags=tags,
         trajectory_key=trajectory_key,
-        review=review,
+        recalled_key=recalled_key,
     )
 
     def reflect(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        traj = spec.trajectory(state, config)
-        try:
-            spec.memory.store_episode(traj, review=spec.review)  # on this thread: one insert
-            if traj.outcome in (Outcome.SUCCESS, Outcome.FAILURE):
-                spec.memory.run(
-                    spec.memory.aio.record_outcome(
-                        traj.id, traj.outcome is Outcome.SUCCESS, tenant_id=traj.tenant_id
-                    )
-                )
-        except HindsightError:
-            log.exception("hindsight: could not store trajectory %s", traj.id)
+        traj, capture = spec.trajectory(state, config)
+        spec.engine.end(spec.hand_over(traj, capture))
         return {}
 
     async def areflect(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        traj = spec.trajectory(state, config)
-        aio = spec.memory.aio
-        try:
-            await aio.store_episode(traj, review=spec.review)
-            if traj.outcome in (Outcome.SUCCESS, Outcome.FAILURE):
-                await aio.record_outcome(
-                    traj.id, traj.outcome is Outcome.SUCCESS, tenant_id=traj.tenant_id
-                )
-        except HindsightError:
-            log.exception("hindsight: could not store trajectory %s", traj.id)
+        traj, capture = spec.trajectory(state, config)
+        await spec.engine.aend(spec.hand_over(traj, capture))
         return {}
 
     return RunnableLambda(reflect, afunc=areflect, name=name)

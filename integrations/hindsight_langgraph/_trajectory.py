@@ -73,7 +73,12 @@ def assemble(
         events = events_from_messages(messages, tid)
     else:
         events = []
-    if capture.task and not any(e.event_type is EventType.USER_MESSAGE for e in events):
+    continuation = getattr(capture, "continuation", False)  # its request is in the paused part
+    if (
+        capture.task
+        and not continuation
+        and not any(e.event_type is EventType.USER_MESSAGE for e in events)
+    ):
         events.insert(
             0, Event(trajectory_id=tid, event_type=EventType.USER_MESSAGE, content=capture.task)
         )

@@ -11,6 +11,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 from hindsight import UsageError
+from hindsight_langgraph._memory import WRITE_WAIT
 from hindsight_langgraph._prompt import MessagesMode
 from hindsight_langgraph._recall import RECALL_NODE, create_recall_node
 from hindsight_langgraph._reflect import REFLECT_NODE, OutcomeFn, create_reflect_node
@@ -67,6 +68,8 @@ def add_hindsight(
     outcome_key: str | None = None,
     recall_name: str = RECALL_NODE,
     reflect_name: str = REFLECT_NODE,
+    review: bool = True,
+    write_wait: float = WRITE_WAIT,
     **recall_options: Any,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Insert ``START -> recall -> <entry>`` and ``<exit> -> reflect -> END`` into ``builder``.
@@ -88,14 +91,15 @@ def add_hindsight(
     Args:
         builder: the ``StateGraph`` (not compiled). Its state must have ``messages_key`` with
             the ``add_messages`` reducer or without reducer.
-        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`.
+        memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
+            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve``.
         entry, exit: see above.
         messages_key, tenant_id, namespace, task_type, tags, tools, top_k: for both nodes,
             see :func:`create_recall_node`.
-        outcome, outcome_key: see :func:`create_reflect_node`.
+        outcome, outcome_key, review, write_wait: see :func:`create_reflect_node`.
         recall_name, reflect_name: node names.
         **recall_options: more :func:`create_recall_node` arguments (``include_shared``,
-            ``token_budget``, ``recalled_key``, ``trajectory_key``).
+            ``token_budget``, ``recalled_key``, ``trajectory_key``, ``recall_timeout``).
 
     Returns:
         ``builder`` (for ``add_hindsight(builder, memory).compile(...)``).
@@ -140,6 +144,9 @@ def add_hindsight(
         task_type=task_type,
         tags=tuple(tags),
         trajectory_key=trajectory_key,
+        recalled_key=recalled_key,
+        review=review,
+        write_wait=write_wait,
         name=reflect_name,
     )
     recall_keys: dict[str, Any] = {messages_key: list}

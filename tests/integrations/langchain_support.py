@@ -9,7 +9,10 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +37,20 @@ TENANT = "acme"
 
 
 _OPENED: list[Memory] = []
+_HERE = Path(__file__).resolve().parent
+
+
+def resume_phase(kind: str, phase: str, data: Path, checkpoint: Path) -> str:
+    """Run one half of ``resume_script.py`` in a fresh interpreter; its last output line."""
+    done = subprocess.run(
+        [sys.executable, str(_HERE / "resume_script.py"), kind, phase, str(data), str(checkpoint)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=_HERE.parents[1],
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
 
 
 def memory(**kwargs: Any) -> Memory:

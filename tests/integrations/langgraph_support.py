@@ -107,7 +107,9 @@ def system_of(messages: Sequence[BaseMessage]) -> list[SystemMessage]:
 
 
 def trajectories(mem: Memory, tenant: str = TENANT) -> list[Trajectory]:
-    """Every stored trajectory of ``tenant``, oldest first."""
+    """Every stored trajectory of ``tenant``, oldest first (after the background writer
+    wrote what the graph runs handed it)."""
+    assert mem.writer.wait(60)
     ids = mem.aio.store.list_trajectory_ids(tenant)
     found = [mem.get_trajectory(t, tenant_id=tenant) for t in ids]
     return sorted(found, key=lambda t: t.started_at)

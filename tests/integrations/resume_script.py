@@ -20,11 +20,13 @@ from typing import Any
 
 from hindsight_langchain import HindsightCallbackHandler, HindsightMiddleware
 from hindsight_langchain.testing import ScriptedChatModel, ai, call
+from hindsight_langgraph import add_hindsight
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
 from hindsight import Memory
@@ -91,9 +93,6 @@ def agent_and_config(kind: str, memory: Memory, saver: FileSaver) -> tuple[Any, 
 
 
 def graph(memory: Memory, model: ScriptedChatModel, saver: FileSaver) -> Any:
-    from hindsight_langgraph import add_hindsight
-    from langgraph.graph import END, START, MessagesState, StateGraph
-
     def agent(state: MessagesState) -> dict[str, Any]:
         return {"messages": [model.invoke(state["messages"])]}
 

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +37,11 @@ from tests.integrations.langchain_support import (
     closing,  # noqa: F401  (autouse fixture)
     get_order,
     memory,
+    resume_phase,
     steps,
     stored,
     tracking_cache,
 )
-
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-
-
-@pytest.fixture
-def opened() -> Iterator[list[Memory]]:
-    mems: list[Memory] = []
-    yield mems
-    for mem in mems:
-        mem.close()
 
 
 def everything(mem: Memory) -> list[Trajectory]:
@@ -203,15 +190,7 @@ def test_paused_in_one_process_resumed_in_another_is_one_trajectory(
     data, ckpt = tmp_path / "data", tmp_path / "checkpoints.pickle"
 
     def phase(name: str) -> str:
-        done = subprocess.run(
-            [sys.executable, str(HERE / "resume_script.py"), kind, name, str(data), str(ckpt)],
-            capture_output=True,
-            text=True,
-            timeout=240,
-            cwd=REPO,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return done.stdout.strip().splitlines()[-1]
+        return resume_phase(kind, name, data, ckpt)
 
     assert phase("pause") == "PAUSED"
     assert phase("resume") == "DONE Order 7 is refunded."

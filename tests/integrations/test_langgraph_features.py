@@ -104,10 +104,17 @@ def test_interrupt_and_resume_store_one_trajectory_without_duplicates() -> None:
     config: RunnableConfig = {"configurable": {"thread_id": "approve-1"}}
     paused = graph.invoke({"messages": [HumanMessage("Where is order 8812?")]}, config)
     assert "__interrupt__" in paused
-    assert trajectories(mem) == []  # paused: nothing stored yet
+    part = one(mem)  # the paused part is stored at once, not reviewed
+    assert part.metadata["paused"] is True and mem.review_jobs(tenant_id=TENANT) == []
     done = graph.invoke(Command(resume=True), config)
     assert done["messages"][-1].content == "Order 8812 shipped."
     traj = one(mem)
+    assert "paused" not in traj.metadata
+    assert [j.trajectory_id for j in mem.review_jobs(tenant_id=TENANT)] == [traj.id]
+    custom = [e for e in traj.events if e.event_type.value == "custom"]
+    assert [e.metadata["name"] for e in custom] == ["interrupt", "resume"]
+    assert "run these tools?" in custom[0].content and custom[1].content == '{"value": true}'
+
     assert traj.id == paused["trajectory_id"] == done["trajectory_id"]
     assert kinds(traj).count("user_message") == 1
     assert kinds(traj).count("model_call") == 2
@@ -155,29 +162,34 @@ def test_a_paused_run_abandoned_for_a_new_input_is_stored_as_incomplete() -> Non
     first = graph.invoke({"messages": [HumanMessage("Where is order 1?")]}, config)
     graph.invoke({"messages": [HumanMessage("Forget it, where is order 2?")]}, config)
     stored = {t.id: t for t in trajectories(mem)}
-    assert list(stored) == [first["trajectory_id"]]
-    abandoned = stored[first["trajectory_id"]]
+    assert len(stored) == 2  # the abandoned run, and the new one (paused at its approval)
+    abandoned = stored.pop(first["trajectory_id"])
+    [second] = stored.values()
+    assert second.task == "Forget it, where is order 2?" and second.metadata["paused"] is True
     assert abandoned.metadata["incomplete"] is True
     assert "new input" in abandoned.metadata["ended"]
     assert abandoned.outcome.value == "unknown"
     assert kinds(abandoned)[:2] == ["user_message", "model_call"]
 
 
-def test_resume_after_a_restart_stores_the_rest_as_a_new_trajectory() -> None:
+def test_resume_after_the_capture_was_forgotten_continues_the_same_trajectory() -> None:
     mem = memory()
     graph = approval_graph(mem, lookup_model(), checkpointer=InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": "approve-4"}}
     paused = graph.invoke({"messages": [HumanMessage("Where is order 8812?")]}, config)
-    # What the process exit does with paused runs (atexit): store them as incomplete.
-    assert router().close_all() >= 1
-    first = one(mem)
-    assert first.id == paused["trajectory_id"] and first.metadata["incomplete"] is True
+    router()._threads.clear()  # as after a restart: this process holds nothing of the run
     done = graph.invoke(Command(resume=True), config)
-    rest = [t for t in trajectories(mem) if t.id != first.id]
-    assert len(rest) == 1
-    assert rest[0].metadata["continues_trajectory"] == first.id
     assert done["messages"][-1].content == "Order 8812 shipped."
-    assert ("tool_result", "order_query", "success") in tool_steps(rest[0])
+    traj = one(mem)
+    assert traj.id == paused["trajectory_id"] and "paused" not in traj.metadata
+    assert kinds(traj).count("user_message") == 1 and kinds(traj)[-1] == "final_answer"
+    custom = [e.metadata["name"] for e in traj.events if e.event_type.value == "custom"]
+    assert custom == ["interrupt", "resume"]
+    assert tool_steps(traj) == [
+        ("tool_call", "order_query", None),
+        ("tool_result", "order_query", "success"),
+    ]
+    assert traj.outcome.value == "success"
 
 
 # -- parallel branches -----------------------------------------------------------------------
@@ -452,20 +464,27 @@ def test_custom_events_of_a_node_are_captured() -> None:
     assert '"age_s": 40' in custom[0].content
 
 
-def test_a_paused_run_whose_memory_was_closed_is_reported_not_lost_silently(
-    caplog: pytest.LogCaptureFixture,
+def test_a_run_resumed_after_its_memory_closed_never_raises_and_is_kept(
+    tmp_path: Any,
 ) -> None:
-    mem = memory()
+    from hindsight.capture.unsaved import UnsavedArea
+    from tests.helpers import file_memory
+
+    mem = file_memory(tmp_path)
     graph = approval_graph(mem, lookup_model(), checkpointer=InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": "approve-closed"}}
     paused = graph.invoke({"messages": [HumanMessage("Where is order 8812?")]}, config)
-    mem.close()
-    with caplog.at_level("WARNING", logger="hindsight.langgraph"):
-        assert router().close_all() >= 1
-    assert any(
-        paused["trajectory_id"] in r.getMessage() and "not stored" in r.getMessage()
-        for r in caplog.records
-    )
+    mem.close()  # drains the writer: the paused part is stored
+    done = graph.invoke(Command(resume=True), config)  # recall/reflect on a closed memory
+    assert done["messages"][-1].content == "Order 8812 shipped."
+    assert len(UnsavedArea(tmp_path / "unsaved")) == 1  # the rest waits for the next open
+    again = file_memory(tmp_path)
+    try:
+        traj = one(again)
+        assert traj.id == paused["trajectory_id"] and "paused" not in traj.metadata
+        assert kinds(traj)[-1] == "final_answer"
+    finally:
+        again.close()
 
 
 def test_concurrent_runs_in_threads_each_get_their_own_trajectory() -> None:

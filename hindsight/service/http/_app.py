@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight._errors import UsageError
+from hindsight._text import Replacements, reporting_to
 from hindsight.config import MemoryConfig
 from hindsight.engine import AsyncMemory
 from hindsight.service._keys import KeyRing, key_from_headers
@@ -155,6 +156,13 @@ async def _start_mcp(app: FastAPI, memory: AsyncMemory, stack: AsyncExitStack) -
     app.state.mcp_app = asgi
 
 
+def _warning(report: Replacements) -> tuple[bytes, bytes]:
+    """The ``Warning`` header (RFC 7234 code 299, "miscellaneous persistent warning") that
+    reports invalid values replaced in the request (:mod:`hindsight._text`)."""
+    text = report.message().replace("\\", "\\\\").replace('"', '\\"')
+    return b"warning", f'299 hindsight "{text}"'.encode("latin-1", "replace")
+
+
 class _TooLarge(StarletteHTTPException):
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"the request body is over the limit of {limit} bytes")
@@ -181,6 +189,7 @@ class _Gate:
             return
         seen = 0
         started = False
+        report = Replacements()
 
         async def limited_receive() -> Message:
             nonlocal seen
@@ -193,11 +202,16 @@ class _Gate:
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
-            started = started or message["type"] == "http.response.start"
+            if message["type"] == "http.response.start":
+                started = True
+                if report:
+                    with_warning = [*message.get("headers", []), _warning(report)]
+                    message = {**message, "headers": with_warning}
             await send(message)
 
         try:
-            await self._route(scope, headers, limited_receive, tracking_send)
+            with reporting_to(report):
+                await self._route(scope, headers, limited_receive, tracking_send)
         except _TooLarge:
             if started:
                 raise

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hindsight.models import Experience, ExperienceKind, Provenance, RecallHit
+from hindsight.models import Experience, ExperienceKind, InputModel, Provenance, RecallHit
 from hindsight.recall import Exclusion
 from hindsight.store import TrajectorySummary
 
@@ -37,7 +37,11 @@ __all__ = [
 ]
 
 
-class _Body(BaseModel):
+class _Body(InputModel):
+    """A request body: unknown fields refused, and the invalid-value policy of every input
+    (:class:`hindsight.models.InputModel`: invalid text replaced and counted, names holding
+    it refused, NaN/infinity refused in numbers)."""
+
     model_config = ConfigDict(extra="forbid")
 
 

@@ -1,0 +1,258 @@
+"""The invalid-value policy: what happens to text and numbers no backend can hold (issue 18
+item 1, issue 22 item 4; docs/concepts.md#invalid-text-and-numbers).
+
+Three kinds of value cannot be stored the same way on every backend:
+
+* a **lone surrogate** (``"\\ud800"``: half of a UTF-16 pair, e.g. from a JSON ``"\\ud83d"``
+  escape cut in two, or an undecodable byte of a command-line argument): not valid Unicode, so
+  it cannot be encoded as UTF-8 for SQLite, PostgreSQL, an embedding provider or a JSON reply;
+* **NUL** (``"\\x00"``, U+0000): valid Unicode, but PostgreSQL's ``text`` and ``jsonb`` cannot
+  hold it (SQLite can), so the same input would answer differently by backend;
+* **NaN and infinities** in JSON numbers: not JSON (RFC 8259), refused by ``jsonb`` and by
+  every strict JSON reader.
+
+The policy, the same in Python, the CLI, HTTP, MCP, ``hindsight ingest``, the recorder and the
+integrations, on SQLite and PostgreSQL, depends on the kind of field:
+
+* **text** (lesson content, task, messages, tool names and arguments, tags, tools, metadata
+  keys and values, system prompt, evidence, a query, a reason or note): each lone surrogate
+  and each NUL is **replaced with U+FFFD** (``"\\ufffd"``, the replacement character) and a
+  NaN or infinity inside free JSON (metadata, tool arguments, evidence) becomes ``null``;
+  everything else is kept exactly as sent. The replacements are counted per field and
+  reported once per call: a :class:`InvalidTextWarning` in Python, a ``Warning`` header over
+  HTTP, a ``warnings`` entry in an MCP tool result's ``_meta``, a ``warning:`` line from the
+  CLI, ``invalid_values_replaced`` in ``hindsight ingest``'s summary. A run is never lost
+  for one bad character.
+* **names** (tenant, namespace, task type, task key, ids): **refused** with one line naming
+  the field (``namespace contains a NUL character (U+0000) at position 3; send valid Unicode
+  text without NUL``): a name is matched exactly, and a silently changed one would file data
+  under a name the caller never used.
+* **numbers** with a meaning (confidence, importance, reward, latency, top_k, a budget, a
+  limit, a delta): NaN and infinities are **refused** with one line naming the field.
+
+Foundation: imports nothing of hindsight but ``_errors``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import re
+import sys
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+
+from hindsight._errors import UsageError
+
+__all__ = [
+    "REPLACEMENT",
+    "InvalidTextWarning",
+    "Replacements",
+    "clean_json",
+    "clean_text",
+    "collecting",
+    "invalid_char",
+    "refuse_invalid",
+    "reporting_to",
+    "warning_scope",
+]
+
+log = logging.getLogger("hindsight")
+
+REPLACEMENT = "\ufffd"
+"""What a lone surrogate or a NUL is replaced with in text (U+FFFD REPLACEMENT CHARACTER)."""
+
+_INVALID = re.compile("[\x00\ud800-\udfff]")
+
+
+class InvalidTextWarning(UserWarning):
+    """Invalid characters (lone surrogates, NUL) were replaced with U+FFFD, or NaN/infinity
+    in free JSON with ``null``, in what was stored; the message counts them by field."""
+
+
+@dataclass
+class Replacements:
+    """Replacements made while one call's input was checked: ``{field: count}``."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, where: str, n: int = 1) -> None:
+        self.counts[where] = self.counts.get(where, 0) + n
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def message(self, limit: int = 5) -> str:
+        """One line: ``replaced 3 invalid value(s) (lone surrogates and NUL with U+FFFD,
+        NaN/infinity with null): content (2), metadata.x (1)``."""
+        items = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ", ".join(f"{_short(k)} ({n})" for k, n in items[:limit])
+        more = f" and {len(items) - limit} more field(s)" if len(items) > limit else ""
+        return (
+            f"replaced {self.total} invalid value(s) (lone surrogates and NUL with U+FFFD, "
+            f"NaN/infinity with null): {shown}{more}"
+        )
+
+
+def _short(where: str) -> str:
+    text = where.encode("ascii", "backslashreplace").decode("ascii")
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+_REPORT: ContextVar[Replacements | None] = ContextVar("hindsight_replacements", default=None)
+
+
+@contextmanager
+def collecting() -> Iterator[Replacements]:
+    """Collect the replacements made in this context (also in threads started with
+    ``asyncio.to_thread``, which copy the context) instead of warning about each: the
+    interfaces report them their own way (a header, a CLI line, an MCP ``_meta`` entry).
+    Nested calls share the outermost collector."""
+    current = _REPORT.get()
+    if current is not None:
+        yield current
+        return
+    report = Replacements()
+    token = _REPORT.set(report)
+    try:
+        yield report
+    finally:
+        _REPORT.reset(token)
+
+
+@contextmanager
+def reporting_to(report: Replacements) -> Iterator[None]:
+    """Collect into ``report`` in this context: carries a collector into a context that does
+    not inherit it (a task on another thread's event loop, the sync facade)."""
+    token = _REPORT.set(report)
+    try:
+        yield
+    finally:
+        _REPORT.reset(token)
+
+
+@contextmanager
+def warning_scope() -> Iterator[Replacements]:
+    """Like :func:`collecting`, and when this scope is the outermost one, warn once at its
+    end (:class:`InvalidTextWarning`) about what it collected."""
+    outermost = _REPORT.get() is None
+    with collecting() as report:
+        yield report
+    if outermost and report:
+        _warn(report)
+
+
+_INTERNAL = (
+    *(os.path.dirname(os.path.abspath(p)) + os.sep for p in (__file__, pydantic.__file__)),
+    contextlib.__file__,
+)
+
+
+def _warn(report: Replacements) -> None:
+    """Warn once, attributed to the first caller outside hindsight and pydantic."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    warnings.warn(InvalidTextWarning(f"hindsight: {report.message()}"), stacklevel=level)
+
+
+def _note(where: str, n: int) -> None:
+    report = _REPORT.get()
+    if report is not None:
+        report.add(where, n)
+        return
+    _warn(Replacements({where: n}))
+
+
+def invalid_char(text: str) -> tuple[int, str] | None:
+    """``(position, description)`` of the first lone surrogate or NUL of ``text``, else
+    ``None``."""
+    found = _INVALID.search(text)
+    if found is None:
+        return None
+    char = found.group(0)
+    if char == "\x00":
+        return found.start(), "a NUL character (U+0000)"
+    return found.start(), f"a lone surrogate (U+{ord(char):04X})"
+
+
+def refuse_invalid(text: str, what: str) -> str:
+    """``text`` unchanged when it holds no lone surrogate and no NUL (a name: tenant,
+    namespace, task type, task key).
+
+    Raises:
+        UsageError: one line naming ``what``, the character and its position.
+    """
+    bad = invalid_char(text)
+    if bad is None:
+        return text
+    pos, desc = bad
+    raise UsageError(
+        f"{what} contains {desc} at position {pos}; send valid Unicode text without NUL"
+    )
+
+
+def clean_text(text: str, where: str = "text") -> str:
+    """``text`` with every lone surrogate and NUL replaced by U+FFFD (counted for ``where``);
+    ``text`` itself when it holds none."""
+    if text.isascii() and "\x00" not in text:
+        return text
+    cleaned, n = _INVALID.subn(REPLACEMENT, text)
+    if n:
+        _note(where, n)
+    return cleaned
+
+
+def _finite(value: float, where: str) -> float | None:
+    if math.isfinite(value):
+        return value
+    _note(where, 1)
+    return None
+
+
+def clean_json(value: Any, where: str = "value", names: frozenset[str] = frozenset()) -> Any:
+    """``value`` with :func:`clean_text` applied to every string (dict keys too) and every
+    NaN or infinity replaced by ``None``, recursively through dicts, lists and tuples; other
+    values (numbers, booleans, ``None``, models, datetimes) are returned as they are. Returns
+    the very same object when nothing had to change. A string under a key in ``names``
+    (a name: ``namespace``, ``tenant_id``...) is checked with :func:`refuse_invalid` instead.
+
+    Raises:
+        UsageError: a name holds a lone surrogate or NUL (one line naming its path).
+    """
+    if isinstance(value, str):
+        return clean_text(value, where)
+    if isinstance(value, float):
+        return _finite(value, where)
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        changed = not isinstance(value, dict)
+        for key, item in value.items():
+            new_key = clean_text(key, f"{where} key") if isinstance(key, str) else key
+            sub = f"{where}.{new_key}" if isinstance(new_key, str) else f"{where}[{key!r}]"
+            if key in names and isinstance(item, str):
+                out[new_key] = refuse_invalid(item, sub)
+                changed = changed or new_key is not key
+                continue
+            new_item = clean_json(item, sub, names)
+            changed = changed or new_key is not key or new_item is not item
+            out[new_key] = new_item
+        return out if changed else value
+    if isinstance(value, list | tuple):
+        items = [clean_json(item, f"{where}[{i}]", names) for i, item in enumerate(value)]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value

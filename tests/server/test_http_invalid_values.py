@@ -1,0 +1,100 @@
+"""The invalid-value policy over HTTP, on SQLite and PostgreSQL (issue 18 item 1, issue 22
+item 4): the same input gets the same answer on both backends, never a 5xx; text with lone
+surrogates or NUL is stored with U+FFFD and the replacement is reported in a ``Warning``
+header; names holding them and NaN/infinity in numbers are refused with one line naming the
+field (docs/http.md#invalid-values)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from hindsight.service._keys import KeyRing, create_key
+from hindsight.service.http import create_app
+from tests.helpers import make_memory
+from tests.server.mcp_support import serving
+
+# raw JSON bodies: the escapes reach the server as sent (a lone surrogate cannot be encoded
+# by httpx's json=)
+CASES: list[tuple[str, str, str | None, int, str | None]] = [
+    # (method, path, body, status, what the answer or header must contain)
+    (
+        "POST",
+        "/v1/experiences",
+        '{"content": "Retry \\ud800 once \\u0000", "tags": ["a\\u0000"],'
+        ' "metadata": {"x": NaN, "k\\u0000": Infinity, "ok": "x\\u00b2"}}',
+        201,
+        "content (2)",
+    ),
+    ("POST", "/v1/experiences", '{"content": "ok", "namespace": "a\\u0000b"}', 422, "namespace"),
+    ("POST", "/v1/experiences", '{"content": "ok", "task_type": "\\udc00"}', 422, "task_type"),
+    ("POST", "/v1/experiences", '{"content": "ok", "confidence": NaN}', 422, "confidence"),
+    ("POST", "/v1/experiences", '{"content": "ok", "importance": -Infinity}', 422, "importance"),
+    ("POST", "/v1/recall", '{"query": "retry \\ud800 \\u0000", "tags": ["\\u0000"]}', 200, "query"),
+    (
+        "POST",
+        "/v1/episodes",
+        '{"trajectory": {"task": "t \\ud800", "messages": '
+        '[{"role": "user", "content": "hi \\u0000 \\udc00"}]}}',
+        201,
+        "trajectory.messages[0].content (2)",
+    ),
+    (
+        "POST",
+        "/v1/episodes",
+        '{"trajectory": {"task": "t", "namespace": "x\\u0000", "messages": '
+        '[{"role": "user", "content": "hi"}]}}',
+        422,
+        "trajectory.namespace",
+    ),
+    ("GET", "/v1/experiences?namespace=a%00", None, 400, "namespace"),
+    ("GET", "/v1/trajectories?task_type=a%00", None, 400, "task_type"),
+    ("GET", "/v1/experiences?tag=a%00", None, 200, None),
+]
+
+
+@pytest.fixture
+def http(tmp_path: Path, database_url: str) -> Iterator[httpx.Client]:
+    keys = tmp_path / "keys"
+    key = create_key(keys, "t")[0]
+    mem = make_memory(tmp_path / "data", database_url)
+    try:
+        app = create_app(mem.aio, keyring=KeyRing.from_file(keys), mcp=False)
+        with serving(app) as url:
+            headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+            with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
+                yield client
+    finally:
+        mem.close()
+
+
+def test_invalid_values_get_one_answer_on_both_backends(http: httpx.Client) -> None:
+    for method, path, body, status, must in CASES:
+        r = http.request(method, path, content=body)
+        assert r.status_code == status, (path, body, r.text)
+        if status >= 400:
+            error: dict[str, Any] = r.json()["error"]
+            assert "\n" not in error["message"] and must is not None
+            assert must in error["message"] or must == error["field"], error
+            assert "127.0.0.1" not in error["message"] and "postgresql" not in error["message"]
+        elif must is not None:
+            warning = r.headers["warning"]
+            assert warning.startswith('299 hindsight "replaced ') and must in warning
+    [exp] = [
+        e for e in http.get("/v1/experiences").json()["items"] if e["content"].startswith("Retry")
+    ]
+    assert exp["content"] == "Retry \ufffd once \ufffd"
+    assert exp["tags"] == ["a\ufffd"]
+    assert exp["metadata"]["x"] is None and exp["metadata"]["k\ufffd"] is None
+    assert exp["metadata"]["ok"] == "x²"  # valid text stored exactly (no NFKC)
+    runs = http.get("/v1/trajectories").json()["items"]
+    assert len(runs) == 1  # the good run stored, the refused one not
+    run = http.get(f"/v1/trajectories/{runs[0]['id']}").json()
+    assert run["task"] == "t \ufffd"
+    assert run["events"][0]["content"] == "hi \ufffd \ufffd"
+    # a clean request carries no Warning header
+    assert "warning" not in http.post("/v1/recall", json={"query": "retry"}).headers
