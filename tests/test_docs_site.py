@@ -109,3 +109,16 @@ def test_slugs_match_the_headings_we_use() -> None:
     assert slug("`hindsight ingest`") == "hindsight-ingest"
     assert slug("Backup and restore") == "backup-and-restore"
     assert slug("`store_episode(trajectory)`") == "store_episodetrajectory"
+
+
+def test_the_readme_lists_every_docs_page_and_every_example() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    linked = {target.split("#", 1)[0].rstrip("/") for target in _LINK.findall(readme)}
+    pages = {str(p.relative_to(REPO)) for p in DOCS.rglob("*.md")}
+    assert sorted(pages - linked) == []
+    examples = {
+        str(p.relative_to(REPO))
+        for p in (REPO / "examples").iterdir()
+        if not p.name.startswith((".", "_"))
+    }
+    assert sorted(examples - linked - {str(p.parent) for p in map(Path, linked)}) == []

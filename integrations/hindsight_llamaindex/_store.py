@@ -1,26 +1,30 @@
-"""Storing finished trajectories off the host's event loop.
+"""Storing finished trajectories off the host's event loop, through the memory's writer.
 
 Instrumentation handlers are synchronous and run inside the agent's task: a blocking SQL write
-there would stall the host app. Trajectories go to one worker thread that awaits
-``AsyncMemory.store_episode`` (which queues the review; the review itself runs on the engine's
-own background loop and is never awaited here). The worker is a normal (non-daemon) thread, so
-queued writes still finish when the interpreter exits.
+there would stall the host app. Finished runs go to the memory's background writer
+(:mod:`hindsight.capture.writer`, shared with the LangChain and LangGraph integrations): it
+stores them in order, queues their review and credits or blames what they recalled when the
+outcome is known. ``Memory.close()`` drains it (bounded) and keeps what it could not write in
+the memory's unsaved area, stored at its next open (issue 19).
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
 import threading
 from typing import Any
 
-from hindsight import AsyncMemory, EpisodeReceipt, Trajectory
-from hindsight.service.remote import RemoteAsync, memory_faces
+from hindsight import AsyncMemory, Memory, Trajectory
+from hindsight.capture.unsaved import PendingWrite
+from hindsight.service.remote import RemoteAsync, memory_faces, writer_of
 
 __all__ = ["EpisodeWriter", "as_async_memory"]
 
 log = logging.getLogger("hindsight.llamaindex")
+
+REMEMBERED = 10_000
+"""Trajectory ids of this integration remembered (to tell its kept writes from others')."""
 
 
 def as_async_memory(memory: Any) -> AsyncMemory | RemoteAsync:
@@ -35,76 +39,60 @@ def as_async_memory(memory: Any) -> AsyncMemory | RemoteAsync:
 
 
 class EpisodeWriter:
-    """Stores trajectories through the engine on a worker thread; never raises to the caller.
+    """Hands trajectories to the memory's background writer; never raises to the caller.
 
     Attributes:
-        unsaved: trajectories whose store failed (kept so nothing disappears silently).
-        errors: how many stores failed.
+        errors: how many of this integration's writes failed (each is kept for a retry).
     """
 
     def __init__(self, memory: AsyncMemory | RemoteAsync, *, review: bool = True) -> None:
-        self._memory = memory
+        self.sync = memory_faces(memory)[0]
+        self.writer = writer_of(self.sync)
         self._review = review
         self._lock = threading.Lock()
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
-        self.unsaved: list[Trajectory] = []
+        self._mine: dict[str, None] = {}
         self.errors = 0
 
-    def _store(self, trajectory: Trajectory) -> EpisodeReceipt | None:
-        try:
-            try:
-                return asyncio.run(self._memory.store_episode(trajectory, review=self._review))
-            except RuntimeError as err:
-                if "shutdown" not in str(err):
-                    raise
-                return self._store_at_exit(trajectory)
-        except Exception:
-            log.exception(
-                "hindsight: could not store trajectory %s (kept in capture.unsaved)",
-                trajectory.id,
-            )
+    def attach(self, owner: Any) -> None:
+        """Tell a local memory that ``owner`` writes into it (``Memory.close()`` drains it)."""
+        if isinstance(self.sync, Memory):
+            self.sync.attach(owner)
+
+    def _done(self, future: concurrent.futures.Future[Any], write: PendingWrite) -> None:
+        if future.cancelled() or future.exception() is not None or future.result() is None:
             with self._lock:
                 self.errors += 1
-                self.unsaved.append(trajectory)
-            return None
 
-    def _store_at_exit(self, trajectory: Trajectory) -> EpisodeReceipt:
-        """Interpreter shutdown forbids new threads (``asyncio.to_thread`` fails): write the
-        row directly. Its review job stays pending and resumes when the store is next opened
-        (the engine's rule for jobs left at exit, case C16)."""
-        if isinstance(self._memory, RemoteAsync):  # no new threads at exit: send from here
-            return self._memory.sync.store_episode(trajectory, review=self._review)
-        queue = self._review and not trajectory.is_empty()
-        stored = bool(self._memory.store.add_trajectory(trajectory, enqueue_review=queue))
-        return EpisodeReceipt(
-            trajectory_id=trajectory.id, stored=stored, review_queued=stored and queue
-        )
-
-    def submit(self, trajectory: Trajectory) -> concurrent.futures.Future[EpisodeReceipt | None]:
-        """Queue ``trajectory``; the future gives the receipt, or None when the store failed.
-
-        After interpreter shutdown has begun, the store happens at once on this thread.
-        """
+    def submit(
+        self, trajectory: Trajectory, *, attribute: bool = True
+    ) -> concurrent.futures.Future[Any]:
+        """Queue ``trajectory``; the future gives the receipt, or None when it was not written
+        now (kept for a retry, or in the unsaved area when the memory is closed)."""
         with self._lock:
-            if self._executor is None:
-                self._executor = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix="hindsight-llamaindex-store"
-                )
-            executor = self._executor
-        try:
-            return executor.submit(self._store, trajectory)
-        except RuntimeError:  # "cannot schedule new futures after (interpreter) shutdown"
-            done: concurrent.futures.Future[EpisodeReceipt | None] = concurrent.futures.Future()
-            done.set_result(self._store(trajectory))
-            return done
+            self._mine[trajectory.id] = None
+            while len(self._mine) > REMEMBERED:
+                self._mine.pop(next(iter(self._mine)))
+        write = PendingWrite(trajectory, review=self._review, attribute=attribute)
+        future = self.writer.submit(write)
+        future.add_done_callback(lambda f: self._done(f, write))
+        return future
 
-    def store_now(self, trajectory: Trajectory) -> EpisodeReceipt | None:
-        """Store on the calling thread (used at exit, when no worker may start)."""
-        return self._store(trajectory)
+    @property
+    def unsaved(self) -> list[Trajectory]:
+        """This integration's runs whose store failed, waiting for a retry (oldest first)."""
+        with self._lock:
+            mine = set(self._mine)
+        return [w.trajectory for w in self.writer.kept if w.trajectory.id in mine]
+
+    def store_now(self, trajectory: Trajectory, timeout: float = 5.0) -> None:
+        """Hand over and wait at most ``timeout`` seconds (at interpreter exit)."""
+        future = self.submit(trajectory)
+        try:
+            future.result(timeout)
+        except Exception:
+            log.warning("hindsight: trajectory %s not written at exit", trajectory.id)
 
     def shutdown(self, wait: bool = True) -> None:
-        """Finish queued stores (``wait``) and stop the worker; a later submit starts a new one."""
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=wait)
+        """Nothing to stop: the writer belongs to the memory (``wait``: wait for it)."""
+        if wait:
+            self.writer.wait(30.0)

@@ -20,10 +20,13 @@ What is dispatched in llama-index-core 0.14.x, and what this module records from
 
 The legacy ``callbacks`` manager is not used: workflow agents do not call it.
 
-A run's end builds the trajectory and hands it to a worker thread that stores it through
-:meth:`hindsight.AsyncMemory.store_episode`, which queues the review (never awaited here). A run
-that is cancelled, whose stream is abandoned, or that is still open at ``close()`` / interpreter
-exit is stored as incomplete (outcome ``partial``, ``metadata["incomplete"] = True``).
+A run's end builds the trajectory, judges its outcome with the default detector
+(:func:`hindsight.capture.outcome.detect_outcome`: an error or a tool error never got past is a
+failure, a final answer a success) and hands it to the memory's background writer, which
+stores it, queues the review and attributes the outcome (never awaited here; ``Memory.close()``
+drains it, the rest waits in the unsaved area for the next open). A run that is cancelled,
+whose stream is abandoned, or that is still open at ``close()`` / interpreter exit is stored as
+incomplete (outcome ``partial``, ``metadata["incomplete"] = True``).
 
 Handler errors never reach the host app: they are logged (logger ``hindsight.llamaindex``) and
 counted in :attr:`HindsightCapture.stats`.
@@ -61,6 +64,7 @@ from llama_index.core.instrumentation.span import active_span_id
 
 from hindsight import EpisodeReceipt, EventStatus, EventType, Outcome, Provenance, Trajectory
 from hindsight._ids import new_id, validate_namespace, validate_tenant
+from hindsight.capture.outcome import detect_outcome
 
 from ._convert import (
     exception_text,
@@ -181,6 +185,7 @@ class HindsightCapture:
         self.stats = CaptureStats()
         self._dispatcher = dispatcher if dispatcher is not None else get_dispatcher()
         self._writer = EpisodeWriter(self.memory, review=review)
+        self._writer.attach(self)
         self._lock = threading.RLock()
         self._runs: dict[str, RunState] = {}  # run span id -> run
         self._span_run: dict[str, str] = {}  # span id (any depth) -> run span id
@@ -240,8 +245,9 @@ class HindsightCapture:
     # -- results -------------------------------------------------------------------------
     @property
     def unsaved(self) -> list[Trajectory]:
-        """Trajectories whose store failed (logged); retry with ``memory.store_episode``."""
-        return list(self._writer.unsaved)
+        """Trajectories whose store failed (logged); the memory's writer retries them before
+        its next write, and keeps them in its unsaved area when the memory closes first."""
+        return self._writer.unsaved
 
     def current_run(self) -> RunInfo | None:
         """The captured run the calling code runs inside (by the active span), or None."""
@@ -460,6 +466,8 @@ class HindsightCapture:
             if answer:
                 state.add(EventType.FINAL_ANSWER, answer)
         traj = state.finish(incomplete_reason=reason)
+        if reason is None and traj.outcome is Outcome.UNKNOWN:
+            traj = traj.model_copy(update={"outcome": detect_outcome(traj)})
         self.stats.runs_finished += 1
         if reason is not None:
             self.stats.runs_incomplete += 1
@@ -478,9 +486,12 @@ class HindsightCapture:
         self._submit(traj)
 
     def _submit(self, traj: Trajectory) -> None:
-        fut = self._writer.submit(traj)
+        self._track(traj.id, self._writer.submit(traj))
+
+    def _track(self, trajectory_id: str, fut: concurrent.futures.Future[Any]) -> None:
+        traj_id = trajectory_id
         with self._lock:
-            self._futures[traj.id] = fut
+            self._futures[traj_id] = fut
             # keep the most recent futures only (wait() needs them, memory must not grow)
             while len(self._futures) > 1000:
                 self._futures.pop(next(iter(self._futures)))
@@ -516,9 +527,6 @@ class HindsightCapture:
         with self._lock:
             options.defer_store = False
             return self._deferred.pop(trajectory_id, None)
-
-    def _store_later(self, traj: Trajectory) -> None:
-        self._submit(traj)
 
 
 def current_run() -> RunInfo | None:

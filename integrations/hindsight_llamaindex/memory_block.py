@@ -11,7 +11,9 @@ inside ``<memory><past_experience>...`` tags; workflow agents place it right aft
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -31,6 +33,13 @@ __all__ = ["HindsightMemoryBlock"]
 log = logging.getLogger("hindsight.llamaindex")
 
 _CACHE_SIZE = 64
+
+RECALL_TIMEOUT = 5.0
+"""Seconds a recall may take before the agent runs without it."""
+
+RECALL_COOLDOWN = 30.0
+"""Seconds recall is skipped after it failed or timed out (one warning, not one per model
+call: LlamaIndex asks the memory before every model call)."""
 
 
 class HindsightMemoryBlock(BaseMemoryBlock[str]):
@@ -59,8 +68,9 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         TenantRequiredError: ``tenant_id`` missing, empty or not a string.
         UsageError: ``memory`` is not a hindsight memory; invalid namespace.
 
-    Recall errors at run time are logged (logger ``hindsight.llamaindex``) and counted in
-    ``errors``; the block then contributes nothing and the agent runs on.
+    Recall errors and recalls slower than ``recall_timeout`` seconds (5) are counted in
+    ``errors`` and logged once (logger ``hindsight.llamaindex``); recall is then skipped for
+    :data:`RECALL_COOLDOWN` seconds (30): the block contributes nothing and the agent runs on.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -77,10 +87,12 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
     tools: list[str] = Field(default_factory=list)
     top_k: int | None = None
     token_budget: int | None = None
+    recall_timeout: float = RECALL_TIMEOUT
     errors: int = 0
 
     _cache: OrderedDict[tuple[str, str], RecallResult] = PrivateAttr(default_factory=OrderedDict)
     _last: RecallResult | None = PrivateAttr(default=None)
+    _off_until: float = PrivateAttr(default=0.0)
 
     def __init__(self, **data: Any) -> None:
         # Checked here, not in pydantic validators, so callers get hindsight's own
@@ -112,21 +124,22 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         key = (run.trajectory_id, query) if run else None
         if key is not None and key in self._cache:
             return self._render(self._cache[key])
+        if time.monotonic() < self._off_until:
+            return ""  # cooling down after a failure (logged once)
         try:
-            result = await self.memory.recall(
-                query,
-                tenant_id=self.tenant_id,
-                namespace=self.namespace,
-                task_type=self.task_type,
-                tags=self.tags,
-                tools=self.tools or (list(run.tools) if run else []),
-                top_k=self.top_k,
-                trajectory_id=run.trajectory_id if run else None,
-                token_budget=self.token_budget,
-            )
-        except Exception:
+            result = await asyncio.wait_for(self._recall(query, run), self.recall_timeout or None)
+        except Exception as exc:
             self.errors += 1
-            log.warning("hindsight: recall failed; the agent runs without it", exc_info=True)
+            self._off_until = time.monotonic() + RECALL_COOLDOWN
+            what = "timed out" if isinstance(exc, TimeoutError) else "failed"
+            log.warning(
+                "hindsight: recall %s (%s: %s); the agent runs without it, recall skipped for "
+                "%.0f s",
+                what,
+                type(exc).__name__,
+                exc,
+                RECALL_COOLDOWN,
+            )
             return ""
         self._last = result
         if key is not None:
@@ -134,6 +147,20 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
         return self._render(result)
+
+    async def _recall(self, query: str, run: Any) -> RecallResult:
+        result: RecallResult = await self.memory.recall(
+            query,
+            tenant_id=self.tenant_id,
+            namespace=self.namespace,
+            task_type=self.task_type,
+            tags=self.tags,
+            tools=self.tools or (list(run.tools) if run else []),
+            top_k=self.top_k,
+            trajectory_id=run.trajectory_id if run else None,
+            token_budget=self.token_budget,
+        )
+        return result
 
     def _render(self, result: RecallResult) -> str:
         try:

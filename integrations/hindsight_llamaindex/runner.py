@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Sequence
@@ -12,6 +13,7 @@ from llama_index.core.memory import Memory as ChatMemory
 
 from hindsight import EpisodeReceipt, Outcome, RecallResult, Trajectory, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
+from hindsight.capture.writer import WRITE_WAIT
 
 from ._runs import RunOptions, run_options
 from ._store import as_async_memory
@@ -82,6 +84,7 @@ async def run_with_memory(
     top_k: int | None = None,
     token_budget: int | None = None,
     capture: HindsightCapture | None = None,
+    write_wait: float = WRITE_WAIT,
     **run_kwargs: Any,
 ) -> MemoryRun:
     """Run a LlamaIndex agent with recall, capture, review and outcome attribution.
@@ -91,10 +94,12 @@ async def run_with_memory(
        one appended), so the run starts with the relevant experiences in its system prompt.
     2. ``agent.run(user_msg=..., memory=chat_memory, **run_kwargs)`` runs under a capture (an
        installed one for this memory, else a private one that records only these runs).
-    3. The trajectory gets the outcome (``success``) and is stored; its review is queued in
-       the background (not awaited).
-    4. With a known outcome, ``record_outcome`` raises or lowers the confidence of what was
-       recalled (MISSION S3).
+    3. The trajectory gets the outcome (``success``, else the default detector:
+       :func:`hindsight.capture.outcome.detect_outcome`) and goes to the memory's background
+       writer, which stores it, queues its review and, with a known outcome, raises or lowers
+       the confidence of what was recalled (MISSION S3). The run waits at most ``write_wait``
+       seconds for that (``MemoryRun.receipt`` is ``None`` when it was not written by then;
+       ``memory.flush()`` waits for it).
 
     Args:
         agent: a ``FunctionAgent``, ``ReActAgent``, ``AgentWorkflow`` (anything whose
@@ -106,10 +111,12 @@ async def run_with_memory(
         namespace, task_type, tags: for the trajectory and the recall.
         chat_memory: the LlamaIndex ``Memory`` of the conversation.
         success: ``True`` / ``False``, or a callable ``result -> bool`` that judges the result;
-            ``None`` leaves the outcome unknown. A run that raises counts as failed.
+            ``None``: the default detector decides (a final answer and no tool error left
+            unresolved is a success). A run that raises counts as failed.
         on_event: called with every event of ``handler.stream_events()`` (sync or async).
         top_k, token_budget: recall settings of the block created here.
         capture: the capture to use (default: see step 2).
+        write_wait: seconds to wait for the write (0.05).
         **run_kwargs: passed to ``agent.run`` (e.g. ``max_iterations``, ``ctx``).
 
     Returns:
@@ -180,16 +187,22 @@ async def run_with_memory(
             traj = traj.model_copy(
                 update={"outcome": Outcome.SUCCESS if judged else Outcome.FAILURE}
             )
-        try:
-            receipt = await aio.store_episode(traj)
-        except Exception:
-            log.exception("hindsight: could not store trajectory %s; queued for retry", tid)
-            cap._store_later(traj)
-    if judged is not None:
-        try:
-            await aio.record_outcome(tid, judged, tenant_id=tenant)
-        except Exception:
-            log.warning("hindsight: record_outcome failed for %s", tid, exc_info=True)
+        elif (
+            judged is None
+            and error is None
+            and traj.outcome
+            in (
+                Outcome.SUCCESS,
+                Outcome.FAILURE,
+            )
+        ):
+            judged = traj.outcome is Outcome.SUCCESS  # the default detector's verdict
+        future = cap._writer.submit(traj)
+        cap._track(traj.id, future)
+        if write_wait > 0:
+            await asyncio.wait({asyncio.wrap_future(future)}, timeout=write_wait)
+        if future.done() and not future.cancelled() and future.exception() is None:
+            receipt = future.result()
     if error is not None:
         if isinstance(error, Exception):
             error.add_note(f"hindsight trajectory_id: {tid}")
