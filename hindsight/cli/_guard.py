@@ -359,8 +359,13 @@ def _print_report(source: str, report: Any) -> None:
     if report.calibration:
         c = report.calibration
         out_console.print(
-            f"nearest exemplars ({c['embedder']}): threshold {c['threshold']:.2f}, "
-            f"margin {c['margin']:+.2f}",
+            f"nearest exemplars ({c['embedder']}): "
+            + (
+                f"threshold {c['threshold']:.2f}, margin {c['margin']:+.2f}"
+                if c["threshold"] is not None
+                else f"off (at best {c['detected']}/{c['harm']} bank harm exemplars "
+                "without a benign one, leave-one-out)"
+            ),
             highlight=False,
         )
     everything = overall["all"]

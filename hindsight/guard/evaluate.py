@@ -232,7 +232,13 @@ def evaluate(
     for inside, semantic in folds:
         if semantic is not None and semantic.calibration is not None and calibration is None:
             c = semantic.calibration
-            calibration = {"threshold": c.threshold, "margin": c.margin, "embedder": c.embedder}
+            calibration = {
+                "threshold": c.threshold,
+                "margin": c.margin,
+                "embedder": c.embedder,
+                "detected": c.detected,
+                "harm": c.harm,
+            }
         for i in inside:
             row = rows[i]
             flags: dict[str, bool] = {}
