@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["MemoryConfig", "RecallWeights", "default_data_dir"]
+from hindsight.models import ExperienceKind
+
+__all__ = ["DEFAULT_KIND_BONUS", "MemoryConfig", "RecallWeights", "default_data_dir"]
 
 
 def default_data_dir() -> Path:
@@ -41,6 +43,18 @@ class RecallWeights(BaseSettings):
         return self
 
 
+DEFAULT_KIND_BONUS: dict[str, float] = {
+    "rule": 0.05,
+    "improvement": 0.05,
+    "tool_reliability": 0.03,
+    "anti_pattern": 0.02,
+    "failure_cause": 0.02,
+}
+"""Added to the recall score per experience kind (issue 15): general advice a little ahead of
+run-specific records at equal relevance, small next to the similarity term (0.6 x cosine);
+kinds not named (``outcome``, ``key_step``, ``task_scope``, ``episode``) get 0."""
+
+
 class MemoryConfig(BaseSettings):
     """Everything an engine needs to open its stores and run recall and review.
 
@@ -59,6 +73,11 @@ class MemoryConfig(BaseSettings):
         token_budget: max tokens of a rendered recall block (MISSION S5: 2000 for 5 items).
         similarity_floor: override of the embedder's own floor (cosine, [-1,1]).
         max_per_source: max share of top_k from one source trajectory (MISSION S5: one half).
+        kind_bonus: added to the recall score per experience kind, each in [-0.5, 0.5]
+            (default :data:`DEFAULT_KIND_BONUS`; env ``HINDSIGHT_KIND_BONUS`` as JSON).
+        situation_match: recall also finds lessons through the episodes of the runs they were
+            learned from (docs/concepts.md, recall scoring); env
+            ``HINDSIGHT_SITUATION_MATCH`` (default on).
         shared_namespace: namespace recalled after the private one (MISSION S9).
         review_timeout: seconds one review may take before its job is failed and retried.
         review_max_attempts: attempts of one review job before it is left ``failed`` (3);
@@ -109,6 +128,13 @@ class MemoryConfig(BaseSettings):
         default=None, ge=-1.0, le=1.0, validation_alias=_env("SIMILARITY_FLOOR")
     )
     max_per_source: float = Field(default=0.5, gt=0.0, le=1.0)
+    kind_bonus: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_KIND_BONUS),
+        validation_alias=AliasChoices("HINDSIGHT_KIND_BONUS"),
+    )
+    situation_match: bool = Field(
+        default=True, validation_alias=AliasChoices("HINDSIGHT_SITUATION_MATCH")
+    )
     shared_namespace: str = Field(default="shared", min_length=1)
     weights: RecallWeights = Field(default_factory=RecallWeights)
     review_timeout: float = Field(default=120.0, gt=0, validation_alias=_env("REVIEW_TIMEOUT"))
@@ -140,6 +166,17 @@ class MemoryConfig(BaseSettings):
     drain_timeout: float = Field(
         default=10.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_DRAIN_TIMEOUT")
     )
+
+    @field_validator("kind_bonus")
+    @classmethod
+    def _check_kind_bonus(cls, value: dict[str, float]) -> dict[str, float]:
+        kinds = {k.value for k in ExperienceKind}
+        for kind, bonus in value.items():
+            if kind not in kinds:
+                raise ValueError(f"kind_bonus: unknown kind {kind!r} (kinds: {sorted(kinds)})")
+            if not -0.5 <= bonus <= 0.5:
+                raise ValueError(f"kind_bonus[{kind!r}] must be in [-0.5, 0.5], got {bonus}")
+        return value
 
     def sql_url(self) -> str:
         """The SQLAlchemy URL to open (``postgresql://`` is mapped to psycopg 3)."""

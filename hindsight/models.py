@@ -416,8 +416,11 @@ class ScoreBreakdown(_Model):
     """Why an experience was recalled (MISSION S13).
 
     ``score = w_similarity*similarity + w_confidence*confidence + w_recency*recency``,
-    multiplied by ``trust`` and plus ``boost`` (tag / task_type matches). ``similarity`` is the
-    cosine similarity in [-1,1] (1.0 in exact task_type mode), ``recency`` is
+    multiplied by ``trust``, plus ``boost`` (tag / tool matches) and ``kind_bonus`` (per kind,
+    ``MemoryConfig.kind_bonus``). ``similarity`` is a cosine in [-1,1] (1.0 in exact task_type
+    mode): the larger of the query's cosine with the lesson and ``situation``, the query's
+    cosine with the episode of a run the lesson was learned from (``situation_episode``; both
+    ``None`` when no such episode was among the closest ones). ``recency`` is
     ``0.5 ** (age_days / half_life_days)`` in (0,1].
     """
 
@@ -431,6 +434,9 @@ class ScoreBreakdown(_Model):
     namespace: str
     mode: str
     reasons: list[str] = Field(default_factory=list)
+    situation: float | None = None
+    situation_episode: str | None = None
+    kind_bonus: float = 0.0
 
 
 class RecallHit(_Model):

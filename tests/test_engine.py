@@ -20,6 +20,7 @@ from hindsight import (
     Trajectory,
     UsageError,
 )
+from hindsight.config import DEFAULT_KIND_BONUS
 from hindsight.testing import FakeEmbedder, ManualClock, ScriptedReviewer
 from tests.helpers import lesson, make_memory, trajectory
 
@@ -57,7 +58,9 @@ def test_record_review_recall_round_trip(tmp_path: Path, database_url: str) -> N
         assert hit.experience.reviewer == "scripted"
         b = hit.breakdown
         expected = 0.6 * b.similarity + 0.3 * b.confidence + 0.1 * b.recency
-        assert hit.score == pytest.approx(expected * b.trust + b.boost, abs=1e-5)
+        # score formula with the per-kind bonus (issue 15: replaced the strict kind order)
+        assert b.kind_bonus == DEFAULT_KIND_BONUS["improvement"] == 0.05
+        assert hit.score == pytest.approx(expected * b.trust + b.boost + b.kind_bonus, abs=1e-5)
         text = result.render()
         assert text.startswith(BLOCK_START) and text.rstrip().endswith(BLOCK_END)
         assert "retry once" in text

@@ -17,6 +17,7 @@ from hindsight import (
     Trajectory,
     UsageError,
 )
+from hindsight.config import DEFAULT_KIND_BONUS
 from hindsight.guard import TRUST_WEIGHTS
 from hindsight.guard.after_recall import MISLED_DEMOTE_AT, MISLED_QUARANTINE_AT
 from hindsight.models import Experience, ExperienceKind
@@ -254,7 +255,9 @@ def test_add_experience_trust_from_source(source: str, trust: float) -> None:
         b = hit.breakdown
         assert b.trust == trust
         base = 0.6 * b.similarity + 0.3 * b.confidence + 0.1 * b.recency
-        assert hit.score == pytest.approx(base * trust + b.boost, abs=1e-5)
+        # score formula with the per-kind bonus (add_experience writes a rule)
+        assert b.kind_bonus == DEFAULT_KIND_BONUS["rule"] == 0.05
+        assert hit.score == pytest.approx(base * trust + b.boost + b.kind_bonus, abs=1e-5)
 
 
 def _tool_error_run(source: str = "user", trust: float = 1.0) -> Trajectory:

@@ -36,10 +36,13 @@ def test_lessons_are_found_in_one_search_however_many_episodes(
         mem.aio.index.search = counting  # type: ignore[method-assign]
         result = mem.recall(query, tenant_id="t", top_k=3)
         assert [h.experience.id for h in result.hits] == [lesson.id]
-        assert len(calls) == 1 and "episode" not in calls[0]["kinds"]
+        # one search per tier: the lessons, and the closest episodes (situation match)
+        [lessons] = [c for c in calls if tuple(c["kinds"]) != ("episode",)]
+        assert "episode" not in lessons["kinds"] and len(calls) == 2
 
         calls.clear()
         with_episodes = mem.recall(query, tenant_id="t", top_k=3, include_episodes=True)
         assert [h.experience.id for h in with_episodes.hits] == [lesson.id]
         assert len(with_episodes.episodes) == min(episodes, 3)
+        # the episode tier is searched once for both the situation match and the episodes
         assert sorted(tuple(c["kinds"]) == ("episode",) for c in calls) == [False, True]

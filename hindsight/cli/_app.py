@@ -221,7 +221,8 @@ def _print_hits(result: Any, explain: bool) -> None:
             out_console.print(
                 f"{i}. similarity {b.similarity:.3f} x {b.weights['similarity']} + confidence "
                 f"{b.confidence:.2f} x {b.weights['confidence']} + recency {b.recency:.3f} x "
-                f"{b.weights['recency']}, trust {b.trust:.2f}, boost {b.boost:.2f} "
+                f"{b.weights['recency']}, trust {b.trust:.2f}, boost {b.boost:.2f}, "
+                f"kind bonus {b.kind_bonus:.2f} "
                 f"(age {b.age_days:.1f} days, namespace {b.namespace})",
                 highlight=False,
             )

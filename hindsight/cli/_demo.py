@@ -145,7 +145,8 @@ def _print(run1: dict[str, Any], lessons: list[Any], run2: dict[str, Any], traj2
         b = hit.breakdown
         say(
             f"  score {hit.score:.3f} = 0.6 x similarity {b.similarity:.3f} + 0.3 x confidence "
-            f"{b.confidence:.2f} + 0.1 x recency {b.recency:.3f}: {hit.experience.content}",
+            f"{b.confidence:.2f} + 0.1 x recency {b.recency:.3f} + kind bonus {b.kind_bonus:.2f}: "
+            f"{hit.experience.content}",
             highlight=False,
         )
     say("\n  tail of run 2's system prompt:")

@@ -3,24 +3,40 @@
 Lessons and episodes are separate tiers (MISSION S4, S5): the index filters on the ``kind``
 payload, so episodes never crowd lessons out of a recall, nor the reverse. Episodes are
 recalled only when asked (``include_episodes=True``) and scored like lessons.
+
+The situation match (:func:`with_situation`, issue 15) links the tiers: the lessons taught by
+the runs whose episodes are closest to the query become candidates too, with the episode's
+cosine as their similarity when it is higher than their own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from hindsight.config import RecallWeights
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus, RecallHit
 from hindsight.ports import VectorIndex
 from hindsight.recall.scoring import Candidate, RecallMode, score_candidates, select_hits
 
-__all__ = ["EPISODE_TOP_K", "EpisodeQuery", "recall_episodes", "tier_candidates"]
+__all__ = [
+    "EPISODE_TOP_K",
+    "SITUATION_EPISODES",
+    "EpisodeQuery",
+    "episode_limit",
+    "recall_episodes",
+    "tier_candidates",
+    "with_situation",
+]
 
 EPISODE_TOP_K = 3
 """Most episodes one recall returns (``include_episodes=True``), and never more than top_k."""
+SITUATION_EPISODES = 5
+"""Closest episodes whose runs' lessons the situation match adds (at least top_k of them)."""
 
 _SEARCH_GROWTH = 4
 _SEARCH_MAX = 4000
@@ -101,6 +117,67 @@ def tier_candidates(where: EpisodeQuery, *, limit: int, episodes: bool) -> list[
         want = min(want * _SEARCH_GROWTH, _SEARCH_MAX)
 
 
+def with_situation(
+    where: EpisodeQuery, lessons: Sequence[Candidate], episodes: Sequence[Candidate]
+) -> list[Candidate]:
+    """The situation match: ``lessons`` (lesson-tier candidates) with, for every lesson learned
+    from a run of one of ``episodes`` (episode-tier candidates, nearest first),
+    ``similarity = max(own cosine, the episode's cosine)`` and ``situation`` /
+    ``episode_id`` set; lessons those runs taught that are not among ``lessons`` are added
+    (their own cosine from the stored embedding).
+
+    The runs' lessons come from the store's ``experience_sources`` index
+    (:meth:`hindsight.store.SqlStore.experiences_of_runs`, active ones of the tenant); each
+    added row is checked like any candidate (tenant, status, namespace, kind, task_type).
+
+    Returns:
+        candidates in no particular order (scoring sorts them).
+    """
+    best_run: dict[str, tuple[float, str]] = {}
+    for ep in episodes:
+        for run in ep.experience.source_trajectory_ids:
+            if run not in best_run or ep.similarity > best_run[run][0]:
+                best_run[run] = (ep.similarity, ep.experience.id)
+    if not best_run:
+        return list(lessons)
+    taught = where.store.experiences_of_runs(where.tenant_id, list(best_run))
+    situation: dict[str, tuple[float, str]] = {}
+    for run, ids in taught.items():
+        for lesson_id in ids:
+            if lesson_id not in situation or best_run[run][0] > situation[lesson_id][0]:
+                situation[lesson_id] = best_run[run]
+    out: list[Candidate] = []
+    for cand in lessons:
+        found = situation.pop(cand.experience.id, None)
+        if found is None:
+            out.append(cand)
+            continue
+        sim, episode = found
+        best = max(cand.similarity, sim)
+        out.append(Candidate(cand.experience, best, cand.tier, sim, episode))
+    if not situation:
+        return out
+    rows = where.store.get_experiences(where.tenant_id, list(situation))
+    vectors = where.store.get_vectors(list(rows))
+    query = np.asarray(where.vector, dtype=np.float32)
+    tier = {ns: i for i, ns in enumerate(where.namespaces)}
+    for lesson_id, (sim, episode) in situation.items():
+        exp = rows.get(lesson_id)
+        if exp is None or not _wanted(exp, where, False):
+            continue
+        if where.task_type is not None and exp.task_type != where.task_type:
+            continue
+        vec = vectors.get(lesson_id)
+        own = float(np.dot(query, vec)) if vec is not None and vec.shape == query.shape else -1.0
+        out.append(Candidate(exp, max(own, sim), tier[exp.namespace], sim, episode))
+    return out
+
+
+def episode_limit(top_k: int) -> int:
+    """Episode-tier candidates :func:`recall_episodes` scores for one recall of ``top_k``."""
+    return max(4 * min(top_k, EPISODE_TOP_K), 20)
+
+
 def recall_episodes(
     where: EpisodeQuery,
     *,
@@ -112,12 +189,17 @@ def recall_episodes(
     tags: Sequence[str] = (),
     tools: Sequence[str] = (),
     mode: RecallMode = "vector",
+    kind_bonus: Mapping[str, float] | None = None,
+    candidates: Sequence[Candidate] | None = None,
 ) -> list[RecallHit]:
     """The most similar past episodes: at most ``min(top_k, EPISODE_TOP_K)``, scored like
-    lessons (:func:`hindsight.recall.score_candidates`), under the same similarity floor,
-    private namespace first. One episode per run, so no per-source cap applies."""
+    lessons (:func:`hindsight.recall.score_candidates`, with ``kind_bonus``), under the same
+    similarity floor, private namespace first. One episode per run, so no per-source cap
+    applies. ``candidates``: the episode tier's candidates when the caller already searched
+    it (at least :func:`episode_limit` of them, nearest first); else searched here."""
     k = min(top_k, EPISODE_TOP_K)
-    candidates = tier_candidates(where, limit=max(4 * k, 20), episodes=True)
+    if candidates is None:
+        candidates = tier_candidates(where, limit=episode_limit(top_k), episodes=True)
     scored = score_candidates(
         candidates,
         weights=weights,
@@ -126,6 +208,7 @@ def recall_episodes(
         tags=tags,
         tools=tools,
         mode=mode,
+        kind_bonus=kind_bonus,
     )
     hits, _ = select_hits(scored, top_k=k, similarity_floor=floor, max_per_source=1.0)
     return hits

@@ -2,7 +2,10 @@
 
 1. **candidates** - the query (plus the asking agent's tools) is embedded and the nearest
    active lessons of the tenant's namespaces are fetched (:func:`.candidates.tier_candidates`,
-   ``max(CANDIDATE_FACTOR * top_k, 20)`` of them); ``task_type`` mode reads that task_type's
+   ``max(CANDIDATE_FACTOR * top_k, 20)`` of them); with the situation match on, the nearest
+   ``max(SITUATION_EPISODES, top_k)`` episodes too (one search of the episode tier, shared
+   with step 6), and the lessons their runs taught join the candidates
+   (:func:`.candidates.with_situation`); ``task_type`` mode reads that task_type's
    rows instead, no vectors;
 2. **score** (:func:`.scoring.score_candidates`) and leave out what fell under
    ``min_confidence`` (:func:`.explain.confidence_floor`);
@@ -44,10 +47,17 @@ from hindsight.config import MemoryConfig
 from hindsight.guard.after_recall import drop_outliers
 from hindsight.models import Exclusion, RecallHit
 from hindsight.ports import Clock, Embedder, VectorIndex
-from hindsight.recall.candidates import EpisodeQuery, recall_episodes, tier_candidates
+from hindsight.recall.candidates import (
+    SITUATION_EPISODES,
+    EpisodeQuery,
+    episode_limit,
+    recall_episodes,
+    tier_candidates,
+    with_situation,
+)
 from hindsight.recall.explain import confidence_floor, near_misses
 from hindsight.recall.result import RecallResult
-from hindsight.recall.scoring import RecallMode, score_candidates, select_hits
+from hindsight.recall.scoring import Candidate, RecallMode, score_candidates, select_hits
 
 __all__ = ["CANDIDATE_FACTOR", "Recall", "RecallRequest"]
 
@@ -162,8 +172,16 @@ class Recall:
         where = EpisodeQuery(
             self.index, self.store, vec, req.tenant_id, req.namespaces, req.task_type
         )
-        hits, excluded = self._lessons(req, where)
-        episodes = self._episodes(req, where) if req.include_episodes else []
+        situation = where.vector is not None and self.config.situation_match
+        tier: list[Candidate] = []  # the episode tier, searched once for both uses
+        if situation or req.include_episodes:
+            limit = max(SITUATION_EPISODES, req.top_k) if situation else 0
+            if req.include_episodes:
+                limit = max(limit, episode_limit(req.top_k))
+            tier = tier_candidates(where, limit=limit, episodes=True)
+        near = tier[: max(SITUATION_EPISODES, req.top_k)] if situation else None
+        hits, excluded = self._lessons(req, where, near)
+        episodes = self._episodes(req, where, tier) if req.include_episodes else []
         if (hits or episodes) and req.record:
             self.store.record_recall(
                 req.tenant_id,
@@ -184,11 +202,14 @@ class Recall:
         )
 
     def _lessons(
-        self, req: RecallRequest, where: EpisodeQuery
+        self, req: RecallRequest, where: EpisodeQuery, near: Sequence[Candidate] | None
     ) -> tuple[list[RecallHit], list[Exclusion]]:
-        """Steps 1-5 for the lesson tier (episodes are their own tier)."""
+        """Steps 1-5 for the lesson tier (episodes are their own tier); ``near``: the closest
+        episodes for the situation match (``None``: off)."""
         limit = max(CANDIDATE_FACTOR * req.top_k, 20)
         candidates = tier_candidates(where, limit=limit, episodes=False)
+        if near is not None:
+            candidates = with_situation(where, candidates, near)
         scored = score_candidates(candidates, **self._scoring(req))
         scored, demoted = confidence_floor(scored, self.config.min_confidence)
         hits, excluded = select_hits(
@@ -214,10 +235,16 @@ class Recall:
             excluded = [*outliers, *excluded]
         return hits, excluded
 
-    def _episodes(self, req: RecallRequest, where: EpisodeQuery) -> list[RecallHit]:
-        """Step 6: the most similar past episodes."""
+    def _episodes(
+        self, req: RecallRequest, where: EpisodeQuery, tier: Sequence[Candidate]
+    ) -> list[RecallHit]:
+        """Step 6: the most similar past episodes (of ``tier``, the episode tier's candidates)."""
         return recall_episodes(
-            where, top_k=req.top_k, floor=req.similarity_floor, **self._scoring(req)
+            where,
+            top_k=req.top_k,
+            floor=req.similarity_floor,
+            candidates=tier,
+            **self._scoring(req),
         )
 
     def _scoring(self, req: RecallRequest) -> dict[str, Any]:
@@ -228,6 +255,7 @@ class Recall:
             "tags": req.tags,
             "tools": req.tools,
             "mode": req.mode,
+            "kind_bonus": self.config.kind_bonus,
         }
 
 

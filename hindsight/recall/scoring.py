@@ -1,27 +1,37 @@
 """Recall scoring and selection (MISSION S5, S13, S16).
 
-``score = (w_sim*similarity + w_conf*confidence + w_rec*recency) * trust + boost``
+``score = (w_sim*similarity + w_conf*confidence + w_rec*recency) * trust + boost + kind_bonus``
 
 * weights default to 0.6 / 0.3 / 0.1 (MISSION S5), configurable via :class:`RecallWeights`;
+* ``similarity = max(cos(query, lesson), cos(query, best episode of a source run))``: the
+  *situation match* (issue 15) - a lesson also scores by how similar the query is to the runs
+  it was learned from (their episodes, one per reviewed run); the breakdown's ``situation`` and
+  ``situation_episode`` say when and which, with the reason "learned from a run like this one";
 * ``recency = 0.5 ** (age_days / half_life_days)``, age measured from the experience's last
   update, half-life 30 days by default (MISSION S5);
 * ``trust`` in [0,1] is the provenance weight of the experience (MISSION S8);
 * ``boost`` is +0.05 per requested tag or tool the experience carries, at most +0.15 (the
-  context-tag match of MISSION S5's second variant, kept small so similarity still leads).
+  context-tag match of MISSION S5's second variant, kept small so similarity still leads);
+* ``kind_bonus`` is a small per-kind addition (``MemoryConfig.kind_bonus``: rule and
+  improvement +0.05, tool_reliability +0.03, anti_pattern and failure_cause +0.02, records of
+  single runs 0): general advice ranks a little ahead of more specific lessons at equal
+  relevance ("semantic rules are consulted before episodic cases", MISSION S5), without a less
+  relevant rule outranking a much more relevant lesson as a strict kind order would.
 
 Selection: candidates under the similarity floor are dropped; private-namespace hits come
-before shared-namespace hits (MISSION S9); within a namespace, semantic lessons (rules,
-improvements, tool reliability, anti-patterns, failure causes) come before the episodic
-summaries of single runs (outcome, key step, task scope): "semantic rules are consulted before
-episodic cases" (MISSION S5); no source trajectory may supply more than ``max_per_source`` of
-``top_k`` (one half by default, MISSION S5).
+before shared-namespace hits (MISSION S9); within a namespace, restatements of one run
+written by earlier reviewers (``outcome``, ``key_step``, ``task_scope``: :data:`EPISODIC_KINDS`)
+come after the other lessons, then by score; no source trajectory
+may supply more than ``max_per_source`` of ``top_k`` (one half by default, MISSION S5): a hit
+learned from ``n`` runs counts ``1/n`` for each of them, so a lesson many runs agree on (merged
+on its lesson key) does not use up the share of every one of its runs - the rule is against
+over-fitting to one run, and such a lesson is the opposite.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -42,7 +52,8 @@ RecallMode = Literal["vector", "task_type"]
 EPISODIC_KINDS = frozenset(
     {ExperienceKind.OUTCOME, ExperienceKind.KEY_STEP, ExperienceKind.TASK_SCOPE}
 )
-"""Kinds that summarise one run rather than state a reusable rule; ranked after the others."""
+"""Kinds that restate one run rather than state a reusable rule, written by earlier reviewers
+(issue 15: the run's episode holds them now); ranked after the other lessons of a namespace."""
 TAG_BOOST = 0.05
 TAG_BOOST_MAX = 0.15
 
@@ -56,12 +67,17 @@ def recency_weight(age_days: float, half_life_days: float) -> float:
 class Candidate:
     """An experience found by the vector index or the task_type query, before scoring.
 
-    ``tier`` is 0 for the private namespace and 1 for the shared one.
+    ``tier`` is the namespace's position (0: the private namespace, 1: the shared one).
+    ``similarity`` is the one the score uses; ``situation`` the query's cosine with the
+    episode ``episode_id`` of a run the lesson was learned from, when the situation match
+    found one (``similarity`` is then at least ``situation``).
     """
 
     experience: Experience
     similarity: float
     tier: int
+    situation: float | None = None
+    episode_id: str | None = None
 
 
 def score_candidates(
@@ -73,8 +89,12 @@ def score_candidates(
     tags: Sequence[str] = (),
     tools: Sequence[str] = (),
     mode: RecallMode = "vector",
+    kind_bonus: Mapping[str, float] | None = None,
 ) -> list[tuple[Candidate, RecallHit]]:
-    """Score each candidate; returns ``(candidate, hit)`` pairs in candidate order."""
+    """Score each candidate; returns ``(candidate, hit)`` pairs in candidate order.
+    ``kind_bonus``: per kind value (default none; the engine passes
+    ``MemoryConfig.kind_bonus``)."""
+    bonuses = kind_bonus or {}
     wanted = {t.lower() for t in tags}
     wanted_tools = {t.lower() for t in tools}
     out: list[tuple[Candidate, RecallHit]] = []
@@ -95,11 +115,16 @@ def score_candidates(
             + weights.confidence * exp.confidence
             + weights.recency * rec
         )
-        score = base * exp.trust + boost
+        bonus = float(bonuses.get(ExperienceKind(exp.kind).value, 0.0))
+        score = base * exp.trust + boost + bonus
         reasons = [f"tag match: {t}" for t in matched]
         reasons += [f"tool match: {t}" for t in matched_tools]
         if mode == "task_type":
             reasons.append(f"exact task_type match: {exp.task_type}")
+        if cand.situation is not None and cand.situation >= cand.similarity:
+            reasons.append(
+                f"learned from a run like this one: {cand.episode_id} (cosine {cand.situation:.3f})"
+            )
         breakdown = ScoreBreakdown(
             similarity=round(cand.similarity, 6),
             confidence=exp.confidence,
@@ -111,6 +136,9 @@ def score_candidates(
             namespace=exp.namespace,
             mode=mode,
             reasons=reasons,
+            situation=None if cand.situation is None else round(cand.situation, 6),
+            situation_episode=cand.episode_id,
+            kind_bonus=bonus,
         )
         out.append((cand, RecallHit(experience=exp, score=round(score, 6), breakdown=breakdown)))
     return out
@@ -151,7 +179,7 @@ def select_hits(
         )
     )
     cap = max(1, math.floor(top_k * max_per_source))
-    per_source: Counter[str] = Counter()
+    per_source: dict[str, float] = {}  # hits so far per run, 1/n for a hit of n runs
     hits: list[RecallHit] = []
     for cand, hit in passing:
         if len(hits) >= top_k:
@@ -165,7 +193,7 @@ def select_hits(
             )
             continue
         sources = hit.experience.source_trajectory_ids
-        crowded = [s for s in sources if per_source[s] >= cap]
+        crowded = [s for s in sources if per_source.get(s, 0.0) >= cap]
         if crowded:
             excluded.append(
                 Exclusion(
@@ -176,6 +204,7 @@ def select_hits(
                 )
             )
             continue
-        per_source.update(sources)
+        for source in set(sources):
+            per_source[source] = per_source.get(source, 0.0) + 1.0 / len(set(sources))
         hits.append(hit)
     return hits, excluded

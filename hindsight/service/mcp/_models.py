@@ -97,13 +97,20 @@ class RescanResult(_Out):
 
 class ScoreOut(_Out):
     """Why an experience was recalled (MISSION S13): ``score = (0.6*similarity +
-    0.3*confidence + 0.1*recency) * trust + boost`` with the configured weights."""
+    0.3*confidence + 0.1*recency) * trust + boost + kind_bonus`` with the configured weights;
+    ``similarity`` is at least ``situation`` (the situation match, docs/concepts.md)."""
 
     similarity: float
     confidence: float
     recency: float = Field(description="0.5 ** (age_days / half_life_days), in (0, 1].")
     trust: float
     boost: float = Field(description="Tag / task_type match bonus.")
+    kind_bonus: float = Field(default=0.0, description="Per experience kind bonus.")
+    situation: float | None = Field(
+        default=None,
+        description="Cosine of the query and the episode of a run the lesson was learned from.",
+    )
+    situation_episode: str | None = Field(default=None, description="That episode's id.")
     reasons: list[str]
 
 

@@ -230,7 +230,7 @@ def _print_run(out: Out, title: str, run: dict[str, Any]) -> None:
 def _print_hits(out: Out, hits: list[dict[str, Any]]) -> None:
     out(
         "  recalled into the tail of the system prompt, and why "
-        "(score = (0.6 similarity + 0.3 confidence + 0.1 recency) x trust + boost):"
+        "(score = (0.6 similarity + 0.3 confidence + 0.1 recency) x trust + boost + kind bonus):"
     )
     for hit in hits:
         b = hit["breakdown"]
@@ -238,7 +238,8 @@ def _print_hits(out: Out, hits: list[dict[str, Any]]) -> None:
         out(
             f"    score {hit['score']:.3f} = ({w['similarity']:g} x {b['similarity']:.3f} + "
             f"{w['confidence']:g} x {b['confidence']:.2f} + {w['recency']:g} x "
-            f"{b['recency']:.3f}) x {b['trust']:.2f} + {b['boost']:.2f}  [{hit['kind']}] "
+            f"{b['recency']:.3f}) x {b['trust']:.2f} + {b['boost']:.2f} + {b['kind_bonus']:.2f}  "
+            f"[{hit['kind']}] "
             f"{hit['content']}"
         )
 
