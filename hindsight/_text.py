@@ -222,12 +222,16 @@ def _finite(value: float, where: str) -> float | None:
     return None
 
 
-def clean_json(value: Any, where: str = "value", names: frozenset[str] = frozenset()) -> Any:
+def clean_json(
+    value: Any, where: str = "value", names: frozenset[str] = frozenset(), floats: bool = True
+) -> Any:
     """``value`` with :func:`clean_text` applied to every string (dict keys too) and every
     NaN or infinity replaced by ``None``, recursively through dicts, lists and tuples; other
     values (numbers, booleans, ``None``, models, datetimes) are returned as they are. Returns
     the very same object when nothing had to change. A string under a key in ``names``
     (a name: ``namespace``, ``tenant_id``...) is checked with :func:`refuse_invalid` instead.
+    With ``floats=False`` numbers are left alone (a raw record whose numbers the converter
+    checks: a NaN ``reward`` is refused there).
 
     Raises:
         UsageError: a name holds a lone surrogate or NUL (one line naming its path).
@@ -235,7 +239,7 @@ def clean_json(value: Any, where: str = "value", names: frozenset[str] = frozens
     if isinstance(value, str):
         return clean_text(value, where)
     if isinstance(value, float):
-        return _finite(value, where)
+        return _finite(value, where) if floats else value
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         changed = not isinstance(value, dict)
@@ -246,12 +250,12 @@ def clean_json(value: Any, where: str = "value", names: frozenset[str] = frozens
                 out[new_key] = refuse_invalid(item, sub)
                 changed = changed or new_key is not key
                 continue
-            new_item = clean_json(item, sub, names)
+            new_item = clean_json(item, sub, names, floats)
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item
         return out if changed else value
     if isinstance(value, list | tuple):
-        items = [clean_json(item, f"{where}[{i}]", names) for i, item in enumerate(value)]
+        items = [clean_json(item, f"{where}[{i}]", names, floats) for i, item in enumerate(value)]
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items if isinstance(value, list) else tuple(items)

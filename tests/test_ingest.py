@@ -246,7 +246,6 @@ C05_RECORDS: dict[str, Any] = {
         {"role": "user", "content": [{"type": "text", "text": ""}, {"type": "text", "text": " "}]},
         {"role": "assistant", "content": [{"type": "text", "text": ""}]},
     ],
-    "no messages key": {"reward": 1.0},
     "null messages": {"messages": None},
 }
 
@@ -342,8 +341,21 @@ def test_unparsable_json_names_file_and_line(tmp_path: Path) -> None:
 
 
 def test_bad_records_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(InvalidTrajectoryError, match="record 1: expected a message list"):
+    with pytest.raises(InvalidTrajectoryError, match="record 1: does not match format openai"):
         parse(write_json(tmp_path / "n.json", [42]), format="openai")
+    # issue 18 item 3: a record of another shape is an error, never an empty run
+    for record, why in (
+        ({"reward": 1.0}, "got an object with keys 'reward'"),
+        ({"task_id": 1, "traj": []}, "it looks like a tau-bench record"),
+        ({"event_type": "user_message", "trajectory_id": "a"}, "looks like a events record"),
+    ):
+        with pytest.raises(InvalidTrajectoryError, match="does not match format openai") as err:
+            parse(write_jsonl(tmp_path / "o.jsonl", [record]), format="openai")
+        assert why in str(err.value) and "o.jsonl:1:" in str(err.value)
+    for fmt in ("tau-bench", "events"):
+        wrong = rf"o\.jsonl:1: does not match format {fmt}"
+        with pytest.raises(InvalidTrajectoryError, match=wrong):
+            parse(write_jsonl(tmp_path / "o.jsonl", [{"messages": []}]), format=fmt)
     with pytest.raises(InvalidTrajectoryError, match="unknown role 'robot'"):
         parse(write_json(tmp_path / "r.json", [[{"role": "robot", "content": "x"}]]))
     with pytest.raises(InvalidTrajectoryError, match="reward must be a number"):

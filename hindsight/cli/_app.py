@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, cast
 import typer
 from rich.markup import escape
 
+from hindsight._errors import UsageError
 from hindsight.cli._common import (
     JsonOpt,
     TenantOpt,
@@ -47,38 +48,46 @@ def ingest(
     `hindsight jobs --state failed` and `hindsight jobs retry`."""
     from rich.progress import Progress
 
-    from hindsight.capture.ingest import count_records, iter_trajectories
+    from hindsight.capture.ingest import RecordError, count_records, iter_results
 
     if format not in ("auto", "openai", "tau-bench", "events"):
         raise fail(f"--format must be auto, openai, tau-bench or events, got {format!r}", 2)
     if not path.is_file():
         raise fail(f"no such file: {path}", 2)
-    with guarded(), open_memory(state(ctx), **check_reviewer(reviewer)) as mem:
+    with guarded() as replaced, open_memory(state(ctx), **check_reviewer(reviewer)) as mem:
         before = mem.stats(tenant_id=tenant)
         added = skipped = events = queued = 0
         queued_ids: list[str] = []
+        errors: list[dict[str, Any]] = []
         started = time.perf_counter()
         fmt = cast(Format, format)
         total = count_records(path, fmt)
         with Progress(console=err_console, transient=True, disable=as_json) as progress:
             bar = progress.add_task("storing trajectories", total=total)
-            for traj in iter_trajectories(
+            for item in iter_results(
                 path,
                 format=fmt,
                 tenant_id=tenant,
                 namespace=namespace,
                 task_type=task_type,
             ):
-                receipt = mem.store_episode(traj)
+                progress.advance(bar)
+                if isinstance(item, RecordError):
+                    errors.append({"line": item.number, "error": item.message})
+                    continue
+                try:
+                    receipt = mem.store_episode(item)
+                except UsageError as exc:  # this record only (e.g. a field out of range)
+                    errors.append({"line": _line_of(item), "error": str(exc)})
+                    continue
                 if receipt["stored"]:
                     added += 1
-                    events += len(traj.events)
+                    events += len(item.events)
                     queued += int(receipt["review_queued"])
                     if receipt["review_queued"]:
                         queued_ids.append(receipt.trajectory_id)
                 else:
                     skipped += 1
-                progress.advance(bar)
             if wait and queued:
                 jobs = wait_for_reviews(
                     mem,
@@ -101,6 +110,9 @@ def ingest(
             "reviews_pending": jobs["pending"] + jobs["running"],
             "experiences_added": _exp_total(after) - _exp_total(before),
             "episodes_added": episodes,
+            "records_failed": len(errors),
+            "errors": errors,
+            "invalid_values_replaced": replaced.total,
             "seconds": round(time.perf_counter() - started, 3),
         }
         if as_json:
@@ -111,7 +123,13 @@ def ingest(
                 f"experiences: {doc['experiences_added']} added, of which {episodes} episodes "
                 f"({doc['seconds']} s); reviews: {jobs['succeeded']} succeeded, "
                 f"{jobs['failed']} failed, {doc['reviews_pending']} pending"
+                + (f"; records with errors: {len(errors)}" if errors else "")
             )
+        if not as_json:
+            for error in errors:
+                err_console.print(
+                    f"error: {escape(error['error'])}", highlight=False, soft_wrap=True
+                )
         if jobs["failed"]:
             err_console.print(
                 f"[yellow]warning:[/] {jobs['failed']} review(s) failed; their errors: "
@@ -120,6 +138,14 @@ def ingest(
                 highlight=False,
                 soft_wrap=True,
             )
+        if errors:
+            raise typer.Exit(1)  # the good records are stored; the bad ones are listed
+
+
+def _line_of(traj: Any) -> int | None:
+    """The line (or record number) a converted trajectory came from."""
+    number = traj.metadata.get("source_record")
+    return number if isinstance(number, int) else None
 
 
 def _by_kind(stats: dict[str, Any], kind: str) -> int:

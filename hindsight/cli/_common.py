@@ -13,8 +13,10 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from hindsight._errors import HindsightError, UsageError
+from hindsight._text import Replacements, collecting
 
 __all__ = [
     "JsonOpt",
@@ -90,16 +92,26 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 @contextmanager
-def guarded() -> Iterator[None]:
-    """Turn hindsight errors into one line on stderr and a non-zero exit code."""
-    try:
-        yield
-    except UsageError as exc:
-        raise fail(str(exc), 2) from None
-    except HindsightError as exc:
-        raise fail(str(exc), 1) from None
-    except (OSError, ValueError) as exc:
-        raise fail(f"{type(exc).__name__}: {exc}", 1) from None
+def guarded() -> Iterator[Replacements]:
+    """Turn hindsight errors into one line on stderr and a non-zero exit code, and report
+    the invalid values replaced in the input (:mod:`hindsight._text`) in one ``warning:``
+    line on stderr. Yields the replacements collected so far."""
+    with collecting() as replaced:
+        try:
+            yield replaced
+        except UsageError as exc:
+            raise fail(str(exc), 2) from None
+        except HindsightError as exc:
+            raise fail(str(exc), 1) from None
+        except (OSError, ValueError) as exc:
+            raise fail(f"{type(exc).__name__}: {exc}", 1) from None
+        finally:
+            if replaced:
+                err_console.print(
+                    f"[yellow]warning:[/] {escape(replaced.message())}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
 
 
 @contextmanager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-__all__ = ["Format", "ResolvedFormat", "format_of_record"]
+__all__ = ["Format", "ResolvedFormat", "format_of_record", "shape_error"]
 
 #: Formats :func:`hindsight.capture.ingest.iter_trajectories` accepts.
 Format = Literal["auto", "openai", "tau-bench", "events"]
@@ -29,3 +29,32 @@ def format_of_record(value: Any) -> ResolvedFormat | None:
     if "messages" in value:
         return "openai"
     return None
+
+
+_EXPECTED = {
+    "openai": "an object with 'messages' or a message list",
+    "tau-bench": "an object with 'traj'",
+    "events": "an event (with 'event_type') or a trajectory object (with 'events')",
+}
+
+
+def shape_error(value: Any, expected: ResolvedFormat) -> str | None:
+    """Why a record does not match the ``expected`` format, or ``None`` when it does (issue
+    18 item 3: a record of another shape is an error for that record, never an empty run).
+
+    A record matches when :func:`format_of_record` says ``expected``, or (events) when it is
+    an event line that names its ``trajectory_id``.
+    """
+    found = format_of_record(value)
+    if found == expected:
+        return None
+    if expected == "events" and isinstance(value, dict) and "trajectory_id" in value:
+        return None
+    if found is not None:
+        got = f"it looks like a {found} record"
+    elif isinstance(value, dict):
+        keys = ", ".join(repr(k) for k in list(value)[:5]) or "none"
+        got = f"got an object with keys {keys}"
+    else:
+        got = f"got {type(value).__name__}"
+    return f"does not match format {expected}: expected {_EXPECTED[expected]}, {got}"

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._errors import InvalidTrajectoryError
+from hindsight._errors import HindsightError, InvalidTrajectoryError
 from hindsight.capture.ingest._common import (
     SYNTHETIC_BASE,
     SYNTHETIC_STEP,
@@ -33,7 +33,8 @@ from hindsight.capture.ingest._common import (
     parse_reward,
     trajectory_id,
 )
-from hindsight.capture.ingest._reader import RawRecord
+from hindsight.capture.ingest._detect import shape_error
+from hindsight.capture.ingest._reader import RawRecord, RecordError, record_error, valid_record
 from hindsight.models import Event, EventType, Provenance, Trajectory, content_to_text
 
 __all__ = ["events_records_to_trajectories"]
@@ -173,48 +174,80 @@ def _whole(raw: RawRecord, **kw: Any) -> Trajectory:
 
 
 def events_records_to_trajectories(
-    records: Iterable[RawRecord],
+    records: Iterable[RawRecord | RecordError],
     *,
     tenant_id: str,
     namespace: str,
     task_type: str | None,
-) -> Iterator[Trajectory]:
+    tolerant: bool = False,
+) -> Iterator[Trajectory | RecordError]:
     """Trajectories from events-format records (see the module docstring).
 
     Whole-trajectory records are yielded as they are read; grouped event lines after the last
-    record, one trajectory per ``trajectory_id`` in order of first appearance.
+    record, one trajectory per ``trajectory_id`` in order of first appearance. With
+    ``tolerant``, a bad record (or the group of a bad event line) is yielded as a
+    :class:`RecordError` and the others are still read.
 
     Raises:
-        InvalidTrajectoryError: a record is not an object, an event line has no
-            ``trajectory_id``, or an event or field is invalid; the message names the file
-            and line or record.
+        InvalidTrajectoryError: (not ``tolerant``) a record is not an object, an event line
+            has no ``trajectory_id``, or an event or field is invalid; the message names the
+            file and line or record.
     """
     kw: dict[str, Any] = {"tenant_id": tenant_id, "namespace": namespace, "task_type": task_type}
     groups: dict[str, _Group] = {}
     for raw in records:
-        value = raw.value
-        if not isinstance(value, dict):
-            raise InvalidTrajectoryError(
-                f"{raw.where}: expected an event or trajectory object, got {type(value).__name__}"
-            )
-        if "events" in value:
-            yield _whole(raw, **kw)
+        if isinstance(raw, RecordError):
+            if not tolerant:
+                raise InvalidTrajectoryError(raw.message)
+            yield raw
             continue
-        tid = value.get("trajectory_id")
-        if tid is None or not str(tid).strip():
-            raise InvalidTrajectoryError(f"{raw.where}: event has no trajectory_id to group by")
-        group = groups.setdefault(str(tid), _Group(raw.where, raw.number))
-        group.lines.append(value)
-        for key in _TRAJECTORY_KEYS:
-            if value.get(key) is not None:
-                group.hints.setdefault(key, value[key])
+        try:
+            raw = valid_record(raw)
+            value = raw.value
+            if not isinstance(value, dict):
+                raise InvalidTrajectoryError(
+                    f"{raw.where}: expected an event or trajectory object, "
+                    f"got {type(value).__name__}"
+                )
+            wrong = shape_error(value, "events")
+            if wrong is not None:
+                raise InvalidTrajectoryError(f"{raw.where}: {wrong}")
+            if "events" in value:
+                whole = _whole(raw, **kw)
+            else:
+                whole = None
+                tid = value.get("trajectory_id")
+                if tid is None or not str(tid).strip():
+                    raise InvalidTrajectoryError(
+                        f"{raw.where}: event has no trajectory_id to group by"
+                    )
+                group = groups.setdefault(str(tid), _Group(raw.where, raw.number))
+                group.lines.append(value)
+                for key in _TRAJECTORY_KEYS:
+                    if value.get(key) is not None:
+                        group.hints.setdefault(key, value[key])
+        except (HindsightError, ValueError) as exc:
+            if not tolerant:
+                raise
+            yield record_error(raw.number, raw.where, exc)
+            continue
+        if whole is not None:
+            yield whole
     for tid, group in groups.items():
-        yield _trajectory(
-            {"trajectory_id": tid, "events": group.lines},
-            group.lines,
-            group.hints,
-            where=group.where,
-            number=group.number,
-            metadata={"source_trajectory_id": tid},
-            **kw,
-        )
+        try:
+            traj = _trajectory(
+                {"trajectory_id": tid, "events": group.lines},
+                group.lines,
+                group.hints,
+                where=group.where,
+                number=group.number,
+                metadata={"source_trajectory_id": tid},
+                **kw,
+            )
+        except (HindsightError, ValueError) as exc:
+            if not tolerant:
+                raise
+            yield record_error(group.number, group.where, exc)
+            continue
+        yield traj
+

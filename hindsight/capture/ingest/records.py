@@ -195,7 +195,8 @@ def trajectories_from_record(
     if resolved == "events":
         items = record if isinstance(record, list) else [record]
         raws = [RawRecord(i, f"{where} event {i}", v) for i, v in enumerate(items, start=1)]
-        return list(events_records_to_trajectories(raws, **kw))
+        trajs = events_records_to_trajectories(raws, **kw)
+        return [t for t in trajs if isinstance(t, Trajectory)]  # not tolerant: errors raise
     raw = RawRecord(1, where, record)
     if resolved == "tau-bench":
         return [tau_bench_record_to_trajectory(raw, **kw)]

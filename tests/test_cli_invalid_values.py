@@ -1,0 +1,93 @@
+"""The invalid-value policy and per-record errors through the real command line (issue 18
+items 1 and 3): ``hindsight ingest`` keeps every good record, reports each bad one with its
+line and reason (exit 1), and reports replaced invalid text in one ``warning:`` line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.cli_helpers import REPO, cli_env, run_cli
+
+
+def _lines(*records: object | bytes) -> bytes:
+    out = []
+    for record in records:
+        out.append(record if isinstance(record, bytes) else json.dumps(record).encode())
+    return b"\n".join(out) + b"\n"
+
+
+def msgs(text: str) -> dict[str, object]:
+    return {"messages": [{"role": "user", "content": text}, {"role": "assistant", "content": "ok"}]}
+
+
+def test_ingest_keeps_good_records_and_reports_each_bad_one(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(
+        _lines(
+            msgs("good one"),  # 1
+            b'{"messages": [{"role": "user", "content": "bad \\ud800 and \\u0000"}]}',  # 2
+            {"foo": "bar"},  # 3: another shape
+            b"not json",  # 4
+            {"task_id": 1, "reward": 0, "traj": [{"role": "user", "content": "x"}]},  # 5
+            b'{"messages": [{"role": "user", "content": "bytes \xff\xfe here"}]}',  # 6
+            b'{"messages": [{"role": "user", "content": "nan"}], "reward": NaN}',  # 7
+            msgs("good two"),  # 8
+        )
+    )
+    data = tmp_path / "data"
+    proc = run_cli("ingest", str(log), "--format", "openai", "--tenant", "t", "--no-wait",
+                   "--json", data_dir=data)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["trajectories_added"] == 4  # lines 1, 2, 6, 8
+    assert [e["line"] for e in doc["errors"]] == [3, 4, 5, 7]
+    reasons = {e["line"]: e["error"] for e in doc["errors"]}
+    assert "log.jsonl:3: does not match format openai" in reasons[3]
+    assert "log.jsonl:4: invalid JSON" in reasons[4]
+    assert "looks like a tau-bench record" in reasons[5]
+    assert "reward must be a number" in reasons[7]
+    assert all("\n" not in r for r in reasons.values())
+    assert doc["invalid_values_replaced"] >= 4
+    [warning] = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert "replaced" in warning and "line 2.messages[0].content (2)" in warning
+    # what was stored: valid UTF-8, U+FFFD where the input was invalid
+    listed = run_cli("trajectories", "list", "--tenant", "t", "--json", data_dir=data)
+    tasks = sorted(t["task"] for t in json.loads(listed.stdout))
+    assert tasks == sorted(["good one", "bad \ufffd and \ufffd", "bytes \ufffd\ufffd here",
+                            "good two"])
+    # human output: one error line per bad record, with the line number
+    proc = run_cli("ingest", str(log), "--format", "openai", "--tenant", "t2", "--no-wait",
+                   data_dir=data)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert [e.split(":")[2] for e in errors] == ["3", "4", "5", "7"]
+    assert "records with errors: 4" in proc.stdout
+
+
+def test_an_argument_that_is_not_utf8_is_replaced_not_a_traceback(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "hindsight", "recall", b"retry \xff on 502", "--tenant", "t"],
+        capture_output=True,
+        env=cli_env(tmp_path / "data"),
+        cwd=REPO,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert "warning: replaced 1 invalid value(s)" in stderr and "query (1)" in stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "hindsight", "recall", "x", "--tenant", b"t\xff"],
+        capture_output=True,
+        env=cli_env(tmp_path / "data"),
+        cwd=REPO,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in stderr
+    assert stderr.startswith("error: tenant_id contains a lone surrogate"), stderr
