@@ -5,6 +5,8 @@
   run is stored as one trajectory and reviewed after it ends.
 * :class:`HindsightMiddleware`: for ``langchain.agents.create_agent``; recalls lessons into
   the tail of the system prompt, captures the run and attributes its outcome.
+* :class:`HindsightRetriever` and :func:`with_experience`: recall for LCEL chains and legacy
+  agents (a ``BaseRetriever``, and the block at the tail of a ``ChatPromptTemplate``).
 
 Needs the ``langchain`` extra: ``pip install "hindsight-memory[langchain]"``.
 """
@@ -24,12 +26,15 @@ from hindsight_langchain.callback import (  # noqa: E402
     AsyncHindsightCallbackHandler,
     HindsightCallbackHandler,
 )
+from hindsight_langchain.retriever import HindsightRetriever, with_experience  # noqa: E402
 
 __all__ = [
     "AsyncHindsightCallbackHandler",
     "HindsightCallbackHandler",
     "HindsightMiddleware",
+    "HindsightRetriever",
     "append_to_system_prompt",
+    "with_experience",
 ]
 
 
