@@ -223,6 +223,10 @@ class GuardJudge:
 
         from hindsight._llm import reply_text
 
+        # litellm otherwise prints a debugging hint to stdout on every provider error, which
+        # corrupts `hindsight guard eval --json` and an MCP stdio stream (as in the reviewer)
+        litellm.suppress_debug_info = True
+
         self.calls += 1
         try:
             response = litellm.completion(**self._request(self.messages(items)))
