@@ -91,3 +91,28 @@ def test_an_argument_that_is_not_utf8_is_replaced_not_a_traceback(tmp_path: Path
     stderr = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in stderr
     assert stderr.startswith("error: tenant_id contains a lone surrogate"), stderr
+
+
+def test_negative_numbers_are_arguments(tmp_path: Path) -> None:
+    """Issue 18 item 7: `hindsight confidence ID -0.2`, the form the help shows."""
+    from hindsight import Memory, MemoryConfig
+
+    data = tmp_path / "data"
+    with Memory(MemoryConfig(data_dir=data, embedding_model="hash")) as mem:
+        eid = mem.add_experience("Retry order_query once on 502", tenant_id="t").id
+    env = {"HINDSIGHT_EMBEDDING_MODEL": "hash"}
+    confidences = []
+    for args in (
+        [eid, "-0.2", "--tenant", "t"],
+        [eid, "--tenant", "t", "-.1"],
+        [eid, "-1e-1", "--tenant", "t", "--reason", "-x"],
+        [eid, "0.3", "--tenant", "t"],
+    ):
+        proc = run_cli("confidence", *args, "--json", data_dir=data, **env)
+        assert proc.returncode == 0, proc.stderr
+        confidences.append(round(json.loads(proc.stdout)["new"], 2))
+    assert confidences == [0.3, 0.2, 0.1, 0.4]
+    proc = run_cli("confidence", eid, "-2", "--tenant", "t", data_dir=data, **env)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: delta must be between -1")
+    proc = run_cli("confidence", eid, "-x", "--tenant", "t", data_dir=data, **env)
+    assert proc.returncode == 2 and "No such option: -x" in proc.stderr

@@ -8,7 +8,16 @@ from typing import Annotated, Any
 
 import typer
 
-from hindsight.cli._common import JsonOpt, app, err_console, fail, guarded, out_console, print_json
+from hindsight.cli._common import (
+    HindsightTyper,
+    JsonOpt,
+    app,
+    err_console,
+    fail,
+    guarded,
+    out_console,
+    print_json,
+)
 
 _SIZES_HELP = "Store sizes to measure, comma-separated (10k = 10000)."
 TempDirOpt = Annotated[
@@ -19,7 +28,7 @@ TempDirOpt = Annotated[
     ),
 ]
 
-bench_app = typer.Typer(
+bench_app = HindsightTyper(
     name="bench",
     help="Benchmark the configured deployment (latency, ingest, end of a run, RSS, cold start);"
     " `bench learning FILE`: what the review learns from a tau-bench file.",

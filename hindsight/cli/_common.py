@@ -4,6 +4,7 @@ one-line errors. Every command module registers its commands on :data:`app`."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +15,10 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer._click import Context  # typer vendors click: its parser, not the click package's
+from typer._click.parser import _OptionParser
+from typer.core import TyperCommand
+from typer.models import CommandFunctionType
 
 from hindsight._errors import HindsightError, UsageError
 from hindsight._text import Replacements, collecting
@@ -43,7 +48,45 @@ class State:
     data_dir: Path | None = None
 
 
-app = typer.Typer(
+_SIGNED_NUMBER = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+class _SignedNumbersParser(_OptionParser):
+    """Click's parser, except that ``-0.2`` or ``-3`` is an argument (a signed number), not
+    an unknown option (issue 18 item 7: ``hindsight confidence ID -0.2``). No hindsight
+    option looks like a number."""
+
+    def _process_opts(self, arg: str, state: Any) -> None:
+        if _SIGNED_NUMBER.fullmatch(arg) and arg not in self._short_opt:
+            state.largs.append(arg)
+            return
+        super()._process_opts(arg, state)
+
+
+class SignedNumbersCommand(TyperCommand):
+    """Every hindsight command: negative numbers are arguments (:class:`_SignedNumbersParser`)."""
+
+    def make_parser(self, ctx: Context) -> _OptionParser:
+        parser = _SignedNumbersParser(ctx)
+        for param in self.get_params(ctx):
+            param.add_to_parser(parser, ctx)
+        return parser
+
+
+class HindsightTyper(typer.Typer):
+    """A typer app whose commands accept negative numbers as arguments."""
+
+    def command(
+        self,
+        name: str | None = None,
+        *,
+        cls: type[TyperCommand] | None = SignedNumbersCommand,
+        **kwargs: Any,
+    ) -> Callable[[CommandFunctionType], CommandFunctionType]:
+        return super().command(name, cls=cls, **kwargs)
+
+
+app = HindsightTyper(
     name="hindsight",
     help="Experience memory for LLM agents: capture runs, review them, recall the lessons.",
     no_args_is_help=True,

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from hindsight.cli._common import (
+    HindsightTyper,
     JsonOpt,
     TenantOpt,
     app,
@@ -21,7 +22,7 @@ from hindsight.cli._common import (
     state,
 )
 
-experiences_app = typer.Typer(
+experiences_app = HindsightTyper(
     help="List, show, version and restore experiences.", no_args_is_help=True
 )
 app.add_typer(experiences_app, name="experiences")

@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 
 from hindsight.cli._common import (
+    HindsightTyper,
     JsonOpt,
     TenantOpt,
     app,
@@ -25,12 +26,12 @@ from hindsight.cli._common import (
     state,
 )
 
-quarantine_app = typer.Typer(
+quarantine_app = HindsightTyper(
     name="quarantine",
     help="Review what the memory guard quarantined: list, approve, reject, rescan.",
     no_args_is_help=True,
 )
-guard_app = typer.Typer(
+guard_app = HindsightTyper(
     name="guard",
     help="The memory guard's offline tools.",
     no_args_is_help=True,

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from hindsight.cli._common import (
+    HindsightTyper,
     JsonOpt,
     State,
     app,
@@ -26,7 +27,7 @@ from hindsight.cli._common import (
 )
 from hindsight.cli._wait import ReviewerOpt, check_reviewer
 
-jobs_app = typer.Typer(
+jobs_app = HindsightTyper(
     name="jobs",
     help="Review jobs: list them (pending, running, succeeded, failed) and retry failed ones.",
     invoke_without_command=True,

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from hindsight.cli._common import (
+    HindsightTyper,
     JsonOpt,
     State,
     app,
@@ -24,7 +25,7 @@ from hindsight.cli._common import (
 )
 from hindsight.config import MemoryConfig
 
-keys_app = typer.Typer(
+keys_app = HindsightTyper(
     name="keys",
     help="API keys of `hindsight serve`: each key belongs to one tenant (stored hashed).",
     no_args_is_help=True,

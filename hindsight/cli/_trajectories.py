@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from hindsight.cli._common import (
+    HindsightTyper,
     JsonOpt,
     TenantOpt,
     app,
@@ -20,7 +21,7 @@ from hindsight.cli._common import (
     state,
 )
 
-trajectories_app = typer.Typer(
+trajectories_app = HindsightTyper(
     help="List and show stored runs (trajectories).", no_args_is_help=True
 )
 app.add_typer(trajectories_app, name="trajectories")
