@@ -6,6 +6,7 @@ field (docs/http.md#invalid-values)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def http(tmp_path: Path, database_url: str) -> Iterator[httpx.Client]:
     key = create_key(keys, "t")[0]
     mem = make_memory(tmp_path / "data", database_url)
     try:
-        app = create_app(mem.aio, keyring=KeyRing.from_file(keys), mcp=False)
+        app = create_app(mem.aio, keyring=KeyRing.from_file(keys))
         with serving(app) as url:
             headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
             with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
@@ -98,3 +99,30 @@ def test_invalid_values_get_one_answer_on_both_backends(http: httpx.Client) -> N
     assert run["events"][0]["content"] == "hi \ufffd \ufffd"
     # a clean request carries no Warning header
     assert "warning" not in http.post("/v1/recall", json={"query": "retry"}).headers
+
+
+def test_mcp_over_http_replaces_lone_surrogates_and_reports_them(http: httpx.Client) -> None:
+    """The SDK's strict JSON parser refuses a whole request for one ``\\ud800`` escape; the
+    service applies the policy first, so MCP answers as HTTP does (issue 22 item 4)."""
+    body = (
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": '
+        '"recall_similar", "arguments": {"query": "retry \\ud800 once \\u0000"}}}'
+    )
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    reply = http.post("/mcp", content=body, headers=headers)
+    assert reply.status_code == 200, reply.text
+    result = reply.json()["result"]
+    assert not result.get("isError"), result
+    assert result["structuredContent"]["query"] == "retry \ufffd once \ufffd"
+    [warning] = result["_meta"]["io.hindsight/warnings"]
+    assert warning.startswith("replaced 2 invalid value(s)") and "query (2)" in warning
+    assert reply.headers["warning"].startswith('299 hindsight "replaced 2')
+    # a name holding one is refused, naming it
+    body = body.replace('"query"', '"namespace": "a\\ud800", "query"')
+    result = http.post("/mcp", content=body, headers=headers).json()
+    assert "result" in result or "error" in result
+    text = json.dumps(result)
+    assert "namespace" in text and "Traceback" not in text

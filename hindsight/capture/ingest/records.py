@@ -26,11 +26,12 @@ from pydantic import ValidationError
 
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import validate_namespace, validate_tenant
+from hindsight._text import clean_json
 from hindsight.capture.ingest._reader import RawRecord
 from hindsight.capture.ingest.events import events_records_to_trajectories
 from hindsight.capture.ingest.openai import openai_record_to_trajectory
 from hindsight.capture.ingest.tau_bench import tau_bench_record_to_trajectory
-from hindsight.models import Trajectory
+from hindsight.models import NAME_FIELDS, Trajectory
 
 __all__ = [
     "RECORD_FORMATS",
@@ -175,7 +176,8 @@ def trajectories_from_record(
 
     Raises:
         TenantRequiredError: empty tenant.
-        UsageError: unknown format, bad namespace, or a trajectory of another tenant.
+        UsageError: unknown format, bad namespace, a trajectory of another tenant, or a name
+            in the record (namespace, task_type...) holding a lone surrogate or NUL.
         InvalidTrajectoryError: the record is malformed, its shape contradicts the declared
             ``format`` (e.g. a tau-bench record sent as ``openai``), or a non-empty object
             lacks the declared format's key (one-line reason).
@@ -184,6 +186,9 @@ def trajectories_from_record(
     namespace = validate_namespace(namespace)
     if format not in RECORD_FORMATS:
         raise UsageError(f"format must be one of {', '.join(RECORD_FORMATS)}, got {format!r:.40}")
+    # invalid text replaced and counted, names holding it refused (hindsight._text); numbers
+    # are checked by the converters and the models
+    record = clean_json(record, where, names=NAME_FIELDS, floats=False)
     if format == "auto":
         resolved = record_format(record)
     else:

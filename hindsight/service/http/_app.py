@@ -8,7 +8,10 @@ API key, and the key alone decides the tenant (:mod:`hindsight.service._keys`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -19,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight._errors import UsageError
-from hindsight._text import Replacements, reporting_to
+from hindsight._text import Replacements, clean_json, reporting_to
 from hindsight.config import MemoryConfig
 from hindsight.engine import AsyncMemory
 from hindsight.service._keys import KeyRing, key_from_headers
@@ -163,6 +166,36 @@ def _warning(report: Replacements) -> tuple[bytes, bytes]:
     return b"warning", f'299 hindsight "{text}"'.encode("latin-1", "replace")
 
 
+_LONE_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+
+
+async def _strict_json_body(receive: Receive) -> Receive:
+    """``receive`` for the MCP app, with a JSON body holding ``\\ud800``-style escapes (lone
+    surrogates, which the SDK's strict JSON parser refuses as a whole request) rewritten under
+    the invalid-value policy (:mod:`hindsight._text`: each becomes U+FFFD, counted like every
+    replacement of the request). Other bodies pass unchanged."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return _replay([message], receive)
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    if _LONE_SURROGATE_ESCAPE.search(body):
+        with contextlib.suppress(ValueError):
+            body = json.dumps(clean_json(json.loads(body), "body"), ensure_ascii=False).encode()
+    return _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
+
+
+def _replay(messages: list[Message], then: Receive) -> Receive:
+    async def receive() -> Message:
+        return messages.pop(0) if messages else await then()
+
+    return receive
+
+
 class _TooLarge(StarletteHTTPException):
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"the request body is over the limit of {limit} bytes")
@@ -244,4 +277,4 @@ class _Gate:
             response = error_response(404, "not_found", "MCP over HTTP is not enabled here")
             await response(scope, receive, send)
             return
-        await mcp_app(scope, receive, send)
+        await mcp_app(scope, await _strict_json_body(receive), send)

@@ -31,11 +31,19 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
-from hindsight._errors import HindsightError
+from hindsight._errors import HindsightError, UsageError
+from hindsight._text import clean_json, collecting, refuse_invalid
 from hindsight.guard.screening import GUARD_OWNED_FIELDS, owned_by_guard
+from hindsight.models import NAME_FIELDS
 from hindsight.service._wire import error_body, status_and_type
 
-__all__ = ["ExactStringsMetadata", "HindsightTool", "error_of"]
+__all__ = [
+    "WARNINGS_META",
+    "ExactStringsMetadata",
+    "HindsightTool",
+    "error_of",
+    "valid_arguments",
+]
 
 log = logging.getLogger("hindsight.mcp")
 
@@ -97,6 +105,31 @@ def error_of(exc: BaseException, params: set[str]) -> tuple[str, str, str | None
     return kind, message, _field_of(message, params)
 
 
+WARNINGS_META = "io.hindsight/warnings"
+"""The ``_meta`` key of a tool result that lists the invalid values replaced in its arguments
+(:mod:`hindsight._text`; one line each)."""
+
+
+def valid_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with the invalid-value policy applied (:mod:`hindsight._text`): in text,
+    lone surrogates and NUL become U+FFFD and NaN/infinity inside free JSON ``null`` (counted
+    for the result's ``_meta``); a name argument (``namespace``, ``task_type``...) holding one
+    is refused; numbers are left to the tool's schema (NaN refused there).
+
+    Raises:
+        UsageError: one line naming the argument.
+    """
+    out: dict[str, Any] = {}
+    for name, value in arguments.items():
+        if isinstance(value, str) and name in NAME_FIELDS:
+            out[name] = refuse_invalid(value, name)
+        elif isinstance(value, float):
+            out[name] = value
+        else:
+            out[name] = clean_json(value, name, names=NAME_FIELDS)
+    return out
+
+
 class HindsightTool(Tool):
     """An SDK :class:`Tool` with exact strings and one-line, typed error results."""
 
@@ -136,15 +169,25 @@ class HindsightTool(Tool):
         unknown = self.unknown_argument(arguments)
         if unknown is not None:
             return self._error("validation_error", unknown[1], unknown[0])
-        try:
-            return await super().run(arguments, context, convert_result)
-        except ToolError as exc:
-            cause = exc.__cause__
-            params = set(self.fn_metadata.arg_model.model_fields)
-            found = error_of(cause, params) if cause is not None else None
-            if found is None:
-                raise
-            return self._error(*found)
+        params = set(self.fn_metadata.arg_model.model_fields)
+        with collecting() as report:
+            try:
+                arguments = valid_arguments(arguments)
+                result = await super().run(arguments, context, convert_result)
+            except UsageError as exc:  # a name argument holding invalid text
+                found = error_of(exc, params)
+                assert found is not None
+                return self._error(*found)
+            except ToolError as exc:
+                cause = exc.__cause__
+                found = error_of(cause, params) if cause is not None else None
+                if found is None:
+                    raise
+                return self._error(*found)
+        if report and isinstance(result, CallToolResult):
+            meta = {**(result.meta or {}), WARNINGS_META: [report.message()]}
+            result = result.model_copy(update={"meta": meta})
+        return result
 
     def _error(self, kind: str, message: str, field: str | None) -> CallToolResult:
         log.info("MCP tool %s: %s: %s", self.name, kind, message)
