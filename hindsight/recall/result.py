@@ -62,8 +62,14 @@ class RecallResult(BaseModel):
 
 
 def _hit_json(hit: RecallHit) -> dict[str, Any]:
+    """One recall hit, the shape every interface gives (issue 19): ``experience`` (the
+    experience, as ``GET /v1/experiences/{id}`` returns it), ``score`` and ``breakdown`` (the
+    score's terms), as in :class:`~hindsight.models.RecallHit` and the HTTP API; plus flat
+    copies of the experience's main fields (``id``, ``content``, ``kind``, ``task_type``,
+    ``namespace``, ``confidence``, ``source_trajectory_ids``), the shape before issue 19."""
     exp = hit.experience
     return {
+        "experience": exp.model_dump(mode="json"),
         "id": exp.id,
         "content": exp.content,
         "kind": exp.kind.value,

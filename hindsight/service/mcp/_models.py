@@ -115,10 +115,14 @@ class ScoreOut(_Out):
 
 
 class HitOut(ExperienceOut):
-    """A recalled experience with its final score and the breakdown of that score."""
+    """A recalled experience with its final score and the breakdown of that score: the hit
+    shape of every interface (``experience``, ``score``, ``breakdown``; issue 19), plus the
+    experience's fields flat and ``why`` (= ``breakdown``), the shape before issue 19."""
 
+    experience: ExperienceOut = Field(description="The recalled experience.")
     score: float
-    why: ScoreOut
+    breakdown: ScoreOut = Field(description="The terms of the score.")
+    why: ScoreOut = Field(description="Same as breakdown (kept for older clients).")
 
     @classmethod
     def of_hit(cls, hit: RecallHit) -> HitOut:
@@ -126,7 +130,10 @@ class HitOut(ExperienceOut):
         why = ScoreOut.model_validate(
             hit.breakdown.model_dump(mode="json", include=set(ScoreOut.model_fields))
         )
-        return cls(**ExperienceOut.of(hit.experience).model_dump(), score=hit.score, why=why)
+        exp = ExperienceOut.of(hit.experience)
+        return cls(
+            **exp.model_dump(), experience=exp, score=hit.score, breakdown=why, why=why
+        )
 
 
 class RecallOut(_Out):
