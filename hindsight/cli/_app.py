@@ -287,12 +287,18 @@ def demo(
     """Watch an agent fail on a flaky tool, learn the lesson, and avoid the failure next run.
 
     The agent is the LangGraph support agent of hindsight_langgraph (extra: langgraph); without
-    LangGraph the framework-free demo runs instead."""
+    LangGraph the framework-free demo runs instead. It runs in a fresh temporary data dir
+    (deleted after), never in the one HINDSIGHT_DATA_DIR names, unless --data-dir is given
+    on the command line (hindsight --data-dir DIR demo)."""
     from hindsight.cli._demo_graph import run
 
     overrides = check_reviewer(reviewer)
+    root = ctx.find_root()
+    source = root.get_parameter_source("data_dir")  # typer vendors click: compare by name
+    given = getattr(source, "name", None) == "COMMANDLINE"
+    data_dir = state(ctx).data_dir if given else None
     with guarded():
-        run(state(ctx).data_dir, as_json=as_json, reviewer=overrides.get("reviewer"), model=model)
+        run(data_dir, as_json=as_json, reviewer=overrides.get("reviewer"), model=model)
 
 
 def main() -> None:

@@ -165,6 +165,29 @@ def test_hindsight_demo_runs_the_langgraph_example(tmp_path: Path) -> None:
     assert "Run 1" in text.stdout and "FAILURE" in text.stdout and "SUCCESS" in text.stdout
 
 
+def test_hindsight_demo_leaves_the_users_data_dir_alone(tmp_path: Path) -> None:
+    env = _env(tmp_path)  # HINDSIGHT_DATA_DIR names the user's real store
+    done = subprocess.run(
+        [str(BIN / "hindsight"), "demo", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "cli-data").exists() or not any((tmp_path / "cli-data").iterdir())
+    kept = tmp_path / "kept"
+    given = subprocess.run(
+        [str(BIN / "hindsight"), "--data-dir", str(kept), "demo", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert given.returncode == 0, given.stderr
+    assert (kept / "hindsight.db").exists()
+
+
 def test_hindsight_demo_without_langgraph_falls_back_and_names_the_extra(tmp_path: Path) -> None:
     code = (
         "import sys\n"
