@@ -37,6 +37,7 @@ from langchain_core.tracers.context import register_configure_hook
 
 __all__ = [
     "NO_RESUME",
+    "RECALL_EVENT",
     "Expectation",
     "ThreadRuns",
     "block_in",
@@ -50,6 +51,11 @@ __all__ = [
 
 MAX_THREADS = 10_000
 MAX_OPEN_RUNS = 100_000
+
+RECALL_EVENT = "hindsight_recall"
+"""Name of the custom event :meth:`hindsight_langchain.HindsightRetriever.as_block` dispatches
+(``{"block": text, "experience_ids": [...]}``): the callback handler checks the run's model
+calls for that block and attributes the run's outcome to those experiences only if one saw it."""
 
 NO_RESUME: Any = object()
 """``ThreadRuns.resume`` of a root run whose input was not a ``Command(resume=...)``."""

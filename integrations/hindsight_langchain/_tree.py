@@ -58,6 +58,10 @@ class Group:
     merge: bool = False  # stored in parts: merge into what is stored under its id
     abandoned: bool = False
     paused: Any = None  # the paused part to store (a Trajectory), set at the pause
+    recall_block: str = ""  # the block a HindsightRetriever.as_block() rendered in this run
+    recall_ids: list[str] = field(default_factory=list)  # its experience ids
+    recall_calls: int = 0  # model calls after it
+    recall_seen: int = 0  # of those, the ones whose prompt had it
 
 
 @dataclass(eq=False, slots=True)

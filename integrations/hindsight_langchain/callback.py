@@ -50,7 +50,14 @@ from hindsight_langchain._convert import (
 )
 from hindsight_langchain._engine import Engine
 from hindsight_langchain._scope import Scope
-from hindsight_langchain._seen import NO_RESUME, interrupt_values, is_interrupt, resume_value
+from hindsight_langchain._seen import (
+    NO_RESUME,
+    RECALL_EVENT,
+    block_in,
+    interrupt_values,
+    is_interrupt,
+    resume_value,
+)
 from hindsight_langchain._tree import Group, Run, RunTree
 
 __all__ = ["AsyncHindsightCallbackHandler", "HindsightCallbackHandler"]
@@ -226,6 +233,7 @@ class _Capture:
             buffer.user_messages(latest_user_texts(prompt), run.parent_anchor)
             run.extra = buffer.system_prompt(system_text(prompt))
             run.extra["input_messages"] = len(prompt)
+            _saw_block(run.group, prompt)
         return done
 
     def on_llm_start(
@@ -245,6 +253,7 @@ class _Capture:
             run = self.tree.start(run_id, parent_run_id, "llm", name=name, metadata=metadata)
             if parent_run_id is None:
                 run.group.buffer.user_messages(p for p in prompts[:1] if p.strip())
+            _saw_block(run.group, prompts)
         return done
 
     def on_llm_end(
@@ -410,6 +419,12 @@ class _Capture:
     def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> list[Group]:
         with self.lock:
             group, anchor = self.tree.group_of(run_id)
+            if name == RECALL_EVENT and isinstance(data, Mapping):
+                # HindsightRetriever.as_block(): what it put into the prompt, checked against
+                # the model calls that follow (only a block the model saw is attributed)
+                group.recall_block = str(data.get("block") or "")
+                group.recall_ids = [str(i) for i in data.get("experience_ids") or ()]
+                data = {"experience_ids": group.recall_ids}
             group.buffer.custom(str(name), data, anchor)
         return []
 
@@ -515,7 +530,12 @@ class _Capture:
         if traj is None:
             return None
         key = group.roots[0] if group.roots else None
-        return traj, key, self.engine.write(traj, merge=group.merge)
+        recalled = tuple(group.recall_ids) if group.recall_seen else ()
+        missed = group.recall_calls - group.recall_seen
+        if group.recall_block and missed:
+            meta = {**traj.metadata, "recall_not_seen_calls": missed}
+            traj = traj.model_copy(update={"metadata": meta})
+        return traj, key, self.engine.write(traj, merge=group.merge, recalled=recalled)
 
     def pause_build(self, group: Group) -> Any:
         """A builder (for the writer thread) of the paused part snapshot at the pause."""
@@ -561,6 +581,13 @@ _EVENTS = (
     "on_retriever_error",
     "on_custom_event",
 )
+
+
+def _saw_block(group: Group, prompt: Sequence[Any]) -> None:
+    """Count a model call of ``group`` against the recalled block it should carry."""
+    if group.recall_block:
+        group.recall_calls += 1
+        group.recall_seen += block_in(group.recall_block, prompt)
 
 
 _DOC_ARGS = """

@@ -23,15 +23,17 @@ from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
 )
+from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.documents import Document
 from langchain_core.prompts import ChatPromptTemplate, SystemMessagePromptTemplate
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from hindsight import RecallResult, UsageError
 from hindsight._ids import validate_namespace, validate_tenant
 from hindsight_langchain._engine import RECALL_TIMEOUT, Engine
+from hindsight_langchain._seen import RECALL_EVENT
 
 __all__ = ["BLOCK_VARIABLE", "HindsightRetriever", "documents_text", "with_experience"]
 
@@ -128,6 +130,12 @@ class HindsightRetriever(BaseRetriever):
         the query string, or a mapping whose ``key`` entry is (default: its only string
         value, e.g. ``{"question": ...}``).
 
+        It reports the block and its experience ids to the run (a custom event,
+        :data:`~hindsight_langchain._seen.RECALL_EVENT`): a
+        :class:`~hindsight_langchain.HindsightCallbackHandler` on the run checks its model
+        calls for the block and credits or blames those experiences with the run's outcome
+        only when a model call received it.
+
         Raises (when it runs):
             UsageError: the input holds no query string.
         """
@@ -146,15 +154,30 @@ class HindsightRetriever(BaseRetriever):
                 f"(or pass key=); got {type(value).__name__}"
             )
 
-        def block(result: RecallResult | None) -> str:
+        def block(result: RecallResult | None) -> tuple[str, dict[str, Any] | None]:
             text = result.render() if result is not None else ""
-            return f"\n\n{text}" if text else ""
+            if not text or result is None:
+                return "", None
+            ids = [h.experience.id for h in result.hits]
+            return f"\n\n{text}", {"block": text, "experience_ids": ids}
 
-        def sync(value: Any) -> str:
-            return block(self.recall(query_of(value)))
+        def sync(value: Any, config: RunnableConfig) -> str:
+            text, event = block(self.recall(query_of(value)))
+            if event is not None:
+                try:
+                    dispatch_custom_event(RECALL_EVENT, event, config=config)
+                except Exception as exc:  # no run to report to: nothing to attribute
+                    self._engine.fail("could not report the recalled block", exc)
+            return text
 
-        async def aio(value: Any) -> str:
-            return block(await self.arecall(query_of(value)))
+        async def aio(value: Any, config: RunnableConfig) -> str:
+            text, event = block(await self.arecall(query_of(value)))
+            if event is not None:
+                try:
+                    await adispatch_custom_event(RECALL_EVENT, event, config=config)
+                except Exception as exc:
+                    self._engine.fail("could not report the recalled block", exc)
+            return text
 
         return RunnableLambda(sync, afunc=aio, name="hindsight_block")
 

@@ -94,30 +94,51 @@ def test_no_hit_leaves_the_prompt_as_it_was() -> None:
     assert system_prompt_of(model.prompts[0]) == "You track orders."
 
 
-def test_a_complete_chain_is_captured_and_its_lesson_credited() -> None:
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_a_complete_chain_is_captured_and_what_its_model_saw_is_credited(how: str) -> None:
     mem = memory()
     exp = mem.add_experience(LESSON, tenant_id=TENANT)
-    handler = HindsightCallbackHandler(mem, tenant_id=TENANT, outcome=lambda output: None)
+    handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
     model = ScriptedChatModel(replies=["Order 42 shipped (from the cache)."])
-    prompt = ChatPromptTemplate.from_messages(
-        [("system", "You track orders."), ("human", "{question}")]
-    )
+    prompt = ChatPromptTemplate.from_messages(PLAIN)
     run_id = uuid.uuid4()  # the root run id is the trajectory id
-    retriever = HindsightRetriever(memory=mem, tenant_id=TENANT)
-    docs = retriever.invoke(QUESTION)
-    answer = chain_of(mem, prompt, model).invoke(
-        QUESTION, {"callbacks": [handler], "run_id": run_id}
-    )
+    config: Any = {"callbacks": [handler], "run_id": run_id}
+    chain = chain_of(mem, prompt, model)
+    if how == "invoke":
+        answer = chain.invoke(QUESTION, config)
+    else:
+        answer = asyncio.run(chain.ainvoke(QUESTION, config))
     assert answer.startswith("Order 42 shipped")
     assert handler.wait(30)
     traj = mem.get_trajectory(str(run_id), tenant_id=TENANT)
-    assert traj.task == QUESTION and traj.outcome.value == "unknown"  # the app settles it
+    assert traj.task == QUESTION and traj.outcome.value == "success"  # the default detector
     assert LESSON in system_prompt_of(model.prompts[0])  # the model got the block
     assert traj.system_prompt == "You track orders."  # the stored policy is the app's prompt
-    mem.record_recall(traj.id, [d.metadata["id"] for d in docs], tenant_id=TENANT)
-    mem.record_outcome(traj.id, True, tenant_id=TENANT)
     after = mem.get_experience(exp.id, tenant_id=TENANT)
-    assert after.helped_count == 1 and after.confidence > exp.confidence
+    assert (after.recall_count, after.helped_count) == (1, 1)
+    assert after.confidence > exp.confidence
+
+
+def test_a_block_the_prompt_dropped_is_not_credited() -> None:
+    mem = memory()
+    exp = mem.add_experience(LESSON, tenant_id=TENANT)
+    handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
+    model = ScriptedChatModel(replies=["Order 42 shipped."])
+    retriever = HindsightRetriever(memory=mem, tenant_id=TENANT)
+    prompt = ChatPromptTemplate.from_messages(PLAIN)  # no {hindsight_experience}: block unused
+    chain = (
+        RunnablePassthrough.assign(hindsight_experience=retriever.as_block(key="question"))
+        | prompt
+        | model
+    )
+    run_id = uuid.uuid4()
+    chain.invoke({"question": QUESTION}, {"callbacks": [handler], "run_id": run_id})
+    assert handler.wait(30)
+    traj = mem.get_trajectory(str(run_id), tenant_id=TENANT)
+    assert traj.outcome.value == "success" and traj.metadata["recall_not_seen_calls"] == 1
+    after = mem.get_experience(exp.id, tenant_id=TENANT)
+    assert (after.recall_count, after.helped_count) == (0, 0)
+    assert after.confidence == exp.confidence
 
 
 def test_a_closed_memory_gives_an_empty_block_and_one_warning(
