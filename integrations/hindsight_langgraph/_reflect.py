@@ -61,7 +61,12 @@ class _ReflectSpec:
     def verdict(self, state: Any) -> Outcome | None:
         """The outcome the application gives (``None``: the default detector decides)."""
         if self.outcome is not None:
-            return judge(self.outcome(state))
+            try:
+                verdict = self.outcome(state)
+            except Exception as exc:  # the application's callable: the run still counts
+                self.engine.fail("the outcome callable raised; the outcome is unknown", exc)
+                return Outcome.UNKNOWN
+            return judge(verdict)
         if self.outcome_key is not None:
             return judge(_get(state, self.outcome_key))
         return None
@@ -212,14 +217,26 @@ def create_reflect_node(
         recalled_key=recalled_key,
     )
 
+    def build(state: Any, config: RunnableConfig) -> Any:
+        try:
+            traj, capture = spec.trajectory(state, config)
+            return spec.hand_over(traj, capture)
+        except (UsageError, KeyError):  # the graph's configuration: say so
+            raise
+        except Exception as exc:  # memory is an aid: never fail the graph's answer
+            spec.engine.fail("could not finish this run's trajectory", exc)
+            return None
+
     def reflect(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        traj, capture = spec.trajectory(state, config)
-        spec.engine.end(spec.hand_over(traj, capture))
+        future = build(state, config)
+        if future is not None:
+            spec.engine.end(future)
         return {}
 
     async def areflect(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        traj, capture = spec.trajectory(state, config)
-        await spec.engine.aend(spec.hand_over(traj, capture))
+        future = build(state, config)
+        if future is not None:
+            await spec.engine.aend(future)
         return {}
 
     return RunnableLambda(reflect, afunc=areflect, name=name)

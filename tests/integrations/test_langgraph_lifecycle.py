@@ -239,3 +239,20 @@ def test_an_outcome_callable_overrides_the_detector() -> None:
     graph.invoke({"messages": [HumanMessage("Where is order 8812?")]})
     [traj] = trajectories(mem)
     assert traj.outcome is Outcome.UNKNOWN  # the application said it does not know
+
+
+def test_an_outcome_callable_that_raises_never_fails_the_graph(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    mem = memory()
+
+    def broken(state: Any) -> bool:
+        raise RuntimeError("the order service is gone")
+
+    graph = wire(agent_graph(lookup(), state=HindsightState), mem, outcome=broken).compile()
+    with caplog.at_level(logging.WARNING, logger="hindsight.langgraph"):
+        out = graph.invoke({"messages": [HumanMessage("Where is order 8812?")]})
+    assert out["messages"][-1].content == "Order 8812 shipped."
+    [traj] = trajectories(mem)
+    assert traj.id == out["trajectory_id"] and traj.outcome is Outcome.UNKNOWN
+    assert "the outcome callable raised" in caplog.text
