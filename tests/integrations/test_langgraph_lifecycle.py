@@ -94,11 +94,22 @@ def test_a_paused_run_is_handed_over_when_its_memory_closes(
     assert traj.metadata["thread_id"] == "t-close"
 
 
-def test_a_closed_memory_never_raises_into_the_graph(tmp_path: Path, opened: list[Memory]) -> None:
+@pytest.mark.parametrize("how", ["invoke", "ainvoke", "stream"])
+def test_a_closed_memory_never_raises_into_the_graph(
+    how: str, tmp_path: Path, opened: list[Memory]
+) -> None:
+    import asyncio
+
     mem = file_memory(tmp_path)
     graph = wire(agent_graph(lookup(), state=HindsightState), mem).compile()
     mem.close()
-    out = graph.invoke({"messages": [HumanMessage("Where is order 8812?")]})
+    ask = {"messages": [HumanMessage("Where is order 8812?")]}
+    if how == "invoke":
+        out = graph.invoke(ask)
+    elif how == "ainvoke":
+        out = asyncio.run(graph.ainvoke(ask))
+    else:
+        out = list(graph.stream(ask, stream_mode="values"))[-1]
     assert out["messages"][-1].content == "Order 8812 shipped."
     assert len(UnsavedArea(tmp_path / "unsaved")) == 1
     again = file_memory(tmp_path)

@@ -106,3 +106,27 @@ def test_the_default_outcome_detector(decisions: list[Any], expected: Outcome) -
     finally:
         capture.close()
         mem.close()
+
+
+def test_a_locked_store_does_not_hold_the_agent(tmp_path: Path, opened: list[Memory]) -> None:
+    import asyncio
+    import sqlite3
+
+    from hindsight_llamaindex import run_with_memory
+
+    mem = file_memory(tmp_path)
+    opened.append(mem)
+    mem.add_experience("order_query times out: use order_query_cached", tenant_id=TENANT)
+    blocker = sqlite3.connect(tmp_path / "hindsight.db", isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another connection holds the write lock
+    try:
+        run = asyncio.run(
+            run_with_memory(order_agent(), "Where is order 42?", memory=mem, tenant_id=TENANT)
+        )
+        assert "shipped" in str(run.result) and run.success is True
+        assert run.receipt is None and not mem.writer.wait(0)  # the write waits, not the agent
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    [traj] = all_runs(mem)
+    assert traj.id == run.trajectory_id and traj.outcome is Outcome.SUCCESS
