@@ -53,6 +53,7 @@ __all__ = [
     "memory",
     "order_tools",
     "react_model",
+    "read",
     "steps",
     "system_of",
     "tool_steps",
@@ -113,6 +114,12 @@ def trajectories(mem: Memory, tenant: str = TENANT) -> list[Trajectory]:
     ids = mem.aio.store.list_trajectory_ids(tenant)
     found = [mem.get_trajectory(t, tenant_id=tenant) for t in ids]
     return sorted(found, key=lambda t: t.started_at)
+
+
+def read(mem: Memory, trajectory_id: str, *, tenant_id: str = TENANT) -> Trajectory:
+    """A stored trajectory, once the background writer wrote what it was handed."""
+    assert mem.writer.wait(60)
+    return mem.get_trajectory(trajectory_id, tenant_id=tenant_id)
 
 
 def wire(builder: StateGraph[Any, Any, Any, Any], mem: Memory, **kwargs: Any) -> Any:

@@ -28,6 +28,7 @@ from langgraph_support import (
     order_query,
     order_query_cached,
     react_model,
+    read,
     steps,
     tool_steps,
     trajectories,
@@ -68,8 +69,8 @@ def test_each_turn_on_a_thread_is_one_trajectory_with_its_own_steps() -> None:
     first = graph.invoke({"messages": [HumanMessage("Where is 8812?")]}, config)
     second = graph.invoke({"messages": [HumanMessage("And 9907?")]}, config)
     assert first["trajectory_id"] != second["trajectory_id"]
-    t1 = mem.get_trajectory(first["trajectory_id"], tenant_id=TENANT)
-    t2 = mem.get_trajectory(second["trajectory_id"], tenant_id=TENANT)
+    t1 = read(mem, first["trajectory_id"], tenant_id=TENANT)
+    t2 = read(mem, second["trajectory_id"], tenant_id=TENANT)
     assert len(trajectories(mem)) == 2
     assert [e.content for e in t2.events if e.event_type.value == "user_message"] == ["And 9907?"]
     assert [s[1] for s in tool_steps(t1)] == ["order_query", "order_query"]
@@ -515,8 +516,9 @@ def test_concurrent_runs_in_threads_each_get_their_own_trajectory() -> None:
     with ThreadPoolExecutor(8) as pool:
         ids = list(pool.map(run, range(16)))
     assert len(set(ids)) == 16
+    assert mem.writer.wait(60)  # the runs are written in the background
     for i, tid in enumerate(ids):
-        traj = mem.get_trajectory(tid, tenant_id=TENANT)
+        traj = read(mem, tid, tenant_id=TENANT)
         users = [e.content for e in traj.events if e.event_type.value == "user_message"]
         assert users == [f"Where is order {i}?"]
         assert traj.metadata["thread_id"] == f"parallel-{i}"

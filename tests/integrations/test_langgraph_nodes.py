@@ -31,6 +31,7 @@ from langgraph_support import (
     closing,  # noqa: F401  (autouse: closes the memories a test opened)
     memory,
     react_model,
+    read,
     steps,
     system_of,
     tool_steps,
@@ -176,7 +177,7 @@ def test_hits_and_trajectory_id_are_written_to_the_state() -> None:
     hits = out["recalled_experiences"]
     assert [h["content"] for h in hits] == [LESSON]
     assert set(hits[0]["breakdown"]) >= {"similarity", "confidence", "recency", "weights"}
-    stored = mem.get_trajectory(out["trajectory_id"], tenant_id=TENANT)
+    stored = read(mem, out["trajectory_id"], tenant_id=TENANT)
     assert stored.task == "Where is order 8812?"
 
 
@@ -250,7 +251,7 @@ def test_tenant_from_configurable_scopes_recall_and_storage() -> None:
         {"configurable": {"tenant_id": TENANT, "namespace": "default"}},
     )
     assert [h["content"] for h in out["recalled_experiences"]] == [LESSON]
-    assert mem.get_trajectory(out["trajectory_id"], tenant_id=TENANT).tenant_id == TENANT
+    assert read(mem, out["trajectory_id"], tenant_id=TENANT).tenant_id == TENANT
 
 
 def test_tenant_and_namespace_from_the_runtime_context() -> None:
@@ -270,7 +271,7 @@ def test_tenant_and_namespace_from_the_runtime_context() -> None:
     graph = builder.compile()
     out = graph.invoke({"messages": [HumanMessage("order_query?")]}, context=Ctx(TENANT))
     assert [h["content"] for h in out["recalled_experiences"]] == ["team-a lesson on order_query"]
-    stored = mem.get_trajectory(out["trajectory_id"], tenant_id=TENANT)
+    stored = read(mem, out["trajectory_id"], tenant_id=TENANT)
     assert stored.namespace == "team-a"
 
 
@@ -280,7 +281,7 @@ def test_node_argument_tenant_wins_over_configurable() -> None:
     out = builder.compile().invoke(
         {"messages": [HumanMessage("order 8812?")]}, {"configurable": {"tenant_id": "other"}}
     )
-    assert mem.get_trajectory(out["trajectory_id"], tenant_id=TENANT)
+    assert read(mem, out["trajectory_id"], tenant_id=TENANT)
 
 
 # -- reflect: storage, outcome, attribution ----------------------------------------------------
@@ -291,7 +292,7 @@ def test_reflect_stores_the_captured_steps_and_queues_the_review() -> None:
     builder = agent_graph(model, state=HindsightState)
     wire(builder, mem)
     out = builder.compile().invoke({"messages": [HumanMessage("Where is order slow-1?")]})
-    traj = mem.get_trajectory(out["trajectory_id"], tenant_id=TENANT)
+    traj = read(mem, out["trajectory_id"], tenant_id=TENANT)
     assert tool_steps(traj) == [
         ("tool_call", "order_query", None),
         ("tool_result", "order_query", "timeout"),
@@ -330,7 +331,7 @@ def test_outcome_from_a_state_key_is_attributed_to_what_was_recalled(
     builder.add_edge("judge", END)
     wire(builder, mem, outcome_key="resolved")
     out = builder.compile().invoke({"messages": [HumanMessage("order_query 8812?")]})
-    traj = mem.get_trajectory(out["trajectory_id"], tenant_id=TENANT)
+    traj = read(mem, out["trajectory_id"], tenant_id=TENANT)
     assert traj.outcome.value == outcome
     exp = seeded_lesson(mem)
     assert (exp.helped_count, exp.misled_count) == (helped, misled)
@@ -347,7 +348,7 @@ def test_outcome_callable_sees_the_final_state() -> None:
     builder, _ = answer_graph(mem, state=HindsightState, outcome=outcome)
     out = builder.compile().invoke({"messages": [HumanMessage("order_query 8812?")]})
     assert seen == ["It is on its way."]
-    assert mem.get_trajectory(out["trajectory_id"], tenant_id=TENANT).outcome.value == "success"
+    assert read(mem, out["trajectory_id"], tenant_id=TENANT).outcome.value == "success"
 
 
 def test_invalid_outcome_value_is_a_usage_error() -> None:
@@ -365,7 +366,7 @@ def test_async_invoke_uses_the_async_nodes() -> None:
     graph = builder.compile()
     out = asyncio.run(graph.ainvoke({"messages": [HumanMessage("order_query 8812?")]}))
     assert out["recalled_experiences"][0]["content"] == LESSON
-    traj = mem.get_trajectory(out["trajectory_id"], tenant_id=TENANT)
+    traj = read(mem, out["trajectory_id"], tenant_id=TENANT)
     assert tool_steps(traj) == [
         ("tool_call", "order_query", None),
         ("tool_result", "order_query", "success"),
@@ -385,7 +386,7 @@ def test_nodes_added_by_hand_to_a_new_graph() -> None:
     builder.add_edge("agent", "reflect")
     builder.add_edge("reflect", END)
     out = builder.compile().invoke({"messages": [HumanMessage("order_query 8812?")]})
-    traj = mem.get_trajectory(out["trajectory_id"], tenant_id=TENANT)
+    traj = read(mem, out["trajectory_id"], tenant_id=TENANT)
     assert [s[0] for s in steps(traj)] == ["user_message", "model_call", "final_answer"]
     assert seeded_lesson(mem).helped_count == 1
 
@@ -426,7 +427,7 @@ def test_add_hindsight_with_explicit_entry_and_exit_on_a_bare_graph() -> None:
     builder.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
     add_hindsight(builder, mem, entry="agent", exit="agent", tenant_id=TENANT)
     out = builder.compile().invoke({"messages": [HumanMessage("order_query?")]})
-    assert mem.get_trajectory(out["trajectory_id"], tenant_id=TENANT)
+    assert read(mem, out["trajectory_id"], tenant_id=TENANT)
 
 
 def test_add_hindsight_refuses_bad_graphs() -> None:
