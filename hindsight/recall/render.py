@@ -18,6 +18,7 @@ __all__ = [
     "BLOCK_END",
     "BLOCK_START",
     "EPISODES_HEADING",
+    "conflicts_in",
     "escape_item",
     "render_block",
     "strip_block",
@@ -64,13 +65,30 @@ def escape_item(text: str) -> str:
     return text
 
 
-def _item_line(index: int, hit: RecallHit) -> str:
+def _item_line(index: int, hit: RecallHit, conflicts: Sequence[int] = ()) -> str:
     exp = hit.experience
     label = exp.kind.value.replace("_", " ")
     meta = f"{label}; confidence {exp.confidence:.2f}"
     if exp.task_type:
         meta += f"; task type {escape_item(exp.task_type)}"
+    if conflicts:
+        meta += "; conflicts with " + ", ".join(f"item {n}" for n in conflicts)
     return f"{index}. [{meta}] {escape_item(exp.content)}"
+
+
+def conflicts_in(hits: Sequence[RecallHit]) -> dict[str, list[int]]:
+    """``{experience id: [numbers of the other items it conflicts with]}`` for the items of
+    the block (1-based, as rendered): two items conflict when either names the other in
+    ``metadata["conflicts_with"]`` (the write-back's undecidable conflicts, issue 18 item 6)."""
+    number = {h.experience.id: i for i, h in enumerate(hits, start=1)}
+    out: dict[str, set[int]] = {}
+    for hit in hits:
+        exp = hit.experience
+        for other in exp.metadata.get("conflicts_with") or []:
+            if isinstance(other, str) and other in number and other != exp.id:
+                out.setdefault(exp.id, set()).add(number[other])
+                out.setdefault(other, set()).add(number[exp.id])
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def _episode_line(index: int, hit: RecallHit) -> str:
@@ -113,7 +131,9 @@ def render_block(
 
     Each item gets at most a fair share of the budget (and at least 300 tokens when there is
     room); items that do not fit are left out and a closing line says how many (case C23).
-    ``episodes`` (past run summaries) follow the lessons under :data:`EPISODES_HEADING`,
+    Two items that conflict (:func:`conflicts_in`) say so: ``[rule; confidence 0.42;
+    conflicts with item 3]``. ``episodes`` (past run summaries) follow the lessons under
+    :data:`EPISODES_HEADING`,
     numbered ``E1.``, ``E2.``; when both are present the episodes get
     :data:`EPISODE_BUDGET_SHARE` (0.4) of the item budget and the lessons the rest.
 
@@ -133,7 +153,12 @@ def render_block(
     lesson_budget = available
     if hits and episodes:
         lesson_budget = available - int(available * EPISODE_BUDGET_SHARE)
-    lines, truncated = _fit(hits, lesson_budget, _item_line) if hits else ([], False)
+    conflicts = conflicts_in(hits)
+
+    def item_line(index: int, hit: RecallHit) -> str:
+        return _item_line(index, hit, conflicts.get(hit.experience.id, ()))
+
+    lines, truncated = _fit(hits, lesson_budget, item_line) if hits else ([], False)
     omitted = len(hits) - len(lines)
     if episodes:
         used = sum(estimate_tokens(x) + 1 for x in lines)

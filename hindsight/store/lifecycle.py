@@ -670,8 +670,11 @@ class LifecycleStore(StoreCore):
         ``metadata["superseded_by"]`` and, with ``demote(older, incoming, now)``, the evidence
         and confidence that returns (the write-back counts the newer lesson's runs against it,
         :func:`hindsight.writeback.confidence.superseded`), as a new version;
-        ``incoming.metadata["supersedes"]`` names it. ``conflict=<id>``: both stay active and
-        ``incoming.metadata["conflicts_with"]`` names the older one (which is not changed).
+        ``incoming.metadata["supersedes"]`` names it. ``conflict=<id>``: both stay active,
+        ``incoming.metadata["conflicts_with"]`` names the older one and, with ``demote``, the
+        older one gets the lowered evidence and confidence ``demote`` returns and
+        ``metadata["conflicts_with"]`` naming the newer one, as a new version (issue 18 item 6:
+        the rendered block marks both).
 
         Raises:
             UsageError: the id exists already, or both/neither link given.
@@ -694,40 +697,37 @@ class LifecycleStore(StoreCore):
             if old_row is None:
                 return item
             older = experience_from_row(old_row)
+            audits: list[tuple[Any, ...]] = [
+                (tenant, item.id, actor, "conflict", None, older.id, reason)
+            ]
             if supersede:
-                lowered = demote(older, item, now) if demote is not None else older
-                old_meta = {**lowered.metadata, "superseded_by": item.id}
-                conf = lowered.confidence
-                self._new_version(
-                    conn,
-                    older,
-                    lowered.model_copy(
-                        update={"status": ExperienceStatus.SUPERSEDED, "metadata": old_meta}
-                    ),
-                    change="supersede",
-                    actor=actor,
-                    reason=reason,
-                    vector=None,
-                    now=now,
-                )
-                self._audit(
-                    conn,
-                    now,
-                    [
-                        (
-                            tenant,
-                            older.id,
-                            actor,
-                            "status",
-                            older.status.value,
-                            "superseded",
-                            reason,
-                        ),
-                        (tenant, older.id, actor, "confidence", older.confidence, conf, reason),
-                    ],
-                )
+                audits = [
+                    (tenant, older.id, actor, "status", older.status.value, "superseded", reason)
+                ]
+            elif demote is None:
+                self._audit(conn, now, audits)
+                return item
+            lowered = demote(older, item, now) if demote is not None else older
+            if supersede:
+                update: dict[str, Any] = {
+                    "status": ExperienceStatus.SUPERSEDED,
+                    "metadata": {**lowered.metadata, "superseded_by": item.id},
+                }
             else:
-                self._audit(
-                    conn, now, [(tenant, item.id, actor, "conflict", None, older.id, reason)]
-                )
+                links = [*lowered.metadata.get("conflicts_with", []), item.id]
+                update = {
+                    "metadata": {**lowered.metadata, "conflicts_with": list(dict.fromkeys(links))}
+                }
+            self._new_version(
+                conn,
+                older,
+                lowered.model_copy(update=update),
+                change="supersede" if supersede else "conflict",
+                actor=actor,
+                reason=reason,
+                vector=None,
+                now=now,
+            )
+            conf = (tenant, older.id, actor, "confidence", older.confidence, lowered.confidence)
+            self._audit(conn, now, [*audits, (*conf, reason)])
         return item

@@ -334,6 +334,29 @@ def superseded(older: Experience, newer: Experience, now: datetime) -> Experienc
     return _rescored(older, _basis(older), evidence_union(_support(older), against), updated_at=now)
 
 
+CONFLICT_WEIGHT = 0.5
+"""How much each run behind a newer, conflicting lesson counts against the older one when
+the write-back cannot tell which is right (issue 18 item 6): half a contradicting run, so the
+older one ranks below the newer one without being overturned (a supersede counts a whole
+run, :func:`superseded`)."""
+
+
+def contradicted(older: Experience, newer: Experience, now: datetime) -> Experience:
+    """``older``'s evidence and confidence once ``newer`` conflicts with it undecidably (the
+    same statement with other values and no sign of a correction): every run supporting
+    ``newer`` counts :data:`CONFLICT_WEIGHT` against ``older`` (role ``conflicts_with``; a
+    lesson from no run counts as ``experience:<newer id>``)."""
+    against = [
+        {**e, "polarity": -1, "role": "conflicts_with"}
+        for e in _support(newer)
+        if e["polarity"] == 1
+    ] or _pseudo_support(newer, -1, "conflicts_with", f"experience:{newer.id}")
+    against = [
+        {**e, "trust": round(_number(e.get("trust"), 1.0) * CONFLICT_WEIGHT, 6)} for e in against
+    ]
+    return _rescored(older, _basis(older), evidence_union(_support(older), against), updated_at=now)
+
+
 def with_outcome(exp: Experience, success: bool, now: datetime) -> Experience:
     """``exp`` after a run that recalled it ended: :data:`OUTCOME_WEIGHT` more succeeded (or
     failed) mass, ``helped_count`` (or ``misled_count``) + 1, confidence recomputed. The store

@@ -17,7 +17,9 @@ vector index plus those written earlier in the same batch. The first rule that a
    sources and evidence (:func:`hindsight.writeback.confidence.folded`: the same run never
    counts twice) and ``support_count + 1`` when a run not seen before supports it.
 2. **CONFLICT** (negation) - similar texts of opposite polarity ("always X" / "never X"):
-   added, ``metadata["conflicts_with"]`` names the older one; both stay recallable.
+   added, ``metadata["conflicts_with"]`` of each names the other; both stay recallable, the
+   rendered block marks both, and the older one's confidence is lowered (the newer one's runs
+   count half against it: :func:`hindsight.writeback.confidence.contradicted`).
 3. **MERGE** - cosine >= the embedder's ``dedup_threshold`` and the same specifics (numbers,
    versions, identifiers, names): folded like NOOP, written as a new version of the existing
    experience with both sources linked.
@@ -29,7 +31,7 @@ vector index plus those written earlier in the same batch. The first rule that a
    *established* older lesson (``support_count >= ESTABLISHED_SUPPORT`` or
    ``helped_count >= ESTABLISHED_HELPED``) is not overturned by one run: CONFLICT instead.
 5. **CONFLICT** (values) - the same statement with other values but no correction evidence
-   ("pandas 1.5" vs "pandas 2.1"): both kept, the newer flagged.
+   ("pandas 1.5" vs "pandas 2.1"): both kept and marked as in rule 2, the older one lowered.
 6. **ADD** otherwise.
 
 Episodic kinds (``outcome``, ``key_step``, ``task_scope``, ``episode``) record single runs:
@@ -459,7 +461,14 @@ class Deduper:
                 actor=actor,
                 reason=reason,
             )
-        return self.store.add_with_links(exp, vec, conflict=target.id, actor=actor, reason=reason)
+        return self.store.add_with_links(
+            exp,
+            vec,
+            conflict=target.id,
+            demote=confidence.contradicted,
+            actor=actor,
+            reason=reason,
+        )
 
     def _merged_content(self, decision: Decision, target: Experience) -> tuple[str | None, Any]:
         text = (decision.content or "").strip()

@@ -1,0 +1,71 @@
+"""Superseded facts and undecidable conflicts (issue 18 item 6, docs/lifecycle.md): a newer
+lesson that corrects a number, version or limit supersedes the older one (kept in history);
+when the write-back cannot tell which is right, both stay, both are marked in the rendered
+block and the older one's confidence is lowered. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hindsight import ExperienceStatus
+from tests.helpers import make_memory
+
+UPDATES = [
+    ("The orders API rate limit is 100 requests per minute",
+     "The orders API rate limit is 1000 requests per minute"),
+    ("Set retry=3 for the payments client", "Set retry=5 for the payments client"),
+]
+CONFLICTS = [
+    ("Deploy with helm chart v2 for the billing service",
+     "Deploy with helm chart v3 for the billing service"),
+    ("Use a timeout of 30 s for order_query", "Use a timeout of 60 s for order_query"),
+    ("Always retry order_query after a 502", "Never retry order_query after a 502"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), UPDATES)
+def test_a_corrected_value_supersedes_the_older_lesson(
+    tmp_path: Path, database_url: str, old: str, new: str
+) -> None:
+    with make_memory(tmp_path / "data", database_url) as mem:
+        older = mem.add_experience(old, tenant_id="t")
+        newer = mem.add_experience(new, tenant_id="t")
+        got = mem.get_experience(older.id, tenant_id="t")
+        assert got.status is ExperienceStatus.SUPERSEDED
+        assert got.metadata["superseded_by"] == newer.id
+        assert got.confidence < older.confidence
+        [first, current] = mem.history(older.id, tenant_id="t")  # kept in history
+        assert first["experience"].content == old and first["change"] == "supersede"
+        assert current["experience"].status is ExperienceStatus.SUPERSEDED
+        block = mem.recall(old, tenant_id="t", similarity_floor=-1.0).render()
+        assert new in block and old not in block
+
+
+@pytest.mark.parametrize(("old", "new"), CONFLICTS)
+def test_an_undecidable_conflict_is_marked_and_lowers_the_older(
+    tmp_path: Path, database_url: str, old: str, new: str
+) -> None:
+    with make_memory(tmp_path / "data", database_url) as mem:
+        older = mem.add_experience(old, tenant_id="t")
+        newer = mem.add_experience(new, tenant_id="t")
+        got = mem.get_experience(older.id, tenant_id="t")
+        assert got.status is ExperienceStatus.ACTIVE
+        assert newer.metadata["conflicts_with"] == [older.id]
+        assert got.metadata["conflicts_with"] == [newer.id]
+        assert got.confidence < older.confidence == newer.confidence
+        assert got.version == older.version + 1  # the lowering is a version, audited
+        result = mem.recall(old, tenant_id="t", similarity_floor=-1.0)
+        lines = [line for line in result.render().splitlines() if line[:1].isdigit()]
+        by_text = {line.split("] ", 1)[1]: line for line in lines}
+        n_old = lines.index(by_text[old]) + 1
+        n_new = lines.index(by_text[new]) + 1
+        assert f"conflicts with item {n_new}]" in by_text[old]
+        assert f"conflicts with item {n_old}]" in by_text[new]
+        # a third lesson unrelated to either is not marked
+        mem.add_experience("Page the on-call engineer when checkout errors exceed 5%",
+                           tenant_id="t")
+        block = mem.recall("on-call checkout", tenant_id="t", similarity_floor=-1.0).render()
+        [page] = [line for line in block.splitlines() if "on-call" in line]
+        assert "conflicts with" not in page
