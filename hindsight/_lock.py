@@ -23,7 +23,74 @@ import filelock
 
 from hindsight._errors import StoreError, StoreLockedError
 
-__all__ = ["LOCK_FILE", "OWNER_FILE", "DataDirLock"]
+__all__ = [
+    "LOCK_FILE",
+    "OWNER_FILE",
+    "DataDirLock",
+    "private_dir",
+    "private_file",
+    "privatize_tree",
+]
+
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+
+def _ours(path: Path) -> bool:
+    try:
+        return path.stat().st_uid == os.getuid()
+    except (OSError, AttributeError):  # no such file, or no uids (Windows)
+        return False
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) with mode 0700, or narrow an existing folder of
+    ours that others could read or enter to 0700 (issue 22: the data dir holds every tenant's
+    data). A folder of another user is left as it is.
+
+    Raises:
+        OSError: the folder cannot be created.
+    """
+    path = Path(path)
+    path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    if _ours(path) and path.stat().st_mode & 0o077:
+        with contextlib.suppress(OSError):
+            path.chmod(PRIVATE_DIR)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Create ``path`` empty with mode 0600 when missing, or narrow an existing file of ours to
+    0600 (a database file: SQLite gives its -wal and -shm files the same mode).
+
+    Raises:
+        OSError: the file cannot be created.
+    """
+    path = Path(path)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+    except FileExistsError:
+        if _ours(path) and path.stat().st_mode & 0o077:
+            with contextlib.suppress(OSError):
+                path.chmod(PRIVATE_FILE)
+    return path
+
+
+def privatize_tree(root: Path) -> None:
+    """Narrow every file of ours under ``root`` to 0600 and every folder to 0700 (files that
+    a library created with the process's umask, such as a Qdrant Edge shard's). Best effort:
+    errors (a file removed meanwhile) are ignored."""
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                target = Path(folder, name)
+                if target.stat().st_mode & 0o077:
+                    target.chmod(PRIVATE_DIR)
+        for name in files:
+            with contextlib.suppress(OSError):
+                target = Path(folder, name)
+                if target.stat().st_mode & 0o077:
+                    target.chmod(PRIVATE_FILE)
 
 LOCK_FILE = "hindsight.lock"
 OWNER_FILE = "hindsight.lock.owner.json"
@@ -101,10 +168,12 @@ class DataDirLock:
         if self._lock is not None:
             return
         try:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.data_dir)
         except OSError as exc:
             raise StoreError(f"cannot create data dir {self.data_dir}: {exc}") from exc
-        lock = filelock.FileLock(str(self.lock_path), timeout=0, thread_local=False)
+        lock = filelock.FileLock(
+            str(self.lock_path), timeout=0, thread_local=False, mode=PRIVATE_FILE
+        )
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
@@ -147,7 +216,9 @@ class DataDirLock:
             "started_at": datetime.now(UTC).isoformat(),
         }
         tmp = self.owner_path.with_name(f".{OWNER_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(info), encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(info))
         os.replace(tmp, self.owner_path)
 
     def _locked_message(self) -> str:

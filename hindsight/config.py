@@ -106,6 +106,9 @@ class MemoryConfig(BaseSettings):
             handed to the memory's background writer (``HINDSIGHT_DRAIN_TIMEOUT``, 10); what is
             still unwritten then goes to the unsaved area (:meth:`unsaved_dir`) and is stored
             at the next open. 0: nothing is waited for.
+        vector_follow_seconds: how often a running process applies the vector log written by
+            other processes to its own vector index (1.0 s; ``HINDSIGHT_VECTOR_FOLLOW_SECONDS``):
+            the bound of the replication lag in docs/deploy.md.
     """
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
@@ -165,6 +168,9 @@ class MemoryConfig(BaseSettings):
     )
     drain_timeout: float = Field(
         default=10.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_DRAIN_TIMEOUT")
+    )
+    vector_follow_seconds: float = Field(
+        default=1.0, gt=0, le=3600, validation_alias=_env("VECTOR_FOLLOW_SECONDS")
     )
 
     @field_validator("kind_bonus")

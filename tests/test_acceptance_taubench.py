@@ -46,7 +46,7 @@ def test_tau_bench_ingest_recall_and_isolation(
     by_status = stats["experiences"]["by_status"]
     assert stats["vectors"] == sum(n for status, n in by_status.items() if status != "deleted")
     assert stats["review_jobs"]["succeeded"] == 200 and stats["review_jobs"]["failed"] == 0
-    assert stats["outbox_pending"] == 0
+    assert stats["vectors_lag"] == 0
 
     again = cli_json("ingest", str(tau_bench_path), "--tenant", "t1", data_dir=data, **env)
     assert again["trajectories_added"] == 0 and again["trajectories_skipped"] == 200

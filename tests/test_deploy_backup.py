@@ -82,7 +82,7 @@ def _check_restored(
         assert _counts(mem) == expected
         stats = mem.stats()
         assert stats["vectors"] == expected["live"]  # SQL count == vector count
-        assert stats["outbox_pending"] == 0
+        assert stats["vectors_lag"] == 0
 
 
 def test_backup_wipe_restore_recall(database_url: str, tmp_path: Path) -> None:

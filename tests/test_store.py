@@ -19,7 +19,7 @@ from store_fixtures import store_url  # noqa: F401  (fixture)
 from hindsight._errors import NotFoundError, StoreError, TenantRequiredError, UsageError
 from hindsight.clock import ManualClock
 from hindsight.models import Event, Experience, Trajectory
-from hindsight.store import JobState, OutboxOp, SqlStore, vector_payload
+from hindsight.store import JobState, SqlStore, VectorOp, vector_payload
 from hindsight.store.migrate import current_revision, head_revision
 from hindsight.store.schema import metadata
 
@@ -63,8 +63,14 @@ def vecs(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
 
 
-def outbox_ops(store: SqlStore) -> list[tuple[str, str | None, str]]:
-    return [(i.op.value, i.experience_id, i.tenant_id) for i in store.pending_outbox(100_000)]
+def log_ops(store: SqlStore, after: int = 0) -> list[tuple[str, str | None, str]]:
+    """The vector-log entries after ``after`` as ``(op, experience_id, tenant_id)``."""
+    changes = store.read_vector_log(after, 100_000)[0]
+    return [(c.op.value, c.experience_id, c.tenant_id) for c in changes]
+
+
+def log_head(store: SqlStore) -> int:
+    return store.vector_log_state().head
 
 
 # --- opening, schema, URLs ---------------------------------------------------------------------
@@ -201,8 +207,9 @@ def test_add_and_get_experiences_with_vectors(store: SqlStore) -> None:
     for i, e in enumerate(items):
         assert stored[e.id].dtype == np.float32
         np.testing.assert_array_equal(stored[e.id], v[i])
-    assert outbox_ops(store) == [("upsert", e.id, "t1") for e in items]
-    assert store.pending_outbox()[0].payload == vector_payload(items[0])
+    assert log_ops(store) == [("upsert", e.id, "t1") for e in items]
+    point = store.vector_points([items[0].id])[items[0].id]
+    assert point is not None and point[1] == vector_payload(items[0])
 
 
 def test_add_experiences_rejects_bad_input(store: SqlStore) -> None:
@@ -291,7 +298,7 @@ def test_update_experience_replaces_fields_and_queues_upsert(
 ) -> None:
     e = exp(confidence=0.5)
     store.add_experiences([e], vecs(1))
-    store.ack_outbox([i.id for i in store.pending_outbox()])
+    mark = log_head(store)
     changed = e.model_copy(
         update={"confidence": 0.8, "content": "retry twice", "tags": ["t"], "version": 2}
     )
@@ -299,14 +306,12 @@ def test_update_experience_replaces_fields_and_queues_upsert(
     store.update_experience(changed, vector=np.ones(8))
     assert store.get_experience("t1", e.id) == changed
     np.testing.assert_array_equal(store.get_vectors([e.id])[e.id], np.ones(8, np.float32))
-    [item] = store.pending_outbox()
-    assert (item.op, item.experience_id, item.payload) == (
-        OutboxOp.UPSERT,
-        e.id,
-        vector_payload(changed),
-    )
+    assert log_ops(store, mark) == [("upsert", e.id, "t1")]
+    point = store.vector_points([e.id])[e.id]
+    assert point is not None and point[1] == vector_payload(changed)
     store.update_experience(changed.model_copy(update={"status": "deleted"}))
-    assert outbox_ops(store)[-1] == ("delete", e.id, "t1")
+    assert log_ops(store)[-1] == ("delete", e.id, "t1")
+    assert store.vector_points([e.id]) == {e.id: None}  # deleted: no point
     with pytest.raises(NotFoundError):
         store.update_experience(changed.model_copy(update={"tenant_id": "t2"}))
     with pytest.raises(NotFoundError):
@@ -316,7 +321,7 @@ def test_update_experience_replaces_fields_and_queues_upsert(
 def test_set_status_and_soft_delete(store: SqlStore, clock: ManualClock) -> None:
     a, b, other = exp(), exp(), exp("t2")
     store.add_experiences([a, b, other], vecs(3))
-    store.ack_outbox([i.id for i in store.pending_outbox()])
+    mark = log_head(store)
     later = clock.advance(seconds=60)
     assert store.set_status("t1", [a.id, b.id, other.id], "quarantined") == 2
     assert store.set_status("t1", [a.id], "quarantined") == 0  # already so
@@ -328,13 +333,14 @@ def test_set_status_and_soft_delete(store: SqlStore, clock: ManualClock) -> None
     assert deleted.status.value == "deleted"
     assert store.list_experiences("t1", statuses=["deleted"]) == [deleted]
     assert store.set_status("t1", [a.id], "active") == 1  # back from deleted: vector rebuilt
-    assert outbox_ops(store) == [
+    assert log_ops(store, mark) == [
         ("set_status", a.id, "t1"),
         ("set_status", b.id, "t1"),
         ("delete", a.id, "t1"),
         ("upsert", a.id, "t1"),
     ]
-    assert store.pending_outbox()[0].payload == {"status": "quarantined"}
+    point = store.vector_points([b.id])[b.id]
+    assert point is not None and point[1]["status"] == "quarantined"
     with pytest.raises(UsageError):
         store.set_status("t1", [a.id], "gone")
     with pytest.raises(UsageError):
@@ -411,7 +417,7 @@ def test_c02_deleting_one_tenant_never_touches_the_others(store: SqlStore) -> No
         assert len(store.list_trajectory_ids(t)) == 1
         assert store.count_review_jobs(tenant_id=t) == 1
     assert store.count_experiences(None, all_tenants=True) == 10
-    ops = outbox_ops(store)
+    ops = log_ops(store)
     assert ("delete_tenant", None, "A") in ops
     assert not any(op.startswith("delete") and tenant != "A" for op, _, tenant in ops)
 
@@ -420,13 +426,13 @@ def test_forget_by_experience_ids_is_hard_and_scoped(store: SqlStore) -> None:
     a, b, other = exp(), exp(), exp("t2")
     store.add_experiences([a, b, other], vecs(3))
     store.record_recall("t1", [a.id], T0)
-    store.ack_outbox([i.id for i in store.pending_outbox()])
+    mark = log_head(store)
     assert store.forget("t1", experience_ids=["{" + a.id.upper() + "}", other.id]) == 1
     assert store.get_experiences("t1", [a.id, b.id]).keys() == {b.id}
     assert store.count_experiences("t1", None) == 1  # hard: no deleted row kept
     assert store.get_experience("t2", other.id) == other
     assert store.get_vectors([a.id]) == {}
-    assert outbox_ops(store) == [("delete", a.id, "t1")]
+    assert log_ops(store, mark) == [("delete", a.id, "t1")]
     assert store.stats("t1")["recalls"] == 0
 
 
@@ -456,25 +462,93 @@ def test_forget_by_trajectory(store: SqlStore) -> None:
     assert store.has_trajectory("t1", keep.id)
 
 
-# --- outbox ------------------------------------------------------------------------------------
+# --- vector log --------------------------------------------------------------------------------
 
 
-def test_outbox_is_ordered_and_ack_removes(store: SqlStore) -> None:
+def test_vector_log_is_ordered_and_kept_for_every_reader(store: SqlStore) -> None:
+    """Reading the log removes nothing: two readers at different positions see the same entries
+    (issue 22: no process clears another's pending work)."""
+    state = store.vector_log_state()
+    assert (state.head, state.floor) == (0, 0) and state.log_id
     items = [exp() for _ in range(5)]
     store.add_experiences(items, vecs(5))
     store.delete_experiences("t1", [items[0].id])
-    pending = store.pending_outbox()
-    assert [p.id for p in pending] == sorted(p.id for p in pending)
-    assert [p.op for p in pending] == [OutboxOp.UPSERT] * 5 + [OutboxOp.DELETE]
-    assert store.pending_outbox(limit=2) == pending[:2]
-    store.ack_outbox([pending[0].id, pending[1].id, 10**9])
-    assert store.pending_outbox() == pending[2:]
-    store.ack_outbox([p.id for p in pending])
-    assert store.pending_outbox() == []
+    changes, log_id, floor = store.read_vector_log(0)
+    assert (log_id, floor) == (state.log_id, 0)
+    assert [c.seq for c in changes] == sorted({c.seq for c in changes})
+    assert [c.op for c in changes] == [VectorOp.UPSERT] * 5 + [VectorOp.DELETE]
+    assert store.read_vector_log(0, limit=2)[0] == changes[:2]
+    assert store.read_vector_log(changes[1].seq)[0] == changes[2:]
+    assert store.read_vector_log(0)[0] == changes  # nothing was consumed
+    assert store.vector_log_state().head == changes[-1].seq
     with pytest.raises(UsageError):
-        store.ack_outbox(["1"])  # type: ignore[list-item]
+        store.read_vector_log(-1)
     with pytest.raises(UsageError):
-        store.pending_outbox(limit=0)
+        store.read_vector_log(0, limit=0)
+
+
+def test_vector_log_compaction_keeps_the_newest_entry_and_raises_the_floor(
+    store: SqlStore, clock: ManualClock
+) -> None:
+    store.add_experiences([exp() for _ in range(3)], vecs(3))
+    old = store.vector_log_state().head
+    clock.advance(days=10)
+    store.add_experiences([exp()], vecs(1))
+    head = store.vector_log_state().head
+    assert store.compact_vector_log(clock.now()) == 3  # the newest entry always stays
+    state = store.vector_log_state()
+    assert (state.head, state.floor) == (head, old)
+    assert [c.seq for c in store.read_vector_log(0)[0]] == [head]
+    store.add_experiences([exp()], vecs(1))
+    assert store.vector_log_state().head == head + 1  # seq keeps growing (SQLite too)
+    assert store.compact_vector_log(clock.now() - timedelta(days=30)) == 0
+    assert store.vector_log_state().floor == old  # never lowered
+
+
+def test_restarting_the_vector_log_gives_it_a_new_id(store: SqlStore) -> None:
+    store.add_experiences([exp()], vecs(1))
+    before = store.vector_log_state()
+    after = store.restart_vector_log()
+    assert after.log_id != before.log_id and store.read_vector_log(0)[0] == []
+    assert store.vector_log_state() == after
+
+
+def test_vector_rows_page_through_the_live_points(store: SqlStore) -> None:
+    live = [exp() for _ in range(4)]
+    gone, bare = exp(), exp()
+    store.add_experiences([*live, gone], vecs(5))
+    store.add_experiences([bare], None)  # no embedding: no point
+    store.delete_experiences("t1", [gone.id])
+    first = store.vector_rows("", limit=3)
+    rest = store.vector_rows(first[-1][0], limit=3)
+    assert [r[0] for r in first + rest] == sorted(e.id for e in live)
+    assert store.count_vector_rows() == 4
+    assert first[0][2].dtype == np.float32
+
+
+def test_replica_registry_rows_and_leases(store: SqlStore, clock: ManualClock) -> None:
+    rec = store.register_replica(
+        "edge:h:/d", kind="edge", location="/d", host="h", pid=7, log_id="L", position=3
+    )
+    assert (rec.position, rec.log_id, rec.points) == (3, "L", None)
+    store.heartbeat_replica("edge:h:/d", log_id="L", position=9, points=4, error="boom")
+    [row] = store.list_replicas()
+    assert (row.position, row.points, row.last_error) == (9, 4, "boom")
+    # a shared collection: registering again keeps the stored position
+    again = store.register_replica(
+        "edge:h:/d", kind="edge", location="/d", host="h", pid=8, log_id="", position=None
+    )
+    assert (again.position, again.log_id, again.pid) == (9, "L", 8)
+    assert store.take_replica_lease("edge:h:/d", "a", 30)
+    assert not store.take_replica_lease("edge:h:/d", "b", 30)
+    assert store.take_replica_lease("edge:h:/d", "a", 30)  # renew
+    store.release_replica_lease("edge:h:/d", "a", log_id="L", position=12)
+    assert store.get_replica("edge:h:/d").position == 12  # type: ignore[union-attr]
+    assert store.take_replica_lease("edge:h:/d", "b", 30)
+    clock.advance(seconds=31)
+    assert store.take_replica_lease("edge:h:/d", "a", 30)  # b's lease expired
+    assert store.prune_replicas(clock.now() - timedelta(seconds=1)) == 1
+    assert store.list_replicas() == []
 
 
 # --- review jobs -------------------------------------------------------------------------------
@@ -631,7 +705,7 @@ def test_c10_threads_write_and_delete_concurrently(store: SqlStore) -> None:
             assert store.count_experiences(tenant, ["active"]) == per_tenant[tenant] * kept * rounds
             listed = store.list_experiences(tenant, task_type=f"r{round_no}", limit=10_000)
             assert len(listed) == per_tenant[tenant] * kept
-        ops = Counter(op for op, _, _ in outbox_ops(store))
+        ops = Counter(op for op, _, _ in log_ops(store))
         assert ops == {"upsert": total, "delete": removed}
 
 
@@ -654,12 +728,11 @@ def test_stats_whole_store_and_per_tenant(store: SqlStore) -> None:
         "deleted": 1,
     }
     assert whole["review_jobs"]["pending"] == 2
-    assert whole["outbox_pending"] == 4
     one = store.stats("t1")
     assert one["tenant_id"] == "t1" and "tenants" not in one
     assert one["experiences"]["by_kind"]["improvement"] == 1
     assert one["experiences"]["by_kind"]["rule"] == 1
-    assert (one["events"], one["outbox_pending"], one["review_jobs"]["pending"]) == (4, 2, 1)
+    assert (one["events"], one["review_jobs"]["pending"]) == (4, 1)
     with pytest.raises(TenantRequiredError):
         store.stats("")
 

@@ -51,6 +51,9 @@ class LifecycleMethods:
         def _check_open(self) -> None: ...
         def _scope(self, tenant_id: Any) -> str: ...
         def sync_vectors(self) -> int: ...
+
+        @property
+        def vectors(self) -> Any: ...
         async def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
     def _as_of(self, as_of: datetime | str | None) -> datetime:
@@ -432,5 +435,5 @@ class LifecycleMethods:
         """Check SQL against vectors, the embedding model and the review queue (MISSION S11);
         repair what can be repaired when ``repair=True``. Operator tool (whole store)."""
         self._check_open()
-        parts = (self.store, self.index, self.embedder, self.clock, self.sync_vectors)
+        parts = (self.store, self.index, self.embedder, self.clock, self.vectors)
         return await asyncio.to_thread(diagnose, *parts, repair=repair, progress=progress)

@@ -3,9 +3,11 @@
 Order (each step may fail; what was opened before is closed again): the embedder, the data-dir
 lock (embedded stores, case C09), the SQL store, the embedder check against the store (case
 C07), the vector index, the reviewer, the vector sync, the guard, the write path and its
-deduper, a first sync that repairs a crash between an SQL write and its vector write, and the
-two stages that run on them: recall (:class:`~hindsight.recall.pipeline.Recall`) and the
-reviews (:class:`~hindsight.review.runner.ReviewRunner`, on the memory's background loop).
+deduper, the catch-up of the vector index with the store's vector log (a replica: it applies
+what it missed, or is rebuilt from SQL when new, empty or copied without its position) and the
+thread that follows the log while the memory is open, and the two stages that run on them:
+recall (:class:`~hindsight.recall.pipeline.Recall`) and the reviews
+(:class:`~hindsight.review.runner.ReviewRunner`, on the memory's background loop).
 """
 
 from __future__ import annotations
@@ -76,7 +78,9 @@ class Components:
     lock: Any = None
 
     def close(self) -> None:
-        """Close the index and the store, release the data-dir lock (errors logged)."""
+        """Stop following the vector log, close the index and the store, release the
+        data-dir lock (errors logged)."""
+        self.vectors.close()
         _release(self.index, self.store, self.lock)
 
 
@@ -139,9 +143,9 @@ def open_components(
         if (index is None and config.uses_embedded_vectors()) or (
             store is None and config.database_url is None
         ):
-            from hindsight._lock import DataDirLock
+            from hindsight._lock import DataDirLock, private_dir
 
-            Path(config.data_dir).mkdir(parents=True, exist_ok=True)
+            private_dir(Path(config.data_dir))  # 0700: it holds every tenant's data
             lock = DataDirLock(Path(config.data_dir))
             lock.acquire()
         if store is None:
@@ -179,7 +183,7 @@ def _wire(
         from hindsight.review import make_reviewer
 
         reviewer = make_reviewer(config)  # heuristic | llm | both (docs/review.md)
-    vectors = VectorSync(store, index)
+    vectors = VectorSync(store, index, clock, follow_interval=config.vector_follow_seconds)
     from hindsight.guard.rules_file import guard_from_file, guard_layers
 
     layers = guard_layers(config.guard_layers)
@@ -213,7 +217,12 @@ def _wire(
     # issue 4: write step 2, dedup / supersede
     deduper = make_deduper(config, store, index, embedder, vectors.sync, guard_merged)
     writeback.dedup = deduper
-    vectors.sync()  # repair a crash between an SQL write and its vector write
+    try:
+        vectors.open()  # catch up from the index's position in the vector log, or rebuild it
+    except BaseException:
+        vectors.close()
+        raise
+    vectors.start_following()  # writes of other processes, within vector_follow_seconds
     recall = Recall(store, index, embedder, clock, config, consensus=guard is not None)
     reviews = ReviewRunner(store, reviewer, writeback, embedder.name, clock, config, runtime)
     parts = (embedder, store, index, reviewer, vectors, guard, writeback, deduper)

@@ -4,8 +4,10 @@
 work to the stage that owns it: capture (:mod:`hindsight.capture`), review
 (:class:`~hindsight.review.runner.ReviewRunner`), write-back (:mod:`hindsight.writeback`),
 recall (:class:`~hindsight.recall.pipeline.Recall`), the guard (:mod:`hindsight.guard`).
-:class:`hindsight.Memory` is its sync twin. The SQL store is the source of truth; vectors
-follow it through an outbox, so a crash between the two writes is repaired on the next open.
+:class:`hindsight.Memory` is its sync twin. The SQL store is the source of truth; the vector
+index is a replica of its vector log (:mod:`hindsight.store.vector_sync`), so a crash between
+the two writes is repaired on the next open and other processes' writes arrive within
+``vector_follow_seconds``.
 """
 
 from __future__ import annotations
@@ -152,7 +154,8 @@ class AsyncMemory(LifecycleMethods):
         """The background writer the framework integrations end their runs with
         (:mod:`hindsight.capture.writer`); drained by :meth:`close`."""
         self.writer.replay()  # runs a closed memory could not store before (its unsaved area)
-        if self.config.background_review and self.reviews.has_open_jobs():
+        self.found_open_reviews = self.config.background_review and self.reviews.has_open_jobs()
+        if self.found_open_reviews:
             self.reviews.ensure_worker()  # resume jobs a previous process left pending (C16)
 
     @property
@@ -235,11 +238,18 @@ class AsyncMemory(LifecycleMethods):
 
     # -- vectors follow SQL ---------------------------------------------------------------
     def sync_vectors(self) -> int:
-        """Apply pending outbox operations to the vector index; returns how many.
+        """Apply the vector-log entries the index has not applied yet; returns how many.
 
-        Called after every write and at open, so SQL and vectors never diverge for long.
+        Called after every write of this memory (read-your-writes), at open, and every
+        ``vector_follow_seconds`` by the follower thread (other processes' writes).
         """
         return self._parts.vectors.sync()
+
+    @property
+    def vectors(self) -> Any:
+        """The replica of the vector log this memory's index is
+        (:class:`hindsight.store.vector_sync.VectorSync`: ``status()``, ``sync()``)."""
+        return self._parts.vectors
 
     # -- capture ----------------------------------------------------------------------------
     def record(
@@ -306,8 +316,11 @@ class AsyncMemory(LifecycleMethods):
             TenantRequiredError: the trajectory has no tenant.
         """
         self._check_open()
-        traj = coerce_trajectory(trajectory)
-        return await asyncio.to_thread(self._store_trajectory, traj, review, merge)
+
+        def store() -> EpisodeReceipt:  # a large dict is validated off the event loop too
+            return self._store_trajectory(coerce_trajectory(trajectory), review, merge)
+
+        return await asyncio.to_thread(store)
 
     def _store_trajectory(
         self, traj: Trajectory, review: bool, merge: bool = False
@@ -531,7 +544,11 @@ class AsyncMemory(LifecycleMethods):
             explain=explain,
             record=record,
         )
-        return await asyncio.to_thread(self._recall.run, request)
+        return await asyncio.to_thread(self._recall_ready, request)
+
+    def _recall_ready(self, request: Any) -> RecallResult:
+        self._parts.vectors.ensure_ready()  # ReplicaUnavailableError: one line, no stale answer
+        return self._recall.run(request)
 
     async def record_recall(
         self, trajectory_id: Any, experience_ids: Sequence[Any], *, tenant_id: str
@@ -691,16 +708,28 @@ class AsyncMemory(LifecycleMethods):
         )
 
     async def stats(self, *, tenant_id: str | None = None) -> dict[str, Any]:
-        """Counts of trajectories, events, experiences (by status/kind) and jobs.
+        """Counts of trajectories, events, experiences (by status/kind) and jobs, the points
+        of the vector index and its ``vectors_lag`` (vector-log entries this process has not
+        applied yet; 0 when up to date).
 
-        ``tenant_id=None`` reports the whole store (operators only; the CLI ``stats``).
+        ``tenant_id=None`` reports the whole store (operators only; the CLI ``stats``), with
+        ``replicas``: every registered vector index (kind, location, host, position, lag,
+        running, last error; see :func:`hindsight.store.vector_sync.replica_rows`).
         """
         self._check_open()
         tenant = check(OptionalTenantId, tenant_id)
         data: dict[str, Any] = await asyncio.to_thread(self.store.stats, tenant)
         data["vectors"] = await asyncio.to_thread(self.index.count, tenant)
+        status = await asyncio.to_thread(self._parts.vectors.status)
+        data["vectors_lag"] = status["lag"]
         data["embedding_model"] = self.embedder.name
         data["embedding_dimension"] = self.embedder.dimension
+        if tenant is None:
+            from hindsight.store.vector_sync import replica_rows
+
+            data["replicas"] = await asyncio.to_thread(
+                replica_rows, self.store, self.clock.now()
+            )
         return data
 
 

@@ -2,8 +2,12 @@
 
 Checks, each a :class:`Finding` with a count, a message and whether ``--repair`` fixed it:
 
-* ``outbox``: vector changes committed in SQL but not applied to the index (a crash between
-  the two writes). Repair: apply them.
+* ``vector_replicas``: this process's vector index against the store's vector log (its lag:
+  changes committed in SQL and not applied yet; what was rebuilt from SQL when it was opened,
+  and why) and every other registered replica (other processes' indexes, a shared Qdrant
+  collection): running or not seen for a while, its lag, its last error, and whether a
+  caught-up replica holds another number of points than SQL says (divergent). Repair: apply
+  the log (a divergent index of this process is rebuilt by the checks below).
 * ``embedding_model``: the store's recorded model vs the open embedder, rows embedded with
   another model (an interrupted ``hindsight reembed``), rows without a stored embedding.
   Repair: embed the missing ones; a model change needs ``hindsight reembed`` (not a repair).
@@ -57,33 +61,75 @@ def _points(rows: list[Any], vectors: dict[str, Any]) -> list[VectorPoint]:
     return [VectorPoint(r.id, vectors[r.id], vector_payload(r)) for r in rows if r.id in vectors]
 
 
+def _replicas_finding(store: Any, vectors: Any, clock: Clock, repair: bool) -> Finding:
+    """The ``vector_replicas`` check (see the module docstring)."""
+    from hindsight.store.vector_sync import replica_rows
+
+    mine = vectors.status()
+    fixed = 0
+    if repair and (mine["lag"] or mine["last_error"]):
+        try:
+            fixed = vectors.sync()
+        except Exception as exc:  # reported below through last_error
+            del exc
+        mine = vectors.status()
+    expected = store.count_vector_rows()
+    problems: list[str] = []
+    notes: list[str] = []
+    if mine["last_error"]:
+        problems.append(f"this process's index cannot catch up: {mine['last_error']}")
+    elif mine["lag"]:
+        problems.append(f"this process's index is {mine['lag']} change(s) behind the log")
+    done = mine["rebuilt"]
+    if done and (done["points"] or done["removed"]):
+        notes.append(
+            f"rebuilt from SQL when opened ({done['reason']}): {done['points']} point(s) "
+            f"written, {done['removed']} removed"
+        )
+    ids: list[str] = []
+    others = [r for r in replica_rows(store, clock.now()) if r["id"] != mine["id"]]
+    for r in others:
+        where = f"{r['kind']} {r['location']} on {r['host']}"
+        if not r["running"]:
+            behind = "" if r["lag"] is None else f", {r['lag']} change(s) behind"
+            seen = r["last_seen"]
+            notes.append(f"{where}: not seen since {seen}{behind} (catches up when opened)")
+        elif r["last_error"]:
+            problems.append(f"{where} cannot catch up: {r['last_error']}")
+            ids.append(r["id"])
+        elif r["lag"] is None:
+            problems.append(f"{where} follows another vector log (not restarted since a restore?)")
+            ids.append(r["id"])
+        elif r["divergent"]:
+            problems.append(f"{where} holds {r['points']} point(s), SQL {expected}: divergent")
+            ids.append(r["id"])
+    running = 1 + sum(1 for r in others if r["running"])
+    head = (
+        f"{running} running replica(s) of the vector log (head {mine['head']}); this "
+        f"process: {mine['kind']}, position {mine['position']}, lag {mine['lag']}"
+    )
+    message = "; ".join([head, *problems, *notes])
+    return Finding("vector_replicas", not problems, len(problems), message, ids[:_SHOW], fixed)
+
+
 def diagnose(
     store: Any,
     index: VectorIndex,
     embedder: Embedder,
     clock: Clock,
-    sync: Callable[[], int],
+    vectors: Any,
     *,
     repair: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> list[Finding]:
-    """Run every check on an open memory's components (``sync`` applies the outbox and returns
-    how many changes it applied); repair when asked."""
+    """Run every check on an open memory's components (``vectors``: its
+    :class:`~hindsight.store.vector_sync.VectorSync`); repair when asked."""
     say = progress or (lambda _msg: None)
     findings: list[Finding] = []
+    sync = vectors.sync
 
-    say("outbox")
-    pending = int(store.stats()["outbox_pending"])
-    fixed = sync() if (repair and pending) else 0
-    findings.append(
-        Finding(
-            "outbox",
-            pending == 0,
-            pending,
-            f"{pending} vector change(s) not applied to the index" if pending else "in sync",
-            repaired=fixed,
-        )
-    )
+    say("vector replicas")
+    findings.append(_replicas_finding(store, vectors, clock, repair))
 
     say("embedding model")
     rows = store.all_experiences()

@@ -8,7 +8,8 @@ closed store (it takes the data-dir lock itself):
 1. marks the store ``reembed_in_progress`` (in ``meta``),
 2. embeds every experience (all tenants, every status, so a restore or rollback later finds
    its vector) with the new model, in batches of :data:`BATCH`, and stores the embeddings,
-3. recreates the vector index for the new dimension (the embedded Qdrant Edge shard folder is
+3. starts a new vector log (every other process's index rebuilds itself at its next catch-up),
+   recreates the vector index for the new dimension (the embedded Qdrant Edge shard folder is
    replaced; a Qdrant server collection is dropped and created again) and writes one point
    per experience that is not deleted,
 4. records the new model and dimension in ``meta`` and clears the mark.
@@ -25,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from hindsight.config import MemoryConfig
-from hindsight.models import ExperienceStatus
-from hindsight.ports import VectorPoint
 
 __all__ = ["BATCH", "reembed"]
 
@@ -86,7 +85,8 @@ def reembed(
     """
     from hindsight._lock import DataDirLock
     from hindsight.embedders import make_embedder
-    from hindsight.store import SqlStore, vector_payload
+    from hindsight.store import SqlStore
+    from hindsight.store.vector_sync import VectorSync
 
     new = embedder or make_embedder(spec, api_base=config.llm_base_url, api_key=config.llm_api_key)
     lock = None
@@ -111,24 +111,14 @@ def reembed(
             done += len(part)
             if progress is not None:
                 progress(done, total)
+        # Every vector changed without log entries: a new log makes every other replica
+        # (other processes' indexes) rebuild at its next catch-up; this one is rebuilt now.
+        store.restart_vector_log()
         index = _open_index(config, new.dimension)
-        points = 0
         try:
-            live = [r for r in rows if r.status is not ExperienceStatus.DELETED]
-            for start in range(0, len(live), 512):
-                part = live[start : start + 512]
-                stored = store.get_vectors([r.id for r in part])
-                batch = [
-                    VectorPoint(r.id, stored[r.id], vector_payload(r))
-                    for r in part
-                    if r.id in stored
-                ]
-                index.upsert(batch)
-                points += len(batch)
+            points = VectorSync(store, index).rebuild(f"re-embedded with {new.name}")
         finally:
             index.close()
-        pending = store.pending_outbox(limit=100_000)
-        store.ack_outbox([item.id for item in pending])  # the rebuild covers them
         store.set_meta("embedding_model", new.name)
         store.set_meta("embedding_dimension", str(new.dimension))
         store.set_meta("reembed_in_progress", "")

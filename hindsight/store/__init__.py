@@ -1,7 +1,8 @@
 """The SQL store (source of truth): trajectories, events, experiences with their embeddings,
-review jobs, recall records, versions and audit, and the outbox that keeps the vector index in
-step (:mod:`.vector_sync` replays it into whatever :class:`~hindsight.ports.VectorIndex` it is
-given). Persistence only: what to write, and when, is decided by the stages that call it.
+review jobs, recall records, versions and audit, and the vector log that every vector index
+follows as a replica (:mod:`.vector_sync` applies it to whatever
+:class:`~hindsight.ports.VectorIndex` it is given, from that index's own position).
+Persistence only: what to write, and when, is decided by the stages that call it.
 
 May import: the foundation only (``models``, ``ports``, ``clock``, ``_ids``, ``_errors``).
 
@@ -13,15 +14,25 @@ May import: the foundation only (``models``, ``ports``, ``clock``, ``_ids``, ``_
 """
 
 from hindsight.store.codec import vector_payload
-from hindsight.store.records import JobState, OutboxItem, OutboxOp, ReviewJob, TrajectorySummary
+from hindsight.store.records import (
+    JobState,
+    ReplicaRecord,
+    ReviewJob,
+    TrajectorySummary,
+    VectorChange,
+    VectorLogState,
+    VectorOp,
+)
 from hindsight.store.sql_store import SqlStore
 
 __all__ = [
     "JobState",
-    "OutboxItem",
-    "OutboxOp",
+    "ReplicaRecord",
     "ReviewJob",
     "SqlStore",
     "TrajectorySummary",
+    "VectorChange",
+    "VectorLogState",
+    "VectorOp",
     "vector_payload",
 ]

@@ -9,19 +9,19 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Table, func, insert, select, type_coerce
+from sqlalchemy import ColumnElement, Table, func, insert, select, text, type_coerce
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DataError, SQLAlchemyError
 
 from hindsight._errors import StoreError, UsageError
 from hindsight._ids import normalize_id
 from hindsight.models import ExperienceStatus
 from hindsight.ports import Clock
 from hindsight.store.connect import BEGIN_OPTION, EngineInfo
-from hindsight.store.records import OutboxOp
-from hindsight.store.schema import outbox
+from hindsight.store.records import VectorOp
+from hindsight.store.schema import vector_log
 
 __all__ = ["StoreCore", "chunks", "norm_ids", "norm_statuses"]
 
@@ -31,6 +31,11 @@ _CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 
 #: Most ids bound in one ``IN (...)`` list (PostgreSQL allows 65535 parameters per statement).
 CHUNK = 500
+
+#: PostgreSQL advisory lock taken by each transaction that appends to the vector log, just
+#: before its commit: log entries get their ``seq`` in commit order (see :meth:`StoreCore._tx`).
+_PG_VECTOR_LOG_LOCK = 0x68737663
+_LOG_KEY = "hindsight_vector_log"
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
@@ -109,6 +114,10 @@ class StoreCore:
     def _now(self) -> datetime:
         return self._clock.now()
 
+    def now(self) -> datetime:
+        """Now on the store's clock (timezone-aware UTC): the time its rows are written with."""
+        return self._clock.now()
+
     @contextmanager
     def _tx(self, *, write: bool = False) -> Iterator[Connection]:
         """A connection inside one transaction, committed on success, rolled back on error.
@@ -117,8 +126,17 @@ class StoreCore:
         waiting) and ``BEGIN IMMEDIATE`` guards against other processes. The in-memory
         database is one shared connection, so every transaction takes the lock there.
 
+        Vector-log entries queued by :meth:`_log_vector_changes` are inserted last, right
+        before the commit. On PostgreSQL that insert first takes a transaction-level advisory
+        lock, held until the commit: two transactions never interleave between taking their
+        ``seq`` and committing, so ``seq`` order is commit order and a reader that saw ``seq``
+        N has seen every change before it (SQLite has one writer at a time anyway). Taken
+        last, the lock never waits on a row lock, so it adds no deadlock.
+
         Raises:
             StoreError: the store is closed or the database failed.
+            UsageError: the database refused a value of the input (PostgreSQL ``DataError``,
+                e.g. a NUL character in text).
         """
         if self._closed:
             raise StoreError("the SQL store is closed")
@@ -130,10 +148,28 @@ class StoreCore:
             with guard, self._info.engine.connect() as conn:
                 if write and sqlite_db:
                     conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
-                with conn.begin():
-                    yield conn
+                changes: list[dict[str, Any]] = []
+                conn.info[_LOG_KEY] = changes
+                try:
+                    with conn.begin():
+                        yield conn
+                        if changes:
+                            self._lock_vector_log(conn)
+                            conn.execute(insert(vector_log), changes)
+                finally:
+                    conn.info.pop(_LOG_KEY, None)
+        except DataError as exc:
+            raise UsageError(
+                f"the database refused a value of this request: {_one_line(exc)}"
+            ) from exc
         except SQLAlchemyError as exc:
             raise StoreError(f"database error on {self.url}: {_one_line(exc)}") from exc
+
+    def _lock_vector_log(self, conn: Connection) -> None:
+        """Take the vector-log lock until the end of ``conn``'s transaction (PostgreSQL; on
+        SQLite the write transaction is the lock)."""
+        if self._info.backend == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_VECTOR_LOG_LOCK})
 
     def _upsert_insert(self, table: Table) -> Any:
         """This backend's ``INSERT`` construct, which has ``on_conflict_do_nothing/update``."""
@@ -153,23 +189,15 @@ class StoreCore:
         return select(items.c.value).where(items.c.value == value).exists()
 
     @staticmethod
-    def _add_outbox(
+    def _log_vector_changes(
         conn: Connection,
         now: datetime,
-        items: Sequence[tuple[OutboxOp, str | None, str, dict[str, Any]]],
+        items: Sequence[tuple[VectorOp, str | None, str]],
     ) -> None:
-        """Queue vector-index changes ``(op, experience_id, tenant_id, payload)``."""
+        """Queue vector-log entries ``(op, experience_id, tenant_id)`` of this transaction;
+        :meth:`_tx` inserts them just before it commits."""
         if items:
-            conn.execute(
-                insert(outbox),
-                [
-                    {
-                        "op": op.value,
-                        "experience_id": exp_id,
-                        "tenant_id": tenant,
-                        "payload": payload,
-                        "created_at": now,
-                    }
-                    for op, exp_id, tenant, payload in items
-                ],
+            conn.info[_LOG_KEY].extend(
+                {"op": op.value, "experience_id": exp_id, "tenant_id": tenant, "created_at": now}
+                for op, exp_id, tenant in items
             )

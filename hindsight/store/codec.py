@@ -21,12 +21,13 @@ from hindsight.models import (
     Provenance,
     Trajectory,
 )
-from hindsight.store.records import JobState, OutboxItem, OutboxOp, ReviewJob
+from hindsight.store.records import JobState, ReplicaRecord, ReviewJob, VectorChange, VectorOp
 
 __all__ = [
     "EXPERIENCE_FIELDS",
     "TASK_KEY_EXPLICIT",
     "TASK_KEY_INTENT",
+    "change_from_row",
     "checked",
     "event_rows",
     "experience_from_row",
@@ -34,8 +35,9 @@ __all__ = [
     "experience_row",
     "job_from_row",
     "lesson_key_hash",
-    "outbox_from_row",
+    "payload_from_values",
     "prompt_sha256",
+    "replica_from_row",
     "trajectory_from_rows",
     "trajectory_row",
     "vector_from_bytes",
@@ -146,13 +148,23 @@ def experience_from_stored(values: Sequence[Any]) -> Experience:
 
 def vector_payload(exp: Experience) -> dict[str, Any]:
     """The payload a vector point of ``exp`` carries, as documented on ``VectorPoint``."""
+    return payload_from_values(
+        exp.tenant_id, exp.namespace, exp.task_type, exp.status, exp.kind, exp.tags
+    )
+
+
+def payload_from_values(
+    tenant_id: str, namespace: str, task_type: str | None, status: Any, kind: Any, tags: Any
+) -> dict[str, Any]:
+    """The payload of a vector point from an experience's column values (see
+    :func:`vector_payload`)."""
     return {
-        "tenant_id": exp.tenant_id,
-        "namespace": exp.namespace,
-        "task_type": exp.task_type,
-        "status": ExperienceStatus(exp.status).value,
-        "kind": ExperienceKind(exp.kind).value,
-        "tags": list(exp.tags),
+        "tenant_id": tenant_id,
+        "namespace": namespace,
+        "task_type": task_type,
+        "status": ExperienceStatus(status).value,
+        "kind": ExperienceKind(kind).value,
+        "tags": list(tags or ()),
     }
 
 
@@ -238,15 +250,32 @@ def job_from_row(row: Mapping[Any, Any]) -> ReviewJob:
         run_after=row["run_after"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        lost_leases=int(row.get("lost_leases") or 0),
     )
 
 
-def outbox_from_row(row: Mapping[Any, Any]) -> OutboxItem:
-    """An :class:`OutboxItem` from an ``outbox`` row."""
-    return OutboxItem(
-        id=int(row["id"]),
-        op=OutboxOp(row["op"]),
+def change_from_row(row: Mapping[Any, Any]) -> VectorChange:
+    """A :class:`VectorChange` from a ``vector_log`` row."""
+    return VectorChange(
+        seq=int(row["seq"]),
+        op=VectorOp(row["op"]),
         experience_id=row["experience_id"],
         tenant_id=row["tenant_id"],
-        payload=dict(row["payload"] or {}),
+    )
+
+
+def replica_from_row(row: Mapping[Any, Any]) -> ReplicaRecord:
+    """A :class:`ReplicaRecord` from a ``vector_replicas`` row."""
+    return ReplicaRecord(
+        id=row["id"],
+        kind=row["kind"],
+        location=row["location"],
+        host=row["host"],
+        pid=int(row["pid"]),
+        log_id=row["log_id"],
+        position=int(row["position"]),
+        points=None if row["points"] is None else int(row["points"]),
+        started_at=row["started_at"],
+        last_seen=row["last_seen"],
+        last_error=row["last_error"],
     )

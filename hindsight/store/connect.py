@@ -20,7 +20,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 
-from hindsight._errors import UsageError
+from hindsight._errors import StoreError, UsageError
 
 __all__ = ["BEGIN_OPTION", "EngineInfo", "open_engine", "parse_url", "safe_url"]
 
@@ -106,7 +106,7 @@ def open_engine(url: str) -> EngineInfo:
         if memory:
             kwargs["poolclass"] = StaticPool
         else:
-            Path(str(parsed.database)).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _private_database_file(Path(str(parsed.database)).expanduser())
             kwargs["pool_size"] = 10
             kwargs["max_overflow"] = 20
         engine = create_engine(parsed, **kwargs)
@@ -126,6 +126,24 @@ def open_engine(url: str) -> EngineInfo:
             "PostgreSQL needs psycopg 3: pip install 'hindsight-memory[postgres]'"
         ) from None
     return EngineInfo(engine, "postgresql", False, display)
+
+
+def _private_database_file(path: Path) -> None:
+    """Create the SQLite file's folder (0700 when we create it) and the file itself with mode
+    0600 before SQLite does (it would use the umask, typically 0644); an existing file of ours
+    is narrowed to 0600. SQLite gives its ``-wal`` and ``-shm`` files the database file's mode.
+
+    Raises:
+        StoreError: the folder or the file cannot be created.
+    """
+    from hindsight._lock import private_file
+
+    try:
+        if not path.parent.exists():
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_file(path)
+    except OSError as exc:
+        raise StoreError(f"cannot create the SQLite database {path}: {exc}") from None
 
 
 def _install_sqlite_hooks(engine: Engine, *, wal: bool) -> None:

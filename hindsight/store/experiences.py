@@ -23,10 +23,9 @@ from hindsight.store.codec import (
     experience_row,
     lesson_key_hash,
     vector_from_bytes,
-    vector_payload,
     vector_to_bytes,
 )
-from hindsight.store.records import OutboxOp
+from hindsight.store.records import VectorOp
 from hindsight.store.schema import experience_sources as _links
 from hindsight.store.schema import experiences as _table
 from hindsight.store.schema import recalls, trajectories
@@ -80,7 +79,7 @@ class ExperienceStore(StoreCore):
     def add_experiences(
         self, experiences: Sequence[Experience], vectors: npt.ArrayLike | None
     ) -> None:
-        """Insert new experiences with their embeddings, and queue one outbox ``upsert`` each.
+        """Insert new experiences with their embeddings, and log one vector ``upsert`` each.
 
         Args:
             experiences: the experiences; their ids must be new (and unique in the batch).
@@ -111,7 +110,7 @@ class ExperienceStore(StoreCore):
     def _insert_experience_rows(
         self, conn: Connection, items: list[Experience], rows: list[dict[str, Any]], now: datetime
     ) -> None:
-        """Inside a write transaction: insert checked rows and queue their outbox upserts.
+        """Inside a write transaction: insert checked rows and log their vector upserts.
 
         Raises:
             NotFoundError: an experience learned from runs that are all gone (forgotten while
@@ -130,9 +129,7 @@ class ExperienceStore(StoreCore):
         ]
         if links:
             conn.execute(insert(_links), links)
-        self._add_outbox(
-            conn, now, [(OutboxOp.UPSERT, e.id, e.tenant_id, vector_payload(e)) for e in items]
-        )
+        self._log_vector_changes(conn, now, [(VectorOp.UPSERT, e.id, e.tenant_id) for e in items])
 
     def _sync_source_links(self, conn: Connection, exp: Experience) -> None:
         """Inside a write transaction: make ``exp``'s rows of ``experience_sources`` equal
@@ -323,7 +320,7 @@ class ExperienceStore(StoreCore):
             return int(conn.execute(query).scalar_one())
 
     def get_vectors(self, ids: Sequence[Any]) -> dict[str, npt.NDArray[np.float32]]:
-        """Stored embeddings by experience id, for outbox replay and index repair (internal).
+        """Stored embeddings by experience id, for vector-log replay and index repair (internal).
 
         Not tenant-scoped: ids come from the store itself. Ids without an embedding or row
         are left out.
@@ -346,8 +343,8 @@ class ExperienceStore(StoreCore):
         """Replace the stored fields of ``exp`` (matched by id within ``exp.tenant_id``).
 
         Every field is written as given (the caller sets ``updated_at``, ``version`` ...).
-        The outbox gets an ``upsert`` so the vector payload follows, or a ``delete`` when the
-        new status is ``deleted``.
+        The vector log gets an ``upsert`` so the vector payload follows, or a ``delete`` when
+        the new status is ``deleted``.
 
         Args:
             exp: the new state of an existing experience.
@@ -367,7 +364,7 @@ class ExperienceStore(StoreCore):
     def _update_experience_row(
         self, conn: Connection, exp: Experience, vector: npt.ArrayLike | None, now: datetime
     ) -> None:
-        """Inside a write transaction: replace the row of a checked ``exp``, queue its outbox op.
+        """Inside a write transaction: replace the row of a checked ``exp``, log its vector op.
 
         Raises:
             NotFoundError: no experience with this id in this tenant.
@@ -378,8 +375,7 @@ class ExperienceStore(StoreCore):
             array = _check_vectors(np.asarray(vector, dtype=np.float32).reshape(1, -1), 1)
             assert array is not None
             row["embedding"] = vector_to_bytes(array[0])
-        op = OutboxOp.DELETE if exp.status is ExperienceStatus.DELETED else OutboxOp.UPSERT
-        payload = {} if op is OutboxOp.DELETE else vector_payload(exp)
+        op = VectorOp.DELETE if exp.status is ExperienceStatus.DELETED else VectorOp.UPSERT
         result = conn.execute(
             update(_table)
             .where(_table.c.id == exp.id, _table.c.tenant_id == exp.tenant_id)
@@ -388,12 +384,12 @@ class ExperienceStore(StoreCore):
         if result.rowcount != 1:
             raise NotFoundError(f"experience {exp.id} not found in tenant {exp.tenant_id!r}")
         self._sync_source_links(conn, exp)
-        self._add_outbox(conn, now, [(op, exp.id, exp.tenant_id, payload)])
+        self._log_vector_changes(conn, now, [(op, exp.id, exp.tenant_id)])
 
     def set_status(self, tenant_id: str, ids: Sequence[Any], status: str) -> int:
         """Set the status of the tenant's experiences among ``ids``; bumps ``updated_at``.
 
-        Outbox: ``set_status`` for the vector payload; ``delete`` when the new status is
+        Vector log: ``set_status`` for the vector payload; ``delete`` when the new status is
         ``deleted``; ``upsert`` when an experience comes back from ``deleted`` (its vector
         was removed and is rebuilt from the stored embedding).
 
@@ -443,17 +439,16 @@ class ExperienceStore(StoreCore):
                 )
                 .values(status=new, updated_at=now)
             )
-            ops: list[tuple[OutboxOp, str | None, str, dict[str, Any]]] = []
-            rows.sort(key=lambda r: position[r["id"]])  # outbox in the caller's order
+            ops: list[tuple[VectorOp, str | None, str]] = []
+            rows.sort(key=lambda r: position[r["id"]])  # the log in the caller's order
             for row in rows:
                 if new == _DELETED:
-                    ops.append((OutboxOp.DELETE, row["id"], tenant, {}))
+                    ops.append((VectorOp.DELETE, row["id"], tenant))
                 elif row["status"] == _DELETED:
-                    exp = experience_from_row({**row, "status": new})
-                    ops.append((OutboxOp.UPSERT, row["id"], tenant, vector_payload(exp)))
+                    ops.append((VectorOp.UPSERT, row["id"], tenant))
                 else:
-                    ops.append((OutboxOp.SET_STATUS, row["id"], tenant, {"status": new}))
-            self._add_outbox(conn, now, ops)
+                    ops.append((VectorOp.SET_STATUS, row["id"], tenant))
+            self._log_vector_changes(conn, now, ops)
             changed += rows
         return changed
 

@@ -12,7 +12,7 @@ from hindsight._errors import UsageError
 from hindsight._ids import normalize_id, validate_tenant
 from hindsight.store._base import StoreCore, chunks, norm_ids
 from hindsight.store.audit_schema import audit_runs, audit_verdicts
-from hindsight.store.records import OutboxOp
+from hindsight.store.records import VectorOp
 from hindsight.store.schema import events, experiences, recalls, review_jobs, trajectories
 from hindsight.store.trajectories import drop_orphan_prompts
 
@@ -33,7 +33,7 @@ class ForgetStore(StoreCore):
         everything: bool = False,
     ) -> int:
         """Hard delete (rows gone, no audit trail) within one tenant; vectors follow via the
-        outbox. Other tenants are never touched.
+        vector log. Other tenants are never touched.
 
         Args:
             tenant_id: the tenant (required; never "all").
@@ -71,7 +71,7 @@ class ForgetStore(StoreCore):
                 for table in (*tables, trajectories, experiences):
                     conn.execute(delete(table).where(table.c.tenant_id == tenant))
                 drop_orphan_prompts(conn, tenant, None)
-                self._add_outbox(conn, now, [(OutboxOp.DELETE_TENANT, None, tenant, {})])
+                self._log_vector_changes(conn, now, [(VectorOp.DELETE_TENANT, None, tenant)])
             return count
         if experience_ids is not None:
             ids = norm_ids(experience_ids)
@@ -118,5 +118,5 @@ class ForgetStore(StoreCore):
                 .where(experiences.c.tenant_id == tenant, experiences.c.id.in_(part))
                 .returning(experiences.c.id)
             ).scalars()
-        self._add_outbox(conn, now, [(OutboxOp.DELETE, i, tenant, {}) for i in removed])
+        self._log_vector_changes(conn, now, [(VectorOp.DELETE, i, tenant) for i in removed])
         return len(removed)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +13,7 @@ from hindsight._errors import NotFoundError, UsageError
 from hindsight._ids import normalize_id, validate_tenant
 from hindsight.store._base import StoreCore
 from hindsight.store.codec import job_from_row
-from hindsight.store.records import JobState, ReviewJob
+from hindsight.store.records import MAX_LOST_LEASES, JobState, ReviewJob
 from hindsight.store.schema import review_jobs
 from hindsight.store.trajectories import new_job_row, require_trajectory
 
@@ -70,10 +70,14 @@ class JobStore(StoreCore):
         """Atomically take the oldest claimable job for ``worker_id``.
 
         Claimable: ``pending`` with ``run_after <= now``, or ``running`` with an expired lease
-        (its worker died or hung). The job becomes ``running``, ``attempts`` grows by one and
-        the lease lasts ``lease_seconds``. Two workers (threads or processes) never get the
-        same job: PostgreSQL uses ``FOR UPDATE SKIP LOCKED``, SQLite one writer at a time, and
-        the update re-checks the claim condition.
+        (its worker died or hung). The job becomes ``running`` and the lease lasts
+        ``lease_seconds``. A claim is not an attempt (issue 22: ``attempts`` counts only
+        reviews that failed, :meth:`fail_review_job`); taking over an expired lease counts a
+        lost lease instead, and a job whose worker died :data:`MAX_LOST_LEASES` times is left
+        ``failed`` (the review may crash or hang its process) and the next job is claimed. Two
+        workers (threads or processes) never get the same job: PostgreSQL uses ``FOR UPDATE
+        SKIP LOCKED``, SQLite one writer at a time, and the update re-checks the claim
+        condition.
 
         Returns:
             The claimed job, or ``None`` when nothing is claimable now.
@@ -85,25 +89,51 @@ class JobStore(StoreCore):
             raise UsageError("worker_id must be a non-empty string")
         lease = _seconds(lease_seconds, "lease_seconds")
         now = self._now()
+        expired = and_(_jobs.state == JobState.RUNNING.value, _jobs.lease_expires_at <= now)
         claimable = or_(
-            and_(_jobs.state == JobState.PENDING.value, _jobs.run_after <= now),
-            and_(_jobs.state == JobState.RUNNING.value, _jobs.lease_expires_at <= now),
+            and_(_jobs.state == JobState.PENDING.value, _jobs.run_after <= now), expired
         )
-        candidate = select(_jobs.id).where(claimable).order_by(_jobs.created_at, _jobs.id).limit(1)
+        candidate = (
+            select(_jobs.id, _jobs.state, _jobs.lost_leases)
+            .where(claimable)
+            .order_by(_jobs.created_at, _jobs.id)
+            .limit(1)
+        )
         if self.backend == "postgresql":
             candidate = candidate.with_for_update(skip_locked=True)
         with self._tx(write=True) as conn:
-            for _ in range(5):
-                job_id = conn.execute(candidate).scalar_one_or_none()
-                if job_id is None:
+            for _ in range(20):
+                found = conn.execute(candidate).first()
+                if found is None:
                     return None
+                job_id, state, lost = found[0], found[1], int(found[2] or 0)
+                if state == JobState.RUNNING.value:
+                    lost += 1
+                    if lost >= MAX_LOST_LEASES:
+                        conn.execute(
+                            update(review_jobs)
+                            .where(_jobs.id == job_id, expired)
+                            .values(
+                                state=JobState.FAILED.value,
+                                lost_leases=lost,
+                                last_error=(
+                                    f"the worker running this review died {lost} times before "
+                                    "it finished (the review may crash or hang its process; "
+                                    "`hindsight jobs retry` runs it again)"
+                                ),
+                                lease_owner=None,
+                                lease_expires_at=None,
+                                updated_at=now,
+                            )
+                        )
+                        continue
                 row = (
                     conn.execute(
                         update(review_jobs)
                         .where(_jobs.id == job_id, claimable)
                         .values(
                             state=JobState.RUNNING.value,
-                            attempts=_jobs.attempts + 1,
+                            lost_leases=lost,
                             lease_owner=worker_id.strip()[:200],
                             lease_expires_at=now + timedelta(seconds=lease),
                             updated_at=now,
@@ -116,6 +146,80 @@ class JobStore(StoreCore):
                 if row is not None:
                     return job_from_row(row)
         return None
+
+    def renew_review_lease(self, job_id: Any, worker_id: str, lease_seconds: float) -> bool:
+        """Extend the lease of a job ``worker_id`` is running to ``lease_seconds`` from now
+        (a worker renews it while a long review runs). ``False`` when the job is no longer
+        this worker's (it finished, or another worker took it over).
+
+        Raises:
+            UsageError: a bad id, an empty ``worker_id`` or a bad ``lease_seconds``.
+        """
+        jid = normalize_id(job_id, "review job id")
+        if not isinstance(worker_id, str) or not worker_id.strip():
+            raise UsageError("worker_id must be a non-empty string")
+        lease = _seconds(lease_seconds, "lease_seconds")
+        now = self._now()
+        with self._tx(write=True) as conn:
+            result = conn.execute(
+                update(review_jobs)
+                .where(
+                    _jobs.id == jid,
+                    _jobs.state == JobState.RUNNING.value,
+                    _jobs.lease_owner == worker_id.strip()[:200],
+                )
+                .values(lease_expires_at=now + timedelta(seconds=lease))
+            )
+            return int(result.rowcount or 0) == 1
+
+    def release_dead_leases(self, host: str, alive: Callable[[int], bool]) -> int:
+        """Put back to ``pending`` (runnable now, a lost lease counted, not an attempt) the
+        ``running`` jobs leased by workers of ``host`` whose process is gone: lease owners are
+        ``host:pid:...``, and ``alive(pid)`` says whether that process still runs. A worker
+        calls it when it starts, so the jobs of a killed process on this machine run at once
+        instead of after their lease expires.
+
+        Returns:
+            How many jobs were released.
+        """
+        if not isinstance(host, str) or not host.strip():
+            raise UsageError("host must be a non-empty string")
+        prefix = f"{host.strip()}:"
+        query = select(_jobs.id, _jobs.lease_owner).where(
+            _jobs.state == JobState.RUNNING.value, _jobs.lease_owner.startswith(prefix)
+        )
+        with self._tx() as conn:
+            owners = list(conn.execute(query))
+        dead: list[tuple[str, str]] = []
+        for job_id, owner in owners:
+            pid = str(owner)[len(prefix) :].split(":", 1)[0]
+            if pid.isdigit() and not alive(int(pid)):
+                dead.append((job_id, owner))
+        if not dead:
+            return 0
+        now = self._now()
+        released = 0
+        with self._tx(write=True) as conn:
+            for job_id, owner in dead:
+                result = conn.execute(
+                    update(review_jobs)
+                    .where(
+                        _jobs.id == job_id,
+                        _jobs.state == JobState.RUNNING.value,
+                        _jobs.lease_owner == owner,
+                    )
+                    .values(
+                        state=JobState.PENDING.value,
+                        lost_leases=_jobs.lost_leases + 1,
+                        last_error="its worker process died (lease released)",
+                        lease_owner=None,
+                        lease_expires_at=None,
+                        run_after=now,
+                        updated_at=now,
+                    )
+                )
+                released += int(result.rowcount or 0)
+        return released
 
     def release_review_jobs(self, worker_id: str, error: str = "interrupted") -> int:
         """Put every ``running`` job leased by ``worker_id`` back to ``pending``, runnable now
@@ -157,8 +261,10 @@ class JobStore(StoreCore):
         """
         self._finish(job_id, state=JobState.SUCCEEDED, error=None, run_after=None)
 
-    def fail_review_job(self, job_id: Any, error: str, *, retry_after: float | None) -> None:
-        """Record a failed attempt.
+    def fail_review_job(
+        self, job_id: Any, error: str, *, retry_after: float | None, attempt: bool = True
+    ) -> None:
+        """Record a failed review.
 
         Args:
             job_id: the job.
@@ -166,20 +272,30 @@ class JobStore(StoreCore):
             retry_after: seconds (>= 0) until the job may be claimed again (state back to
                 ``pending``); ``None`` gives up (state ``failed``, error kept, visible in
                 :meth:`list_review_jobs`).
+            attempt: count it as a failed attempt (``attempts + 1``): the review reached the
+                model (or the reviewer) and failed. ``False`` for failures around it, such as
+                the store being unavailable.
 
         Raises:
             UsageError: a bad id or a negative / non-finite ``retry_after``.
             NotFoundError: no such job.
         """
         text = str(error)[:_MAX_ERROR_CHARS] or "unknown error"
+        more = 1 if attempt else 0
         if retry_after is None:
-            self._finish(job_id, state=JobState.FAILED, error=text, run_after=None)
+            self._finish(job_id, state=JobState.FAILED, error=text, run_after=None, attempts=more)
         else:
             delay = _seconds(retry_after, "retry_after")
-            self._finish(job_id, state=JobState.PENDING, error=text, run_after=delay)
+            self._finish(job_id, state=JobState.PENDING, error=text, run_after=delay, attempts=more)
 
     def _finish(
-        self, job_id: Any, *, state: JobState, error: str | None, run_after: float | None
+        self,
+        job_id: Any,
+        *,
+        state: JobState,
+        error: str | None,
+        run_after: float | None,
+        attempts: int = 0,
     ) -> None:
         jid = normalize_id(job_id, "review job id")
         now = self._now()
@@ -190,6 +306,8 @@ class JobStore(StoreCore):
             "lease_expires_at": None,
             "updated_at": now,
         }
+        if attempts:
+            values["attempts"] = _jobs.attempts + attempts
         if run_after is not None:
             values["run_after"] = now + timedelta(seconds=run_after)
         with self._tx(write=True) as conn:
@@ -253,7 +371,8 @@ class JobStore(StoreCore):
         all_failed: bool = False,
         tenant_id: str | None = None,
     ) -> list[ReviewJob]:
-        """Put failed jobs back to ``pending``, runnable now, with ``attempts`` reset to 0.
+        """Put failed jobs back to ``pending``, runnable now, with ``attempts`` and
+        ``lost_leases`` reset to 0.
 
         ``last_error`` is kept until the next attempt replaces it. Used by
         ``hindsight jobs retry``; a worker (in-process, ``hindsight worker``, or the next open
@@ -315,6 +434,7 @@ class JobStore(StoreCore):
                     .values(
                         state=JobState.PENDING.value,
                         attempts=0,
+                        lost_leases=0,
                         run_after=now,
                         lease_owner=None,
                         lease_expires_at=None,

@@ -374,7 +374,7 @@ class LifecycleStore(StoreCore):
     ) -> list[str]:
         """Set the status of the tenant's experiences among ``ids`` and audit each change.
 
-        Vectors follow through the outbox as with ``set_status``. ``only_from`` restricts the
+        Vectors follow through the vector log as with ``set_status``. ``only_from`` restricts the
         change to experiences currently in one of these statuses (others are left alone).
 
         Returns:
@@ -528,7 +528,8 @@ class LifecycleStore(StoreCore):
 
     def set_embeddings(self, vectors: dict[str, Any], model: str) -> None:
         """Replace stored embeddings (``{id: 1-D vector}``) and their ``embedding_model``
-        (maintenance: ``hindsight reembed``). No outbox rows: the caller rebuilds the index."""
+        (maintenance: ``hindsight reembed``). No vector-log entries: the caller starts a new
+        log (:meth:`restart_vector_log`), so every index is rebuilt."""
         with self._tx(write=True) as conn:
             for exp_id, vec in vectors.items():
                 conn.execute(
@@ -547,7 +548,8 @@ class LifecycleStore(StoreCore):
             return [str(i) for i in conn.execute(query).scalars()]
 
     def release_expired_leases(self, now: datetime) -> int:
-        """Put ``running`` jobs with an expired lease back to ``pending``; returns how many."""
+        """Put ``running`` jobs with an expired lease back to ``pending`` (a lost lease, not an
+        attempt); returns how many."""
         stmt = (
             update(review_jobs)
             .where(
@@ -556,6 +558,7 @@ class LifecycleStore(StoreCore):
             )
             .values(
                 state=JobState.PENDING.value,
+                lost_leases=review_jobs.c.lost_leases + 1,
                 lease_owner=None,
                 lease_expires_at=None,
                 run_after=now,

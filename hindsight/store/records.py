@@ -1,17 +1,30 @@
-"""Plain records the store hands out besides the pydantic models: review jobs, outbox items and
-trajectory summaries."""
+"""Plain records the store hands out besides the pydantic models: review jobs, vector changes,
+the replicas of the vector log and trajectory summaries."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from hindsight.models import Outcome
 
-__all__ = ["JobState", "OutboxItem", "OutboxOp", "ReviewJob", "TrajectorySummary"]
+__all__ = [
+    "MAX_LOST_LEASES",
+    "JobState",
+    "ReplicaRecord",
+    "ReviewJob",
+    "TrajectorySummary",
+    "VectorChange",
+    "VectorLogState",
+    "VectorOp",
+]
+
+MAX_LOST_LEASES = 5
+"""A job whose worker died this many times while running it is left ``failed`` (the review may
+crash or hang its process): lost leases are not attempts, but they are not unbounded either."""
 
 
 class JobState(StrEnum):
@@ -23,14 +36,17 @@ class JobState(StrEnum):
     FAILED = "failed"
 
 
-class OutboxOp(StrEnum):
-    """What an outbox item asks the vector index to do.
+class VectorOp(StrEnum):
+    """What a change in the vector log asks a vector index to do.
 
-    - ``upsert``: (re)write the point ``experience_id`` with its stored embedding (read it with
-      :meth:`SqlStore.get_vectors`; no embedding stored -> nothing to write) and ``payload``.
+    - ``upsert``: (re)write the point ``experience_id`` from its current row: its stored
+      embedding and payload (no embedding stored, or the row is gone or deleted -> remove it).
     - ``delete``: remove the point ``experience_id``.
-    - ``set_status``: set the ``status`` payload (``payload["status"]``) of ``experience_id``.
+    - ``set_status``: the row's status changed (applied like ``upsert``: the current row wins).
     - ``delete_tenant``: remove every point of ``tenant_id`` (``experience_id`` is ``None``).
+
+    Every op is idempotent and reads the current row, so applying the log again from any
+    earlier position converges to the same index.
     """
 
     UPSERT = "upsert"
@@ -40,28 +56,65 @@ class OutboxOp(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class OutboxItem:
-    """One pending change for the vector index, in commit order (``id`` grows).
+class VectorChange:
+    """One entry of the vector log; ``seq`` grows in commit order."""
 
-    ``payload`` for ``upsert`` holds the vector payload (``tenant_id``, ``namespace``,
-    ``task_type``, ``status``, ``kind``, ``tags``); for ``set_status`` ``{"status": ...}``;
-    otherwise ``{}``.
-    """
-
-    id: int
-    op: OutboxOp
+    seq: int
+    op: VectorOp
     experience_id: str | None
     tenant_id: str
-    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorLogState:
+    """Where the vector log stands: ``log_id`` (changes when the log starts over: a restore or
+    a re-embed), ``head`` (the last ``seq`` written, or ``floor`` when none is kept) and
+    ``floor`` (changes up to it were compacted away: a replica behind it rebuilds)."""
+
+    log_id: str
+    head: int
+    floor: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaRecord:
+    """A registered replica of the vector log (a row of ``vector_replicas``).
+
+    ``id`` is ``kind:host:location`` for a per-process index, ``kind:location`` for a shared
+    Qdrant collection; ``position`` is the last log ``seq`` it applied under ``log_id``;
+    ``points`` its point count when last seen; datetimes are timezone-aware UTC.
+    """
+
+    id: str
+    kind: str
+    location: str
+    host: str
+    pid: int
+    log_id: str
+    position: int
+    points: int | None
+    started_at: datetime
+    last_seen: datetime
+    last_error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON (datetimes as ISO-8601 UTC)."""
+        doc = dataclasses.asdict(self)
+        for key in ("started_at", "last_seen"):
+            doc[key] = getattr(self, key).isoformat()
+        return doc
 
 
 @dataclass(frozen=True, slots=True)
 class ReviewJob:
     """A queued post-hoc review of one trajectory (one job per trajectory).
 
-    ``attempts`` counts claims so far; ``lease_expires_at`` is when a running job may be taken
-    over by another worker; ``run_after`` is the earliest time a pending job may be claimed.
-    All datetimes are timezone-aware UTC.
+    ``attempts`` counts failed attempts so far (a review that reached the model and failed;
+    issue 22); ``lost_leases`` counts claims whose worker died before it finished (not
+    attempts; a job is given up after :data:`MAX_LOST_LEASES` of them);
+    ``lease_expires_at`` is when a running job may be taken over by another worker;
+    ``run_after`` is the earliest time a pending job may be claimed. All datetimes are
+    timezone-aware UTC.
     """
 
     id: str
@@ -75,6 +128,7 @@ class ReviewJob:
     run_after: datetime
     created_at: datetime
     updated_at: datetime
+    lost_leases: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The job as JSON (``state`` as its value, datetimes as ISO-8601 UTC): the one shape

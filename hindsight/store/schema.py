@@ -9,6 +9,7 @@ it (MISSION S9).
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     Float,
     ForeignKey,
@@ -29,11 +30,12 @@ __all__ = [
     "experiences",
     "meta",
     "metadata",
-    "outbox",
     "prompts",
     "recalls",
     "review_jobs",
     "trajectories",
+    "vector_log",
+    "vector_replicas",
 ]
 
 metadata = MetaData(
@@ -179,15 +181,39 @@ experience_sources = Table(
     Index(None, "tenant_id", "trajectory_id"),
 )
 
-outbox = Table(
-    "outbox",
+# The ordered log of vector changes (issue 22): one row per change of what the vector index
+# must hold, written in the transaction of the change, in commit order (``seq`` grows with
+# commits: see StoreCore._tx). Every vector index is a replica that applies it from its own
+# position; no consumer deletes rows (only compaction, of rows older than the retention).
+vector_log = Table(
+    "vector_log",
     metadata,
-    Column("id", AutoIncrement, primary_key=True, autoincrement=True),
+    Column("seq", AutoIncrement, primary_key=True, autoincrement=True),
     Column("op", String(16), nullable=False),
     Column("experience_id", ID, nullable=True),
     Column("tenant_id", TENANT, nullable=False),
-    Column("payload", Json, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+)
+
+# The replicas of the vector log: one row per vector index that follows it (an embedded Qdrant
+# Edge shard, an in-process index, a Qdrant server collection), with its position and when it
+# was last seen; a shared collection's apply lease (one applier at a time).
+vector_replicas = Table(
+    "vector_replicas",
+    metadata,
+    Column("id", String(400), primary_key=True),
+    Column("kind", String(32), nullable=False),
+    Column("location", Text, nullable=False),
+    Column("host", String(200), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("log_id", String(36), nullable=False),
+    Column("position", BigInteger, nullable=False),
+    Column("points", BigInteger, nullable=True),
+    Column("started_at", UtcDateTime, nullable=False),
+    Column("last_seen", UtcDateTime, nullable=False),
+    Column("last_error", Text, nullable=True),
+    Column("lease_owner", String(200), nullable=True),
+    Column("lease_expires_at", UtcDateTime, nullable=True),
 )
 
 review_jobs = Table(
@@ -204,6 +230,8 @@ review_jobs = Table(
     ),
     Column("state", String(16), nullable=False),
     Column("attempts", Integer, nullable=False),
+    # claims lost to a dead worker (its lease expired): not attempts, but bounded
+    Column("lost_leases", Integer, nullable=False, server_default="0"),
     Column("last_error", Text, nullable=True),
     Column("lease_owner", String(200), nullable=True),
     Column("lease_expires_at", UtcDateTime, nullable=True),

@@ -1,4 +1,5 @@
-"""The SQL store: the source of truth of hindsight (trajectories, experiences, jobs, outbox)."""
+"""The SQL store: the source of truth of hindsight (trajectories, experiences with their
+embeddings, jobs, the vector log and its replicas)."""
 
 from __future__ import annotations
 
@@ -24,18 +25,18 @@ from hindsight.store.experiences import ExperienceStore
 from hindsight.store.forget import ForgetStore
 from hindsight.store.jobs import JobStore
 from hindsight.store.lifecycle import LifecycleStore
-from hindsight.store.outbox import OutboxStore
 from hindsight.store.records import JobState
+from hindsight.store.replicas import ReplicaStore
 from hindsight.store.schema import (
     events,
     experiences,
     meta,
-    outbox,
     recalls,
     review_jobs,
     trajectories,
 )
 from hindsight.store.trajectories import TrajectoryStore
+from hindsight.store.vector_log import VectorLogStore
 
 __all__ = ["SqlStore"]
 
@@ -57,7 +58,8 @@ class SqlStore(
     ExperienceStore,
     LifecycleStore,
     ForgetStore,
-    OutboxStore,
+    VectorLogStore,
+    ReplicaStore,
     JobStore,
     BrowseStore,
     AuditStore,
@@ -169,7 +171,7 @@ class SqlStore(
 
         Returns:
             ``{"tenant_id", "trajectories", "events", "experiences": {"total", "by_status",
-            "by_kind"}, "review_jobs": {state: n}, "outbox_pending", "recalls"}`` plus
+            "by_kind"}, "review_jobs": {state: n}, "recalls"}`` plus
             ``"tenants"`` (number of distinct tenants) for the whole store. Every status, kind
             and job state is present, zero when unused.
 
@@ -203,7 +205,6 @@ class SqlStore(
                     "by_kind": by_kind,
                 },
                 "review_jobs": jobs,
-                "outbox_pending": conn.execute(count(outbox)).scalar_one(),
                 "recalls": conn.execute(count(recalls)).scalar_one(),
             }
             if tenant is None:

@@ -249,6 +249,7 @@ def new_job_row(tenant_id: str, trajectory_id: str, now: Any) -> dict[str, Any]:
         "trajectory_id": trajectory_id,
         "state": JobState.PENDING.value,
         "attempts": 0,
+        "lost_leases": 0,
         "last_error": None,
         "lease_owner": None,
         "lease_expires_at": None,

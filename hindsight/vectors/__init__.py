@@ -11,7 +11,7 @@ Every implementation scopes each search to one tenant, refuses an empty tenant
 :func:`open_vector_index` picks one from ``VECTOR_DB_URL``. A new index implements the port
 and gets a branch in :func:`open_vector_index` (docs/architecture.md).
 
-May import: the foundation only. The store's outbox is replayed into an index by
+May import: the foundation only. The store's vector log is applied to an index by
 :mod:`hindsight.store.vector_sync`; no vector index knows the store.
 """
 

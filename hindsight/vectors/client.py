@@ -94,6 +94,7 @@ class QdrantClientVectorIndex:
             )
         self.location = location
         self._closed = False
+        self.created = False  # True when this open created the collection (it is empty)
         try:
             self._ensure_collection()
         except BaseException:
@@ -129,6 +130,7 @@ class QdrantClientVectorIndex:
                         hnsw_config=qm.HnswConfigDiff(m=0, payload_m=16),
                     )
                 )
+                self.created = True
             except StoreError:
                 if not self._call(lambda: client.collection_exists(name)):
                     raise  # not a lost race with another creator
@@ -321,6 +323,28 @@ class QdrantClientVectorIndex:
             ids.update(str(record.id) for record in records)
             if offset is None:
                 return ids
+
+    # -- replica of the vector log -------------------------------------------------------
+    @property
+    def replica_shared(self) -> bool:
+        """Whether other processes (or other indexes in this one) may write this collection:
+        a Qdrant server's, or one reached through a client passed in. A shared collection
+        is one replica of the vector log with one position (kept in SQL)."""
+        return not self._owns_client or self.location != ":memory:"
+
+    @property
+    def replica_kind(self) -> str:
+        """``"qdrant"`` for a shared collection, ``"memory"`` for local ``:memory:`` mode."""
+        return "qdrant" if self.replica_shared else "memory"
+
+    @property
+    def replica_location(self) -> str:
+        """The server URL (without credentials) and the collection name."""
+        where = self.location
+        if "@" in where.split("//", 1)[-1].split("/", 1)[0]:
+            scheme, rest = where.split("//", 1) if "//" in where else ("", where)
+            where = f"{scheme}//{rest.split('@', 1)[1]}"
+        return f"{where} collection {self.collection}"
 
     def close(self) -> None:
         """Close the client unless it was passed in (a local ``:memory:`` collection is gone

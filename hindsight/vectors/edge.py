@@ -33,6 +33,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
 import threading
 import time
 import weakref
@@ -45,6 +46,7 @@ import qdrant_edge as qe
 
 from hindsight._errors import EmbedderMismatchError, StoreError, StoreLockedError, UsageError
 from hindsight._ids import validate_tenant
+from hindsight._lock import private_dir, privatize_tree
 from hindsight.ports import FloatMatrix, VectorHit, VectorPoint
 from hindsight.vectors._common import (
     FILTER_FIELDS,
@@ -77,6 +79,10 @@ def _close_at_exit() -> None:
 _T = TypeVar("_T")
 
 _CONFIG_FILE = "edge_config.json"
+CHECKPOINT_FILE = "hindsight_replica.json"
+"""The replica checkpoint (vector-log id and position) kept inside the shard folder, so that
+it travels with the vectors it describes: a data dir copied without ``vectors/`` has no
+checkpoint, and its new shard is rebuilt from SQL."""
 _PROBE_TENANT = "\x00hindsight-dimension-probe"
 _UPSERT_BATCH = 512
 _SCROLL_PAGE = 2048
@@ -182,6 +188,7 @@ class EdgeVectorIndex:
             self._shard = None
             shard.close()
             raise
+        privatize_tree(self.path)  # the shard's files: 0600 (the library uses the umask)
         if background:
             self._thread = threading.Thread(
                 target=self._run, name=f"hindsight-edge-optimizer:{self.path.name}", daemon=True
@@ -223,7 +230,7 @@ class EdgeVectorIndex:
             ),
         )
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            private_dir(path)
         except OSError as err:
             raise StoreError(f"cannot create the vector index folder {path}: {err}") from None
         return self._call(lambda: qe.EdgeShard.create(str(path), config))
@@ -536,6 +543,7 @@ class EdgeVectorIndex:
             changed = self._call(shard.optimize)
             if changed:
                 log.debug("optimized %s in %.2fs", self.path, time.perf_counter() - started)
+                privatize_tree(self.path)  # new segment files
             return changed
 
     def _optimize_quietly(self) -> None:
@@ -577,6 +585,39 @@ class EdgeVectorIndex:
                 self.last_error = err
                 log.warning("background maintenance of %s failed: %s", self.path, err)
 
+    # -- replica of the vector log -------------------------------------------------------
+    replica_kind = "edge"
+
+    @property
+    def replica_location(self) -> str:
+        """The shard folder (absolute), naming this replica in ``hindsight doctor``."""
+        return str(self.path.resolve())
+
+    def read_checkpoint(self) -> dict[str, Any] | None:
+        """The replica checkpoint stored with the shard (see :data:`CHECKPOINT_FILE`), or
+        ``None`` when there is none or it is unreadable (then the shard is rebuilt)."""
+        try:
+            doc = json.loads((self.path / CHECKPOINT_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def write_checkpoint(self, doc: dict[str, Any]) -> None:
+        """Replace the checkpoint atomically (a temporary file renamed over it, mode 0600).
+
+        Raises:
+            StoreError: the folder is not writable.
+        """
+        target = self.path / CHECKPOINT_FILE
+        tmp = target.with_suffix(".tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(doc))
+            os.replace(tmp, target)
+        except OSError as err:
+            raise StoreError(f"cannot write the replica checkpoint {target}: {err}") from None
+
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:
         """Stop the background thread (after the optimize it may be running), flush and close
@@ -602,6 +643,7 @@ class EdgeVectorIndex:
             raise self._translate(err) from None
         finally:
             shard.close()
+            privatize_tree(self.path)
 
     def __enter__(self) -> EdgeVectorIndex:
         return self

@@ -1,7 +1,7 @@
 """Write-back (MISSION S3): reviewed lessons become stored experiences, and stay true over time.
 
 Owns the write path every new experience takes (:mod:`.pipeline`: guard, dedup / merge /
-supersede, SQL + outbox, vectors), lessons to experiences with their metadata
+supersede, SQL + vector log, vectors), lessons to experiences with their metadata
 (:mod:`.lessons`, also the lessons a caller adds by hand), the dedup rules and the optional
 LLM judge (:mod:`.dedup`, :mod:`.judge`, :mod:`.decision`, :mod:`.text`), confidence from
 outcomes and by hand (:mod:`.confidence`), versions, edits and rollback (:mod:`.versions`),

@@ -3,7 +3,7 @@
 It drops what is already stored (reviews are idempotent per trajectory), embeds, runs the
 memory guard (:meth:`WriteBack.guard_experience`, before anything else looks at the
 candidate), hands the guarded candidates to dedup / merge / supersede
-(:class:`hindsight.writeback.dedup.Deduper`), writes SQL (with outbox rows) and brings the
+(:class:`hindsight.writeback.dedup.Deduper`), writes SQL (with vector-log entries) and brings the
 vector index up to date.
 """
 
@@ -35,7 +35,7 @@ class WriteBack:
 
     Pipeline of :meth:`write`: skip ids already stored -> confidence from the evidence
     (:meth:`with_evidence`) -> clean + embed -> **1. guard**
-    (:meth:`guard_experience`) -> 2. dedup / supersede (issue 4) -> SQL + outbox -> vectors.
+    (:meth:`guard_experience`) -> 2. dedup / supersede (issue 4) -> SQL + vector log -> vectors.
     The guard comes first so a poisoned candidate is never merged into a clean experience.
 
     Args:

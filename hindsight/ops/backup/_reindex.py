@@ -11,21 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from hindsight.config import MemoryConfig
-from hindsight.models import ExperienceStatus
-from hindsight.ports import VectorIndex, VectorPoint
+from hindsight.ports import VectorIndex
 
-__all__ = ["BATCH", "rebuild_index", "reindex"]
-
-BATCH = 512
-"""Points per upsert."""
+__all__ = ["rebuild_index", "reindex"]
 
 
 def rebuild_index(store: Any, index: VectorIndex) -> int:
-    """Make ``index`` hold exactly one point per live experience of ``store``.
+    """Make ``index`` hold exactly one point per live experience of ``store``, and start a
+    new vector log, so that every other replica (other processes' indexes) rebuilds too.
 
     Points of experiences that are not in the store (or deleted) are removed, every live
-    experience with a stored embedding is (re)written with its current payload, and pending
-    outbox items are acknowledged (the rebuild covers them).
+    experience with a stored embedding is (re)written with its current payload, and the
+    index's position is the head of the new log.
 
     Args:
         store: an open :class:`hindsight.store.SqlStore`.
@@ -34,25 +31,10 @@ def rebuild_index(store: Any, index: VectorIndex) -> int:
     Returns:
         The number of points written.
     """
-    from hindsight.store import vector_payload
+    from hindsight.store.vector_sync import VectorSync
 
-    live = [r for r in store.all_experiences() if r.status is not ExperienceStatus.DELETED]
-    orphans = sorted(index.all_ids() - {r.id for r in live})
-    if orphans:
-        index.delete(orphans)
-    written = 0
-    for start in range(0, len(live), BATCH):
-        part = live[start : start + BATCH]
-        stored = store.get_vectors([r.id for r in part])
-        points = [
-            VectorPoint(r.id, stored[r.id], vector_payload(r)) for r in part if r.id in stored
-        ]
-        if points:
-            index.upsert(points)
-        written += len(points)
-    pending = store.pending_outbox(limit=100_000)
-    store.ack_outbox([item.id for item in pending])
-    return written
+    store.restart_vector_log()
+    return VectorSync(store, index).rebuild("restore: the SQL store was replaced")
 
 
 def reindex(config: MemoryConfig) -> int | None:
