@@ -360,4 +360,4 @@ with Memory(clock=ManualClock(datetime.now(UTC) + timedelta(seconds=90))) as mem
     )
     assert later["state"] == "succeeded" and later["lessons"] > 0
     if when == "after_timeout":
-        assert later["attempts"] == 2  # the timed-out attempt, then the retry
+        assert later["attempts"] == 1  # the timed-out attempt; the retry succeeded

@@ -109,7 +109,7 @@ def test_c06_malformed_reply_is_repaired_and_stored_with_its_prompt_version(
         assert mem.store_episode(traj)["review_queued"]
         assert mem.flush(timeout=60)
         job = only_job(mem)
-        assert (job.state, job.attempts, job.last_error) == (JobState.SUCCEEDED, 1, None)
+        assert (job.state, job.attempts, job.last_error) == (JobState.SUCCEEDED, 0, None)
         assert route.call_count == 1
         stored = lessons_of(mem)
         assert sorted((e.kind, e.content) for e in stored) == sorted(
@@ -161,7 +161,7 @@ def test_c06_unusable_reply_is_retried_once_then_the_job_fails_visibly(
         assert retried.last_error == job.last_error  # kept until the next attempt
         assert mem.flush(timeout=60)
         done = only_job(mem)
-        assert (done.state, done.attempts, done.last_error) == (JobState.SUCCEEDED, 1, None)
+        assert (done.state, done.attempts, done.last_error) == (JobState.SUCCEEDED, 0, None)
         assert len(lessons_of(mem)) == len(EXPECTED)
 
 

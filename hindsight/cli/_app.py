@@ -26,6 +26,11 @@ from hindsight.cli._wait import ReviewerOpt, check_reviewer, review_wait_seconds
 
 Format = Literal["auto", "openai", "tau-bench", "events"]
 
+PENDING_EXIT = 3
+"""Exit code of a command that finished its own work but left review jobs pending (``ingest
+--no-wait``, or a wait that ran out of time): the reviews are queued, not done."""
+
+
 @app.command()
 def ingest(
     ctx: typer.Context,
@@ -37,15 +42,22 @@ def ingest(
     namespace: Annotated[str, typer.Option("--namespace")] = "default",
     task_type: Annotated[str | None, typer.Option("--task-type")] = None,
     wait: Annotated[
-        bool, typer.Option("--wait/--no-wait", help="Wait for the queued reviews.")
+        bool,
+        typer.Option(
+            "--wait/--no-wait",
+            help="Wait for the reviews of the file's runs (queued now or left pending by an "
+            "earlier run); --no-wait exits 3 when some are still pending.",
+        ),
     ] = True,
     reviewer: ReviewerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Store the trajectories of a log file and review them. Re-ingesting adds nothing.
+    """Store the trajectories of a log file and review them. Re-ingesting adds nothing, and
+    finishes the reviews an interrupted ingest of the file left pending.
 
     Reviews that fail are reported (reviews_failed) and kept as failed jobs: see
-    `hindsight jobs --state failed` and `hindsight jobs retry`."""
+    `hindsight jobs --state failed` and `hindsight jobs retry`. Exit 1: some records could not
+    be stored (listed); exit 3: reviews still pending (--no-wait, or the wait timed out)."""
     from rich.progress import Progress
 
     from hindsight.capture.ingest import RecordError, count_records, iter_results
@@ -54,10 +66,14 @@ def ingest(
         raise fail(f"--format must be auto, openai, tau-bench or events, got {format!r}", 2)
     if not path.is_file():
         raise fail(f"no such file: {path}", 2)
-    with guarded() as replaced, open_memory(state(ctx), **check_reviewer(reviewer)) as mem:
+    with (
+        guarded() as replaced,
+        open_memory(state(ctx), note_pending=False, **check_reviewer(reviewer)) as mem,
+    ):
         before = mem.stats(tenant_id=tenant)
         added = skipped = events = queued = 0
-        queued_ids: list[str] = []
+        run_ids: list[str] = []
+        present: list[str] = []  # stored by an earlier ingest
         errors: list[dict[str, Any]] = []
         started = time.perf_counter()
         fmt = cast(Format, format)
@@ -80,34 +96,38 @@ def ingest(
                 except UsageError as exc:  # this record only (e.g. a field out of range)
                     errors.append({"line": _line_of(item), "error": str(exc)})
                     continue
+                run_ids.append(receipt.trajectory_id)
                 if receipt["stored"]:
                     added += 1
                     events += len(item.events)
                     queued += int(receipt["review_queued"])
-                    if receipt["review_queued"]:
-                        queued_ids.append(receipt.trajectory_id)
                 else:
                     skipped += 1
-            if wait and queued:
+                    present.append(receipt.trajectory_id)
+            store = mem.aio.store
+            left = store.review_job_states(tenant, present)
+            found = left["pending"] + left["running"]  # left pending by an earlier ingest
+            jobs = store.review_job_states(tenant, run_ids)
+            if wait and jobs["pending"] + jobs["running"]:
                 jobs = wait_for_reviews(
                     mem,
                     tenant_id=tenant,
-                    trajectory_ids=queued_ids,
+                    trajectory_ids=run_ids,
                     progress=progress,
-                    timeout=review_wait_seconds(mem.config, queued),
+                    timeout=review_wait_seconds(mem.config, jobs["pending"] + jobs["running"]),
                 )
-            else:
-                jobs = mem.aio.store.review_job_states(tenant, queued_ids)
         after = mem.stats(tenant_id=tenant)
         episodes = _by_kind(after, "episode") - _by_kind(before, "episode")
+        remaining = jobs["pending"] + jobs["running"]
         doc: dict[str, Any] = {
             "trajectories_added": added,
             "trajectories_skipped": skipped,
             "events_added": events,
             "reviews_queued": queued,
+            "reviews_found_pending": found,
             "reviews_succeeded": jobs["succeeded"],
             "reviews_failed": jobs["failed"],
-            "reviews_pending": jobs["pending"] + jobs["running"],
+            "reviews_pending": remaining,
             "experiences_added": _exp_total(after) - _exp_total(before),
             "episodes_added": episodes,
             "records_failed": len(errors),
@@ -122,7 +142,7 @@ def ingest(
                 f"trajectories: {added} added, {skipped} already present; events: {events}; "
                 f"experiences: {doc['experiences_added']} added, of which {episodes} episodes "
                 f"({doc['seconds']} s); reviews: {jobs['succeeded']} succeeded, "
-                f"{jobs['failed']} failed, {doc['reviews_pending']} pending"
+                f"{jobs['failed']} failed, {remaining} pending"
                 + (f"; records with errors: {len(errors)}" if errors else "")
             )
         if not as_json:
@@ -138,8 +158,18 @@ def ingest(
                 highlight=False,
                 soft_wrap=True,
             )
-        if errors:
-            raise typer.Exit(1)  # the good records are stored; the bad ones are listed
+    if remaining:
+        why = "not waited for (--no-wait)" if not wait else "still running when the wait ended"
+        err_console.print(
+            f"{remaining} review(s) of this file's runs pending, {why}: they run in "
+            "`hindsight serve` or `hindsight worker`, or when this file is ingested again",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if errors:
+        raise typer.Exit(1)  # the good records are stored; the bad ones are listed
+    if remaining:
+        raise typer.Exit(PENDING_EXIT)
 
 
 def _line_of(traj: Any) -> int | None:

@@ -158,8 +158,13 @@ def guarded() -> Iterator[Replacements]:
 
 
 @contextmanager
-def open_memory(st: State, **overrides: Any) -> Iterator[Any]:
-    """Open a :class:`hindsight.Memory` with the global options applied."""
+def open_memory(st: State, *, note_pending: bool = True, **overrides: Any) -> Iterator[Any]:
+    """Open a :class:`hindsight.Memory` with the global options applied.
+
+    ``note_pending``: when the memory found review jobs pending at open (its in-process worker
+    started on them) and some are still pending when the command ends, say how many on stderr
+    and who runs them (issue 22: a command that found pending reviews says how many remain).
+    """
     from hindsight.config import MemoryConfig
     from hindsight.engine.memory import Memory
 
@@ -169,5 +174,15 @@ def open_memory(st: State, **overrides: Any) -> Iterator[Any]:
     mem = Memory(MemoryConfig(**kwargs))
     try:
         yield mem
+        if note_pending and mem.aio.found_open_reviews:
+            jobs = mem.aio.store.stats()["review_jobs"]
+            left = jobs["pending"] + jobs["running"]
+            if left:
+                err_console.print(
+                    f"note: {left} review job(s) pending in this store: they run in `hindsight "
+                    "serve`, `hindsight worker`, or the next command that opens the store",
+                    highlight=False,
+                    soft_wrap=True,
+                )
     finally:
         mem.close()

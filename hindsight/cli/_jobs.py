@@ -121,12 +121,14 @@ def jobs_retry(
         raise fail("give job id(s) or --all-failed (not both)", 2)
     with guarded(), _open_store(state(ctx)) as store:
         retried = store.retry_review_jobs(job_ids or (), all_failed=all_failed, tenant_id=tenant)
+        pending = store.count_review_jobs(state="pending", tenant_id=tenant)
         if as_json:
-            print_json({"retried": len(retried), "jobs": [j.to_json() for j in retried]})
+            jobs = [j.to_json() for j in retried]
+            print_json({"retried": len(retried), "pending": pending, "jobs": jobs})
             return
         out_console.print(
-            f"{len(retried)} job(s) back to pending; they run in the process that has the store "
-            "open, on its next open, or under `hindsight worker`",
+            f"{len(retried)} job(s) back to pending, {pending} pending in all; they run in the "
+            "process that has the store open, on its next open, or under `hindsight worker`",
             highlight=False,
         )
 
@@ -163,7 +165,7 @@ def worker(
                 highlight=False,
             )
 
-    with guarded(), open_memory(state(ctx), **overrides) as mem:
+    with guarded(), open_memory(state(ctx), note_pending=False, **overrides) as mem:
         if mem.aio._lock is not None and not as_json:
             err_console.print(
                 "note: embedded store: this worker holds the data-dir lock until it exits",

@@ -19,7 +19,7 @@ from hindsight._runtime import BackgroundLoop
 from hindsight.config import MemoryConfig
 from hindsight.models import Experience, Trajectory
 from hindsight.ports import Clock, Reviewer
-from hindsight.review.worker import ReviewWorker
+from hindsight.review.worker import ModelBackoff, ReviewWorker, model_of, prepare_reviewer
 
 if TYPE_CHECKING:
     from hindsight.review.run import ReviewRun
@@ -65,6 +65,8 @@ class ReviewRunner:
         self._review: ReviewRun | None = None
         self._runtime = runtime
         self._last_store = 0.0
+        self._prepared = False
+        self.backoff = ModelBackoff(store, model_of(reviewer), config.review_retry_base)
 
     @property
     def run(self) -> ReviewRun:
@@ -77,6 +79,9 @@ class ReviewRunner:
 
     async def review(self, traj: Trajectory) -> list[Experience]:
         """Review ``traj`` and store its lessons and episode, one review of it at a time."""
+        if not self._prepared:  # imports and start-up: outside review_timeout (issue 22)
+            await asyncio.to_thread(prepare_reviewer, self._parts[0])
+            self._prepared = True
         lock = _REVIEW_LOCKS[hash(traj.id) % len(_REVIEW_LOCKS)]
         while not lock.acquire(blocking=False):  # polled: cancellation never strands it
             await asyncio.sleep(0.01)
@@ -120,6 +125,7 @@ class ReviewRunner:
                     max_attempts=self.config.review_max_attempts,
                     retry_base=self.config.review_retry_base,
                     defer=self._defer,
+                    backoff=self.backoff,
                 )
             self.worker.wake()
 

@@ -108,6 +108,7 @@ async def run_workers(
             poll_seconds=poll_seconds,
             max_attempts=config.review_max_attempts,
             retry_base=config.review_retry_base,
+            backoff=memory.reviews.backoff,
         )
         for _ in range(concurrency)
     ]

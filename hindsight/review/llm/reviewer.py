@@ -257,6 +257,10 @@ class LLMReviewer:
 
     # -- preparing the request -------------------------------------------------------------
 
+    def prepare(self) -> None:
+        """Import litellm (seconds on a cold start), before the first review's timeout runs."""
+        _litellm()
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` for this model (``litellm.token_counter``; its tokenizers ship
         with litellm, nothing is downloaded). Falls back to
