@@ -26,7 +26,7 @@ from hindsight._errors import (
     UsageError,
 )
 
-__all__ = ["ERROR_TYPES", "error_body", "exception_for", "status_and_type"]
+__all__ = ["ERROR_TYPES", "client_message", "error_body", "exception_for", "status_and_type"]
 
 ERROR_TYPES: tuple[tuple[type[BaseException], int, str], ...] = (
     # Most specific first: the first class an exception is an instance of wins.
@@ -56,6 +56,38 @@ _EXTRA_TYPES: dict[str, type[HindsightError]] = {
     "review_timeout": ReviewError,
     "not_ready": ServiceError,
 }
+
+
+_STORE_MESSAGES: tuple[tuple[type[StoreError], str], ...] = (
+    (
+        StoreLockedError,
+        "the store is locked by another process on the server (the server log has the details)",
+    ),
+    (
+        EmbedderMismatchError,
+        "the server's store was built with another embedding model than the server uses (the "
+        "server log has the details)",
+    ),
+    (StoreError, "the store is unavailable (the server log has the details); retry later"),
+)
+
+
+def client_message(exc: BaseException) -> str:
+    """The message a client of the service sees for ``exc`` (one line).
+
+    A store error's own message names database URLs, hosts, users, ports and files of the
+    deployment (useful in the server's log, not to a client): a client gets a fixed message of
+    its class instead, or the error's own ``client_message`` when it defines one (issue 22).
+    Every other error keeps its message.
+    """
+    if isinstance(exc, StoreError):
+        own = getattr(exc, "client_message", None)
+        if isinstance(own, str) and own:
+            return own
+        for cls, text in _STORE_MESSAGES:
+            if isinstance(exc, cls):
+                return text
+    return str(exc) or type(exc).__name__
 
 
 def status_and_type(exc: BaseException) -> tuple[int, str]:

@@ -106,6 +106,7 @@ def create_app(
     if console:
         _mount_console(app)
     app.add_middleware(_Gate, max_body_bytes=max_body_bytes)
+    _document_own_bodies(app)
     return app
 
 
@@ -120,6 +121,22 @@ def _mount_console(app: FastAPI) -> None:
         return RedirectResponse(CONSOLE_PATH + "/", status_code=307)
 
     app.mount(CONSOLE_PATH, create_console(lambda: app.state.memory, lambda: app.state.keyring))
+
+
+def _document_own_bodies(app: FastAPI) -> None:
+    """Put the bodies of routes that parse their body themselves (off the event loop) into
+    the schema's components, where their ``openapi_extra`` points."""
+    from hindsight.service.http._openapi import add_components
+    from hindsight.service.http._schemas import EpisodeBody
+
+    default = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            add_components(default(), EpisodeBody)
+        return app.openapi_schema  # type: ignore[return-value]
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _lifespan(
@@ -201,11 +218,19 @@ class _TooLarge(StarletteHTTPException):
         super().__init__(413, f"the request body is over the limit of {limit} bytes")
 
 
+PUBLIC_PATHS = frozenset(
+    {"/health", "/ready", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+)
+"""Paths answered without an API key; every other request needs a valid one (the console,
+:data:`CONSOLE_PATH`, signs its users in itself: a key for a session cookie)."""
+
+
 class _Gate:
-    """In front of every route: refuse bodies over the limit with 413 ``payload_too_large``
-    (a declared ``Content-Length`` at once, a chunked body while it streams), and send ``/mcp``
-    and ``/mcp/...`` to the MCP app (path unchanged) once the key is valid, 401 in the API's
-    error shape otherwise; a method other than POST on ``/mcp`` is 405 with ``Allow: POST``."""
+    """In front of every route: check the API key before anything reads the body (401 in the
+    API's error shape, on every path but :data:`PUBLIC_PATHS`); refuse bodies over the limit
+    with 413 ``payload_too_large`` (a declared ``Content-Length`` at once, a chunked body
+    while it streams); send ``/mcp`` and ``/mcp/...`` to the MCP app (path unchanged); a
+    method other than POST on ``/mcp`` is 405 with ``Allow: POST``."""
 
     def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
         self.app = app
@@ -216,6 +241,14 @@ class _Gate:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        path = scope.get("path", "")
+        console = path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+        if path not in PUBLIC_PATHS and not console:
+            raw = key_from_headers(headers)
+            if scope["app"].state.keyring.authenticate(raw) is None:
+                message = MISSING_KEY if not raw else UNKNOWN_KEY
+                await error_response(401, "unauthorized", message)(scope, receive, send)
+                return
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self.limit:
             await self._refuse(scope, receive, send)
@@ -260,11 +293,6 @@ class _Gate:
             await self.app(scope, receive, send)
             return
         state = scope["app"].state
-        raw = key_from_headers(headers)
-        if state.keyring.authenticate(raw) is None:
-            message = MISSING_KEY if raw is None else UNKNOWN_KEY
-            await error_response(401, "unauthorized", message)(scope, receive, send)
-            return
         if scope.get("method") != "POST":
             # Stateless JSON responses (create_mcp_http): no SSE stream to GET, no session
             # to DELETE; without this a GET opened a stream that never ended (review finding).

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hindsight._contract import error_location
 from hindsight._errors import HindsightError
 from hindsight.guard.screening import GUARD_OWNED_FIELDS, owned_by_guard
-from hindsight.service._wire import error_body, status_and_type
+from hindsight.service._wire import client_message, error_body, status_and_type
 
 __all__ = ["error_response", "install_error_handlers"]
 
@@ -93,9 +93,9 @@ def _validation(_: Request, exc: Exception) -> JSONResponse:
 def _hindsight(_: Request, exc: Exception) -> JSONResponse:
     status, type_ = status_and_type(exc)
     if status >= 500:
-        log.warning("hindsight: %s: %s", type(exc).__name__, exc)
+        log.warning("hindsight: %s: %s", type(exc).__name__, exc)  # the full message: the log
     field = "trajectory" if type_ == "invalid_trajectory" else None  # as MCP store_episode
-    return error_response(status, type_, str(exc) or type(exc).__name__, field)
+    return error_response(status, type_, client_message(exc), field)
 
 
 def _http(_: Request, exc: Exception) -> JSONResponse:

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Query, Response
 from hindsight._errors import UsageError
 from hindsight.models import Experience, ExperienceStatus
 from hindsight.service.http._deps import Memory, Tenant
+from hindsight.service.http._openapi import V1_ERRORS, errors
 from hindsight.service.http._schemas import (
     AddExperienceBody,
     EditExperienceBody,
@@ -27,7 +28,7 @@ from hindsight.service.http._schemas import (
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["experiences"])
+router = APIRouter(prefix="/v1", tags=["experiences"], responses={**V1_ERRORS, **errors(502)})
 
 Limit = Annotated[int, Query(ge=1, le=10000)]
 Offset = Annotated[int, Query(ge=0, le=10**9)]

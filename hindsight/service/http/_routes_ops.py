@@ -9,8 +9,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request
 
 from hindsight.service._keys import key_from_headers
+from hindsight.service._wire import client_message
 from hindsight.service.http._deps import Memory, Tenant, keyring_of
 from hindsight.service.http._errors import error_response
+from hindsight.service.http._openapi import V1_ERRORS, ErrorResponse
 from hindsight.service.http._schemas import RetryJobsBody
 
 __all__ = ["router"]
@@ -40,13 +42,20 @@ async def health() -> dict[str, str]:
     "/ready",
     summary="Readiness (no key needed)",
     responses={
-        503: {"description": "not ready: the reason is in the error message for a valid key"}
+        503: {
+            "model": ErrorResponse,
+            "description": "not ready: the reason is in the error message for a valid key",
+        }
     },
 )
 async def ready(request: Request) -> Any:
-    """Touches the SQL store and the vector index; 503 ``not_ready``. The message names what
-    failed for a caller with a valid key; without one it is :data:`NOT_READY` (the full reason
-    is logged)."""
+    """Touches the SQL store and the vector index, and checks that this process's vector
+    index follows the store's vector log; 503 ``not_ready`` when one fails. The answer has
+    the index's ``vectors_lag`` (log entries not applied yet) and ``replicas``: counts of the
+    registered vector indexes of the deployment (running, not seen, lagging, failing,
+    divergent; ``hindsight doctor`` names them). The message of a 503 names what failed for
+    a caller with a valid key (never a host, URL or path of a store); without one it is
+    :data:`NOT_READY` (the full reason is logged)."""
     memory = getattr(request.app.state, "memory", None)
     if memory is None:
         return _not_ready(request, "the memory engine is not open (starting up)")
@@ -55,37 +64,61 @@ async def ready(request: Request) -> Any:
         return _not_ready(request, f"API keys: {problem}")
 
     def probe() -> dict[str, Any]:
+        from hindsight.store.vector_sync import replica_rows, replica_summary
+
         checks: dict[str, Any] = {}
         try:
             memory.store.get_meta("embedding_model")
             checks["sql"] = "ok"
         except Exception as exc:
-            checks["sql"] = f"{type(exc).__name__}: {exc}"
+            log.warning("hindsight: /ready: SQL: %s: %s", type(exc).__name__, exc)
+            checks["sql"] = client_message(exc)
         try:
+            memory.index.count(None)
             checks["vectors"] = "ok"
-            checks["vector_points"] = memory.index.count(None)
         except Exception as exc:
-            checks["vectors"] = f"{type(exc).__name__}: {exc}"
+            log.warning("hindsight: /ready: vectors: %s: %s", type(exc).__name__, exc)
+            checks["vectors"] = client_message(exc)
+        if checks["sql"] == "ok":
+            try:
+                status = memory.vectors.status()
+                checks["vectors_lag"] = status["lag"]
+                if status["last_error"]:
+                    log.warning("hindsight: /ready: replica: %s", status["last_error"])
+                    checks["replica"] = "the vector index cannot catch up with the SQL store"
+                rows = replica_rows(memory.store, memory.clock.now())
+                checks["replicas"] = replica_summary(rows)
+            except Exception as exc:
+                log.warning("hindsight: /ready: replicas: %s: %s", type(exc).__name__, exc)
+                checks["replica"] = client_message(exc)
         return checks
 
     try:
         checks = await asyncio.wait_for(asyncio.to_thread(probe), timeout=10.0)
     except TimeoutError:
         return _not_ready(request, "SQL or vector store did not answer in 10 s")
-    failed = [f"{k}: {v}" for k, v in checks.items() if k in ("sql", "vectors") and v != "ok"]
+    failed = [
+        f"{k}: {v}" for k, v in checks.items() if k in ("sql", "vectors", "replica") and v != "ok"
+    ]
     if failed:
         return _not_ready(request, "; ".join(failed))
-    return {"status": "ready", "sql": "ok", "vectors": "ok"}
+    return {
+        "status": "ready",
+        "sql": "ok",
+        "vectors": "ok",
+        "vectors_lag": checks.get("vectors_lag", 0),
+        "replicas": checks.get("replicas", {}),
+    }
 
 
-@router.get("/v1/stats", summary="Counts of the key's tenant")
+@router.get("/v1/stats", summary="Counts of the key's tenant", responses=V1_ERRORS)
 async def stats(tenant: Tenant, memory: Memory) -> dict[str, Any]:
     """Trajectories, events, experiences (by status and kind), vectors and review jobs of the
     key's tenant only."""
     return await memory.stats(tenant_id=tenant)
 
 
-@router.get("/v1/jobs", summary="Review jobs of the key's tenant")
+@router.get("/v1/jobs", summary="Review jobs of the key's tenant", responses=V1_ERRORS)
 async def list_jobs(
     tenant: Tenant,
     memory: Memory,
@@ -97,7 +130,7 @@ async def list_jobs(
     return [j.to_json() for j in jobs]
 
 
-@router.post("/v1/jobs/retry", summary="Retry failed review jobs")
+@router.post("/v1/jobs/retry", summary="Retry failed review jobs", responses=V1_ERRORS)
 async def retry_jobs(body: RetryJobsBody, tenant: Tenant, memory: Memory) -> list[dict[str, Any]]:
     """Put failed jobs back to pending: ``job_ids`` or ``all_failed`` (of this tenant)."""
     jobs = await memory.retry_review_jobs(

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from hindsight.models import Experience, Outcome, Trajectory
+from hindsight.service._offload import offload
 from hindsight.service.http._deps import Memory, Tenant
 from hindsight.service.http._errors import error_response
+from hindsight.service.http._openapi import V1_ERRORS, errors, json_body, parse_body
 from hindsight.service.http._schemas import (
     EpisodeBody,
     EpisodesResponse,
@@ -23,7 +25,7 @@ from hindsight.service.http._schemas import (
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["runs"])
+router = APIRouter(prefix="/v1", tags=["runs"], responses={**V1_ERRORS, **errors(502)})
 
 
 def _foreign_tenant(body: EpisodeBody, tenant: str) -> str | None:
@@ -41,15 +43,20 @@ def _foreign_tenant(body: EpisodeBody, tenant: str) -> str | None:
     status_code=201,
     response_model=EpisodesResponse,
     summary="Store a finished run (and queue its review)",
-    responses={403: {"description": "the body names another tenant"}},
+    responses=errors(403),
+    openapi_extra=json_body(EpisodeBody),
 )
-async def store_episode(body: EpisodeBody, tenant: Tenant, memory: Memory) -> Any:
+async def store_episode(request: Request, tenant: Tenant, memory: Memory) -> Any:
     """Store the run(s) in ``trajectory`` for the key's tenant; idempotent (the same record
     twice is stored once, ``stored: false``). A ``tenant_id`` in the body must be the key's
     tenant (else 403 ``forbidden``): data is never written to a tenant the caller did not
-    authenticate as."""
+    authenticate as. The body (up to the server's limit) is parsed, converted and stored off
+    the event loop, a bounded number at a time (docs/deploy.md), so a large run never holds
+    up other requests."""
     from hindsight.capture.ingest.records import record_format, trajectories_from_record
 
+    raw = await request.body()
+    body = await offload(parse_body, EpisodeBody, raw, request.headers.get("content-type"))
     foreign = _foreign_tenant(body, tenant)
     if foreign is not None:
         return error_response(
@@ -59,7 +66,8 @@ async def store_episode(body: EpisodeBody, tenant: Tenant, memory: Memory) -> An
             "trajectory.tenant_id",
         )
     fmt = record_format(body.trajectory) if body.format == "auto" else body.format
-    trajectories = trajectories_from_record(
+    trajectories = await offload(
+        trajectories_from_record,
         body.trajectory,
         tenant_id=tenant,
         format=fmt,
@@ -71,7 +79,7 @@ async def store_episode(body: EpisodeBody, tenant: Tenant, memory: Memory) -> An
         dict(await memory.store_episode(t, review=body.review, merge=body.merge))
         for t in trajectories
     ]
-    return {"format": fmt, "episodes": receipts}
+    return JSONResponse({"format": fmt, "episodes": receipts}, status_code=201)
 
 
 @router.get("/episodes/{trajectory_id}", response_model=Trajectory, summary="A stored run")
@@ -118,6 +126,7 @@ async def get_trajectory(trajectory_id: str, tenant: Tenant, memory: Memory) -> 
     "/episodes/{trajectory_id}/review",
     response_model=list[Experience],
     summary="Review a stored run now",
+    responses=errors(504),
 )
 async def review_now(trajectory_id: str, tenant: Tenant, memory: Memory) -> Any:
     """Review the run now and return the experiences written (its episode summary last).

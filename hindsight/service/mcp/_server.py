@@ -173,11 +173,17 @@ def build_mcp_server(
         again stores nothing new. Returns the trajectory_id used by summarize_trajectory and
         record_outcome."""
         from hindsight.capture.ingest.records import record_format, trajectory_from_record
+        from hindsight.service._offload import offload
 
         who = tenant_of(ctx)
         fmt = record_format(trajectory)
-        traj = trajectory_from_record(
-            trajectory, tenant_id=who, namespace=ns(namespace), task_type=task_type, format=fmt
+        traj = await offload(  # a large transcript is converted off the event loop (issue 22)
+            trajectory_from_record,
+            trajectory,
+            tenant_id=who,
+            namespace=ns(namespace),
+            task_type=task_type,
+            format=fmt,
         )
         receipt = await memory.store_episode(traj, review=review)
         return EpisodeStored(

@@ -35,7 +35,7 @@ from hindsight._errors import HindsightError, UsageError
 from hindsight._text import clean_json, collecting, refuse_invalid
 from hindsight.guard.screening import GUARD_OWNED_FIELDS, owned_by_guard
 from hindsight.models import NAME_FIELDS
-from hindsight.service._wire import error_body, status_and_type
+from hindsight.service._wire import client_message, error_body, status_and_type
 
 __all__ = [
     "WARNINGS_META",
@@ -97,7 +97,9 @@ def error_of(exc: BaseException, params: set[str]) -> tuple[str, str, str | None
     if not isinstance(exc, HindsightError):
         return None
     kind = status_and_type(exc)[1]
-    message = error_body(kind, str(exc))["error"]["message"]
+    if kind.startswith(("store_", "embedder_")):
+        log.warning("MCP: %s: %s", type(exc).__name__, exc)  # the full message: the log
+    message = error_body(kind, client_message(exc))["error"]["message"]
     if kind == "invalid_trajectory":
         return kind, message, "trajectory"
     if kind in ("tenant_required", "unauthorized"):
