@@ -1,35 +1,36 @@
-"""Crash consistency (issue 2): SIGKILL an ingesting process at random points, then reopen.
+"""Crash consistency (issues 2 and 22): SIGKILL an ingesting process at random points, then
+ingest the same file again.
 
 A child process opens the embedded store with defaults (hash embedder, heuristic reviewer,
-Qdrant Edge; SQLite in the data dir, or PostgreSQL via DATABASE_URL), stores the real tau-bench
-trajectories one by one with ``store_episode`` (reviews run in its background worker) and
-prints ``ack <id>`` after each ``store_episode`` returns. The parent SIGKILLs it at seeded random
-points: during start-up/open, or after a random number of acknowledged trajectories plus a
-random few milliseconds. After every kill the parent reopens the store and checks:
+Qdrant Edge; SQLite in the data dir, or PostgreSQL via DATABASE_URL), stores the trajectories of
+a round's file (a slice of the real tau-bench runs) one by one with ``store_episode`` (reviews
+run in its background worker) and prints ``ack <id>`` after each ``store_episode`` returns. The
+parent SIGKILLs it at seeded random points: during start-up/open, or after a random number of
+acknowledged trajectories plus a random few milliseconds. After every kill:
 
+* the real ``hindsight ingest`` of the same file runs again: it exits 0 with every review of
+  the file's runs done (``reviews_pending`` 0, none failed): the reviews the killed process left
+  pending, or running under its dead worker, are finished by the re-run, not left for some
+  later process (issue 22);
 * SQL and vectors agree: the non-deleted experience ids in SQL are exactly the vector points;
-* every acknowledged trajectory is stored, with all its events;
-* review jobs the child left (pending, or claimed by the dead worker and re-claimed once its
-  lease expired: the reopening memory uses a clock past the lease) complete on ``flush``, and
-  every acknowledged trajectory then has its experiences.
+* every acknowledged trajectory is stored, with all its events, and was reviewed.
 
 Each round ingests into its own tenant, so every kill lands in fresh work.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hindsight import ExperienceStatus, Memory
-from hindsight.testing import ManualClock
-from tests.cli_helpers import cli_env
+from tests.cli_helpers import cli_env, run_cli
 
 ROUNDS = 10
 PER_ROUND = 20
@@ -41,15 +42,14 @@ LIVE = tuple(s.value for s in ExperienceStatus if s is not ExperienceStatus.DELE
 CHILD = (
     f"PER_ROUND = {PER_ROUND}\n"
     + r"""
-import itertools, sys
+import sys
 from hindsight import Memory
 from hindsight.capture.ingest import iter_trajectories
 
-data_dir, path, tenant, start = sys.argv[1:5]
+data_dir, path, tenant = sys.argv[1:4]
 mem = Memory(data_dir=data_dir)
 print("ready", flush=True)
-runs = iter_trajectories(path, tenant_id=tenant)
-for traj in itertools.islice(runs, int(start), int(start) + PER_ROUND):
+for traj in iter_trajectories(path, format="tau-bench", tenant_id=tenant):
     mem.store_episode(traj)
     print("ack", traj.id, len(traj.events), flush=True)
 mem.flush(timeout=120)
@@ -63,10 +63,10 @@ class Child:
     """The ingesting subprocess; a reader thread collects its acknowledged trajectories."""
 
     def __init__(
-        self, script: Path, data_dir: Path, tau: Path, tenant: str, start: int, env: dict[str, str]
+        self, script: Path, data_dir: Path, runs: Path, tenant: str, env: dict[str, str]
     ) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(script), str(data_dir), str(tau), tenant, str(start)],
+            [sys.executable, str(script), str(data_dir), str(runs), tenant],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -113,35 +113,48 @@ class Child:
         return self.proc.stderr.read()
 
 
+def _ingest_again(data: Path, env: dict[str, str], runs: Path, tenant: str) -> dict[str, int]:
+    """The real ``hindsight ingest`` of the round's file, after the kill: it must finish."""
+    proc = run_cli(
+        "ingest",
+        str(runs),
+        "--format",
+        "tau-bench",
+        "--tenant",
+        tenant,
+        "--json",
+        data_dir=data,
+        timeout=600,
+        **env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    doc: dict[str, int] = json.loads(proc.stdout)
+    assert doc["trajectories_added"] + doc["trajectories_skipped"] == PER_ROUND, doc
+    assert (doc["reviews_pending"], doc["reviews_failed"]) == (0, 0), doc
+    assert doc["reviews_succeeded"] == PER_ROUND, doc  # every run of the file is reviewed
+    return doc
+
+
 def _check_store(
     data: Path, env: dict[str, str], tenants: list[str], acked: dict[str, tuple[str, int]]
 ) -> None:
     url = env.get("DATABASE_URL")
-    # Reopen "after" any lease the dead worker held (review_timeout + 30 s), so its claimed job
-    # is re-claimable now instead of in 150 s.
-    later = ManualClock(datetime.now(UTC) + timedelta(seconds=120 + 30 + 1))
-    # background_review=False: no worker writes while the counts are compared; flush() below
-    # starts one.
-    with Memory(data_dir=data, database_url=url, clock=later, background_review=False) as mem:
+    # background_review=False: nothing writes while the counts are compared
+    with Memory(data_dir=data, database_url=url, background_review=False) as mem:
         store, index = mem.aio.store, mem.aio.index
-
-        def agree() -> None:
-            sql_ids = {
-                e.id
-                for tenant in tenants
-                for e in store.list_experiences(tenant, statuses=LIVE, limit=10_000)
-            }
-            assert store.count_experiences(None, LIVE, all_tenants=True) == len(sql_ids)
-            assert index.count(None) == len(sql_ids)
-            assert index.all_ids() == sql_ids
-
-        agree()  # right at open: the outbox repaired whatever the kill interrupted
+        sql_ids = {
+            e.id
+            for tenant in tenants
+            for e in store.list_experiences(tenant, statuses=LIVE, limit=10_000)
+        }
+        assert store.count_experiences(None, LIVE, all_tenants=True) == len(sql_ids)
+        assert index.count(None) == len(sql_ids)
+        assert index.all_ids() == sql_ids
         for tid, (tenant, n_events) in acked.items():
             assert len(mem.get_trajectory(tid, tenant_id=tenant).events) == n_events
-        assert mem.flush(timeout=120)
         jobs = mem.stats()["review_jobs"]
         assert jobs["pending"] == 0 and jobs["running"] == 0 and jobs["failed"] == 0, jobs
-        agree()
         reviewed = {
             tid
             for tenant in tenants
@@ -152,20 +165,23 @@ def _check_store(
         assert set(acked) <= reviewed, "stored trajectories were never reviewed"
 
 
-def test_sigkill_during_ingest_loses_nothing_and_keeps_sql_and_vectors_equal(
+def test_sigkill_during_ingest_then_ingest_again_finishes_every_review(
     tmp_path: Path, tau_bench_path: Path, database_url: str
 ) -> None:
     env = {} if database_url.startswith("sqlite") else {"DATABASE_URL": database_url}
     data = tmp_path / "data"
     script = tmp_path / "child.py"
     script.write_text(CHILD, encoding="utf-8")
+    records = json.loads(tau_bench_path.read_text(encoding="utf-8"))
     rng = random.Random(SEED)
     acked: dict[str, tuple[str, int]] = {}
     mid_ingest = 0
     for round_ in range(ROUNDS):
         tenant = f"crash{round_}"
-        start = (round_ * PER_ROUND) % 200
-        child = Child(script, data, tau_bench_path, tenant, start, env)
+        start = (round_ * PER_ROUND) % len(records)
+        runs = tmp_path / f"round{round_}.json"
+        runs.write_text(json.dumps(records[start : start + PER_ROUND]), encoding="utf-8")
+        child = Child(script, data, runs, tenant, env)
         if round_ % 5 == 4:  # kill during start-up, migrations or open
             time.sleep(rng.uniform(0.05, 0.8))
             where = "start-up"
@@ -179,10 +195,12 @@ def test_sigkill_during_ingest_loses_nothing_and_keeps_sql_and_vectors_equal(
         mid_ingest += int(not child.done)  # killed before its reviews were all done
         acked.update({tid: (tenant, n) for tid, n in child.acked.items()})
         t0 = time.perf_counter()
+        doc = _ingest_again(data, env, runs, tenant)
         _check_store(data, env, [f"crash{r}" for r in range(round_ + 1)], acked)
         print(
-            f"round {round_}: killed {where}; {len(child.acked)} acknowledged; "
-            f"check {time.perf_counter() - t0:.1f} s"
+            f"round {round_}: killed {where}; {len(child.acked)} acknowledged; re-run found "
+            f"{doc['reviews_found_pending']} review(s) pending; check "
+            f"{time.perf_counter() - t0:.1f} s"
         )
     assert mid_ingest == ROUNDS, "every kill must land before the ingest finished"
     assert len(acked) > 2 * PER_ROUND
