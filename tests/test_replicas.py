@@ -166,6 +166,19 @@ def test_a_checkpoint_of_another_log_or_ahead_of_it_means_a_rebuild(tmp_path: Pa
         assert rebuilt is not None and "started over" in rebuilt["reason"]
 
 
+def test_a_stale_index_with_a_fitting_checkpoint_is_rebuilt_at_open(tmp_path: Path) -> None:
+    """Points lost (or written) outside the log: the checkpoint fits, the count does not."""
+    data = tmp_path / "d"
+    with Memory(data_dir=data, background_review=False) as mem:
+        kept = mem.add_experience("lesson one", tenant_id="t")
+        mem.add_experience("lesson two", tenant_id="t")
+        mem.aio.index.delete([kept.id])  # behind the log's back
+    with Memory(data_dir=data, background_review=False) as mem:
+        rebuilt = mem.aio.vectors.rebuilt
+        assert rebuilt is not None and "holds 1 point(s) where SQL has 2" in rebuilt["reason"]
+        assert kept.id in mem.aio.index.all_ids()
+
+
 def test_a_running_replica_rebuilds_when_the_log_starts_over(
     tmp_path: Path, memories: list[Memory]
 ) -> None:

@@ -224,8 +224,25 @@ class VectorSync:
             reason = "the index is empty"
         self._opened = True
         done = self._sync(rebuild_reason=reason)
+        if reason is None:
+            done += self._check_count()
         self._heartbeat(force=True)
         return done
+
+    def _check_count(self) -> int:
+        """After catching up from a checkpoint: an index that holds another number of points
+        than SQL says (points lost or written outside the log: a stale copy) is rebuilt. The
+        counts are compared only while the log stands still (another process writing makes
+        them differ for a moment, not for good)."""
+        state = self.store.vector_log_state()
+        if state.log_id != self.log_id or state.head != self.position:
+            return 0
+        points, expected = self.index.count(None), self.store.count_vector_rows()
+        if points == expected or self.store.vector_log_state() != state:
+            return 0
+        return self._sync(
+            rebuild_reason=f"the index holds {points} point(s) where SQL has {expected}"
+        )
 
     def start_following(self) -> None:
         """Start the daemon thread that catches up every ``follow_interval`` seconds, keeps
