@@ -11,7 +11,7 @@ it needs to, because CPython makes a running thread hand over the interpreter af
 interval (``sys.getswitchinterval()``, 5 ms). A small request of another tenant is therefore
 delayed by at most a few switch intervals each time it needs the interpreter (tens of
 milliseconds in all, not the seconds the whole conversion takes). docs/deploy.md states the
-bound; ``tests/server/test_big_bodies.py`` checks that small requests are answered while a
+bound; ``tests/server/test_http_scale.py`` checks that small requests are answered while a
 large body is being converted.
 """
 
