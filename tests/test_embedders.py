@@ -553,3 +553,78 @@ def test_local_model_by_path_and_missing_path() -> None:
     # A hub name that is not in the local cache fails at once: nothing is downloaded.
     with pytest.raises(EmbeddingError, match="offline"):
         SentenceTransformerEmbedder("sentence-transformers/hindsight-no-such-model")
+
+
+# --- input limits (issue 18 item 4) -----------------------------------------------------------
+
+
+class LimitedProvider(FakeProvider):
+    """A provider that refuses any input over ``limit`` characters, as OpenAI does (400)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        texts = json.loads(request.content)["input"]
+        if any(len(t) > self.limit for t in texts):
+            self.requests.append(request)
+            message = (
+                f"This model's maximum context length is {self.limit // 4} tokens, however you "
+                "requested more tokens. Please reduce the length of the input."
+            )
+            error = {"message": message, "type": "invalid_request_error", "code": None}
+            return httpx.Response(400, json={"error": error})
+        return super().__call__(request)
+
+
+@pytest.mark.parametrize("limit", [100, 2000])
+def test_litellm_truncates_what_the_provider_refuses_as_too_long(limit: int) -> None:
+    fake = LimitedProvider(limit)
+    with respx.mock(assert_all_called=False) as router:
+        router.post(EMBEDDINGS_URL).mock(side_effect=fake)
+        embedder = LiteLLMEmbedder(
+            "openai/test-embed", api_base=API_BASE, api_key="k", dimension=8, max_retries=1
+        )
+        assert embedder.max_input_tokens is None  # unknown to litellm: learned from refusals
+        out = embedder.embed(["short", "x" * (limit * 10 + 7), "y" * (limit * 3)])
+        assert out.shape == (3, 8) and np.all(np.isfinite(out))
+        assert embedder.truncated == 2
+        assert all(len(t) <= limit for t in fake.inputs[-1])
+        assert fake.inputs[-1][0] == "short"  # short texts are sent whole
+        refused = len(fake.requests) - len(fake.inputs)
+        embedder.embed(["z" * (limit * 10)])  # the learned length is used at once
+        assert len(fake.requests) - len(fake.inputs) == refused
+        assert embedder.truncated == 3
+
+
+def test_litellm_limit_from_the_model_info_and_given() -> None:
+    assert LiteLLMEmbedder("text-embedding-3-small").max_input_tokens == 8191
+    given = LiteLLMEmbedder(
+        "openai/x", api_base=API_BASE, api_key="k", max_input_tokens=50, dimension=8
+    )
+    fake = FakeProvider()
+    with respx.mock(assert_all_called=False) as router:
+        router.post(EMBEDDINGS_URL).mock(side_effect=fake)
+        given.embed(["word " * 500])
+    assert len(fake.inputs[0][0]) <= 50 * 4 and given.truncated == 1
+    with pytest.raises(UsageError, match="max_input_tokens"):
+        LiteLLMEmbedder("openai/x", max_input_tokens=0)
+
+
+def test_recall_never_fails_because_a_query_is_long(tmp_path: Path) -> None:
+    from hindsight import Memory
+
+    fake = LimitedProvider(400)
+    with respx.mock(assert_all_called=False) as router:
+        router.post(EMBEDDINGS_URL).mock(side_effect=fake)
+        embedder = LiteLLMEmbedder(
+            "openai/test-embed", api_base=API_BASE, api_key="k", dimension=8, max_retries=1
+        )
+        with Memory(data_dir=tmp_path, embedder=embedder) as mem:
+            exp = mem.add_experience("Retry order_query once on 502 " * 40, tenant_id="t")
+            long_query = "why does order_query fail with 502 again and again? " * 200
+            result = mem.recall(long_query, tenant_id="t", similarity_floor=-1.0)
+            assert [h.experience.id for h in result.hits] == [exp.id]
+            assert exp.content == "Retry order_query once on 502 " * 40  # stored whole
+        assert embedder.truncated >= 2

@@ -316,6 +316,8 @@ class HashEmbedder:
             raise UsageError(f"HashEmbedder dimension must be an int >= 8, got {dimension!r}")
         self.dimension: int = dimension
         self.name: str = f"hash-{dimension}"
+        self.max_input_tokens: int | None = None  # any length: features are hashed, not cut
+        self.truncated = 0
         self.similarity_floor: float = SIMILARITY_FLOOR
         self.dedup_threshold: float = DEDUP_THRESHOLD
 

@@ -159,15 +159,34 @@ class SentenceTransformerEmbedder:
         if not isinstance(dimension, int) or dimension < 1:
             raise EmbeddingError(f"{self.name}: model reports no embedding dimension")
         self.dimension: int = dimension
+        seq = getattr(self._model, "max_seq_length", None)
+        self.max_input_tokens: int | None = seq if isinstance(seq, int) and seq > 0 else None
+        self.truncated = 0
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.source!r}, device={self.device!r})"
 
+    def _too_long(self, items: list[str]) -> int:
+        """How many of ``items`` the model's window cuts (0 when the tokenizer cannot say)."""
+        limit, tokenizer = self.max_input_tokens, getattr(self._model, "tokenizer", None)
+        if limit is None or tokenizer is None:
+            return 0
+        # cheap pre-filter: every token but the 2 special ones covers at least one character
+        long = [t for t in items if len(t) + 2 > limit]
+        if not long:
+            return 0
+        try:
+            ids = tokenizer(long, add_special_tokens=True, truncation=False)["input_ids"]
+        except Exception:
+            return 0
+        return sum(1 for row in ids if len(row) > limit)
+
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Embed ``texts``; float32 of shape ``(len(texts), dimension)``, L2-normalised.
 
-        Texts longer than the model's window (256 word pieces for all-MiniLM-L6-v2) are
-        truncated by the model.
+        Texts longer than the model's window (:attr:`max_input_tokens`, the model's
+        ``max_seq_length``: 256 word pieces for all-MiniLM-L6-v2) are truncated by the model;
+        :attr:`truncated` counts them (issue 18 item 4).
 
         Raises:
             EmbeddingError: the model failed.
@@ -187,6 +206,7 @@ class SentenceTransformerEmbedder:
                 )
         except Exception as exc:
             raise EmbeddingError(f"{self.name}: {one_line(exc)}") from exc
+        self.truncated += self._too_long(items)
         vectors = np.asarray(out, dtype=np.float32)
         if vectors.shape != (len(items), self.dimension):
             raise EmbeddingError(

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Sequence
@@ -13,9 +14,20 @@ from typing import Any
 import numpy as np
 
 from hindsight._errors import EmbeddingError, UsageError
-from hindsight.embedders._common import FloatMatrix, check_texts, one_line
+from hindsight.embedders._common import (
+    FloatMatrix,
+    check_texts,
+    cut_to_tokens,
+    one_line,
+    says_too_long,
+)
 
 __all__ = ["LiteLLMEmbedder"]
+
+log = logging.getLogger("hindsight")
+
+_MIN_CHARS = 16
+"""Below this length a "too long" refusal is not about length: it is raised as it is."""
 
 #: Probe text embedded once to learn the dimension when none is given.
 PROBE_TEXT = "dimension probe"
@@ -39,6 +51,10 @@ class LiteLLMEmbedder:
         max_retries: retries of a failed request inside the provider client (default 2, as in
             litellm and openai). litellm 1.110 treats ``0`` as "default" on its OpenAI path
             (``max_retries or DEFAULT_MAX_RETRIES``), so 1 is the smallest value that bites.
+        max_input_tokens: the model's input limit in tokens. ``None`` (default): litellm's
+            model info (``max_input_tokens``, e.g. 8191 for ``text-embedding-3-small``) when
+            it knows the model. Texts are cut to 75% of it (estimated tokens) before they are
+            sent (issue 18 item 4).
 
     Attributes:
         name: ``"litellm:<model>"``, recorded in the store.
@@ -49,6 +65,11 @@ class LiteLLMEmbedder:
             ``text-embedding-ada-002`` (everything scores 0.7+) set
             ``MemoryConfig.similarity_floor`` to about 0.8.
         dedup_threshold: 0.92 (cosine above which two lessons are near-duplicates).
+        truncated: how many texts were cut to fit the model's input so far. Besides the known
+            limit, a request the provider refuses as too long (its error says "maximum
+            context length", "too long", "too many tokens", ...) is sent again with the batch
+            cut to half its longest text, until it is accepted; the length that worked is kept
+            for later texts, and a warning is logged once. A long query never fails recall.
 
     Raises:
         UsageError: empty model, ``timeout <= 0``, ``batch_size < 1`` or ``dimension < 1``.
@@ -67,6 +88,7 @@ class LiteLLMEmbedder:
         batch_size: int = 128,
         dimension: int | None = None,
         max_retries: int = 2,
+        max_input_tokens: int | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise UsageError("LiteLLMEmbedder needs a model name, e.g. 'text-embedding-3-small'")
@@ -87,8 +109,50 @@ class LiteLLMEmbedder:
         self.timeout = float(timeout)
         self.batch_size = batch_size
         self.max_retries = max_retries
+        if max_input_tokens is not None and (
+            isinstance(max_input_tokens, bool)
+            or not isinstance(max_input_tokens, int)
+            or max_input_tokens < 1
+        ):
+            raise UsageError(f"max_input_tokens must be an int >= 1, got {max_input_tokens!r}")
         self._dimension = dimension
         self._lock = threading.Lock()
+        self._max_input_tokens = max_input_tokens
+        self._limit_known = max_input_tokens is not None
+        self._max_chars: int | None = None  # learned from "too long" refusals
+        self.truncated = 0
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        """The model's input limit in tokens (given, or litellm's model info), else ``None``."""
+        if not self._limit_known:
+            self._limit_known = True
+            try:
+                import litellm
+
+                info = litellm.get_model_info(self.model)
+                found = info.get("max_input_tokens") or info.get("max_tokens")
+                self._max_input_tokens = int(found) if found else None
+            except Exception:  # unknown to litellm: the provider's refusals teach the limit
+                self._max_input_tokens = None
+        return self._max_input_tokens
+
+    def _fit(self, text: str) -> str:
+        cut = cut_to_tokens(text, self.max_input_tokens)
+        if self._max_chars is not None and len(cut) > self._max_chars:
+            cut = cut[: self._max_chars]
+        return cut
+
+    def _note_truncated(self, n: int) -> None:
+        if not self.truncated:
+            log.warning(
+                "hindsight: %s: texts longer than the model's input are truncated "
+                "(limit %s tokens, %s characters learned from the provider)",
+                self.name,
+                self.max_input_tokens,
+                self._max_chars,
+            )
+        self.truncated += n
 
     def __repr__(self) -> str:
         return f"LiteLLMEmbedder(model={self.model!r}, api_base={self.api_base!r})"
@@ -103,7 +167,7 @@ class LiteLLMEmbedder:
         if self._dimension is None:
             with self._lock:
                 if self._dimension is None:
-                    self._dimension = self._request([PROBE_TEXT]).shape[1]
+                    self._dimension = self._request([PROBE_TEXT])[0].shape[1]
         return self._dimension
 
     @dimension.setter
@@ -129,11 +193,16 @@ class LiteLLMEmbedder:
         items = check_texts(texts)
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        items = [text if text.strip() else " " for text in items]
-        parts = [
-            self._request(items[i : i + self.batch_size])
-            for i in range(0, len(items), self.batch_size)
-        ]
+        items = [self._fit(text) if text.strip() else " " for text in items]
+        parts: list[FloatMatrix] = []
+        sent: list[str] = []
+        for i in range(0, len(items), self.batch_size):
+            vectors, batch = self._request(items[i : i + self.batch_size])
+            parts.append(vectors)
+            sent += batch
+        cut = sum(1 for given, final in zip(texts, sent, strict=True) if final not in (given, " "))
+        if cut:
+            self._note_truncated(cut)
         out = np.concatenate(parts, axis=0)
         if self._dimension is None:
             with self._lock:
@@ -146,8 +215,21 @@ class LiteLLMEmbedder:
             )
         return out
 
-    def _request(self, batch: list[str]) -> FloatMatrix:
-        """One ``litellm.embedding`` call; returns normalised float32 ``(len(batch), d)``."""
+    def _request(self, batch: list[str]) -> tuple[FloatMatrix, list[str]]:
+        """One ``litellm.embedding`` call (again with shorter texts while the provider says
+        they are too long); returns normalised float32 ``(len(batch), d)`` and the texts as
+        finally sent."""
+        while True:
+            try:
+                return self._request_once(batch), batch
+            except EmbeddingError as exc:
+                longest = max((len(t) for t in batch), default=0)
+                if not says_too_long(exc) or longest <= _MIN_CHARS:
+                    raise
+                self._max_chars = max(_MIN_CHARS, longest // 2)
+                batch = [t[: self._max_chars] for t in batch]
+
+    def _request_once(self, batch: list[str]) -> FloatMatrix:
         try:
             import litellm
         except ImportError as exc:  # pragma: no cover - litellm is a core dependency
