@@ -10,9 +10,12 @@ each with its own vector index (an embedded Qdrant Edge shard in its own data di
   at the log head, as many points as SQL);
 * the lessons a worker wrote when it reviewed a run posted to a server are recalled through both
   servers;
-* a server killed with SIGKILL misses a write while it is down, and recalls it after its
-  restart (an Edge shard catches up from its checkpoint, ``:memory:`` is rebuilt);
-* a server and a worker started with an empty index (its folder removed) rebuild it from SQL.
+* a server and a worker killed with SIGKILL miss a write while they are down, and hold it after
+  their restart (an Edge shard catches up from its checkpoint, ``:memory:`` is rebuilt);
+* a server and a worker started with an empty index (its folder removed) rebuild it from SQL;
+* the checks of docs/deploy.md ("Checking a deployment"): ``/ready`` counts the running
+  replicas (none failing or divergent), ``hindsight stats`` lists each live process's index at
+  lag 0, ``hindsight doctor``'s ``vector_replicas`` finding is ok.
 
 Before issue 22 each process's sync emptied the shared outbox for the others: a lesson written
 through one server was recalled through another 0 of 10 times.
@@ -20,6 +23,7 @@ through one server was recalled through another 0 of 10 times.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -35,7 +39,7 @@ import httpx
 import pytest
 
 from hindsight.store import SqlStore
-from tests.cli_helpers import REPO, cli_env
+from tests.cli_helpers import REPO, cli_env, cli_json, run_cli
 from tests.server.conftest import Served, start_server
 
 KEY = "hs_scale-test-key-for-tenant-acme"
@@ -187,9 +191,10 @@ def test_two_servers_and_two_workers_each_with_its_own_index(
         for served in (s1, s2):
             _eventually(lambda s=served, t=text: _recalls(s, t), "a reviewed lesson follows")
 
-    # 3. a server killed while a lesson is written recalls it after its restart
+    # 3. a server and a worker killed while a lesson is written hold it after their restart
     s2.proc.send_signal(signal.SIGKILL)
     s2.proc.wait(60)
+    workers[1].kill()
     second = "escalate refunds over 500 EUR to a human before promising anything"
     with _http(s1) as http:
         assert http.post("/v1/experiences", json={"content": second}).status_code == 201
@@ -197,6 +202,8 @@ def test_two_servers_and_two_workers_each_with_its_own_index(
     cleanup.append(s2)
     for text in (first, second):
         _eventually(lambda t=text: _recalls(s2, t), "the restarted server recalls everything")
+    workers[1].start()
+    _eventually(lambda: _worker_caught_up(database_url, workers[1]), "the worker caught up")
 
     # 4. a server and a worker started with an empty index rebuild it from SQL
     s1.stop()
@@ -209,5 +216,25 @@ def test_two_servers_and_two_workers_each_with_its_own_index(
     shutil.rmtree(workers[0].data_dir / "vectors", ignore_errors=True)
     workers[0].start()
     _eventually(lambda: _worker_caught_up(database_url, workers[0]), "the worker rebuilt")
+    # 5. checking the deployment (docs/deploy.md): /ready, `hindsight stats`, `hindsight doctor`
+    live = [s1.proc.pid, s2.proc.pid, *(w.proc.pid for w in workers if w.proc is not None)]
+
+    def deployment_clean() -> bool:
+        with _http(s1) as http:
+            ready = http.get("/ready")
+        assert ready.status_code == 200, ready.text
+        summary = ready.json()["replicas"]
+        assert (summary["failing"], summary["divergent"]) == (0, 0), summary
+        stats = cli_json("stats", data_dir=tmp_path / "ops", **env)
+        rows = {r["pid"]: r for r in stats["replicas"]}
+        return summary["running"] >= len(live) and all(
+            pid in rows and rows[pid]["running"] and rows[pid]["lag"] == 0 for pid in live
+        )
+
+    _eventually(deployment_clean, "/ready and stats show every process caught up")
+    doctor = run_cli("doctor", "--json", data_dir=tmp_path / "ops", **env)
+    [finding] = [f for f in json.loads(doctor.stdout)["findings"] if f["name"] == "vector_replicas"]
+    assert finding["ok"], finding["message"]
+    assert "running replica(s) of the vector log" in finding["message"]
     log = os.linesep.join(s.output() for s in (s1, s2))
     assert "Traceback" not in log, log
