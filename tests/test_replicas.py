@@ -10,6 +10,7 @@ cannot catch up refuses recall with one line.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 import time
@@ -133,14 +134,21 @@ def test_an_edge_shard_catches_up_from_its_checkpoint(tmp_path: Path) -> None:
         assert status["lag"] == 0 and status["position"] == status["head"] > 0
 
 
-def test_a_data_dir_copied_without_its_vectors_is_rebuilt_at_open(tmp_path: Path) -> None:
+def test_a_data_dir_copied_without_its_vectors_is_rebuilt_at_open(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Issue 18 item 8: a copy without ``vectors/`` recalled nothing until a manual repair."""
     original, copy = tmp_path / "original", tmp_path / "copy"
     with Memory(data_dir=original, background_review=False) as mem:
         mem.add_experience("check the refund window before promising a refund", tenant_id="t")
     copy.mkdir()
     shutil.copy2(original / "hindsight.db", copy / "hindsight.db")
-    with Memory(data_dir=copy, background_review=False) as mem:
+    with caplog.at_level(logging.INFO, logger="hindsight"):
+        reopened = Memory(data_dir=copy, background_review=False)
+    lines = [r.getMessage() for r in caplog.records]
+    [line] = [m for m in lines if "rebuilding the vector index" in m]
+    assert str(copy / "vectors") in line, line  # one log line naming the index and why
+    with reopened as mem:
         assert _recalled(mem, "check the refund window before promising a refund", "t")
         [finding] = [f for f in mem.doctor() if f.name == "vector_replicas"]
         assert finding.ok and "rebuilt from SQL when opened" in finding.message
