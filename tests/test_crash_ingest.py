@@ -29,6 +29,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from hindsight import ExperienceStatus, Memory
 from tests.cli_helpers import cli_env, run_cli
 
@@ -164,6 +166,8 @@ def _check_store(
             assert states["succeeded"] == len(tids), (tenant, states)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # 10 kills + 10 CLI ingests: 100-190 s on a loaded 2-core machine
 def test_sigkill_during_ingest_then_ingest_again_finishes_every_review(
     tmp_path: Path, tau_bench_path: Path, database_url: str
 ) -> None:
