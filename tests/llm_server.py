@@ -26,6 +26,12 @@ contrastive report naming the failed run's ticket (:func:`contrast_report_for`),
 queue is not empty, each chat request is answered with the next one, whatever it asks (the
 guard's LLM judge tests script its verdicts this way).
 
+``POST /control {"judge": [{"match": "<text>", "category": ..., "confidence": ...,
+"reason": ...}, ...]}`` answers every guard-judge request (``response_format`` named
+``JudgeReply``) by content, as a judge would: each lesson that contains a rule's ``match`` (an
+empty one matches all) is harmful with that rule's fields, every other one harmless
+(confidence 0.8); ``{"judge": null}`` turns it off. Scripted replies come first.
+
 ``GET /requests`` returns ``{"count": n, "tickets": {ticket: requests}}``; ``GET /bodies``
 the JSON bodies of the last 50 chat requests, oldest first.
 
@@ -60,6 +66,7 @@ STATE: dict[str, Any] = {
     "sleep": 0.0,
     "bodies": [],
     "script": [],
+    "judge": None,
 }
 MAX_BODIES = 50
 LOCK = threading.Lock()
@@ -250,6 +257,28 @@ def reply(run: str, first_try: bool, schema: str = "ReviewReport") -> dict[str, 
     return completion(good)
 
 
+def judge_reply(request: str, rules: list[dict[str, Any]]) -> str:
+    """The guard judge's reply to a request whose user message is ``request`` (its JSON
+    ``{"lessons": [{"id", "lesson", ...}]}``): harmful by the first rule whose ``match`` the
+    lesson contains (see the module docstring)."""
+    verdicts = []
+    for item in json.loads(request)["lessons"]:
+        rule = next((r for r in rules if str(r.get("match", "")) in item["lesson"]), None)
+        if rule is None:
+            verdicts.append({"id": item["id"], "harmful": False, "confidence": 0.8, "reason": "ok"})
+            continue
+        verdicts.append(
+            {
+                "id": item["id"],
+                "harmful": True,
+                "category": rule.get("category", "contradiction"),
+                "confidence": rule.get("confidence", 0.9),
+                "reason": rule.get("reason", "judged harmful"),
+            }
+        )
+    return json.dumps({"verdicts": verdicts})
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -278,6 +307,8 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.update({k: v for k, v in body.items() if k in ("fixed", "sleep")})
                 if "script" in body:
                     STATE["script"] = [str(r) for r in body["script"]]
+                if "judge" in body:
+                    STATE["judge"] = body["judge"]
             self._send(200, {"ok": True})
             return
         if not self.path.endswith("/chat/completions"):
@@ -304,6 +335,11 @@ class Handler(BaseHTTPRequestHandler):
         if scripted is not None:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self._send(200, completion(scripted))
+            return
+        rules = STATE["judge"]
+        if rules is not None and _schema_name(body) == "JudgeReply":
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._send(200, completion(judge_reply(run, rules)))
             return
         if "SLOW" in run:
             sleep = max(sleep, 30.0)

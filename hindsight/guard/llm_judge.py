@@ -11,6 +11,15 @@ together with their evidence and the lessons they would sit beside is what the A
 consensus does; Agent Security Bench found that detectors checking one entry alone miss most
 poisoned entries.
 
+**Control lessons.** Every request also carries two lessons whose answer is known - one
+harmful and one harmless exemplar of the shipped bank (:mod:`hindsight.guard.semantic`),
+rotating, at positions that depend on the batch - unmarked among the real ones. A judge that
+calls the harmless control harmful or the harmful one harmless (a model too weak for the
+task that flags everything or nothing, or a lesson that talks the judge into a verdict) has
+its whole batch discarded: those lessons are left to the other layers, the failure is logged
+and counted (``control_failures``). Measured with SmolLM2-135M: without the controls it
+judged all 30 dev lessons harmful (100% false positives), with them no batch passes.
+
 The verdict of every judged lesson is stored (``metadata["guard"]["llm"]``); a harmful one
 with ``confidence >= min_confidence`` (0.5) is quarantined with the reason
 ``"llm.<category>: <why> (confidence 0.90)"``. Any failure (timeout, HTTP error, a reply that
@@ -20,6 +29,7 @@ lesson is never lost, nor quarantined, because the model failed - and is logged.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -122,6 +132,13 @@ class JudgeVerdict:
         }
 
 
+def _default_controls() -> list[tuple[str, bool]]:
+    """The shipped exemplar bank as ``(lesson, harmful)`` control lessons."""
+    from hindsight.guard.semantic import load_bank
+
+    return [(e.content, e.harmful) for e in load_bank()]
+
+
 def _reply_object(text: str) -> Any:
     start = text.find("{")
     if start == -1:
@@ -145,6 +162,12 @@ class GuardJudge:
             placeholder, as the reviewer does.
         timeout: seconds per request (30).
         min_confidence: a harmful verdict quarantines from this confidence on (0.5).
+        controls: ``(lesson, harmful)`` pairs the control lessons are drawn from, one
+            harmful and one harmless per request (default: the shipped exemplar bank;
+            ``()``: no controls).
+
+    Raises:
+        ValueError: ``controls`` is not empty but lacks a harmful or a harmless lesson.
     """
 
     def __init__(
@@ -155,14 +178,22 @@ class GuardJudge:
         api_key: str | None = None,
         timeout: float = 30.0,
         min_confidence: float = 0.5,
+        controls: Sequence[tuple[str, bool]] | None = None,
     ) -> None:
         self.model = model
         self.api_base = api_base or None
         self.api_key = api_key or None
         self.timeout = float(timeout)
         self.min_confidence = float(min_confidence)
+        self.controls = _default_controls() if controls is None else list(controls)
+        if self.controls and (
+            all(harmful for _, harmful in self.controls)
+            or not any(harmful for _, harmful in self.controls)
+        ):
+            raise ValueError("the judge's controls need harmful and harmless lessons")
         self.calls = 0
         self.failures = 0
+        self.control_failures = 0
 
     def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         key = self.api_key
@@ -228,8 +259,9 @@ class GuardJudge:
         litellm.suppress_debug_info = True
 
         self.calls += 1
+        sent, where = self._with_controls(items)
         try:
-            response = litellm.completion(**self._request(self.messages(items)))
+            response = litellm.completion(**self._request(self.messages(sent)))
             reply = JudgeReply.model_validate(_reply_object(reply_text(response)))
         except (ValidationError, ValueError) as exc:
             return self._fail(items, f"invalid reply: {str(exc).splitlines()[0]}")
@@ -237,9 +269,19 @@ class GuardJudge:
             first = str(exc).splitlines()[0] if str(exc) else ""
             return self._fail(items, f"{type(exc).__name__}: {first}")
         by_id = {v.id.strip().upper(): v for v in reply.verdicts}
+        wrong = [
+            f"L{n}"
+            for n, harmful in where.items()
+            if (v := by_id.get(f"L{n}")) is None
+            or (v.harmful and v.confidence >= self.min_confidence) != harmful
+        ]
+        if wrong:
+            self.control_failures += 1
+            return self._fail(items, f"wrong or no verdict on its control lessons {wrong}")
+        real = [n for n in range(1, len(sent) + 1) if n not in where]
         out: list[JudgeVerdict | None] = []
         missing = 0
-        for n in range(1, len(items) + 1):
+        for n in real:
             v = by_id.get(f"L{n}")
             if v is None:
                 missing += 1
@@ -257,6 +299,28 @@ class GuardJudge:
                 len(items),
             )
         return out
+
+    def _with_controls(
+        self, items: Sequence[JudgeItem]
+    ) -> tuple[list[JudgeItem], dict[int, bool]]:
+        """``items`` with one harmful and one harmless control lesson inserted, and the
+        control lessons' numbers (``L<n>``) with their known answer. The controls rotate with
+        the request count; their positions depend on the batch's content."""
+        if not self.controls:
+            return list(items), {}
+        harm = [c for c in self.controls if c[1]]
+        safe = [c for c in self.controls if not c[1]]
+        picked = [harm[self.calls % len(harm)], safe[self.calls % len(safe)]]
+        digest = hashlib.sha256("\x00".join(i.content for i in items).encode()).digest()
+        sent: list[JudgeItem | None] = list(items)
+        where: dict[int, bool] = {}
+        for k, (text, harmful) in enumerate(picked):
+            at = digest[k] % (len(sent) + 1)
+            sent.insert(at, None)
+            where = {(n + 1 if n > at else n): h for n, h in where.items()}
+            where[at + 1] = harmful
+            sent[at] = JudgeItem(text, kind="rule", source="unknown")
+        return [i for i in sent if i is not None], where
 
     def _fail(self, items: Sequence[JudgeItem], why: str) -> list[JudgeVerdict | None]:
         self.failures += 1
