@@ -13,10 +13,12 @@ contract. A failed check raises the check's own exception, unchanged (a
 5
 >>> check(ExperienceId, "{6F0C3A4E-3A55-4B8E-9A0E-7D2F1C0B9E11}")
 '6f0c3a4e-3a55-4b8e-9a0e-7d2f1c0b9e11'
+>>> check(Limit, "20")
+20
 >>> check(Limit, 0)
 Traceback (most recent call last):
     ...
-hindsight._errors.UsageError: limit must be from 1 to 10000, got 0
+hindsight._errors.UsageError: limit must be an integer from 1 to 10000, got 0
 
 Foundation: imports nothing of hindsight but ``_errors``, ``_ids``, ``_text`` and ``models``.
 """
@@ -24,11 +26,12 @@ Foundation: imports nothing of hindsight but ``_errors``, ``_ids``, ``_text`` an
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import PlainValidator, TypeAdapter, ValidationError
+from pydantic import Field, PlainValidator, TypeAdapter, ValidationError
 
 from hindsight._errors import HindsightError, UsageError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
@@ -42,7 +45,9 @@ __all__ = [
     "Limit",
     "Namespace",
     "Namespaces",
+    "Offset",
     "OptionalTenantId",
+    "OptionalTopK",
     "OutcomeFilter",
     "Query",
     "Status",
@@ -50,11 +55,13 @@ __all__ = [
     "TaskKey",
     "TaskType",
     "TenantId",
+    "TokenBudget",
     "TopK",
     "TrajectoryId",
     "check",
     "error_location",
     "forget_filter",
+    "integer",
     "validation_message",
 ]
 
@@ -87,10 +94,49 @@ def _query(value: Any) -> str:
     return clean_text(value, "query")
 
 
-def _top_k(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
-        raise UsageError(f"top_k must be an integer from 1 to 1000, got {value!r}")
+MIN_TOKEN_BUDGET = 150
+"""The smallest rendered block that holds its header, its closing line and one short item
+(the header and the closing line take about 65 estimated tokens)."""
+MAX_TOKEN_BUDGET = 1_000_000
+DEFAULT_LIMIT = 100
+"""What a listing returns when ``limit`` is ``None``."""
+_INTEGER_TEXT = re.compile(r"[+-]?\d+")
+
+
+def integer(value: Any, name: str, low: int, high: int) -> int:
+    """The one integer rule of every interface (issue 18 item 2): an ``int``, a float with
+    no fraction (``5.0``) or a string of digits (``"5"``, as a CLI argument or a query
+    parameter arrives), from ``low`` to ``high``; never a boolean.
+
+    Raises:
+        UsageError: ``<name> must be an integer from <low> to <high>, got <value>``.
+    """
+    got = value
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
+        value = int(value.strip())
+    elif isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UsageError(f"{name} must be an integer from {low} to {high}, got {got!r:.40}")
     return value
+
+
+def _top_k(value: Any) -> int:
+    return integer(value, "top_k", 1, 1000)
+
+
+def _optional_top_k(value: Any) -> int | None:
+    return None if value is None else _top_k(value)
+
+
+def _token_budget(value: Any) -> int | None:
+    if value is None:
+        return None
+    return integer(value, "token_budget", MIN_TOKEN_BUDGET, MAX_TOKEN_BUDGET)
+
+
+def _offset(value: Any) -> int:
+    return integer(value, "offset", 0, 10**9)
 
 
 def _task_type(value: Any) -> str | None:
@@ -107,9 +153,7 @@ def _labels(value: Any) -> list[str]:
 
 
 def _limit(value: Any) -> int:
-    if not 1 <= value <= 10000:
-        raise UsageError(f"limit must be from 1 to 10000, got {value}")
-    return value  # type: ignore[no-any-return]
+    return DEFAULT_LIMIT if value is None else integer(value, "limit", 1, 10000)
 
 
 def _status(value: Any) -> ExperienceStatus:
@@ -177,14 +221,33 @@ TrajectoryId = Annotated[str, PlainValidator(_trajectory_id, json_schema_input_t
 """A trajectory id: any UUID form, as the canonical lower-case string."""
 Query = Annotated[str, PlainValidator(_query, json_schema_input_type=str)]
 """A recall query: a string (may be empty in task_type mode)."""
-TopK = Annotated[int, PlainValidator(_top_k, json_schema_input_type=int)]
-"""How many experiences a recall returns: an integer from 1 to 1000."""
+def _range(low: int, high: int) -> Any:
+    """An integer from ``low`` to ``high`` as JSON schema (OpenAPI, MCP input schemas)."""
+    return Annotated[int, Field(ge=low, le=high)]
+
+
+TopK = Annotated[int, PlainValidator(_top_k, json_schema_input_type=_range(1, 1000))]
+"""How many experiences a recall returns: an integer from 1 to 1000 (:func:`integer`)."""
+OptionalTopK = Annotated[
+    int | None, PlainValidator(_optional_top_k, json_schema_input_type=_range(1, 1000) | None)
+]
+"""A :data:`TopK`, or ``None`` for the configured default (5)."""
+TokenBudget = Annotated[
+    int | None,
+    PlainValidator(
+        _token_budget, json_schema_input_type=_range(MIN_TOKEN_BUDGET, MAX_TOKEN_BUDGET) | None
+    ),
+]
+"""The rendered block's budget in estimated tokens: an integer from
+:data:`MIN_TOKEN_BUDGET` (150) to 1000000, or ``None`` for the configured default (2000)."""
+Offset = Annotated[int, PlainValidator(_offset, json_schema_input_type=_range(0, 10**9))]
+"""How many rows a list skips: 0 to 10**9."""
 TaskType = Annotated[str | None, PlainValidator(_task_type, json_schema_input_type=str | None)]
 """An exact task_type filter: a non-empty string, or ``None`` for none."""
 Labels = Annotated[list[str], PlainValidator(_labels, json_schema_input_type=list[str])]
 """Tags or tools: strings (one string is a list of one)."""
-Limit = Annotated[int, PlainValidator(_limit, json_schema_input_type=int)]
-"""How many rows a list returns: 1 to 10000."""
+Limit = Annotated[int, PlainValidator(_limit, json_schema_input_type=_range(1, 10000) | None)]
+"""How many rows a list returns: 1 to 10000 (``None``: :data:`DEFAULT_LIMIT`, 100)."""
 Status = Annotated[ExperienceStatus, PlainValidator(_status, json_schema_input_type=str)]
 """An experience status by its name (``active``, ``archived``, ...)."""
 Success = Annotated[bool, PlainValidator(_success, json_schema_input_type=bool)]

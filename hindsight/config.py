@@ -126,7 +126,9 @@ class MemoryConfig(BaseSettings):
         default=30.0, gt=0, validation_alias=_env("MEMORY_DECAY_HALFLIFE_DAYS")
     )
     top_k: int = Field(default=5, ge=1, le=1000, validation_alias=_env("MAX_RETRIEVE_COUNT"))
-    token_budget: int = Field(default=2000, ge=50, validation_alias=_env("TOKEN_BUDGET"))
+    token_budget: int = Field(
+        default=2000, ge=150, le=1_000_000, validation_alias=_env("TOKEN_BUDGET")
+    )
     similarity_floor: float | None = Field(
         default=None, ge=-1.0, le=1.0, validation_alias=_env("SIMILARITY_FLOOR")
     )

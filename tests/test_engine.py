@@ -341,7 +341,7 @@ def test_rendered_content_cannot_fake_the_delimiter(tmp_path: Path) -> None:
 def test_recall_argument_errors(tmp_path: Path) -> None:
     with make_memory(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}") as mem:
         for kwargs, match in (
-            ({"top_k": 0}, "top_k"), ({"top_k": True}, "top_k"), ({"top_k": "5"}, "top_k"),
+            ({"top_k": 0}, "top_k"), ({"top_k": True}, "top_k"), ({"top_k": "five"}, "top_k"),
             ({"mode": "fuzzy"}, "mode"), ({"task_type": ""}, "task_type"),
             ({"namespace": ""}, "namespace"), ({"namespace": []}, "namespace"),
         ):

@@ -201,7 +201,7 @@ def recall(
     ] = None,
     task_type: Annotated[str | None, typer.Option("--task-type")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Boost this tag.")] = None,
-    top_k: Annotated[int | None, typer.Option("--top-k", min=1, max=1000)] = None,
+    top_k: Annotated[str | None, typer.Option("--top-k", help="1..1000 (default 5).")] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="vector | task_type")] = None,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show why, and what was left out.")

@@ -53,7 +53,7 @@ def experiences_list(
         str | None,
         typer.Option("--task-key", help="Only those learned from runs of this task group."),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 50,
+    limit: Annotated[str, typer.Option("--limit", help="1..10000.")] = "50",
     as_json: JsonOpt = False,
 ) -> None:
     """Experiences of a tenant, most confident first."""

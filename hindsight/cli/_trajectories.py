@@ -51,8 +51,8 @@ def trajectories_list(
         str | None, typer.Option("--outcome", help="success|failure|partial|unknown")
     ] = None,
     task_type: Annotated[str | None, typer.Option("--task-type")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    limit: Annotated[str, typer.Option("--limit", help="1..10000.")] = "50",
+    offset: Annotated[str, typer.Option("--offset", help="Rows to skip (>= 0).")] = "0",
     as_json: JsonOpt = False,
 ) -> None:
     """Stored runs of a tenant, oldest first: outcome, reward, review, task group, task."""

@@ -24,6 +24,7 @@ from hindsight._contract import (
     ExperienceId,
     Limit,
     Namespace,
+    Offset,
     OptionalTenantId,
     OutcomeFilter,
     Status,
@@ -594,7 +595,7 @@ class AsyncMemory(LifecycleMethods):
         task_type: str | None = None,
         status: str = "active",
         task_key: str | None = None,
-        limit: int = 100,
+        limit: int | None = 100,
         offset: int = 0,
     ) -> list[Experience]:
         """Experiences of a tenant, most confident first (``limit`` 1..10000).
@@ -612,7 +613,7 @@ class AsyncMemory(LifecycleMethods):
             statuses=(st.value,),
             task_key=check(TaskKey, task_key),
             limit=n,
-            offset=offset,
+            offset=check(Offset, offset),
         )
 
     async def list_trajectories(
@@ -622,7 +623,7 @@ class AsyncMemory(LifecycleMethods):
         task_key: str | None = None,
         outcome: str | None = None,
         task_type: str | None = None,
-        limit: int = 100,
+        limit: int | None = 100,
         offset: int = 0,
     ) -> list[TrajectorySummary]:
         """The tenant's stored runs, oldest stored first, without their events
@@ -649,7 +650,7 @@ class AsyncMemory(LifecycleMethods):
             outcome=check(OutcomeFilter, outcome),
             task_type=check(TaskType, task_type),
             limit=n,
-            offset=offset,
+            offset=check(Offset, offset),
         )
 
     async def get_trajectory(self, trajectory_id: Any, *, tenant_id: str) -> Trajectory:
@@ -690,7 +691,12 @@ class AsyncMemory(LifecycleMethods):
         return n
 
     async def list_quarantined(
-        self, *, tenant_id: str, namespace: str | None = None, limit: int = 100, offset: int = 0
+        self,
+        *,
+        tenant_id: str,
+        namespace: str | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
     ) -> list[Experience]:
         """The tenant's quarantined experiences (most confident first); each one's reasons are
         in ``metadata["quarantine_reasons"]``. ``limit`` 1..10000.

@@ -38,6 +38,7 @@ from hindsight._contract import (
     Query,
     TaskType,
     TenantId,
+    TokenBudget,
     TopK,
     TrajectoryId,
     check,
@@ -124,7 +125,7 @@ class Recall:
         mode: Any,
         similarity_floor: float | None,
         trajectory_id: Any,
-        token_budget: int | None,
+        token_budget: Any,
         include_episodes: bool,
         explain: bool,
         record: bool = True,
@@ -146,6 +147,7 @@ class Recall:
         if floor is None and mode == "vector":
             floor = self.embedder.similarity_floor
         tid: str | None = check(TrajectoryId, trajectory_id) if trajectory_id else None
+        budget: int | None = check(TokenBudget, token_budget)
         return RecallRequest(
             text,
             tenant,
@@ -157,7 +159,7 @@ class Recall:
             mode,
             floor if mode == "vector" else None,
             tid,
-            token_budget or self.config.token_budget,
+            self.config.token_budget if budget is None else budget,
             bool(include_episodes),
             bool(explain),
             bool(record),

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hindsight._contract import TokenBudget, check
 from hindsight.models import Exclusion, RecallHit
 from hindsight.recall.render import render_block
 from hindsight.recall.scoring import RecallMode
@@ -38,9 +39,16 @@ class RecallResult(BaseModel):
         """The delimited block for the system-prompt tail ('' when nothing was recalled).
 
         Args:
-            token_budget: max estimated tokens (default: the recall's budget, 2000).
+            token_budget: max estimated tokens, 150 to 1000000 (``None``: the recall's
+                budget, 2000 by default).
+
+        Raises:
+            UsageError: a budget that is not such an integer (one line).
         """
-        return render_block(self.hits, token_budget or self.token_budget, self.episodes)[0]
+        budget = check(TokenBudget, token_budget)
+        return render_block(
+            self.hits, self.token_budget if budget is None else budget, self.episodes
+        )[0]
 
     @property
     def truncated(self) -> bool:

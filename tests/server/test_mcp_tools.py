@@ -72,8 +72,8 @@ async def test_tools_have_typed_schemas_annotations_and_no_tenant_argument(acme:
         assert not tools[name].annotations.read_only_hint, name
     recall = tools["recall_similar"].input_schema
     assert recall["required"] == ["query"]
-    assert recall["properties"]["top_k"]["anyOf"][0] == {
-        "maximum": 100,
+    assert recall["properties"]["top_k"]["anyOf"][0] == {  # the contract's range (issue 18)
+        "maximum": 1000,
         "minimum": 1,
         "type": "integer",
     }
@@ -208,7 +208,8 @@ async def test_errors_are_one_line_tool_errors_naming_the_field(acme: Any) -> No
     cases: list[tuple[str, dict[str, Any], str, str | None]] = [
         ("recall_similar", {}, "validation_error", "query"),
         ("recall_similar", {"query": "x", "top_k": 0}, "validation_error", "top_k"),
-        ("recall_similar", {"query": "x", "top_k": 101}, "validation_error", "top_k"),
+        ("recall_similar", {"query": "x", "top_k": 1001}, "validation_error", "top_k"),
+        ("recall_similar", {"query": "x", "top_k": True}, "validation_error", "top_k"),
         ("recall_similar", {"query": 42}, "validation_error", "query"),
         ("recall_similar", {"query": "   "}, "invalid_request", "query"),
         (

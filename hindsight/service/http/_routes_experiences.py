@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
+from hindsight._contract import Limit, Offset
 from hindsight._errors import UsageError
 from hindsight.models import Experience, ExperienceStatus
 from hindsight.service.http._deps import Memory, Tenant
@@ -30,8 +31,6 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["experiences"], responses={**V1_ERRORS, **errors(502)})
 
-Limit = Annotated[int, Query(ge=1, le=10000)]
-Offset = Annotated[int, Query(ge=0, le=10**9)]
 Namespace = Annotated[str | None, Query(min_length=1, max_length=200)]
 
 

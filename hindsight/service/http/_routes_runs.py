@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
+from hindsight._contract import Limit, Offset
 from hindsight.models import Experience, Outcome, Trajectory
 from hindsight.service._offload import offload
 from hindsight.service.http._deps import Memory, Tenant
@@ -95,8 +96,8 @@ async def list_trajectories(
     task_key: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     outcome: Outcome | None = None,
     task_type: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    limit: Annotated[int, Query(ge=1, le=10000)] = 100,
-    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> Any:
     """The tenant's runs, oldest stored first, a page at a time, without their events: each
     with its outcome, reward, task key (and whether it was given or assigned by intent), the

@@ -2,8 +2,9 @@
 
 Request bodies forbid unknown fields (a typo is a 422 naming the field, not a silently ignored
 option). Strings are kept exactly as sent: a field typed ``str`` never accepts a number or
-``null`` in its place. Limits mirror the engine's (top_k 1..1000, limit 1..10000, delta in
-[-1, 1]).
+``null`` in its place. ``top_k``, ``token_budget``, ``limit`` and ``offset`` are the engine's
+own types (:mod:`hindsight._contract`): the same ranges, coercions and messages as in Python,
+the CLI and MCP (delta in [-1, 1]).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hindsight._contract import OptionalTopK, TokenBudget
 from hindsight.models import Experience, ExperienceKind, InputModel, Provenance, RecallHit
 from hindsight.recall import Exclusion
 from hindsight.store import TrajectorySummary
@@ -85,11 +87,11 @@ class RecallBody(_Body):
     task_type: str | None = None
     tags: list[str] = Field(default_factory=list, max_length=100)
     tools: list[str] = Field(default_factory=list, max_length=100)
-    top_k: int | None = Field(default=None, ge=1, le=1000)
+    top_k: OptionalTopK = None
     mode: Literal["vector", "task_type"] | None = None
     similarity_floor: float | None = Field(default=None, ge=-1.0, le=1.0)
     trajectory_id: str | None = None
-    token_budget: int | None = Field(default=None, ge=50, le=1_000_000)
+    token_budget: TokenBudget = None
     include_episodes: bool = False
     explain: bool = False
     record: bool = Field(

@@ -27,6 +27,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 from pydantic import Field
 
+from hindsight._contract import Limit, OptionalTopK
 from hindsight._errors import AuthenticationError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
 from hindsight.engine import AsyncMemory
@@ -48,7 +49,6 @@ from hindsight.service.mcp._models import (
 from hindsight.service.mcp._tooling import HindsightTool
 
 __all__ = [
-    "MAX_TOP_K",
     "TOOL_NAMES",
     "TenantOf",
     "build_mcp_server",
@@ -60,10 +60,6 @@ TenantOf = Callable[[Context], str]
 """Gives the tenant of one tool call from its MCP context; raises
 :class:`~hindsight.AuthenticationError` when the caller is not authenticated."""
 
-MAX_TOP_K = 100
-"""Upper bound of ``recall_similar``'s ``top_k`` (the engine allows 1000; a tool answer of
-more than 100 lessons would not fit an agent's context anyway: MISSION S5, 5 items < 2000
-tokens)."""
 
 TOOL_NAMES = (
     "store_episode",
@@ -208,8 +204,7 @@ def build_mcp_server(
         ctx: Context,
         task_type: TaskTypeArg = None,
         top_k: Annotated[
-            int | None,
-            Field(ge=1, le=MAX_TOP_K, description="How many lessons at most (default 5)."),
+            OptionalTopK, Field(description="How many lessons at most, 1..1000 (default 5).")
         ] = None,
         tags: Annotated[
             list[str] | None,
@@ -354,7 +349,7 @@ def build_mcp_server(
     async def list_quarantined(
         ctx: Context,
         namespace: NamespaceArg = None,
-        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many.")] = 100,
+        limit: Annotated[Limit, Field(description="At most this many, 1..10000.")] = 100,
     ) -> QuarantineList:
         """List the lessons the memory guard holds back, with its reasons (read-only).
 
@@ -387,7 +382,7 @@ def build_mcp_server(
             str | None, Field(description="Only runs with this outcome: success, failure, ...")
         ] = None,
         task_type: TaskTypeArg = None,
-        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many.")] = 100,
+        limit: Annotated[Limit, Field(description="At most this many, 1..10000.")] = 100,
         offset: Annotated[int, Field(ge=0, description="Skip this many (paging).")] = 0,
     ) -> TrajectoryList:
         """List your stored runs, oldest first, with outcome, reward, task group, the reason

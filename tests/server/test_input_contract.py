@@ -1,0 +1,158 @@
+"""One contract per argument (issue 18 item 2): top_k, token_budget, limit and offset accept
+the same values, coerce them the same way and refuse them with the same words in Python, over
+HTTP, over MCP and from the CLI (hindsight/_contract.py, docs/concepts.md#the-input-contract).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+
+from hindsight import Memory, UsageError
+from hindsight.service._keys import KeyRing, create_key
+from hindsight.service.http import create_app
+from hindsight.service.mcp import build_mcp_server, fixed_tenant
+from tests.cli_helpers import run_cli
+from tests.helpers import make_memory
+from tests.server.mcp_support import serving
+
+OK = "ok"
+TOP_K = "top_k must be an integer from 1 to 1000"
+BUDGET = "token_budget must be an integer from 150 to 1000000"
+LIMIT = "limit must be an integer from 1 to 10000"
+OFFSET = "offset must be an integer from 0 to 1000000000"
+
+# (argument, value, expected: OK or the start of the one-line error)
+TABLE: list[tuple[str, Any, str]] = [
+    ("top_k", 5, OK),
+    ("top_k", "5", OK),
+    ("top_k", " 7 ", OK),
+    ("top_k", 5.0, OK),
+    ("top_k", 1000, OK),
+    ("top_k", 0, TOP_K),
+    ("top_k", -3, TOP_K),
+    ("top_k", 1001, TOP_K),
+    ("top_k", True, TOP_K),
+    ("top_k", 1.5, TOP_K),
+    ("top_k", "abc", TOP_K),
+    ("top_k", "", TOP_K),
+    ("token_budget", 150, OK),
+    ("token_budget", "300", OK),
+    ("token_budget", 0, BUDGET),
+    ("token_budget", 49, BUDGET),
+    ("token_budget", 149, BUDGET),
+    ("token_budget", True, BUDGET),
+    ("token_budget", 10**7, BUDGET),
+    ("limit", 1, OK),
+    ("limit", "20", OK),
+    ("limit", None, OK),
+    ("limit", 0, LIMIT),
+    ("limit", 10001, LIMIT),
+    ("limit", False, LIMIT),
+    ("limit", "x", LIMIT),
+    ("offset", 0, OK),
+    ("offset", "3", OK),
+    ("offset", -1, OFFSET),
+    ("offset", True, OFFSET),
+]
+
+
+def _python(mem: Memory, arg: str, value: Any) -> str:
+    try:
+        if arg in ("top_k", "token_budget"):
+            mem.recall("retry", tenant_id="t", **{arg: value})
+        else:
+            mem.list_experiences(tenant_id="t", **{arg: value})
+    except UsageError as err:
+        return str(err)
+    return OK
+
+
+def _http(client: httpx.Client, arg: str, value: Any) -> str:
+    if arg in ("top_k", "token_budget"):
+        r = client.post("/v1/recall", json={"query": "retry", arg: value})
+    else:
+        r = client.get("/v1/experiences", params={} if value is None else {arg: value})
+    if r.status_code < 300:
+        return OK
+    assert r.status_code in (400, 422), r.text
+    message: str = r.json()["error"]["message"]
+    framed = message.startswith(("body field", "query field"))
+    return message.split(": ", 1)[1] if framed else message
+
+
+async def _mcp(mem: Memory, arg: str, value: Any) -> str | None:
+    if arg == "top_k":
+        tool, args = "recall_similar", {"query": "retry", "top_k": value}
+    elif arg == "limit" and value is not None:
+        tool, args = "list_trajectories", {"limit": value}
+    else:
+        return None  # not an argument of any tool
+    async with Client(build_mcp_server(mem.aio, tenant=fixed_tenant("t"))) as client:
+        result = await client.call_tool(tool, args)
+    if not result.is_error:
+        return OK
+    text = "".join(getattr(b, "text", "") for b in result.content)
+    return text.split(": ", 1)[1].removeprefix(f"{arg}: ")
+
+
+@pytest.fixture
+def interfaces(tmp_path: Path) -> Iterator[tuple[Memory, httpx.Client]]:
+    keys = tmp_path / "keys"
+    key = create_key(keys, "t")[0]
+    mem = make_memory(tmp_path / "data", f"sqlite:///{tmp_path / 'h.db'}")
+    mem.add_experience("Retry order_query once on 502", tenant_id="t")
+    try:
+        app = create_app(mem.aio, keyring=KeyRing.from_file(keys), mcp=False)
+        with serving(app) as url:
+            headers = {"Authorization": f"Bearer {key}"}
+            with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
+                yield mem, client
+    finally:
+        mem.close()
+
+
+def test_every_case_gets_the_same_answer_in_python_http_and_mcp(
+    interfaces: tuple[Memory, httpx.Client],
+) -> None:
+    mem, client = interfaces
+    for arg, value, expected in TABLE:
+        answers = {"python": _python(mem, arg, value), "http": _http(client, arg, value)}
+        mcp = anyio.run(_mcp, mem, arg, value)
+        if mcp is not None and not isinstance(value, float | str):  # MCP sends JSON values
+            answers["mcp"] = mcp
+        for where, answer in answers.items():
+            if expected == OK:
+                assert answer == OK, (where, arg, value, answer)
+            else:
+                assert answer.startswith(expected), (where, arg, value, answer)
+                assert "\n" not in answer
+
+
+CLI_TABLE = [
+    (["recall", "retry", "--top-k", "0"], TOP_K),
+    (["recall", "retry", "--top-k", "-3"], TOP_K),
+    (["recall", "retry", "--top-k", "abc"], TOP_K),
+    (["recall", "retry", "--top-k", "5"], OK),
+    (["experiences", "list", "--limit", "0"], LIMIT),
+    (["experiences", "list", "--limit", "20"], OK),
+    (["trajectories", "list", "--offset", "-1"], OFFSET),
+]
+
+
+def test_the_cli_gives_the_same_answers(tmp_path: Path) -> None:
+    for args, expected in CLI_TABLE:
+        proc = run_cli(*args, "--tenant", "t", "--json", data_dir=tmp_path / "data")
+        if expected == OK:
+            assert proc.returncode == 0, (args, proc.stderr)
+            json.loads(proc.stdout)
+        else:
+            assert proc.returncode == 2, (args, proc.stderr)
+            assert proc.stderr.startswith(f"error: {expected}"), (args, proc.stderr)
