@@ -1,88 +1,88 @@
-"""The lesson builders of the heuristic reviewer, one function per question of MISSION S2.
+"""The lesson builders of the heuristic reviewer (MISSION S2, issue 15).
 
-Every builder takes a :class:`Context` (the run's calls, language and task phrase) and returns
-:class:`~hindsight.ports.Lesson` objects whose content is one sentence.
+Every builder takes a :class:`Context` (the run's calls, language, outcome and masker) and
+returns :class:`~hindsight.ports.Lesson` objects whose content is one general sentence about a
+tool or a step, masked of run-specific values. What only restates the run (its outcome, its
+last step, its task sentence) is not a lesson: it is the run's episode
+(:mod:`hindsight.review.episodes`).
 
-Initial confidences (the reviewer's self-assessment, MISSION S3) are module constants; they are
-higher where the lesson restates what the run observed and lower where it infers a cause.
+Each lesson carries, in ``metadata`` (the contract with write-back, docs/review.md):
+
+* ``lesson_key`` - its identity across runs and tasks (``tool_error:<tool>:<status>:<masked
+  error>``, ``anti_pattern:...``, ``fix:...``, ``contrast:<diff key>``): write-back folds a
+  lesson into the active experience with the same key, so the same failure seen in 25 runs is
+  one lesson with 25 sources, not 25 lessons;
+* ``support`` - the runs that are evidence for it (``trajectory_id``, ``polarity`` +1,
+  ``role``), from which write-back derives its confidence
+  (:mod:`hindsight.writeback.confidence`).
+
+Initial confidences (the reviewer's self-assessment, the prior of that derivation) are module
+constants: higher where the run observed the fact, lower where a cause is inferred.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from hindsight.models import EventStatus, ExperienceKind, Outcome
 from hindsight.ports import Lesson
 from hindsight.review._calls import ToolCall, is_read_only
-from hindsight.review._describe import ArgChange, describe_args, diff_args
 from hindsight.review._text import error_text, shorten, tokens
+from hindsight.review.contrast import Action, Diff, diff_actions, value_class
 from hindsight.review.heuristic._templates import Lang, advice_for, render
+from hindsight.review.masking import Masker
 
 __all__ = [
     "ANTI_PATTERN_CONFIDENCE",
-    "FAILURE_CAUSE_CONFIDENCE",
+    "CONTRAST_CLASS_CONFIDENCE",
+    "CONTRAST_CONFIDENCE",
+    "FIX_CONFIDENCE",
+    "FIX_IN_FAILED_RUN_CONFIDENCE",
+    "FIX_OTHER_TOOL_CONFIDENCE",
     "IMPORTANCE",
-    "IMPROVEMENT_CONFIDENCE",
-    "IMPROVEMENT_OTHER_TOOL_CONFIDENCE",
-    "KEY_STEP_FAILED_RUN_CONFIDENCE",
-    "KEY_STEP_SUCCESS_CONFIDENCE",
-    "KEY_STEP_UNKNOWN_CONFIDENCE",
+    "MAX_CONTRAST_LESSONS",
     "MAX_LESSON_CHARS",
-    "OUTCOME_CONFIDENCE",
-    "TASK_SCOPE_CONFIDENCE",
     "TOOL_RELIABILITY_CONFIDENCE",
-    "TOOL_RELIABILITY_MAX_CONFIDENCE",
     "Context",
     "anti_patterns",
-    "improvements",
-    "outcome_and_key_step",
-    "task_scope",
+    "contrast_lessons",
+    "fixes",
     "tool_reliability",
 ]
 
-#: The tool's own error text is observed; the conditions and advice drawn from it are inferred.
+#: A tool's error text is observed; the conditions and advice drawn from it are inferred.
 TOOL_RELIABILITY_CONFIDENCE = 0.7
-#: Each further occurrence of the same error in the run adds 0.05, up to this cap.
-TOOL_RELIABILITY_MAX_CONFIDENCE = 0.85
 #: Fully observed: the same call with the same arguments failed the same way more than once.
 ANTI_PATTERN_CONFIDENCE = 0.75
-#: The later success is observed; that the argument change caused it is inferred.
-IMPROVEMENT_CONFIDENCE = 0.6
+#: The later call went through and the run succeeded; that the change caused it is inferred.
+FIX_CONFIDENCE = 0.6
+#: The later call went through but the run still failed: weaker.
+FIX_IN_FAILED_RUN_CONFIDENCE = 0.45
 #: A substitute tool is guessed from shared argument names, a weaker inference.
-IMPROVEMENT_OTHER_TOOL_CONFIDENCE = 0.45
-#: The outcome comes from the environment (reward / outcome field), not from the reviewer.
-OUTCOME_CONFIDENCE = 0.8
-#: The last state-changing success of a successful run is likely, not surely, its key step.
-KEY_STEP_SUCCESS_CONFIDENCE = 0.6
-#: In a failed run without errors, the last state-changing call is only a suspect.
-KEY_STEP_FAILED_RUN_CONFIDENCE = 0.35
-#: Outcome unknown: the step is described, its value is not known.
-KEY_STEP_UNKNOWN_CONFIDENCE = 0.4
-#: An unrecovered error in a failed run is a plausible, not a proven, direct cause.
-FAILURE_CAUSE_CONFIDENCE = 0.55
-#: Descriptive and low-risk, but of little use on its own.
-TASK_SCOPE_CONFIDENCE = 0.5
+FIX_OTHER_TOOL_CONFIDENCE = 0.4
+#: A failed run and its reference differ in an argument's class: observed on both sides.
+CONTRAST_CLASS_CONFIDENCE = 0.65
+#: Other differences (a missing or extra call, a number, another id): which of them decided
+#: the outcome is inferred.
+CONTRAST_CONFIDENCE = 0.55
+#: At most this many contrast lessons from one comparison (the most telling first).
+MAX_CONTRAST_LESSONS = 3
 
 #: Importance in [0,1] per kind: how much a lesson of this kind can change a future run.
 IMPORTANCE: dict[ExperienceKind, float] = {
-    ExperienceKind.IMPROVEMENT: 0.8,
+    ExperienceKind.RULE: 0.8,
+    ExperienceKind.IMPROVEMENT: 0.75,
     ExperienceKind.TOOL_RELIABILITY: 0.7,
-    ExperienceKind.FAILURE_CAUSE: 0.7,
     ExperienceKind.ANTI_PATTERN: 0.6,
-    ExperienceKind.KEY_STEP: 0.6,
-    ExperienceKind.OUTCOME: 0.5,
-    ExperienceKind.TASK_SCOPE: 0.3,
 }
 
-#: Upper bound of a lesson's length in characters (one sentence).
-MAX_LESSON_CHARS = 300
+#: Upper bound of a lesson's length in characters.
+MAX_LESSON_CHARS = 320
 _ERROR_CHARS = 120
-_MIN_ARGS_CHARS = 30
-_MAX_CHANGES = 3
-_SEQUENCE_STEPS = 8
-_DIGITS = re.compile(r"\d+")
+_MAX_CONDITION_ARGS = 2
+_DIFF_ORDER = {"missing": 0, "extra": 1, "class": 2, "higher": 3, "lower": 3, "amounts": 4}
 
 
 @dataclass(frozen=True)
@@ -91,176 +91,181 @@ class Context:
 
     Attributes:
         lang: template language.
-        subject: the task phrase that opens task lessons (``"For tasks like '...'"``).
-        task: task summary (may be ``""``).
-        task_type: the run's task_type, if any.
+        trajectory_id: the run's id (the support of its lessons).
         calls: the run's tool calls in order.
         outcome: the run's outcome.
-        reward: the run's reward, if any.
-        final_answer: the last final answer text (may be ``""``).
+        masker: masks the run's values (and those of any reference run).
     """
 
     lang: Lang
-    subject: str
-    task: str
-    task_type: str | None
+    trajectory_id: str
     calls: list[ToolCall]
     outcome: Outcome
-    reward: float | None
-    final_answer: str
+    masker: Masker = field(default_factory=Masker)
 
 
 def _lesson(
+    ctx: Context,
     kind: ExperienceKind,
     content: str,
     confidence: float,
-    tools: list[str],
+    tools: Sequence[str],
+    key: str,
+    support: Sequence[dict[str, Any]],
+    sources: Sequence[str] = (),
     **metadata: Any,
 ) -> Lesson:
     return Lesson(
         kind=kind,
-        content=shorten(content, MAX_LESSON_CHARS),
+        content=shorten(ctx.masker.mask(content), MAX_LESSON_CHARS),
         confidence=round(confidence, 3),
         importance=IMPORTANCE[kind],
         tools=list(dict.fromkeys(tools)),
-        metadata={k: v for k, v in metadata.items() if v is not None},
+        sources=list(dict.fromkeys(s for s in sources if s != ctx.trajectory_id)),
+        metadata={
+            "lesson_key": key,
+            "support": list(support),
+            **{k: v for k, v in metadata.items() if v is not None},
+        },
     )
 
 
-def _error(call: ToolCall, lang: Lang) -> str:
-    text = error_text(call.output, _ERROR_CHARS)
+def _observed(ctx: Context, role: str) -> dict[str, Any]:
+    return {"trajectory_id": ctx.trajectory_id, "polarity": 1, "role": role}
+
+
+def _error(ctx: Context, call: ToolCall) -> str:
+    text = ctx.masker.mask(error_text(call.output, _ERROR_CHARS))
     if text:
         return text
-    return "no error message" if lang == "en" else "无错误信息"
+    return "no error message" if ctx.lang == "en" else "无错误信息"
 
 
-def _failure_phrase(call: ToolCall, lang: Lang) -> str:
+def _failure(ctx: Context, call: ToolCall) -> str:
     if call.status is EventStatus.TIMEOUT:
-        return render("timed_out", lang)
-    return render("failed_with", lang, error=_error(call, lang))
+        return render("timed_out", ctx.lang)
+    return render("failed_with", ctx.lang, error=_error(ctx, call))
 
 
-def _fit(key: str, lang: Lang, call: ToolCall, slot: str, focus: str = "", **values: Any) -> str:
-    """Render template ``key`` with ``call``'s salient arguments in the slot ``slot``
-    (``with_args`` / ``paren_args`` / ``args_paren``), given as many characters as the rest of
-    the sentence leaves within :data:`MAX_LESSON_CHARS`; the slot stays empty when fewer than
-    30 characters are left or nothing of the arguments is visible."""
-    bare = render(key, lang, **values, **{slot: ""})
-    budget = MAX_LESSON_CHARS - len(bare) - len(render(slot, lang, args=""))
-    args = ""
-    if budget >= _MIN_ARGS_CHARS:
-        args = describe_args(call.args, focus=tokens(focus) if focus else None, limit=budget)
-    filled = render(slot, lang, args=args) if args else ""
-    return render(key, lang, **values, **{slot: filled})
+def _error_key(ctx: Context, call: ToolCall) -> str:
+    return f"{call.tool}:{call.status}:{_error(ctx, call).lower()}"
 
 
-def _changes(changes: list[ArgChange], lang: Lang) -> str:
-    phrases: list[str] = []
-    for change in changes[:_MAX_CHANGES]:
-        if change.op == "value":
-            phrases.append(
-                render("change_value", lang, key=change.key, old=change.old, new=change.new)
-            )
-        elif change.op == "added":
-            value = f"={change.new}" if change.new else ""
-            phrases.append(render("change_added", lang, key=change.key, value=value))
-        elif change.op == "dropped":
-            phrases.append(render("change_dropped", lang, key=change.key))
-        else:
-            phrases.append(render("change_other", lang, key=change.key))
-    if len(changes) > _MAX_CHANGES:
-        phrases.append(render("change_more", lang, n=len(changes) - _MAX_CHANGES))
-    return render("change_join", lang).join(phrases)
+def _conditions(ctx: Context, call: ToolCall, focus: str) -> str:
+    """The arguments of ``call`` a failure is likely about, as classes: those sharing words
+    with ``focus`` (the error), else none (``""``)."""
+    focus_tokens = tokens(focus)
+    parts = []
+    for key, value in call.args.items():
+        if not focus_tokens & tokens(str(key)):
+            continue
+        cls = value_class(str(key), value, ctx.masker)
+        if cls.startswith("a ") or cls in ("none", "nothing"):
+            continue
+        parts.append(f"{key}={cls}")
+        if len(parts) == _MAX_CONDITION_ARGS:
+            break
+    return ", ".join(parts)
 
 
-def _shape(call: ToolCall) -> tuple[str, str, str]:
-    """Group key: same tool, status and error text up to its numbers."""
-    error = _DIGITS.sub("#", error_text(call.output, _ERROR_CHARS).lower())
-    return (call.tool, str(call.status), error)
+def _with_args(ctx: Context, args: str) -> str:
+    return render("with_args", ctx.lang, args=args) if args else ""
 
 
 def tool_reliability(ctx: Context) -> list[Lesson]:
-    """Question 3: which tool failed or timed out, under what conditions, how often."""
-    groups: dict[tuple[str, str, str], list[ToolCall]] = {}
+    """Review question 3: which tool failed or timed out, under what conditions - one lesson
+    per tool and masked error, with general advice for that kind of error."""
+    groups: dict[str, list[ToolCall]] = {}
     for call in ctx.calls:
         if call.failed:
-            groups.setdefault(_shape(call), []).append(call)
-    lessons: list[Lesson] = []
-    for group in groups.values():
-        first, count = group[0], len(group)
-        times = render("times", ctx.lang, n=count) if count > 1 else ""
-        error = _error(first, ctx.lang)
+            groups.setdefault(_error_key(ctx, call), []).append(call)
+    lessons = []
+    for key, group in groups.items():
+        first = group[0]
+        error = _error(ctx, first)
+        with_args = _with_args(ctx, _conditions(ctx, first, error))
         if first.status is EventStatus.TIMEOUT:
-            content = _fit(
-                "tool_timeout",
-                ctx.lang,
-                first,
-                "with_args",
-                first.output,
-                tool=first.tool,
-                times=times,
-            )
+            content = render("tool_timeout", ctx.lang, tool=first.tool, with_args=with_args)
         else:
-            content = _fit(
+            content = render(
                 "tool_failure",
                 ctx.lang,
-                first,
-                "with_args",
-                error,
                 tool=first.tool,
-                times=times,
                 error=error,
+                with_args=with_args,
                 advice=advice_for(error, ctx.lang),
             )
-        confidence = min(
-            TOOL_RELIABILITY_MAX_CONFIDENCE, TOOL_RELIABILITY_CONFIDENCE + 0.05 * (count - 1)
-        )
         lessons.append(
             _lesson(
+                ctx,
                 ExperienceKind.TOOL_RELIABILITY,
                 content,
-                confidence,
+                TOOL_RELIABILITY_CONFIDENCE,
                 [first.tool],
-                occurrences=count,
+                f"tool_error:{key}",
+                [_observed(ctx, "error_observed")],
+                occurrences=len(group),
                 status=str(first.status),
-                error=error_text(first.output),
             )
         )
     return lessons
 
 
 def anti_patterns(ctx: Context) -> list[Lesson]:
-    """Question 4: the same failing call (same tool, same arguments) repeated unchanged."""
+    """Review question 4: the same failing call (same tool, same arguments) repeated."""
     repeats: dict[str, list[ToolCall]] = {}
     for call in ctx.calls:
         if call.failed:
             repeats.setdefault(call.signature, []).append(call)
-    lessons: list[Lesson] = []
+    lessons = []
+    seen: set[str] = set()
     for group in repeats.values():
-        if len(group) < 2:
-            continue
         first = group[0]
-        failure = _failure_phrase(first, ctx.lang)
-        content = _fit(
-            "anti_pattern",
-            ctx.lang,
-            first,
-            "args_paren",
-            first.output,
-            tool=first.tool,
-            n=len(group),
-            failure=failure,
-        )
+        key = f"anti_pattern:{_error_key(ctx, first)}"
+        if len(group) < 2 or key in seen:
+            continue
+        seen.add(key)
+        content = render("anti_pattern", ctx.lang, tool=first.tool, failure=_failure(ctx, first))
         lessons.append(
             _lesson(
+                ctx,
                 ExperienceKind.ANTI_PATTERN,
                 content,
                 ANTI_PATTERN_CONFIDENCE,
                 [first.tool],
+                key,
+                [_observed(ctx, "repeat_observed")],
                 occurrences=len(group),
             )
         )
     return lessons
+
+
+def _changes(ctx: Context, before: dict[str, Any], after: dict[str, Any]) -> str:
+    phrases = []
+    for key in dict.fromkeys([*after, *before]):
+        if key in before and key in after and before[key] == after[key]:
+            continue
+        if key not in before:
+            phrases.append(render("change_added", ctx.lang, key=key, value=""))
+        elif key not in after:
+            phrases.append(render("change_dropped", ctx.lang, key=key))
+        else:
+            old = value_class(str(key), before[key], ctx.masker)
+            new = value_class(str(key), after[key], ctx.masker)
+            if old != new and not (old.startswith("a ") or new.startswith("a ")):
+                phrases.append(render("change_value", ctx.lang, key=key, old=old, new=new))
+            else:
+                phrases.append(render("change_other", ctx.lang, key=key))
+    return render("change_join", ctx.lang).join(phrases[:3])
+
+
+def _related(failed: ToolCall, fix: ToolCall) -> bool:
+    """True when an argument that changed between ``failed`` and ``fix`` shares a word with
+    ``failed``'s error (``flights`` for "not enough seats on flight ...")."""
+    error = tokens(error_text(failed.output, _ERROR_CHARS))
+    changed = {k for k in {*failed.args, *fix.args} if failed.args.get(k) != fix.args.get(k)}
+    return any(tokens(str(k)) & error for k in changed)
 
 
 def _substitute(ctx: Context, failed: ToolCall) -> ToolCall | None:
@@ -279,15 +284,21 @@ def _substitute(ctx: Context, failed: ToolCall) -> ToolCall | None:
     return None
 
 
-def improvements(ctx: Context) -> list[Lesson]:
-    """Question 5: a failure followed by a call that worked, and what changed."""
-    lessons: list[Lesson] = []
-    seen: set[tuple[str, str, str]] = set()
+def fixes(ctx: Context) -> list[Lesson]:
+    """Review question 5: a failure followed by a call that went through, and what changed.
+
+    In a successful run the later call "worked"; in a failed run it only "went through" (the
+    run still failed, so it is not shown as the way to succeed) and its confidence is lower.
+    """
+    won = ctx.outcome in (Outcome.SUCCESS, Outcome.PARTIAL)
+    result = render("worked" if won else "went_through", ctx.lang)
+    lessons = []
+    seen: set[str] = set()
     for failed in ctx.calls:
-        if not failed.failed or _shape(failed) in seen:
+        if not failed.failed or _error_key(ctx, failed) in seen:
             continue
-        seen.add(_shape(failed))
-        failure = _failure_phrase(failed, ctx.lang)
+        seen.add(_error_key(ctx, failed))
+        failure = _failure(ctx, failed)
         fix = next(
             (
                 c
@@ -296,152 +307,105 @@ def improvements(ctx: Context) -> list[Lesson]:
             ),
             None,
         )
+        if fix is not None and not (won or _related(failed, fix)):
+            continue  # in a failed run, only a change about the error itself says anything
         if fix is not None:
-            changes = diff_args(failed.args, fix.args)
-            if changes:
-                content = render(
-                    "improvement_changed",
-                    ctx.lang,
-                    tool=failed.tool,
-                    failure=failure,
-                    changes=_changes(changes, ctx.lang),
-                )
-            else:
-                content = render("improvement_retry", ctx.lang, tool=failed.tool, failure=failure)
-            lessons.append(
-                _lesson(ExperienceKind.IMPROVEMENT, content, IMPROVEMENT_CONFIDENCE, [failed.tool])
-            )
-            continue
-        other = _substitute(ctx, failed)
-        if other is not None:
-            content = _fit(
-                "improvement_other",
-                ctx.lang,
-                other,
-                "paren_args",
-                tool=failed.tool,
-                failure=failure,
-                other=other.tool,
-            )
-            lessons.append(
-                _lesson(
-                    ExperienceKind.IMPROVEMENT,
-                    content,
-                    IMPROVEMENT_OTHER_TOOL_CONFIDENCE,
-                    [failed.tool, other.tool],
-                )
-            )
-    return lessons
-
-
-def _sequence(ctx: Context) -> str:
-    steps: list[str] = []
-    for call in ctx.calls:
-        if not steps or steps[-1] != call.tool:
-            steps.append(call.tool)
-    if len(steps) > _SEQUENCE_STEPS:
-        steps = [*steps[: _SEQUENCE_STEPS - 1], "…", steps[-1]]
-    return " -> ".join(steps)
-
-
-def _key_step(ctx: Context) -> Lesson | None:
-    """Question 2: the key step of a success, or the direct cause of a failure."""
-    changing = [c for c in ctx.calls if c.succeeded and not is_read_only(c.tool)]
-    last_ok = changing[-1] if changing else None
-    lang, subject = ctx.lang, ctx.subject
-
-    def step(key: str, call: ToolCall, confidence: float) -> Lesson:
-        content = _fit(key, lang, call, "paren_args", subject=subject, tool=call.tool)
-        return _lesson(ExperienceKind.KEY_STEP, content, confidence, [call.tool])
-
-    if ctx.outcome is Outcome.SUCCESS:
-        if last_ok is not None:
-            return step("key_step_success", last_ok, KEY_STEP_SUCCESS_CONFIDENCE)
-        if ctx.final_answer:
+            changes = _changes(ctx, failed.args, fix.args)
+            template = "fix_changed" if changes else "fix_retry"
             content = render(
-                "key_step_answer", lang, subject=subject, answer=shorten(ctx.final_answer, 100)
-            )
-            return _lesson(ExperienceKind.KEY_STEP, content, KEY_STEP_SUCCESS_CONFIDENCE, [])
-        return None
-    if ctx.outcome is Outcome.UNKNOWN:
-        return step("key_step_unknown", last_ok, KEY_STEP_UNKNOWN_CONFIDENCE) if last_ok else None
-    unrecovered = [
-        c
-        for c in ctx.calls
-        if c.failed
-        and not any(o.position > c.position and o.tool == c.tool and o.succeeded for o in ctx.calls)
-    ]
-    if unrecovered:
-        cause = unrecovered[-1]
-        content = _fit(
-            "failure_cause",
-            lang,
-            cause,
-            "with_args",
-            cause.output,
-            subject=subject,
-            tool=cause.tool,
-            failure=_failure_phrase(cause, lang),
-        )
-        return _lesson(
-            ExperienceKind.FAILURE_CAUSE, content, FAILURE_CAUSE_CONFIDENCE, [cause.tool]
-        )
-    if last_ok is not None:
-        return step("key_step_failure", last_ok, KEY_STEP_FAILED_RUN_CONFIDENCE)
-    return None
-
-
-def outcome_and_key_step(ctx: Context) -> list[Lesson]:
-    """Questions 1 and 2: how the run ended (known outcomes only) and its key step or cause."""
-    lessons: list[Lesson] = []
-    if ctx.outcome is not Outcome.UNKNOWN:
-        reward = (
-            render("reward", ctx.lang, reward=f"{ctx.reward:g}") if ctx.reward is not None else ""
-        )
-        if ctx.calls:
-            content = render(
-                f"outcome_{ctx.outcome.value}",
-                ctx.lang,
-                subject=ctx.subject,
-                reward=reward,
-                sequence=_sequence(ctx),
-                n=len(ctx.calls),
-                plural="" if len(ctx.calls) == 1 else "s",
-                failures=sum(c.failed for c in ctx.calls),
-            )
+                template, ctx.lang, tool=failed.tool, failure=failure, changes=changes,
+                result=result,
+            )  # fmt: skip
+            confidence = FIX_CONFIDENCE if won else FIX_IN_FAILED_RUN_CONFIDENCE
+            key = f"fix:{_error_key(ctx, failed)}:{ctx.masker.mask(changes).lower()}"
+            tools = [failed.tool]
         else:
+            other = _substitute(ctx, failed)
+            if other is None:
+                continue
+            args = _conditions(ctx, other, " ".join(map(str, other.args)))
             content = render(
-                "outcome_no_tools",
-                ctx.lang,
-                subject=ctx.subject,
-                reward=reward,
-                ended=render(f"ended_{ctx.outcome.value}", ctx.lang),
-            )
+                "fix_other", ctx.lang, tool=failed.tool, failure=failure, other=other.tool,
+                args=render("paren", ctx.lang, args=args) if args else "", result=result,
+            )  # fmt: skip
+            confidence = FIX_OTHER_TOOL_CONFIDENCE
+            key = f"fix:{_error_key(ctx, failed)}:use:{other.tool}"
+            tools = [failed.tool, other.tool]
         lessons.append(
             _lesson(
-                ExperienceKind.OUTCOME,
+                ctx,
+                ExperienceKind.IMPROVEMENT,
                 content,
-                OUTCOME_CONFIDENCE,
-                [c.tool for c in ctx.calls],
-                outcome=ctx.outcome.value,
+                confidence,
+                tools,
+                key,
+                [_observed(ctx, "fix_observed" if won else "fix_in_failed_run")],
             )
         )
-    key_step = _key_step(ctx)
-    if key_step is not None:
-        lessons.append(key_step)
     return lessons
 
 
-def task_scope(ctx: Context) -> list[Lesson]:
-    """Question 6: what class of task this was (needs a task text)."""
-    if not ctx.task:
-        return []
-    tools = list(dict.fromkeys(c.tool for c in ctx.calls))
-    kind = f"{ctx.task_type} " if ctx.task_type else ""
-    if tools:
-        content = render(
-            "task_scope", ctx.lang, kind=kind, task=ctx.task, tools=", ".join(tools[:8])
+def _diff_sentence(ctx: Context, diff: Diff, ref: str) -> str:
+    # A missing or extra call is one lesson per tool across tasks: its arguments, which differ
+    # from task to task, stay out of the text (they are in metadata["contrast"]).
+    if diff.op == "missing":
+        return render("missing", ctx.lang, tool=diff.tool, ref=ref)
+    if diff.op == "extra":
+        return render("extra", ctx.lang, tool=diff.tool, ref=ref)
+    if diff.how == "class":
+        return render(
+            "arg_class", ctx.lang, tool=diff.tool, key=diff.key, actual=diff.actual,
+            expected=diff.expected, ref=ref,
+        )  # fmt: skip
+    if diff.how in ("higher", "lower", "amounts"):
+        return render(f"arg_{diff.how}", ctx.lang, tool=diff.tool, key=diff.key, ref=ref)
+    what = diff.key.removesuffix("_ids").removesuffix("_id").replace("_", " ") or diff.key
+    return render("arg_other", ctx.lang, tool=diff.tool, what=what, key=diff.key, ref=ref)
+
+
+def contrast_lessons(
+    ctx: Context,
+    reference: Sequence[Action],
+    *,
+    reference_run: str | None = None,
+) -> list[Lesson]:
+    """Rules from comparing the failed run of ``ctx`` with ``reference``: a successful run of
+    the same task (``reference_run`` its id) or the run's expected actions (``None``).
+
+    At most :data:`MAX_CONTRAST_LESSONS`, the most telling differences first: a missing or an
+    extra state-changing call, then an argument whose class differs, then a number's direction
+    or an amounts split, then another id. Sources: both runs; support: the failed run (it did
+    otherwise and failed) and the reference run (it did so and succeeded).
+    """
+    actual = [Action(c.tool, c.args) for c in ctx.calls]
+    diffs = diff_actions(reference, actual, ctx.masker)
+    diffs.sort(key=lambda d: _DIFF_ORDER.get(d.op if d.op != "arg" else d.how, 5))
+    ref = render("ref_success" if reference_run else "ref_expected", ctx.lang)
+    support = [_observed(ctx, "failed_with_difference")]
+    if reference_run:
+        support.append({"trajectory_id": reference_run, "polarity": 1, "role": "reference_success"})
+    lessons = []
+    for diff in diffs[:MAX_CONTRAST_LESSONS]:
+        strong = diff.op == "arg" and diff.how == "class"
+        lessons.append(
+            _lesson(
+                ctx,
+                ExperienceKind.RULE,
+                _diff_sentence(ctx, diff, ref),
+                CONTRAST_CLASS_CONFIDENCE if strong else CONTRAST_CONFIDENCE,
+                [diff.tool],
+                f"contrast:{diff.key_id}",
+                support,
+                sources=[reference_run] if reference_run else [],
+                contrast={
+                    "op": diff.op,
+                    "tool": diff.tool,
+                    "key": diff.key,
+                    "how": diff.how,
+                    "expected": diff.expected,
+                    "actual": diff.actual,
+                },
+                reference="run" if reference_run else "expected_actions",
+            )
         )
-    else:
-        content = render("task_scope_no_tools", ctx.lang, kind=kind, task=ctx.task)
-    return [_lesson(ExperienceKind.TASK_SCOPE, content, TASK_SCOPE_CONFIDENCE, tools)]
+    return lessons

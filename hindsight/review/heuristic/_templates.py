@@ -1,8 +1,10 @@
 """Sentence templates of the heuristic reviewer, in English and in Chinese.
 
-The Chinese set is used when the task text is mostly CJK, so that a Chinese query finds the
-lessons of a Chinese run (case C06). Templates avoid absolute words ("never", "always"): the
-write-time guard treats such statements as suspicious (MISSION S8).
+The Chinese set is used when the run is mostly CJK text, so that a Chinese query finds the
+lessons of a Chinese run (case C06). Every template is a general, actionable sentence about a
+tool or a step ("before calling X, check Y: ..."), never a restatement of one run, and avoids
+absolute words ("never", "always"), which the write-time guard treats as suspicious (MISSION
+S8). Values reach the templates only as classes (:mod:`hindsight.review.masking`).
 """
 
 from __future__ import annotations
@@ -15,107 +17,92 @@ __all__ = ["Lang", "advice_for", "render"]
 Lang = Literal["en", "zh"]
 
 _TEMPLATES: dict[str, dict[Lang, str]] = {
-    "times": {"en": " {n} times", "zh": "（{n} 次）"},
-    "with_args": {"en": " when called with {args}", "zh": "，调用参数：{args}"},
-    "paren_args": {"en": " with {args}", "zh": "（{args}）"},
-    "args_paren": {"en": " ({args})", "zh": "（{args}）"},
-    "change_value": {"en": "{key} {old} -> {new}", "zh": " {key} 从 {old} 改为 {new}"},
-    "change_added": {"en": "added {key}{value}", "zh": "增加参数 {key}{value}"},
-    "change_dropped": {"en": "without {key}", "zh": "去掉参数 {key}"},
-    "change_other": {"en": "a different {key}", "zh": "换用另一个 {key}"},
-    "change_more": {"en": "+{n} more changes", "zh": "另有 {n} 处改动"},
-    "change_join": {"en": "; ", "zh": "；"},
-    "reward": {"en": " (reward {reward})", "zh": "（reward {reward}）"},
-    "failed_with": {"en": "failed with '{error}'", "zh": "因“{error}”失败"},
-    "timed_out": {"en": "timed out", "zh": "调用超时"},
-    "subject_task": {"en": "For tasks like '{task}'", "zh": "对于“{task}”这类任务"},
-    "subject_type": {"en": "For {task_type} tasks", "zh": "对于 {task_type} 类任务"},
-    "subject_none": {"en": "For this kind of task", "zh": "对于这类任务"},
+    # -- pieces ----------------------------------------------------------------------------
+    "with_args": {"en": " when called with {args}", "zh": "（调用参数：{args}）"},
+    "paren": {"en": " ({args})", "zh": "（{args}）"},
+    "change_value": {"en": "{key} {old} -> {new}", "zh": "{key} 从 {old} 改为 {new}"},
+    "change_added": {"en": "adding {key}{value}", "zh": "增加参数 {key}{value}"},
+    "change_dropped": {"en": "dropping {key}", "zh": "去掉参数 {key}"},
+    "change_other": {"en": "another {key}", "zh": "换用另一个 {key}"},
+    "change_join": {"en": ", ", "zh": "，"},
+    "ref_success": {"en": "a successful run of the same task", "zh": "同一任务的成功运行"},
+    "ref_expected": {"en": "the expected action", "zh": "预期操作"},
+    "went_through": {"en": "went through", "zh": "调用成功"},
+    "worked": {"en": "worked", "zh": "奏效"},
+    "timed_out": {"en": "times out", "zh": "超时"},
+    "failed_with": {"en": "fails with '{error}'", "zh": "报错“{error}”"},
+    # -- lessons about a tool (one run is enough) -------------------------------------------
     "tool_failure": {
-        "en": "{tool} failed{times} with '{error}'{with_args}: {advice}.",
-        "zh": "{tool} 调用失败{times}，错误为“{error}”{with_args}；建议：{advice}。",
+        "en": "{tool} can fail with '{error}'{with_args}: {advice}.",
+        "zh": "{tool} 可能报错“{error}”{with_args}；建议：{advice}。",
     },
     "tool_timeout": {
-        "en": "{tool} timed out{times}{with_args}: retry once after a short wait, then fall "
-        "back to another tool or tell the user it is unavailable.",
-        "zh": "{tool} 调用超时{times}{with_args}；"
-        "建议稍等后重试一次，仍超时则改用其他工具或告知用户。",
+        "en": "{tool} can time out{with_args}: retry once after a short wait, then fall back "
+        "to another tool or tell the user it is unavailable.",
+        "zh": "{tool} 可能超时{with_args}；建议稍等后重试一次，仍超时则改用其他工具或告知用户。",
     },
     "anti_pattern": {
-        "en": "{tool} was called {n} times with identical arguments{args_paren} and {failure} "
-        "each time: after a failure change the arguments or the approach instead of "
-        "repeating the same call.",
-        "zh": "{tool} 以相同参数{args_paren}被重复调用了 {n} 次，每次都{failure}："
-        "失败后应修改参数或换一种做法，而不是原样重试。",
+        "en": "When {tool} {failure}, change the arguments or the approach before calling it "
+        "again: repeating the same call failed the same way.",
+        "zh": "{tool} {failure}后，应先修改参数或换一种做法再调用：原样重试会以同样方式失败。",
     },
-    "improvement_changed": {
-        "en": "When {tool} {failure}, calling it again with {changes} worked.",
-        "zh": "{tool} {failure}后，将{changes}，再次调用即成功。",
+    "fix_changed": {
+        "en": "When {tool} {failure}, calling it again with {changes} {result}.",
+        "zh": "{tool} {failure}后，将{changes}再次调用即{result}。",
     },
-    "improvement_retry": {
-        "en": "When {tool} {failure}, retrying it with the same arguments worked: the failure "
-        "was transient.",
-        "zh": "{tool} {failure}后，用相同参数重试即成功，说明该失败是暂时性的。",
+    "fix_retry": {
+        "en": "When {tool} {failure}, one retry with the same arguments {result}: the failure "
+        "can be transient.",
+        "zh": "{tool} {failure}后，用相同参数重试一次即{result}，该失败可能是暂时性的。",
     },
-    "improvement_other": {
-        "en": "When {tool} {failure}, calling {other}{paren_args} instead worked.",
-        "zh": "{tool} {failure}后，改用 {other}{paren_args} 即成功。",
+    "fix_other": {
+        "en": "When {tool} {failure}, calling {other}{args} instead {result}.",
+        "zh": "{tool} {failure}后，改用 {other}{args} 即{result}。",
     },
-    "outcome_success": {
-        "en": "{subject}, the run succeeded{reward} with the tool sequence {sequence}.",
-        "zh": "{subject}，本次运行成功{reward}，工具调用顺序：{sequence}。",
+    # -- contrast with a reference (a successful run of the same task, or the expected action) --
+    "missing": {
+        "en": "When the user's request needs it, carry it through with {tool}: a failed run "
+        "ended without calling it, where {ref} called it.",
+        "zh": "当用户的请求需要时，应调用 {tool} 完成操作：一次失败的运行没有调用它，"
+        "而{ref}调用了。",
     },
-    "outcome_failure": {
-        "en": "{subject}, the run failed{reward} after {n} tool call{plural} ({failures} failed): "
-        "{sequence}.",
-        "zh": "{subject}，本次运行失败{reward}，"
-        "共调用工具 {n} 次（失败 {failures} 次）：{sequence}。",
+    "extra": {
+        "en": "Call {tool} only when the user asked for it and the policy allows it: a failed "
+        "run called it, where {ref} did not.",
+        "zh": "只有在用户要求且政策允许时才调用 {tool}：一次失败的运行调用了它，而{ref}没有调用。",
     },
-    "outcome_no_tools": {
-        "en": "{subject}, the run {ended}{reward} without any tool call.",
-        "zh": "{subject}，本次运行{ended}{reward}，未调用任何工具。",
+    "arg_class": {
+        "en": "Before calling {tool}, check {key} against the user's request: a failed run "
+        "passed {actual} where {ref} passed {expected}.",
+        "zh": "调用 {tool} 之前，先对照用户的请求核对 {key}：一次失败的运行传入了 {actual}，"
+        "而{ref}传入的是 {expected}。",
     },
-    "ended_success": {"en": "succeeded", "zh": "成功"},
-    "ended_failure": {"en": "failed", "zh": "失败"},
-    "ended_partial": {"en": "only partly succeeded", "zh": "部分成功"},
-    "outcome_partial": {
-        "en": "{subject}, the run only partly succeeded{reward} with the tool sequence {sequence}.",
-        "zh": "{subject}，本次运行部分成功{reward}，工具调用顺序：{sequence}。",
+    "arg_higher": {
+        "en": "Before calling {tool}, recompute {key} from the user's request and the policy: "
+        "a failed run set it higher than {ref} did.",
+        "zh": "调用 {tool} 之前，根据用户的请求和政策重新计算 {key}：一次失败的运行设得比{ref}高。",
     },
-    "key_step_success": {
-        "en": "{subject}, the run succeeded after calling {tool}{paren_args}.",
-        "zh": "{subject}，调用 {tool}{paren_args}是成功的关键一步。",
+    "arg_lower": {
+        "en": "Before calling {tool}, recompute {key} from the user's request and the policy: "
+        "a failed run set it lower than {ref} did.",
+        "zh": "调用 {tool} 之前，根据用户的请求和政策重新计算 {key}：一次失败的运行设得比{ref}低。",
     },
-    "key_step_answer": {
-        "en": "{subject}, the run succeeded by answering directly: '{answer}'.",
-        "zh": "{subject}，直接回答即成功：“{answer}”。",
+    "arg_amounts": {
+        "en": "Before calling {tool}, check the amounts in {key} against the user's request and "
+        "the total: a failed run split them differently from {ref}.",
+        "zh": "调用 {tool} 之前，对照用户的请求和总额核对 {key} 中的金额：一次失败的运行与{ref}的"
+        "分配不同。",
     },
-    "key_step_failure": {
-        "en": "{subject}, the run failed although its last state-changing call, {tool}"
-        "{paren_args}, succeeded: verify that step against the user's request first.",
-        "zh": "{subject}，运行失败，但最后一次改变状态的调用 {tool}{paren_args}本身成功了："
-        "应先对照用户请求核对这一步。",
-    },
-    "key_step_unknown": {
-        "en": "{subject}, the final key step was {tool}{paren_args}.",
-        "zh": "{subject}，最后的关键一步是调用 {tool}{paren_args}。",
-    },
-    "failure_cause": {
-        "en": "{subject}, the run failed; the direct cause seen was that {tool} {failure}"
-        "{with_args} and was not recovered.",
-        "zh": "{subject}，运行失败，直接原因是 {tool} {failure}{with_args}，且未能恢复。",
-    },
-    "task_scope": {
-        "en": "Task class: {kind}'{task}', handled with the tools {tools}.",
-        "zh": "任务类型：{kind}“{task}”，使用的工具：{tools}。",
-    },
-    "task_scope_no_tools": {
-        "en": "Task class: {kind}'{task}', answered without tools.",
-        "zh": "任务类型：{kind}“{task}”，未调用工具，直接回答。",
+    "arg_other": {
+        "en": "Before calling {tool}, confirm which {what} the user means: the {key} of a failed "
+        "run did not match {ref}.",
+        "zh": "调用 {tool} 之前，先与用户确认具体是哪个 {what}：一次失败的运行传入的 {key} 与{ref}不符。",
     },
 }
 
-# (pattern over the error text, English advice, Chinese advice); the first match wins.
+# (pattern over the error text, English advice, Chinese advice); the first match wins. The
+# categories are those of tool errors in general (arithmetic, rate limits, capacity,
+# availability, unknown ids, permissions, validation), not of one domain.
 _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
     (
         re.compile(r"does not add up|do not add up|mismatch|does not match|total", re.I),

@@ -1,42 +1,38 @@
 """The heuristic reviewer: deterministic lessons from a run's structured events, no LLM.
 
-It answers the review questions of MISSION S2 from what the events show: outcome and key
-step or direct cause (``outcome``, ``key_step``, ``failure_cause``), tools that failed or timed
-out and under which arguments (``tool_reliability``), identical failing calls repeated
-(``anti_pattern``), failures followed by a call that worked and what changed
-(``improvement``), and the class of task (``task_scope``). Confidences are documented in
-:mod:`hindsight.review.heuristic._lessons`.
+It answers the review questions of MISSION S2 that a run's events can answer in general terms:
+which tools failed or timed out and under which conditions (``tool_reliability``), identical
+failing calls repeated (``anti_pattern``), failures followed by a call that went through and
+what changed (``improvement``), and - when a reference for the same task is known - what the
+failed run did differently from it (``rule``): its outcome evidence's expected actions
+(:meth:`HeuristicReviewer.review_sync`) or a successful run of the same task group
+(:meth:`HeuristicReviewer.contrast_sync`, ExpeL's comparison). How the run went (outcome,
+steps, turning point) is its episode, not a lesson (:mod:`hindsight.review.episodes`).
+Confidences and the lesson metadata are documented in :mod:`hindsight.review.heuristic._lessons`.
 """
 
 from __future__ import annotations
 
-import re
-
-from hindsight.models import EventType, Trajectory
+from hindsight.models import EventType, Outcome, Trajectory
 from hindsight.ports import Lesson
 from hindsight.review._calls import collect_calls
-from hindsight.review._text import is_mostly_cjk, one_line, task_summary
+from hindsight.review._text import is_mostly_cjk, one_line
+from hindsight.review.contrast import Action
 from hindsight.review.heuristic._lessons import (
     Context,
     anti_patterns,
-    improvements,
-    outcome_and_key_step,
-    task_scope,
+    contrast_lessons,
+    fixes,
     tool_reliability,
 )
-from hindsight.review.heuristic._templates import Lang, render
+from hindsight.review.heuristic._templates import Lang
+from hindsight.review.masking import masker_for
 
 __all__ = ["HeuristicReviewer", "has_reviewable_content"]
 
 _TOOL_EVENTS = (EventType.TOOL_CALL, EventType.TOOL_RESULT, EventType.ERROR)
 _BLANK = {"", "none", "null", "n/a"}
-# Closing pleasantries are not the answer that decided a run; the reply before them is.
-_CLOSING = re.compile(
-    r"^\W*(?:you'?re welcome|you are welcome|thank|glad|happy to help|have a (?:great|nice|good)"
-    r"|goodbye|bye|take care|不客气|谢谢|再见)",
-    re.IGNORECASE,
-)
-_ANSWER_TYPES = (EventType.FINAL_ANSWER, EventType.MODEL_CALL)
+_FAILED = (Outcome.FAILURE, Outcome.PARTIAL)
 
 
 def has_reviewable_content(trajectory: Trajectory) -> bool:
@@ -55,61 +51,49 @@ def has_reviewable_content(trajectory: Trajectory) -> bool:
     return False
 
 
-def _task_text(trajectory: Trajectory) -> str:
-    if trajectory.task.strip():
-        return trajectory.task
-    return next(
-        (
-            e.content
-            for e in trajectory.events
-            if e.event_type is EventType.USER_MESSAGE and e.content.strip()
-        ),
-        "",
-    )
-
-
-def _context(trajectory: Trajectory) -> Context:
-    task_text = _task_text(trajectory)
-    user_text = " ".join(
+def run_language(trajectory: Trajectory) -> Lang:
+    """``"zh"`` when the run's task or user messages are mostly CJK text, else ``"en"``."""
+    text = trajectory.task or " ".join(
         e.content for e in trajectory.events if e.event_type is EventType.USER_MESSAGE
     )
-    lang: Lang = "zh" if is_mostly_cjk(task_text or user_text) else "en"
-    summary = task_summary(task_text)
-    if summary:
-        subject = render("subject_task", lang, task=summary)
-    elif trajectory.task_type:
-        subject = render("subject_type", lang, task_type=trajectory.task_type)
-    else:
-        subject = render("subject_none", lang)
-    answers = [
-        e.content for e in trajectory.events if e.event_type in _ANSWER_TYPES and e.content.strip()
-    ]
-    final_answer = next(
-        (a for a in reversed(answers) if not _CLOSING.match(a.strip())),
-        answers[-1] if answers else "",
-    )
+    return "zh" if is_mostly_cjk(text) else "en"
+
+
+def _context(trajectory: Trajectory, *others: Trajectory) -> Context:
     return Context(
-        lang=lang,
-        subject=subject,
-        task=summary,
-        task_type=trajectory.task_type,
+        lang=run_language(trajectory),
+        trajectory_id=trajectory.id,
         calls=collect_calls(trajectory.events),
         outcome=trajectory.outcome,
-        reward=trajectory.reward,
-        final_answer=final_answer,
+        masker=masker_for([trajectory, *others]),
     )
+
+
+def _unique(lessons: list[Lesson]) -> list[Lesson]:
+    out: list[Lesson] = []
+    seen: set[str] = set()
+    for lesson in lessons:
+        norm = one_line(lesson.content).lower()
+        key = str(lesson.metadata.get("lesson_key", norm))
+        if norm in _BLANK or key in seen:
+            continue
+        seen.add(key)
+        out.append(lesson)
+    return out
 
 
 class HeuristicReviewer:
     """Deterministic post-hoc review without a model (implements :class:`hindsight.ports.Reviewer`).
 
-    ``review_sync(t)`` returns, for a run with content, one lesson per: failing tool and error
-    (``tool_reliability``), repeated identical failing call (``anti_pattern``), failure that a
-    later call fixed (``improvement``), known outcome (``outcome``), key step or direct cause
-    (``key_step`` / ``failure_cause``) and task class (``task_scope``). Each content is one
-    sentence of at most 300 characters, in Chinese when the task is mostly CJK text. Lessons
-    are unique within a run; empty or content-free runs give ``[]`` (case C05). It never
-    raises on well-formed trajectories.
+    ``review_sync(t)`` returns, for a run with content: one lesson per failing tool and masked
+    error (``tool_reliability``), per repeated identical failing call (``anti_pattern``), per
+    failure that a later call got through (``improvement``), and, for a failed run whose
+    outcome evidence lists the expected actions, up to three ``rule`` lessons on what it did
+    differently. ``contrast_sync(failed, reference)`` compares a failed run with a successful
+    run of the same task. Each content is one sentence of at most 320 characters with every
+    run-specific value masked (:mod:`hindsight.review.masking`), in Chinese when the run is
+    mostly CJK text. Lessons are unique within a review; empty or content-free runs give
+    ``[]`` (case C05). It never raises on well-formed trajectories.
     """
 
     name = "heuristic"
@@ -119,23 +103,27 @@ class HeuristicReviewer:
         if not has_reviewable_content(trajectory):
             return []
         ctx = _context(trajectory)
-        candidates = [
-            *outcome_and_key_step(ctx),
-            *tool_reliability(ctx),
-            *anti_patterns(ctx),
-            *improvements(ctx),
-            *task_scope(ctx),
-        ]
-        lessons: list[Lesson] = []
-        seen: set[str] = set()
-        for lesson in candidates:
-            norm = one_line(lesson.content).lower()
-            if norm in _BLANK or norm in seen:
-                continue
-            seen.add(norm)
-            lessons.append(lesson)
-        return lessons
+        lessons = [*tool_reliability(ctx), *anti_patterns(ctx), *fixes(ctx)]
+        evidence = trajectory.evidence
+        if trajectory.outcome in _FAILED and evidence is not None and evidence.expected_actions:
+            expected = [Action(a.tool, a.args) for a in evidence.expected_actions]
+            lessons += contrast_lessons(ctx, expected)
+        return _unique(lessons)
 
     async def review(self, trajectory: Trajectory) -> list[Lesson]:
         """Review ``trajectory``; the async form of :meth:`review_sync` (CPU-only, quick)."""
         return self.review_sync(trajectory)
+
+    def contrast_sync(self, failed: Trajectory, reference: Trajectory) -> list[Lesson]:
+        """Rules from comparing ``failed`` with ``reference``, a successful run of the same
+        task (ExpeL-style): what ``failed`` did differently at its state-changing calls. Both
+        runs are the lessons' sources. ``[]`` when either has no content."""
+        if not (has_reviewable_content(failed) and has_reviewable_content(reference)):
+            return []
+        ctx = _context(failed, reference)
+        ref = [Action(c.tool, c.args) for c in collect_calls(reference.events)]
+        return _unique(contrast_lessons(ctx, ref, reference_run=reference.id))
+
+    async def contrast(self, failed: Trajectory, reference: Trajectory) -> list[Lesson]:
+        """The async form of :meth:`contrast_sync`."""
+        return self.contrast_sync(failed, reference)

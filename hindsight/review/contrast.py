@@ -1,0 +1,218 @@
+"""Contrast a failed run's actions with a reference: what it did differently (issue 15, item 3).
+
+The reference is what a success looked like for the same task: a successful run of the same
+task group (ExpeL's comparison of attempts), or the expected actions of the run's outcome
+evidence (a benchmark's ground truth). Only **state-changing** calls are compared (a tool
+whose name starts with a read verb - ``get_``, ``search``, ``list``... - only reads;
+:func:`hindsight.review._calls.is_read_only`), since they are what an outcome is judged on.
+
+:func:`diff_actions` aligns the two sequences by tool and reports, as :class:`Diff` records:
+
+* ``missing`` - a tool the reference called and the failed run never did;
+* ``extra`` - a tool the failed run called and the reference never did;
+* ``arg`` - an argument of the same tool that differs, described by **class**, never by value
+  (:func:`value_class`): categorical words stay (``economy`` vs ``business``), ids become
+  their kind (``certificate`` for ``certificate_7504069``), lists the kinds of their items
+  (``2 x certificate + credit_card``), numbers a direction (``higher`` / ``lower``), the
+  amounts inside lists and objects ``amounts``, other values
+  "a different <key>". Free text (summaries, notes) is not compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hindsight.review._calls import is_read_only
+from hindsight.review.masking import (
+    PERSON_WORDS,
+    PERSONAL_KEYS,
+    Masker,
+    identifying,
+    is_categorical,
+    key_class,
+)
+
+__all__ = ["Action", "Diff", "changing", "diff_actions", "value_class"]
+
+_IGNORED_TOOLS = frozenset({"think", "reflect", "plan", "note"})
+_FREE_TEXT_WORDS = 6
+_FREE_TEXT_CHARS = 40
+
+
+@dataclass(frozen=True)
+class Action:
+    """One tool call: its name and parsed arguments."""
+
+    tool: str
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Diff:
+    """One difference between a failed run and its reference.
+
+    Attributes:
+        op: ``missing``, ``extra`` or ``arg``.
+        tool: the tool concerned.
+        key: the argument (``arg`` only).
+        expected: the reference's class (or, for ``missing``, its salient argument classes).
+        actual: the failed run's class (or, for ``extra``, its salient argument classes).
+        how: for ``arg``: ``class`` (classes differ), ``higher``/``lower`` (the failed run's
+            number is higher/lower), ``amounts`` (same kinds, other amounts), ``other`` (same
+            class, another value: another id, another item).
+    """
+
+    op: Literal["missing", "extra", "arg"]
+    tool: str
+    key: str = ""
+    expected: str = ""
+    actual: str = ""
+    how: str = ""
+
+    @property
+    def key_id(self) -> str:
+        """Identity of the difference across runs: op, tool, argument and classes."""
+        if self.op == "arg" and self.how == "class":
+            return f"arg:{self.tool}:{self.key}:{self.expected}|{self.actual}"
+        if self.op == "arg":
+            return f"arg:{self.tool}:{self.key}:{self.how}"
+        return f"{self.op}:{self.tool}"
+
+
+def changing(actions: Iterable[Action]) -> list[Action]:
+    """The state-changing actions of ``actions``, in order."""
+    return [a for a in actions if not is_read_only(a.tool) and a.tool not in _IGNORED_TOOLS]
+
+
+def _singular(key: str) -> str:
+    word = key[:-1] if key.endswith("s") and not key.endswith("ss") else key
+    return word.replace("_", " ")
+
+
+def _free_text(value: Any) -> bool:
+    return isinstance(value, str) and (
+        len(value) > _FREE_TEXT_CHARS or len(value.split()) > _FREE_TEXT_WORDS
+    )
+
+
+def value_class(key: str, value: Any, masker: Masker | None = None) -> str:
+    """``value`` (found under ``key``) as its class, without any run-specific value.
+
+    ``None`` -> ``none``; booleans ``true``/``false``; numbers ``a number``; categorical words
+    as themselves; ids made of a word and a number as their kind (``gift_card``) unless the
+    word is personal; other identifying values ``a <key>``; objects by the kinds of their
+    fields (``certificate``); lists by the kinds of their items and how many of each
+    (``certificate + credit_card``, ``2 x flight``); other text ``a <key>``.
+    """
+    masker = masker or Masker()
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        text = value.strip()
+        words = set(key_class(key).split("_"))
+        if key.lower() in PERSONAL_KEYS or (identifying(key) and words & PERSON_WORDS):
+            return f"a {_singular(key_class(key))}"
+        word_id = masker.word_id_class(text)
+        if word_id is not None:
+            return word_id.removesuffix("_id")
+        if is_categorical(text) and not identifying(key):
+            return text
+        return f"a {_singular(key_class(key))}" if key else "a value"
+    if isinstance(value, Mapping):
+        parts = [value_class(str(k), v, masker) for k, v in value.items()]
+        kinds = [p for p in parts if not p.startswith("a ") and p != "none"]
+        return " ".join(kinds) or _singular(key_class(key)) or "an item"
+    if isinstance(value, list | tuple):
+        if not value:
+            return "nothing"
+        counts: dict[str, int] = {}
+        for item in (value_class(key, v, masker) for v in value):
+            counts[item] = counts.get(item, 0) + 1
+        return " + ".join(f"{n} x {kind}" if n > 1 else kind for kind, n in counts.items())
+    return "a value"
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    if isinstance(value, Mapping):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list | tuple):
+        return [n for v in value for n in _numbers(v)]
+    return []
+
+
+def _compare(key: str, expected: Any, actual: Any, masker: Masker) -> tuple[str, str, str]:
+    exp_cls, act_cls = value_class(key, expected, masker), value_class(key, actual, masker)
+    if exp_cls != act_cls:
+        return exp_cls, act_cls, "class"
+    exp_n, act_n = _numbers(expected), _numbers(actual)
+    scalar = not isinstance(expected, Mapping | list | tuple)
+    if scalar and len(exp_n) == 1 and len(act_n) == 1 and exp_n != act_n:
+        return exp_cls, act_cls, "higher" if act_n[0] > exp_n[0] else "lower"
+    if exp_n and len(exp_n) == len(act_n) and exp_n != act_n:
+        return exp_cls, act_cls, "amounts"
+    return exp_cls, act_cls, "other"
+
+
+def _distance(a: Action, b: Action) -> int:
+    return sum(a.args.get(k) != b.args.get(k) for k in {*a.args, *b.args})
+
+
+def salient(action: Action, masker: Masker | None = None, limit: int = 3) -> str:
+    """Up to ``limit`` arguments of ``action`` whose class says something
+    (``cabin=economy, flight_type=one_way``); ``""`` when none does."""
+    parts = []
+    for key, value in action.args.items():
+        if _free_text(value):
+            continue
+        cls = value_class(str(key), value, masker)
+        if cls and not cls.startswith("a ") and cls not in ("none", "nothing"):
+            parts.append(f"{key}={cls}")
+        if len(parts) == limit:
+            break
+    return ", ".join(parts)
+
+
+def diff_actions(
+    reference: Sequence[Action], actual: Sequence[Action], masker: Masker | None = None
+) -> list[Diff]:
+    """What ``actual`` (a failed run's calls) did differently from ``reference``.
+
+    Both are filtered to state-changing calls. Each reference call is paired with the closest
+    unpaired call of the same tool (fewest differing arguments); one :class:`Diff` per
+    :attr:`Diff.key_id`, in reference order, ``missing`` and ``arg`` before ``extra``.
+    """
+    masker = masker or Masker()
+    ref, act = changing(reference), changing(actual)
+    diffs: dict[str, Diff] = {}
+    used: set[int] = set()
+    for r in ref:
+        same = [(i, a) for i, a in enumerate(act) if a.tool == r.tool and i not in used]
+        if not same:
+            diff = Diff("missing", r.tool, expected=salient(r, masker))
+            diffs.setdefault(diff.key_id, diff)
+            continue
+        i, best = min(same, key=lambda pair: _distance(r, pair[1]))
+        used.add(i)
+        for key in dict.fromkeys([*r.args, *best.args]):
+            exp_v, act_v = r.args.get(key), best.args.get(key)
+            if exp_v == act_v or _free_text(exp_v) or _free_text(act_v):
+                continue
+            exp_c, act_c, how = _compare(str(key), exp_v, act_v, masker)
+            diff = Diff("arg", r.tool, str(key), exp_c, act_c, how)
+            diffs.setdefault(diff.key_id, diff)
+    ref_tools = {r.tool for r in ref}
+    for i, a in enumerate(act):
+        if i not in used and a.tool not in ref_tools:
+            diff = Diff("extra", a.tool, actual=salient(a, masker))
+            diffs.setdefault(diff.key_id, diff)
+    return list(diffs.values())

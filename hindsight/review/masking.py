@@ -1,0 +1,270 @@
+"""Masking of run-specific values in lesson text (issue 15, "lessons are general").
+
+A lesson must hold no personal data and no run identifiers: names, e-mail addresses, phone
+numbers, ids, exact amounts and dates are replaced by their class (``<first_name>``,
+``<email>``, ``<reservation_id>``, ``<gift_card_id>``, ``<amount>``, ``<date>``), so that the
+same lesson learned from two runs has one text and a lesson never carries one user's data to
+another user's prompt. Episodes (one run's summary) keep the task; they are masked for personal
+data only (:meth:`Masker.mask_personal`).
+
+Two sources of values to mask, both independent of any domain's vocabulary:
+
+1. **The runs' own values.** Every scalar of the runs' tool arguments and of their JSON tool
+   results is harvested with the key it sits under (``"reservation_id": "HXDUBJ"``,
+   ``"first_name": "Mia"``). A value under an identifying key (an id, a personal field, a secret;
+   :func:`identifying`), a number of two or more digits, or a code mixing letters and digits is
+   masked wherever it appears, as ``<key>``. Numbers are left to the patterns below. Ids made of a word and a number
+   (``gift_card_8190333``) are masked as their kind (``<gift_card_id>``) unless the word part is
+   personal (``mia_li_3668`` -> ``<user_id>``).
+2. **Patterns.** URLs, e-mail addresses, phone numbers (9+ digits), ISO and written dates,
+   clock times, word-and-number ids, letter-digit codes (``HAT290``), money (``$120``,
+   ``120 dollars``) and numbers of two or more digits (``<amount>`` after a money word such as
+   price, total, paid, balance; ``<number>`` otherwise).
+
+Categorical values (short lower-case words such as ``economy``, ``one_way``, ``no``) are
+classes already and are kept, as are single digits (counts such as "3 bags").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hindsight.models import EventType, Trajectory
+
+__all__ = [
+    "PERSONAL_KEYS",
+    "PERSON_WORDS",
+    "Masker",
+    "identifying",
+    "is_categorical",
+    "key_class",
+    "masker_for",
+]
+
+PERSONAL_KEYS = frozenset(
+    {
+        "name", "first_name", "last_name", "full_name", "middle_name", "firstname", "lastname",
+        "given_name", "family_name", "surname", "nickname", "dob", "date_of_birth", "birthday",
+        "birth_date", "birthdate", "email", "email_address", "phone", "phone_number", "mobile",
+        "telephone", "address", "address1", "address2", "street", "zip", "zipcode", "zip_code",
+        "postal_code", "postcode", "ssn", "passport", "passport_number", "national_id",
+        "username", "user_name", "login", "card_number", "iban", "account_number", "ip",
+        "ip_address",
+    }
+)  # fmt: skip
+"""Keys whose values are personal data, wherever they appear (arguments or JSON results)."""
+
+PERSON_WORDS = frozenset(
+    {"user", "customer", "account", "member", "person", "client", "owner", "patient", "guest"}
+)
+"""Words of a key that make an id a person's id (``user_id``, ``customer_id``): masked as such."""
+_SECRET = re.compile(
+    r"pass(?:word|wd)?$|secret|token|api[_-]?key|credential|cookie|session", re.IGNORECASE
+)
+_ID_KEY = re.compile(r"(?:^|_)(?:id|ids|uuid|number|num|no|code|ref|reference)$|Id$")
+_CATEGORICAL = re.compile(r"^[a-z]+(?:[_ -][a-z]+){0,3}$")
+_NAME_PARTS = re.compile(r"[^a-z0-9]+")
+
+_URL = re.compile(r"https?://\S+|www\.\S+", re.IGNORECASE)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_PHONE = re.compile(r"(?<![\w<])\+?\d[\d\s().-]{7,}\d(?![\w>])")
+_ISO_DATE = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
+)
+_MONTHS = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_TEXT_DATE = re.compile(
+    rf"\b{_MONTHS}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTHS}\b(?:,?\s+\d{{4}})?"
+    r"|\d{4}年\d{1,2}月\d{1,2}[日号]|\d{1,2}月\d{1,2}[日号]",
+    re.IGNORECASE,
+)
+_TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?\b)?", re.IGNORECASE)
+_WORD_ID = re.compile(r"\b([A-Za-z][A-Za-z_\-]*?)[_\-]\d{3,}\b")
+_CODE = re.compile(r"\b(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{4,}\b")
+_MONEY = re.compile(
+    r"[$€£¥₹]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars?|usd|eur|euros?|gbp)\b"
+    r"|\d[\d,]*(?:\.\d+)?\s?(?:元|円|美元|欧元)",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"(?<![\w<])\d+(?:[.,]\d+)*(?![\w>])")
+_MONEY_WORDS = re.compile(
+    r"amount|price|total|paid|pay|cost|balance|refund|fee|charge|fare|sum|credit|budget|"
+    r"金额|价格|费用|余额|退款|支付",
+    re.IGNORECASE,
+)
+_PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
+
+
+def key_class(key: str) -> str:
+    """A key as a class name: lower case, runs of other characters as ``_`` (``"Order ID"`` ->
+    ``order_id``); ``value`` for an empty key."""
+    return _NAME_PARTS.sub("_", key.strip().lower()).strip("_") or "value"
+
+
+def identifying(key: str) -> bool:
+    """True for keys whose values identify a person, an object or a secret: personal fields
+    (:data:`PERSONAL_KEYS`), secrets (password, token, api key...) and ids (``*_id``, ``id``,
+    ``*_number``, ``*_code``, ``*Id``)."""
+    low = key.lower()
+    return low in PERSONAL_KEYS or bool(_SECRET.search(low)) or bool(_ID_KEY.search(key))
+
+
+def is_categorical(value: str) -> bool:
+    """True for a short lower-case word or phrase (``economy``, ``one_way``, ``gift card``): a
+    class already, kept in lessons."""
+    return len(value) <= 30 and bool(_CATEGORICAL.match(value))
+
+
+@dataclass
+class Masker:
+    """Masks the values of one or several runs in a text (see the module docstring).
+
+    Attributes:
+        values: value -> class of every harvested value to mask.
+        personal: lower-case words of harvested personal values (names), used to tell a
+            person's id (``mia_li_3668``) from a typed id (``gift_card_8190333``).
+    """
+
+    values: dict[str, str] = field(default_factory=dict)
+    personal: set[str] = field(default_factory=set)
+    _patterns: list[tuple[re.Pattern[str], str]] | None = field(default=None, repr=False)
+
+    def add(self, key: str, value: Any) -> None:
+        """Harvest ``value`` (nested mappings and lists too) found under ``key``."""
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                self.add(str(k), v)
+            return
+        if isinstance(value, list | tuple):
+            for v in value:
+                self.add(key, v)
+            return
+        if value is None or isinstance(value, bool):
+            return
+        self._patterns = None
+        if isinstance(value, int | float):
+            return  # numbers are masked by pattern (<amount> / <number>), wherever they are
+        text = " ".join(str(value).split())
+        if len(text) < 2 or len(text) > 200:
+            return
+        low = key.lower()
+        if low in PERSONAL_KEYS:
+            self.personal.update(w for w in _NAME_PARTS.split(text.lower()) if len(w) >= 2)
+            self.values.setdefault(text, key_class(key))
+            return
+        if identifying(key):
+            self.values.setdefault(text, key_class(key))
+        elif not is_categorical(text) and (_CODE.fullmatch(text) or _WORD_ID.fullmatch(text)):
+            self.values.setdefault(text, key_class(key) if key else "id")
+
+    def add_json_text(self, text: str) -> None:
+        """Harvest the key/value pairs of a JSON document (a tool result); other text is
+        ignored."""
+        text = text.strip()
+        if not text or text[0] not in "[{":
+            return
+        try:
+            self.add("", json.loads(text))
+        except (ValueError, RecursionError):
+            return
+
+    def add_trajectory(self, traj: Trajectory) -> None:
+        """Harvest every tool argument and JSON tool result of ``traj`` and its identifying
+        metadata (user ids and the like)."""
+        for event in traj.events:
+            if event.tool_args:
+                self.add("", event.tool_args)
+            if event.event_type is EventType.TOOL_RESULT and event.content:
+                self.add_json_text(event.content)
+        for key, value in traj.metadata.items():
+            if identifying(str(key)):
+                self.add(str(key), value)
+        evidence = getattr(traj, "evidence", None)
+        for action in getattr(evidence, "expected_actions", None) or []:
+            self.add("", action.args)
+
+    def word_id_class(self, value: str) -> str | None:
+        """``gift_card_8190333`` -> ``gift_card_id``; ``None`` when ``value`` is not a word and
+        a number, or when its word part is personal (``mia_li_3668``)."""
+        match = _WORD_ID.fullmatch(value.strip())
+        if not match:
+            return None
+        kind = key_class(match.group(1))
+        if set(kind.split("_")) & (self.personal | PERSON_WORDS):
+            return None
+        return f"{kind}_id"
+
+    def _known(self) -> list[tuple[re.Pattern[str], str]]:
+        if self._patterns is None:
+            pats = []
+            for value in sorted(self.values, key=len, reverse=True):  # ids before names in them
+                cls = self.values[value]
+                if cls not in PERSONAL_KEYS and not set(cls.split("_")) & PERSON_WORDS:
+                    cls = self.word_id_class(value) or cls
+                # Word boundaries only where the value starts/ends with an ASCII word character:
+                # CJK text has no spaces between words.
+                edge_l = r"(?<![\w<])" if _ascii_word(value[:1]) else ""
+                edge_r = r"(?![\w>])" if _ascii_word(value[-1:]) else ""
+                pats.append((re.compile(edge_l + re.escape(value) + edge_r, re.IGNORECASE), cls))
+            self._patterns = pats
+        return self._patterns
+
+    def mask_personal(self, text: str) -> str:
+        """``text`` with personal data only masked: e-mails, phones, URLs and the harvested
+        values of personal keys (names, birth dates, addresses). Ids and amounts stay."""
+        out = _URL.sub("<url>", text)
+        out = _EMAIL.sub("<email>", out)
+        for pattern, cls in self._known():
+            if cls in PERSONAL_KEYS or cls in {"email", "phone"}:
+                out = pattern.sub(f"<{cls}>", out)
+        return _PHONE.sub(_phone, out)
+
+    def mask(self, text: str) -> str:
+        """``text`` with every run-specific value replaced by its class (module docstring)."""
+        out = _URL.sub("<url>", text)
+        out = _EMAIL.sub("<email>", out)
+        out = _ISO_DATE.sub("<date>", out)
+        out = _TEXT_DATE.sub("<date>", out)
+        out = _TIME.sub("<time>", out)
+        for pattern, cls in self._known():
+            out = pattern.sub(f"<{cls}>", out)
+        out = _PHONE.sub(_phone, out)
+        out = _WORD_ID.sub(lambda m: f"<{self.word_id_class(m.group()) or 'id'}>", out)
+        out = _CODE.sub(lambda m: m.group() if _inside_placeholder(out, m) else "<id>", out)
+        out = _MONEY.sub("<amount>", out)
+
+        def number(match: re.Match[str]) -> str:
+            digits = match.group().replace(",", "").replace(".", "")
+            if len(digits) < 2:
+                return match.group()
+            before = out[max(0, match.start() - 40) : match.start()]
+            return "<amount>" if _MONEY_WORDS.search(before) else "<number>"
+
+        return _NUMBER.sub(number, out)
+
+
+def _ascii_word(char: str) -> bool:
+    return char.isascii() and (char.isalnum() or char == "_")
+
+
+def _phone(match: re.Match[str]) -> str:
+    return "<phone>" if sum(c.isdigit() for c in match.group()) >= 9 else match.group()
+
+
+def _inside_placeholder(text: str, match: re.Match[str]) -> bool:
+    return any(p.start() <= match.start() < p.end() for p in _PLACEHOLDER.finditer(text))
+
+
+def masker_for(trajectories: Iterable[Trajectory]) -> Masker:
+    """A :class:`Masker` knowing the values of every trajectory in ``trajectories``."""
+    masker = Masker()
+    for traj in trajectories:
+        masker.add_trajectory(traj)
+    return masker

@@ -1,0 +1,164 @@
+"""Contrastive review: what a failed run did differently from a reference (issue 15, item 3)."""
+
+from __future__ import annotations
+
+import re
+
+from hindsight.models import (
+    Event,
+    EventStatus,
+    EventType,
+    ExpectedAction,
+    ExperienceKind,
+    Outcome,
+    OutcomeEvidence,
+    Trajectory,
+)
+from hindsight.review.contrast import Action, diff_actions, value_class
+from hindsight.review.heuristic import HeuristicReviewer
+
+
+def _run(
+    calls: list[tuple[str, dict[str, object]]],
+    outcome: Outcome,
+    *,
+    task: str = "I want to book a trip",
+    expected: list[tuple[str, dict[str, object]]] | None = None,
+) -> Trajectory:
+    events = [Event(event_type=EventType.USER_MESSAGE, content=task)]
+    for i, (tool, args) in enumerate(calls):
+        events.append(
+            Event(
+                event_type=EventType.TOOL_CALL,
+                tool_name=tool,
+                tool_args=args,
+                tool_call_id=f"c{i}",
+            )
+        )
+        events.append(
+            Event(
+                event_type=EventType.TOOL_RESULT,
+                tool_name=tool,
+                tool_call_id=f"c{i}",
+                content="ok",
+                status=EventStatus.SUCCESS,
+            )
+        )
+    evidence = None
+    if expected is not None:
+        evidence = OutcomeEvidence(
+            expected_actions=[ExpectedAction(tool=t, args=a) for t, a in expected]
+        )
+    return Trajectory(tenant_id="t", task=task, events=events, outcome=outcome, evidence=evidence)
+
+
+PAY_OK = {"payment_methods": [{"payment_id": "certificate_111", "amount": 250},
+                              {"payment_id": "credit_card_222", "amount": 5}]}  # fmt: skip
+PAY_BAD = {"payment_methods": [{"payment_id": "certificate_111", "amount": 255}]}
+
+
+def test_diff_ops_and_classes() -> None:
+    ref = [
+        Action("get_order", {"id": "A1"}),  # read-only: never compared
+        Action("book", {"cabin": "economy", "bags": 1, **PAY_OK, "note": "x " * 30}),
+        Action("send_receipt", {"to": "me"}),
+    ]
+    act = [
+        Action("book", {"cabin": "business", "bags": 3, **PAY_BAD, "note": "y " * 30}),
+        Action("cancel", {"order_id": "A1"}),
+    ]
+    diffs = {d.key_id: d for d in diff_actions(ref, act)}
+    assert set(diffs) == {
+        "arg:book:cabin:economy|business",
+        "arg:book:bags:higher",
+        "arg:book:payment_methods:certificate + credit_card|certificate",
+        "missing:send_receipt",
+        "extra:cancel",
+    }
+
+
+def test_value_classes_hide_values() -> None:
+    assert value_class("payment_id", "gift_card_8190333") == "gift_card"
+    assert value_class("user_id", "mia_li_3668") == "a user id"
+    assert value_class("reservation_id", "HXDUBJ") == "a reservation id"
+    assert value_class("flights", [{"flight_number": "HAT1", "date": "2024-05-01"}] * 2) == (
+        "2 x flight"
+    )
+    assert value_class("cabin", "basic_economy") == "basic_economy"
+    assert value_class("amount", 42) == "a number"
+
+
+def test_same_mistake_in_two_tasks_is_one_lesson_key() -> None:
+    reviewer = HeuristicReviewer()
+    keys = []
+    for cert, card, paid in (
+        ("certificate_1234", "credit_card_9876", 250),
+        ("certificate_555", "credit_card_777", 80),
+    ):  # noqa: E501
+        ok = {"payment_methods": [{"payment_id": cert, "amount": paid},
+                                  {"payment_id": card, "amount": 9}]}  # fmt: skip
+        bad = {"payment_methods": [{"payment_id": cert, "amount": paid + 9}]}
+        failed = _run([("book_trip", bad)], Outcome.FAILURE, expected=[("book_trip", ok)])
+        [lesson] = reviewer.review_sync(failed)
+        assert lesson.kind is ExperienceKind.RULE
+        keys.append(lesson.metadata["lesson_key"])
+        assert cert not in lesson.content and str(paid) not in lesson.content
+        assert "payment_methods" in lesson.content and "book_trip" in lesson.content
+    assert keys[0] == keys[1]
+
+
+def test_contrast_with_a_successful_run_names_both_sources() -> None:
+    reviewer = HeuristicReviewer()
+    success = _run([("cancel_order", {"order_id": "Q1", "reason": "change_of_plan"})],
+                   Outcome.SUCCESS)  # fmt: skip
+    failed = _run([("transfer_to_human", {"summary": "user wants to cancel"})], Outcome.FAILURE)
+    lessons = reviewer.contrast_sync(failed, success)
+    texts = " ".join(lesson.content for lesson in lessons)
+    assert "cancel_order" in texts and "transfer_to_human" in texts
+    for lesson in lessons:
+        assert lesson.sources == [success.id]
+        roles = {s["role"] for s in lesson.metadata["support"]}
+        assert roles == {"failed_with_difference", "reference_success"}
+        assert "Q1" not in lesson.content
+
+
+def test_successful_runs_and_runs_without_evidence_teach_no_rule() -> None:
+    reviewer = HeuristicReviewer()
+    ok = _run([("book_trip", PAY_OK)], Outcome.SUCCESS, expected=[("book_trip", PAY_OK)])
+    plain_failure = _run([("book_trip", PAY_BAD)], Outcome.FAILURE)
+    assert reviewer.review_sync(ok) == []
+    assert reviewer.review_sync(plain_failure) == []  # no reference: the episode says it
+
+
+def test_chinese_run_gives_chinese_rules() -> None:
+    reviewer = HeuristicReviewer()
+    failed = _run(
+        [("book_trip", PAY_BAD)],
+        Outcome.FAILURE,
+        task="我想订一张机票，用代金券付款",
+        expected=[("book_trip", PAY_OK)],
+    )
+    [lesson] = reviewer.review_sync(failed)
+    assert re.search(r"[\u4e00-\u9fff]", lesson.content)
+    assert "book_trip" in lesson.content
+
+
+def test_a_failed_runs_last_attempt_is_never_written_as_worked() -> None:
+    events = [Event(event_type=EventType.USER_MESSAGE, content="book it")]
+    for i, (args, ok) in enumerate(((PAY_BAD, False), (PAY_OK, True))):
+        events += [
+            Event(event_type=EventType.TOOL_CALL, tool_name="book_trip", tool_args=args,
+                  tool_call_id=f"c{i}"),
+            Event(event_type=EventType.TOOL_RESULT, tool_name="book_trip", tool_call_id=f"c{i}",
+                  content="ok" if ok else "Error: payment amount does not add up, total price "
+                  "is 255, but paid 250",
+                  status=EventStatus.SUCCESS if ok else EventStatus.FAILURE),
+        ]  # fmt: skip
+    reviewer = HeuristicReviewer()
+    for outcome, word in ((Outcome.FAILURE, "went through"), (Outcome.SUCCESS, "worked")):
+        traj = Trajectory(tenant_id="t", task="book it", events=events, outcome=outcome)
+        fixes = [x for x in reviewer.review_sync(traj) if x.kind is ExperienceKind.IMPROVEMENT]
+        assert fixes and all(word in x.content for x in fixes)
+        if outcome is Outcome.FAILURE:
+            assert not any("worked" in x.content for x in fixes)
+        assert all("255" not in x.content and "250" not in x.content for x in fixes)

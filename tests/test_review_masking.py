@@ -1,0 +1,121 @@
+"""Masking of run-specific values in lessons (issue 15: lessons carry no personal data or ids)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hindsight.models import Event, EventType, Trajectory
+from hindsight.review.masking import Masker, identifying, is_categorical, masker_for
+
+
+def _masker(args: dict[str, object], result: object | None = None) -> Masker:
+    masker = Masker()
+    masker.add("", args)
+    if result is not None:
+        masker.add_json_text(json.dumps(result))
+    return masker
+
+
+ARGS = {
+    "user_id": "mia_li_3668",
+    "reservation_id": "HXDUBJ",
+    "passengers": [{"first_name": "Mia", "last_name": "Li", "dob": "1990-04-05"}],
+    "payment_methods": [{"payment_id": "certificate_7504069", "amount": 250}],
+    "cabin": "economy",
+    "flight_type": "one_way",
+    "flights": [{"flight_number": "HAT136", "date": "2024-05-20"}],
+}
+
+
+def test_values_of_the_run_are_masked_by_their_key() -> None:
+    masker = _masker(ARGS)
+    text = masker.mask(
+        "Mia Li (mia_li_3668) paid 250 with certificate_7504069 for HXDUBJ on HAT136."
+    )
+    assert text == (
+        "<first_name> <last_name> (<user_id>) paid <amount> with <certificate_id> for "
+        "<reservation_id> on <flight_number>."
+    )
+
+
+def test_categorical_values_and_single_digits_stay() -> None:
+    masker = _masker(ARGS)
+    assert masker.mask("economy one_way with 3 bags") == "economy one_way with 3 bags"
+
+
+def test_patterns_mask_values_the_run_never_named() -> None:
+    masker = Masker()
+    text = masker.mask(
+        "Write to jane.doe@example.org or +1 (415) 555-0199 before 2024-05-20 10:30 "
+        "or May 20th, 2024; total price is 305, but paid 255; order_88123; see "
+        "https://x.example/a?b=1; code AB12CD."
+    )
+    assert "jane" not in text and "415" not in text and "305" not in text
+    assert "<email>" in text and "<phone>" in text and "<date>" in text
+    assert "<order_id>" in text and "<url>" in text and "<id>" in text
+    assert "total price is <amount>, but paid <amount>" in text
+
+
+def test_a_person_id_never_leaks_its_name() -> None:
+    # The id's word part is a name: without the name harvested, the key still says "user".
+    masker = _masker({"customer_id": "ethan_martin_2396"})
+    assert masker.mask("ethan_martin_2396 asked") == "<customer_id> asked"
+    # With the name known from a JSON result, an id in free text is masked too.
+    masker = _masker({}, {"name": {"first_name": "Ethan", "last_name": "Martin"}})
+    assert "ethan" not in masker.mask("ethan_martin_2396 asked").lower()
+
+
+def test_results_and_metadata_are_harvested_from_a_trajectory() -> None:
+    traj = Trajectory(
+        tenant_id="t",
+        metadata={"user_id": "zoe_w_11"},
+        events=[
+            Event(
+                event_type=EventType.TOOL_CALL,
+                tool_name="get_user",
+                tool_args={"email": "zoe@x.io"},
+            ),
+            Event(
+                event_type=EventType.TOOL_RESULT,
+                tool_name="get_user",
+                content=json.dumps({"name": "Zoé Wong", "address": {"city": "Lyon"}}),
+            ),
+        ],
+    )
+    masker = masker_for([traj])
+    out = masker.mask("Zoé Wong (zoe_w_11, zoe@x.io) lives in Lyon")
+    assert "Zoé" not in out and "zoe_w_11" not in out and "zoe@x.io" not in out
+    assert masker.mask_personal("Zoé Wong booked HXDUBJ") == "<name> booked HXDUBJ"
+
+
+def test_chinese_text_keeps_its_words() -> None:
+    masker = _masker({"order_id": "A1B2C3", "name": "王小明"})
+    assert (
+        masker.mask("王小明的订单 A1B2C3 在5月20日超时") == "<name>的订单 <order_id> 在<date>超时"
+    )
+
+
+def test_key_rules() -> None:
+    assert identifying("reservation_id") and identifying("flightNumber".replace("N", "_n"))
+    assert identifying("api_key") and identifying("email") and identifying("orderId")
+    assert not identifying("cabin") and not identifying("amount")
+    assert is_categorical("basic_economy") and not is_categorical("HXDUBJ")
+
+
+_ids = st.from_regex(r"[A-Z]{2}[0-9]{3,6}|[a-z]{3,8}_[0-9]{4,8}|[A-Z0-9]{6}", fullmatch=True)
+_names = st.from_regex(r"[A-Z][a-z]{2,9}", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ident=_ids, first=_names, last=_names, amount=st.integers(10, 99999))
+def test_no_identifying_value_survives(ident: str, first: str, last: str, amount: int) -> None:
+    masker = _masker({"order_id": ident, "first_name": first, "last_name": last, "amount": amount})
+    text = masker.mask(
+        f"{first} {last} asked about {ident}; the refund of {amount} dollars failed for {ident}."
+    )
+    for value in (ident, first, last, str(amount)):
+        assert not re.search(rf"(?<![\w<]){re.escape(value)}(?![\w>])", text), (value, text)
