@@ -94,7 +94,7 @@ def test_same_mistake_in_two_tasks_is_one_lesson_key() -> None:
     for cert, card, paid in (
         ("certificate_1234", "credit_card_9876", 250),
         ("certificate_555", "credit_card_777", 80),
-    ):  # noqa: E501
+    ):
         ok = {"payment_methods": [{"payment_id": cert, "amount": paid},
                                   {"payment_id": card, "amount": 9}]}  # fmt: skip
         bad = {"payment_methods": [{"payment_id": cert, "amount": paid + 9}]}

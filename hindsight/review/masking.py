@@ -12,8 +12,8 @@ Two sources of values to mask, both independent of any domain's vocabulary:
 1. **The runs' own values.** Every scalar of the runs' tool arguments and of their JSON tool
    results is harvested with the key it sits under (``"reservation_id": "HXDUBJ"``,
    ``"first_name": "Mia"``). A value under an identifying key (an id, a personal field, a secret;
-   :func:`identifying`), a number of two or more digits, or a code mixing letters and digits is
-   masked wherever it appears, as ``<key>``. Numbers are left to the patterns below. Ids made of a word and a number
+   :func:`identifying`) or a code mixing letters and digits is masked wherever it appears, as
+   ``<key>`` (numbers are left to the patterns below). Ids made of a word and a number
    (``gift_card_8190333``) are masked as their kind (``<gift_card_id>``) unless the word part is
    personal (``mia_li_3668`` -> ``<user_id>``).
 2. **Patterns.** URLs, e-mail addresses, phone numbers (9+ digits), ISO and written dates,

@@ -96,7 +96,8 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     "arg_other": {
         "en": "Before calling {tool}, confirm which {what} the user means: the {key} of a failed "
         "run did not match {ref}.",
-        "zh": "调用 {tool} 之前，先与用户确认具体是哪个 {what}：一次失败的运行传入的 {key} 与{ref}不符。",
+        "zh": "调用 {tool} 之前，先与用户确认具体是哪个 {what}："
+        "一次失败的运行传入的 {key} 与{ref}不符。",
     },
 }
 
