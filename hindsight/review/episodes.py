@@ -28,7 +28,9 @@ from hindsight.models import (
 )
 from hindsight.review._calls import ToolCall, collect_calls, is_read_only
 from hindsight.review._describe import describe_args
-from hindsight.review._text import error_text, is_mostly_cjk, shorten, task_summary
+from hindsight.review._text import error_text, is_mostly_cjk, one_line, shorten, task_summary
+from hindsight.review.contrast import Action, diff_actions
+from hindsight.review.masking import masker_for
 from hindsight.tokens import estimate_tokens, truncate_to_tokens
 
 __all__ = [
@@ -50,6 +52,7 @@ MAX_SHOWN_STEPS = 8
 """Steps listed in full; a longer run shows its first 5 and last 3 around ``… N more``."""
 
 _STEP_HEAD, _STEP_TAIL = 5, 3
+_WHY_DIFFS = 3
 
 _EN: dict[str, Any] = {
     "goal": "Goal",
@@ -70,6 +73,16 @@ _EN: dict[str, Any] = {
     "colon": ": ",
     "reward": " (reward {reward:g})",
     "calls": " ({n} tool calls, {failed} failed)",
+    "why": "Why",
+    "differs": "compared with the expected actions: {diffs}",
+    "diff_missing": "{tool} not called",
+    "diff_extra": "{tool} called, not expected",
+    "diff_arg": "{tool} {key}: {actual} instead of {expected}",
+    "diff_higher": "{tool} {key} higher than expected",
+    "diff_lower": "{tool} {key} lower than expected",
+    "diff_amounts": "{tool} {key} with other amounts",
+    "diff_other": "{tool} with another {key}",
+    "went_through_failed": "{tool} {status}{error}; a later call went through but the run failed",
     "status": {"success": "success", "failure": "failed", "timeout": "timed out"},
     "outcome_word": {
         "success": "success",
@@ -97,6 +110,16 @@ _ZH: dict[str, Any] = {
     "colon": "：",
     "reward": "（奖励 {reward:g}）",
     "calls": "（{n} 次工具调用，{failed} 次失败）",
+    "why": "原因",
+    "differs": "与预期操作相比：{diffs}",
+    "diff_missing": "未调用 {tool}",
+    "diff_extra": "调用了不在预期中的 {tool}",
+    "diff_arg": "{tool} 的 {key} 为 {actual}，预期为 {expected}",
+    "diff_higher": "{tool} 的 {key} 高于预期",
+    "diff_lower": "{tool} 的 {key} 低于预期",
+    "diff_amounts": "{tool} 的 {key} 金额与预期不同",
+    "diff_other": "{tool} 的 {key} 与预期不同",
+    "went_through_failed": "{tool}{status}{error}；之后的调用成功了，但运行仍然失败",
     "status": {"success": "成功", "failure": "失败", "timeout": "超时"},
     "outcome_word": {
         "success": "成功",
@@ -169,7 +192,8 @@ def _turning_point(calls: Sequence[ToolCall], outcome: Outcome, words: dict[str,
             )
         if fix is None or outcome is Outcome.FAILURE:
             err = error_text(failed.output, 80)
-            return str(words["not_recovered"]).format(
+            template = "not_recovered" if fix is None else "went_through_failed"
+            return str(words[template]).format(
                 tool=failed.tool,
                 status=_status_word(failed, words),
                 error=f" ({err})" if err else "",
@@ -179,6 +203,32 @@ def _turning_point(calls: Sequence[ToolCall], outcome: Outcome, words: dict[str,
         key = next((c for c in reversed(succeeded) if not is_read_only(c.tool)), succeeded[-1])
         return str(words["key_step"]).format(call=_call_text(key))
     return str(words["answer_only"])
+
+
+def _why(traj: Trajectory, calls: Sequence[ToolCall], words: dict[str, Any]) -> str:
+    """The outcome evidence in a few words: the reason given, and for a run that did not
+    succeed, how its state-changing calls differ from the expected actions (as classes)."""
+    evidence = traj.evidence
+    if evidence is None:
+        return ""
+    parts = [one_line(evidence.reason)] if evidence.reason and evidence.reason.strip() else []
+    if traj.outcome is not Outcome.SUCCESS and evidence.expected_actions:
+        expected = [Action(a.tool, a.args) for a in evidence.expected_actions]
+        diffs = diff_actions(expected, [Action(c.tool, c.args) for c in calls])
+        shown = []
+        for d in diffs[:_WHY_DIFFS]:
+            if d.op == "arg":
+                template = "diff_arg" if d.how == "class" else f"diff_{d.how}"
+                shown.append(
+                    str(words[template]).format(
+                        tool=d.tool, key=d.key, actual=d.actual, expected=d.expected
+                    )
+                )
+            else:
+                shown.append(str(words[f"diff_{d.op}"]).format(tool=d.tool))
+        if shown:
+            parts.append(str(words["differs"]).format(diffs=str(words["sep"]).join(shown)))
+    return str(words["sep"]).join(parts)
 
 
 def _final_answer(traj: Trajectory) -> str:
@@ -229,10 +279,14 @@ def summarize_episode(traj: Trajectory, *, max_tokens: int = EPISODE_MAX_TOKENS)
         outcome += str(words["calls"]).format(n=len(calls), failed=sum(c.failed for c in calls))
     parts.append(f"{words['outcome']}{colon}{outcome}{end}")
     parts.append(f"{words['turn']}{colon}{_turning_point(calls, traj.outcome, words)}{end}")
+    why = _why(traj, calls, words)
+    if why:
+        parts.append(f"{words['why']}{colon}{why}{end}")
     answer = _final_answer(traj)
     if answer:
         parts.append(f"{words['answer']}{colon}{shorten(answer, 160)}")
     text = " ".join(parts) if words is _EN else "".join(parts)
+    text = masker_for([traj]).mask_personal(text)
     if estimate_tokens(text) > max_tokens:
         text = truncate_to_tokens(text, max_tokens, marker=" …")
     return text
