@@ -224,6 +224,12 @@ def _wire(
         raise
     vectors.start_following()  # writes of other processes, within vector_follow_seconds
     recall = Recall(store, index, embedder, clock, config, consensus=guard is not None)
-    reviews = ReviewRunner(store, reviewer, writeback, embedder.name, clock, config, runtime)
+    from hindsight.review.groups import TaskGroups
+    from hindsight.writeback.dedup import dedup_threshold_of
+
+    groups = TaskGroups(store, index, embedder, dedup_threshold_of(embedder))
+    reviews = ReviewRunner(
+        store, reviewer, writeback, embedder.name, clock, config, runtime, groups=groups
+    )
     parts = (embedder, store, index, reviewer, vectors, guard, writeback, deduper)
     return Components(config, clock, *parts, recall, reviews, lock)

@@ -12,7 +12,13 @@
    kept even when the LLM part fails.
 3. When every part succeeded, the run's episode is written (:mod:`hindsight.review.episodes`):
    the reviewer's own summary (a lesson of kind ``episode``) or the deterministic one.
-4. If a part failed, its error is raised after the writes, so the job records it and is
+4. Then the run's task group is settled and compared (:mod:`hindsight.review.groups`): for
+   each (failed run, successful run) pair of its group, every part that can compare runs
+   (a ``contrast(failed, reference)`` method) writes its contrastive rules, as lessons of the
+   failed run with both runs as sources. An LLM part also compares a failed run without a
+   successful sibling with its outcome evidence's expected actions (the heuristic reviewer
+   already does that in its single-run review).
+5. If a part failed, its error is raised after the writes, so the job records it and is
    retried (or fails visibly); a retry rewrites nothing already stored (stable ids).
 """
 
@@ -23,10 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hindsight.models import Experience, ExperienceKind, Trajectory
+from hindsight.models import Experience, ExperienceKind, Outcome, Trajectory
 from hindsight.ports import Clock, Lesson, Reviewer
 from hindsight.review.combined import CombinedReviewer, content_key
 from hindsight.review.episodes import episode_experience, episode_id, summarize_episode
+from hindsight.review.groups import TaskGroups
 from hindsight.review.heuristic import HeuristicReviewer, has_reviewable_content
 from hindsight.writeback import PROVENANCE_TRUST, WriteBack, lessons_to_experiences
 
@@ -74,6 +81,7 @@ class ReviewRun:
         embedding_model: the embedder's name, recorded on each experience.
         clock: creation times.
         timeout: ``review_timeout`` in seconds, for all parts together.
+        groups: task groups for the contrastive step (``None``: single-run review only).
     """
 
     reviewer: Reviewer
@@ -82,6 +90,7 @@ class ReviewRun:
     embedding_model: str
     clock: Clock
     timeout: float
+    groups: TaskGroups | None = None
 
     async def __call__(self, traj: Trajectory) -> list[Experience]:
         """Review ``traj`` and store what it taught.
@@ -123,10 +132,46 @@ class ReviewRun:
             eid = await asyncio.to_thread(self._write_episode, traj, episode)
             if eid is not None:
                 written.append(eid)
+            try:
+                await self._contrast(traj, deadline)
+            except Exception as exc:
+                errors.append(exc)
         if errors:
             raise errors[0]
         found = await asyncio.to_thread(self.store.get_experiences, traj.tenant_id, written)
         return [found[i] for i in dict.fromkeys(written) if i in found]
+
+    async def _contrast(self, traj: Trajectory, deadline: float) -> None:
+        """Step 4 of the module docstring: compare ``traj`` with its group and store the
+        rules (under the failed run of each pair)."""
+        if self.groups is None or not has_reviewable_content(traj):
+            return
+        pairs: list[tuple[Trajectory, Any]] = await asyncio.to_thread(self.groups.pairs, traj)
+        evidence = traj.evidence
+        expected_only = (
+            not pairs
+            and traj.outcome in (Outcome.FAILURE, Outcome.PARTIAL)
+            and evidence is not None
+            and bool(evidence.expected_actions)
+        )
+        for part in review_parts(self.reviewer):
+            contrast = getattr(part, "contrast", None)
+            if contrast is None:
+                continue
+            todo = list(pairs)
+            if expected_only and not isinstance(part, HeuristicReviewer):
+                todo.append((traj, list(evidence.expected_actions)))  # type: ignore[union-attr]
+            for failed, reference in todo:
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    return
+                if isinstance(part, HeuristicReviewer):
+                    work: Any = asyncio.to_thread(part.contrast_sync, failed, reference)
+                else:
+                    work = contrast(failed, reference)
+                lessons = list(await asyncio.wait_for(work, timeout=left))
+                if lessons:
+                    await asyncio.to_thread(self.write_lessons, failed, lessons, part.name)
 
     def write_lessons(
         self, traj: Trajectory, lessons: Sequence[Lesson], reviewer: str | None = None

@@ -22,6 +22,7 @@ from hindsight.ports import Clock, Reviewer
 from hindsight.review.worker import ModelBackoff, ReviewWorker, model_of, prepare_reviewer
 
 if TYPE_CHECKING:
+    from hindsight.review.groups import TaskGroups
     from hindsight.review.run import ReviewRun
     from hindsight.writeback import WriteBack
 
@@ -46,6 +47,7 @@ class ReviewRunner:
         config: ``review_timeout`` (the job lease is 30 s longer), ``review_max_attempts``,
             ``review_retry_base`` and ``background_review``.
         runtime: the memory's background loop, where the worker runs.
+        groups: task groups for the contrastive step of each review.
     """
 
     def __init__(
@@ -57,8 +59,10 @@ class ReviewRunner:
         clock: Clock,
         config: MemoryConfig,
         runtime: BackgroundLoop,
+        groups: TaskGroups | None = None,
     ) -> None:
         self.store = store
+        self.groups = groups
         self.config = config
         self.worker: ReviewWorker | None = None
         self._parts = (reviewer, writeback, store, embedding_model, clock)
@@ -74,7 +78,9 @@ class ReviewRunner:
         if self._review is None:
             from hindsight.review.run import ReviewRun
 
-            self._review = ReviewRun(*self._parts, float(self.config.review_timeout))
+            self._review = ReviewRun(
+                *self._parts, float(self.config.review_timeout), groups=self.groups
+            )
         return self._review
 
     async def review(self, traj: Trajectory) -> list[Experience]:

@@ -1,0 +1,161 @@
+"""Task groups and the contrastive step of a review (issue 15, items 2 and 3).
+
+Runs of the same task form a **task group**, named by a task key:
+
+* an explicit ``task_key`` (the caller's, or the source's: tau-bench's ``task_id``), else
+* one assigned **by intent** when the run is reviewed: the run joins the group of the closest
+  earlier run of the same tenant, namespace and task_type whose opening request (its task
+  text) is as similar as a near-duplicate (cosine >= the embedder's ``dedup_threshold``);
+  candidates are found through the episode tier of the vector index, the decision is made on
+  the two openers. Otherwise it starts a group of its own, ``intent:<run id>``.
+
+When a group holds a success and a failure, the review compares them (ExpeL's comparison of
+attempts, :meth:`TaskGroups.pairs`): a failed run against the most similar successful run of
+its group (the one with the most state-changing tools in common), or, when a successful run
+is reviewed, every failed run of its group (the most recent :data:`MAX_PAIRS`) against it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hindsight.models import ExperienceKind, Outcome, Trajectory
+from hindsight.ports import Embedder, VectorIndex
+from hindsight.review._calls import collect_calls
+from hindsight.review.contrast import Action, changing
+from hindsight.review.episodes import summarize_episode
+
+__all__ = ["INTENT_CANDIDATES", "MAX_PAIRS", "TaskGroups", "intent_key", "reference_for"]
+
+log = logging.getLogger("hindsight")
+
+INTENT_CANDIDATES = 10
+"""Nearest earlier episodes looked at when a run without a task key is grouped by intent."""
+MAX_PAIRS = 3
+"""Failed runs of its group a successful run is compared with, most recent first."""
+
+_SUCCESS = (Outcome.SUCCESS,)
+_FAILED = (Outcome.FAILURE, Outcome.PARTIAL)
+
+
+def intent_key(trajectory_id: str) -> str:
+    """The key of a group started by ``trajectory_id`` when no earlier run matched it."""
+    return f"intent:{trajectory_id}"
+
+
+def _tools(traj: Trajectory) -> Counter[str]:
+    return Counter(
+        a.tool for a in changing(Action(c.tool, c.args) for c in collect_calls(traj.events))
+    )
+
+
+def reference_for(failed: Trajectory, successes: list[Trajectory]) -> Trajectory | None:
+    """The successful run most like ``failed``: most state-changing tools in common (as a
+    multiset), then the most recent; ``None`` when there is none."""
+    if not successes:
+        return None
+    mine = _tools(failed)
+    return max(
+        successes,
+        key=lambda s: (sum((mine & _tools(s)).values()), s.started_at),
+    )
+
+
+@dataclass
+class TaskGroups:
+    """Task keys and group members of one memory (see the module docstring).
+
+    Args:
+        store: the SQL store (``set_task_key``, ``runs_of_task``, ``get_trajectory``).
+        index: the vector index (episode tier search).
+        embedder: embeds openers and episode summaries.
+        threshold: cosine from which two openers are one intent (the embedder's
+            ``dedup_threshold``).
+    """
+
+    store: Any
+    index: VectorIndex
+    embedder: Embedder
+    threshold: float
+
+    def key_for(self, traj: Trajectory) -> str:
+        """``traj``'s task key: its own, else one assigned by intent and stored now."""
+        if traj.task_key:
+            return traj.task_key
+        key = self._by_intent(traj) or intent_key(traj.id)
+        self.store.set_task_key(traj.tenant_id, traj.id, key, "intent")
+        return key
+
+    def _by_intent(self, traj: Trajectory) -> str | None:
+        opener = traj.task.strip()
+        summary = summarize_episode(traj)
+        if not opener or not summary:
+            return None
+        vec = self.embedder.embed([summary])[0]
+        hits = self.index.search(
+            vec,
+            tenant_id=traj.tenant_id,
+            namespaces=[traj.namespace],
+            limit=INTENT_CANDIDATES,
+            task_type=traj.task_type,
+            kinds=[ExperienceKind.EPISODE.value],
+        )
+        episodes = self.store.get_experiences(traj.tenant_id, [h.id for h in hits])
+        runs = []
+        for hit in hits:
+            exp = episodes.get(hit.id)
+            if exp is None or not exp.source_trajectory_ids:
+                continue
+            run_id = exp.source_trajectory_ids[0]
+            if run_id == traj.id:
+                continue
+            try:
+                other = self.store.get_trajectory(traj.tenant_id, run_id)
+            except Exception:  # forgotten meanwhile
+                continue
+            if other.task.strip() and other.task_key:
+                runs.append(other)
+        if not runs:
+            return None
+        vectors = self.embedder.embed([opener, *(r.task for r in runs)])
+        sims = np.asarray(vectors[1:]) @ np.asarray(vectors[0])
+        best = int(np.argmax(sims))
+        return runs[best].task_key if float(sims[best]) >= self.threshold else None
+
+    def members(self, traj: Trajectory, key: str) -> list[Trajectory]:
+        """The other runs of ``traj``'s group with a known success or failure, loaded."""
+        out = []
+        for run_id in self.store.runs_of_task(traj.tenant_id, key):
+            if run_id == traj.id:
+                continue
+            try:
+                other = self.store.get_trajectory(traj.tenant_id, run_id)
+            except Exception:
+                continue
+            if other.outcome in _SUCCESS or other.outcome in _FAILED:
+                out.append(other)
+        return out
+
+    def pairs(self, traj: Trajectory) -> list[tuple[Trajectory, Trajectory]]:
+        """``(failed, reference)`` pairs to compare after reviewing ``traj`` (module
+        docstring); ``[]`` when its group has no run of the other outcome."""
+        if traj.outcome not in _SUCCESS and traj.outcome not in _FAILED:
+            return []
+        try:
+            key = self.key_for(traj)
+            members = self.members(traj, key)
+        except Exception:
+            log.warning("hindsight: task group of %s not found", traj.id, exc_info=True)
+            return []
+        if traj.outcome in _FAILED:
+            ref = reference_for(traj, [m for m in members if m.outcome in _SUCCESS])
+            return [(traj, ref)] if ref is not None else []
+        failed = sorted(
+            (m for m in members if m.outcome in _FAILED), key=lambda m: m.started_at, reverse=True
+        )
+        return [(f, traj) for f in failed[:MAX_PAIRS]]
