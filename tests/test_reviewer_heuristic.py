@@ -56,45 +56,42 @@ def tau_lessons(tau_trajectories: list[Trajectory]) -> list[tuple[Trajectory, Le
     return [(t, lesson) for t in tau_trajectories for lesson in REVIEWER.review_sync(t)]
 
 
-def test_tau_bench_yields_many_distinct_lessons(
+def test_tau_bench_lessons_are_general_not_restatements(
     tau_trajectories: list[Trajectory], tau_lessons: list[tuple[Trajectory, Lesson]]
 ) -> None:
-    distinct = {norm(lesson.content) for _, lesson in tau_lessons}
-    assert len(distinct) > 150
-    assert len(distinct) / len(tau_trajectories) > 1.0
-    per_run = Counter(t.id for t, _ in tau_lessons)
-    assert all(per_run[t.id] >= 1 for t in tau_trajectories)
     kinds = Counter(lesson.kind for _, lesson in tau_lessons)
+    # what only restates a run is its episode, not a lesson (issue 15)
+    for kind in (ExperienceKind.OUTCOME, ExperienceKind.KEY_STEP, ExperienceKind.TASK_SCOPE):
+        assert kinds[kind] == 0, kind
     for kind in (
-        ExperienceKind.OUTCOME,
-        ExperienceKind.KEY_STEP,
         ExperienceKind.TOOL_RELIABILITY,
         ExperienceKind.IMPROVEMENT,
         ExperienceKind.ANTI_PATTERN,
-        ExperienceKind.TASK_SCOPE,
     ):
         assert kinds[kind] > 0, kind
-    assert kinds[ExperienceKind.OUTCOME] == 200  # every tau-bench run has a reward
+    keys = {str(lesson.metadata["lesson_key"]) for _, lesson in tau_lessons}
+    # the same failure seen in many runs is one lesson key, not one lesson per run
+    assert len(keys) < len(tau_lessons) / 2
+    for traj, lesson in tau_lessons:
+        opener = task_summary(traj.task)
+        assert opener.lower() not in lesson.content.lower()
+        assert lesson.metadata["support"][0]["trajectory_id"] == traj.id
 
 
 def test_tau_bench_lessons_are_well_formed(tau_lessons: list[tuple[Trajectory, Lesson]]) -> None:
-    for traj, lesson in tau_lessons:
+    for _, lesson in tau_lessons:
         text = lesson.content
         assert text.strip() and norm(text) not in {"none", "null"}
         assert len(text) <= MAX_LESSON_CHARS
         assert "\n" not in text
         assert 0.0 < lesson.confidence <= 1.0 and 0.0 < lesson.importance <= 1.0
-        # absolute words make the write guard suspicious; only the quoted task may hold them
-        own_words = text.replace(task_summary(traj.task), "").lower().split()
-        assert "never" not in own_words and "always" not in own_words
-        # personal data of the synthetic users stays out of the lessons
+        words = text.lower().split()
+        assert "never" not in words and "always" not in words
+        # personal data and ids of the synthetic users stay out of the lessons
         assert "mia_li_3668" not in text and "1990-04-05" not in text
-    reliability = [
-        lesson
-        for _, lesson in tau_lessons
-        if lesson.kind in (ExperienceKind.TOOL_RELIABILITY, ExperienceKind.IMPROVEMENT)
-    ]
-    assert all(lesson.tools for lesson in reliability)
+        assert not re.search(r"\b[A-Z0-9]{6}\b", text.replace("<", " ")), text
+        assert not re.search(r"(?<![<\w])\d{2,}(?![\w>])", text), text
+        assert lesson.tools
 
 
 def payment_lessons(lessons: list[Lesson]) -> list[Lesson]:
@@ -107,18 +104,17 @@ def payment_lessons(lessons: list[Lesson]) -> list[Lesson]:
     ]
 
 
-def test_payment_split_lesson_exists(tau_lessons: list[tuple[Trajectory, Lesson]]) -> None:
+def test_payment_split_lesson_exists_once_per_key(
+    tau_lessons: list[tuple[Trajectory, Lesson]],
+) -> None:
     lessons = [lesson for _, lesson in tau_lessons]
-    found = [
-        lesson
-        for lesson in of_kind(payment_lessons(lessons), ExperienceKind.TOOL_RELIABILITY)
-        if "certificate" in lesson.content and "credit_card" in lesson.content
-    ]
+    found = of_kind(payment_lessons(lessons), ExperienceKind.TOOL_RELIABILITY)
     assert found, "no tool_reliability lesson about book_reservation payment splits"
+    assert len({lesson.metadata["lesson_key"] for lesson in found}) == 1
     text = found[0].content
-    assert "payment_methods=[certificate" in text
+    assert "total price is <amount>, but paid <amount>" in text
     assert "add up exactly to the total" in text  # the advice, not only the symptom
-    assert "flight_type=one_way" in text
+    assert "payment_methods=" in text  # the condition, as classes
 
 
 def test_payment_lesson_is_findable_by_the_query(
@@ -133,6 +129,17 @@ def test_payment_lesson_is_findable_by_the_query(
     scores = vectors @ embedder.embed([PAYMENT_QUERY])[0]
     top = [unique[i] for i in scores.argsort()[::-1][:5]]
     assert payment_lessons(top), [lesson.content for lesson in top]
+
+
+def test_failed_runs_with_expected_actions_teach_rules(
+    tau_lessons: list[tuple[Trajectory, Lesson]],
+) -> None:
+    rules = [(t, lesson) for t, lesson in tau_lessons if lesson.kind is ExperienceKind.RULE]
+    assert rules
+    for traj, lesson in rules:
+        assert traj.outcome is Outcome.FAILURE
+        assert lesson.metadata["lesson_key"].startswith("contrast:")
+        assert lesson.content.startswith(("Before calling", "Call ", "When the user"))
 
 
 def test_review_is_deterministic(tau_file: Path) -> None:
@@ -174,12 +181,24 @@ def test_none_content_with_tool_calls_is_reviewed() -> None:
     traj = run(
         ev("user_message", "find my order"),
         ev("model_thought", None),  # type: ignore[arg-type]
-        *tool("order_query", {}, "success", "shipped"),
-        outcome=Outcome.SUCCESS,
+        *tool("order_query", {}, "failure", "Error: service down"),
+        outcome=Outcome.FAILURE,
     )
     lessons = REVIEWER.review_sync(traj)
     assert lessons and all(lesson.content.strip() for lesson in lessons)
     assert any("order_query" in lesson.content for lesson in lessons)
+
+
+@pytest.mark.parametrize("outcome", [Outcome.SUCCESS, Outcome.FAILURE, Outcome.UNKNOWN])
+def test_a_run_without_errors_or_reference_restates_nothing(outcome: Outcome) -> None:
+    traj = run(
+        ev("user_message", "Cancel reservation ABC"),
+        *tool("cancel_reservation", {"reservation_id": "ABC"}, "success", "done"),
+        ev("final_answer", "Cancelled."),
+        task="Cancel reservation ABC",
+        outcome=outcome,
+    )
+    assert REVIEWER.review_sync(traj) == []  # its episode says how it went
 
 
 # --- crafted runs --------------------------------------------------------------------------------
@@ -196,10 +215,10 @@ def test_chinese_run_gives_chinese_lessons() -> None:
         outcome=Outcome.SUCCESS,
     )
     lessons = REVIEWER.review_sync(traj)
-    assert all(CJK.search(lesson.content) for lesson in lessons)
-    assert any(task in lesson.content for lesson in lessons)
+    assert lessons and all(CJK.search(lesson.content) for lesson in lessons)
+    assert not any(task in lesson.content for lesson in lessons)
     (improvement,) = of_kind(lessons, ExperienceKind.IMPROVEMENT)
-    assert "cmd 从 npm install 改为 pnpm install" in improvement.content
+    assert "run_shell" in improvement.content and "奏效" in improvement.content
 
 
 def test_failure_then_recovery_gives_improvement_naming_the_change() -> None:
@@ -222,12 +241,11 @@ def test_failure_then_recovery_gives_improvement_naming_the_change() -> None:
     lessons = REVIEWER.review_sync(traj)
     (improvement,) = of_kind(lessons, ExperienceKind.IMPROVEMENT)
     assert improvement.content == (
-        "When book_flight failed with 'not enough balance in payment method gift_card_123456', "
+        "When book_flight fails with 'not enough balance in payment method <gift_card_id>', "
         "calling it again with payment_method gift_card -> credit_card worked."
     )
     assert improvement.tools == ["book_flight"]
-    (key_step,) = of_kind(lessons, ExperienceKind.KEY_STEP)
-    assert "book_flight with flight=UA12, payment_method=credit_card, amount=80" in key_step.content
+    assert of_kind(lessons, ExperienceKind.KEY_STEP) == []
 
 
 def test_recovery_with_another_tool() -> None:
@@ -237,7 +255,8 @@ def test_recovery_with_another_tool() -> None:
         *tool("search_news", {"query": "paris weather", "lang": "en"}, "success", "sunny"),
     )
     (improvement,) = of_kind(REVIEWER.review_sync(traj), ExperienceKind.IMPROVEMENT)
-    assert "calling search_news with query=paris weather" in improvement.content
+    assert "calling search_news" in improvement.content
+    assert "paris" not in improvement.content.lower()  # free text stays out
     assert improvement.tools == ["search_web", "search_news"]
 
 
@@ -247,12 +266,14 @@ def test_repeated_identical_failures_give_anti_pattern() -> None:
     lessons = REVIEWER.review_sync(traj)
     (anti,) = of_kind(lessons, ExperienceKind.ANTI_PATTERN)
     assert anti.content.startswith(
-        "pay was called 3 times with identical arguments (currency=XYZ) and failed "
-        "with 'invalid currency' each time"
+        "When pay fails with 'invalid currency', change the arguments or the approach"
     )
+    assert anti.metadata["occurrences"] == 3
     (reliability,) = of_kind(lessons, ExperienceKind.TOOL_RELIABILITY)
-    assert "pay failed 3 times with 'invalid currency'" in reliability.content
-    assert reliability.confidence > 0.7  # repeated evidence raises it
+    assert reliability.content == (
+        "pay can fail with 'invalid currency': validate the arguments against the tool's "
+        "schema before calling."
+    )  # XYZ may be an id: only classes reach a lesson
     assert of_kind(lessons, ExperienceKind.IMPROVEMENT) == []
 
 
@@ -270,16 +291,17 @@ def test_timeout_gives_tool_reliability_lesson() -> None:
         ev("user_message", "Where is my order?"),
         *tool("order_query", {"region": "eu"}, "timeout", "request timed out after 30s"),
         *tool("order_query", {"region": "eu"}, "success", '{"status": "shipped"}'),
+        outcome=Outcome.SUCCESS,
     )
     lessons = REVIEWER.review_sync(traj)
     (reliability,) = of_kind(lessons, ExperienceKind.TOOL_RELIABILITY)
-    assert reliability.content.startswith("order_query timed out when called with region=eu")
+    assert reliability.content.startswith("order_query can time out")
     assert "retry" in reliability.content
     (improvement,) = of_kind(lessons, ExperienceKind.IMPROVEMENT)
-    assert "retrying it with the same arguments worked" in improvement.content
+    assert "one retry with the same arguments worked" in improvement.content
 
 
-def test_unrecovered_failure_is_the_failure_cause() -> None:
+def test_an_unrecovered_failure_is_a_tool_lesson_not_a_restatement() -> None:
     traj = run(
         ev("user_message", "Cancel reservation ABC"),
         *tool("cancel_reservation", {"reservation_id": "ABC"}, "failure", "Error: not found"),
@@ -287,15 +309,13 @@ def test_unrecovered_failure_is_the_failure_cause() -> None:
         outcome=Outcome.FAILURE,
     )
     lessons = REVIEWER.review_sync(traj)
-    (cause,) = of_kind(lessons, ExperienceKind.FAILURE_CAUSE)
-    assert cause.content == (
-        "For tasks like 'Cancel reservation ABC', the run failed; the direct cause seen was "
-        "that cancel_reservation failed with 'not found' and was not recovered."
+    (reliability,) = lessons
+    assert reliability.kind is ExperienceKind.TOOL_RELIABILITY
+    assert reliability.content == (
+        "cancel_reservation can fail with 'not found': look the id up first and pass only ids "
+        "that exist."
     )
-    (outcome,) = of_kind(lessons, ExperienceKind.OUTCOME)
-    assert "the run failed after 1 tool call (1 failed): cancel_reservation." in outcome.content
-    (scope,) = of_kind(lessons, ExperienceKind.TASK_SCOPE)
-    assert "'Cancel reservation ABC'" in scope.content and "cancel_reservation" in scope.content
+    assert "ABC" not in reliability.content
 
 
 def test_results_without_status_are_classified() -> None:
@@ -305,7 +325,7 @@ def test_results_without_status_are_classified() -> None:
         ev("tool_result", "Traceback (most recent call last):\nKeyError: 'q'", tool_name="lookup"),
     )
     (reliability,) = of_kind(REVIEWER.review_sync(traj), ExperienceKind.TOOL_RELIABILITY)
-    assert "lookup failed with 'KeyError: 'q''" in reliability.content
+    assert "lookup can fail with 'KeyError: 'q''" in reliability.content
 
 
 def test_secrets_personal_data_and_huge_outputs_stay_out() -> None:
@@ -318,11 +338,12 @@ def test_secrets_personal_data_and_huge_outputs_stay_out() -> None:
     }
     traj = run(
         ev("user_message", "send it"),
-        *tool("send_message", args, "failure", "Error: " + "quota exceeded " * 200),
+        *tool("send_message", args, "failure", "Error: mode fast quota exceeded " * 100),
     )
-    for lesson in REVIEWER.review_sync(traj):
+    lessons = REVIEWER.review_sync(traj)
+    for lesson in lessons:
         for secret in ("sk-secret", "a@b.example", "Mia", "xxxxx"):
             assert secret not in lesson.content
         assert len(lesson.content) <= MAX_LESSON_CHARS
-    (reliability,) = of_kind(REVIEWER.review_sync(traj), ExperienceKind.TOOL_RELIABILITY)
-    assert "mode=fast" in reliability.content
+    (reliability,) = of_kind(lessons, ExperienceKind.TOOL_RELIABILITY)
+    assert "mode=fast" in reliability.content  # the argument the error is about

@@ -66,7 +66,7 @@ _SECRET = re.compile(
     r"pass(?:word|wd)?$|secret|token|api[_-]?key|credential|cookie|session", re.IGNORECASE
 )
 _ID_KEY = re.compile(r"(?:^|_)(?:id|ids|uuid|number|num|no|code|ref|reference)$|Id$")
-_CATEGORICAL = re.compile(r"^[a-z]+(?:[_ -][a-z]+){0,3}$")
+_CATEGORICAL = re.compile(r"^[a-z]+(?:[_-][a-z]+){0,3}$")
 _NAME_PARTS = re.compile(r"[^a-z0-9]+")
 
 _URL = re.compile(r"https?://\S+|www\.\S+", re.IGNORECASE)
@@ -117,8 +117,8 @@ def identifying(key: str) -> bool:
 
 
 def is_categorical(value: str) -> bool:
-    """True for a short lower-case word or phrase (``economy``, ``one_way``, ``gift card``): a
-    class already, kept in lessons."""
+    """True for a short lower-case word or identifier (``economy``, ``one_way``,
+    ``basic-economy``): a class already, kept in lessons. Phrases with spaces are free text."""
     return len(value) <= 30 and bool(_CATEGORICAL.match(value))
 
 

@@ -323,10 +323,9 @@ def fixes(ctx: Context) -> list[Lesson]:
             other = _substitute(ctx, failed)
             if other is None:
                 continue
-            args = _conditions(ctx, other, " ".join(map(str, other.args)))
             content = render(
                 "fix_other", ctx.lang, tool=failed.tool, failure=failure, other=other.tool,
-                args=render("paren", ctx.lang, args=args) if args else "", result=result,
+                args="", result=result,
             )  # fmt: skip
             confidence = FIX_OTHER_TOOL_CONFIDENCE
             key = f"fix:{_error_key(ctx, failed)}:use:{other.tool}"
