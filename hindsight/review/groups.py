@@ -127,18 +127,13 @@ class TaskGroups:
         best = int(np.argmax(sims))
         return runs[best].task_key if float(sims[best]) >= self.threshold else None
 
-    def members(self, traj: Trajectory, key: str) -> list[Trajectory]:
-        """The other runs of ``traj``'s group with a known success or failure, loaded."""
+    def _load(self, traj: Trajectory, ids: list[str]) -> list[Trajectory]:
         out = []
-        for run_id in self.store.runs_of_task(traj.tenant_id, key):
-            if run_id == traj.id:
-                continue
+        for run_id in ids:
             try:
-                other = self.store.get_trajectory(traj.tenant_id, run_id)
-            except Exception:
+                out.append(self.store.get_trajectory(traj.tenant_id, run_id))
+            except Exception:  # forgotten meanwhile
                 continue
-            if other.outcome in _SUCCESS or other.outcome in _FAILED:
-                out.append(other)
         return out
 
     def pairs(self, traj: Trajectory) -> list[tuple[Trajectory, Trajectory]]:
@@ -148,14 +143,14 @@ class TaskGroups:
             return []
         try:
             key = self.key_for(traj)
-            members = self.members(traj, key)
+            members = [m for m in self.store.runs_of_task(traj.tenant_id, key) if m.id != traj.id]
         except Exception:
             log.warning("hindsight: task group of %s not found", traj.id, exc_info=True)
             return []
         if traj.outcome in _FAILED:
-            ref = reference_for(traj, [m for m in members if m.outcome in _SUCCESS])
+            wins = [m.id for m in members if m.outcome in _SUCCESS]
+            ref = reference_for(traj, self._load(traj, wins))
             return [(traj, ref)] if ref is not None else []
-        failed = sorted(
-            (m for m in members if m.outcome in _FAILED), key=lambda m: m.started_at, reverse=True
-        )
-        return [(f, traj) for f in failed[:MAX_PAIRS]]
+        losses = [m for m in members if m.outcome in _FAILED]
+        losses.sort(key=lambda m: m.stored_at, reverse=True)
+        return [(f, traj) for f in self._load(traj, [m.id for m in losses[:MAX_PAIRS]])]
