@@ -359,7 +359,8 @@ def test_tau_bench_ingest_keeps_policy_evidence_and_task_key(
         system = [m["content"] for m in record["traj"] if m["role"] == "system"]
         assert traj.system_prompt == "\n\n".join(system)
         assert traj.metadata["system_prompt_head"] == system[0][:200]  # kept for compatibility
-        assert traj.task_key == str(record["task_id"])
+        digest = hashlib.sha256(traj.system_prompt.encode()).hexdigest()[:8]
+        assert traj.task_key == f"{record['task_id']}@{digest}"  # task ids are per domain
         info = record["info"]
         actions = info["task"]["actions"]
         assert traj.evidence is not None

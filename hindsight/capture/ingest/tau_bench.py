@@ -8,6 +8,7 @@ chat messages]}`` (the ``historical_trajectories`` files of sierra-research/tau-
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
@@ -91,8 +92,10 @@ def tau_bench_record_to_trajectory(
     Task: the first user message. task_type: ``task_type`` or ``"tau-bench"``. Tags:
     ``["tau-bench"]``. Metadata: ``task_id`` and ``trial``. Outcome from ``reward`` (1
     success, 0 failure). System prompt: the system message (the domain's policy). Task key:
-    ``str(task_id)``. Evidence: :func:`tau_bench_evidence` of ``info`` (the rest of ``info``,
-    e.g. the simulated user's instruction, is not kept).
+    ``"<task_id>@<first 8 hex digits of the policy's SHA-256>"`` (``str(task_id)`` without a
+    policy): tau-bench numbers tasks per domain, so two domains ingested into one tenant and
+    task_type never share a group. Evidence: :func:`tau_bench_evidence` of ``info`` (the rest
+    of ``info``, e.g. the simulated user's instruction, is not kept).
 
     Raises:
         InvalidTrajectoryError: the record is not an object or ``traj`` is malformed.
@@ -107,7 +110,7 @@ def tau_bench_record_to_trajectory(
     evidence = tau_bench_evidence(value.get("info"), raw.where)
     if evidence is not None:
         context["evidence"] = evidence
-    return build_trajectory(
+    traj = build_trajectory(
         raw,
         value.get("traj"),
         kind="tau-bench",
@@ -123,3 +126,7 @@ def tau_bench_record_to_trajectory(
         metadata=metadata,
         context=context,
     )
+    if traj.task_key is not None and traj.system_prompt:
+        digest = hashlib.sha256(traj.system_prompt.encode("utf-8", "surrogatepass")).hexdigest()
+        traj = traj.model_copy(update={"task_key": f"{traj.task_key}@{digest[:8]}"})
+    return traj
