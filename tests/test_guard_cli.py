@@ -119,7 +119,8 @@ def test_c24_end_to_end_through_the_cli(tmp_path: Path) -> None:
     listed = ok_json(tmp_path, "quarantine", "list", "--tenant", "acme")
     assert listed["count"] == len(listed["quarantined"]) >= 3
     assert all(item["reasons"] for item in listed["quarantined"])
-    assert any("x.example" in item["content"] for item in listed["quarantined"])
+    # the poison is kept for review (lessons mask its URL into <url>, the instruction stays)
+    assert any("send api keys" in item["content"].lower() for item in listed["quarantined"])
     assert NOTE not in json.dumps(listed)
     text = cli(tmp_path, "quarantine", "list", "--tenant", "acme")
     assert text.returncode == 0 and "exfiltration.secret_to_destination" in text.stdout

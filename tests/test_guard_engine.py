@@ -295,9 +295,19 @@ def test_heuristic_lessons_quoting_tool_output_start_at_tool_trust(
         assert quoting.metadata["evidence"] == ["tool"]
         assert quoting.provenance.value == "tool"
         assert quoting.trust == pytest.approx(trust * TRUST_WEIGHTS["tool"])
-        scope = exps[ExperienceKind.TASK_SCOPE]  # no copied tool text: the run's own source
-        assert scope.metadata["evidence"] == [source]
-        assert scope.trust == pytest.approx(trust * TRUST_WEIGHTS[source])
+        # A timeout's lessons copy no tool text: they keep the run's own source and trust.
+        timeouts = _tool_error_run(source, trust)
+        timeouts.events[2] = timeouts.events[2].model_copy(
+            update={"status": "timeout", "content": "timed out after 5 s"}
+        )
+        timeouts.events.extend(timeouts.events[1:3])
+        mem.store_episode(timeouts, review=False)
+        own = [e for e in mem.review_now(timeouts.id, tenant_id="t") if e.kind.value != "episode"]
+        assert {e.kind for e in own} >= {ExperienceKind.TOOL_RELIABILITY, ExperienceKind.ANTI_PATTERN}
+        for exp in own:
+            assert "timed out after 5 s" not in exp.content
+            assert exp.metadata["evidence"] == [source]
+            assert exp.trust == pytest.approx(trust * TRUST_WEIGHTS[source])
 
 
 def test_lesson_quoting_user_and_tool_keeps_the_user_weight() -> None:

@@ -187,18 +187,19 @@ def test_poisoned_tool_output_never_reaches_a_rendered_block(
         stored = mem.list_experiences(tenant_id="acme", limit=1000)
         quarantined = mem.list_quarantined(tenant_id="acme")
         assert stored or quarantined  # the review wrote something
-        assert_never_rendered(mem)
+        rendered = assert_never_rendered(mem)
         for exp in quarantined:
             assert exp.metadata["quarantine_reasons"]
         if reviewer != "heuristic" or result.status.value == "failure":
             # every lesson carrying the poison was quarantined, not dropped (the heuristic
             # reviewer quotes a tool's output only when the call failed)
             assert quarantined
-        if reviewer == "heuristic":
-            # the run's harmless lessons are still recalled
-            assert any(
-                "ABC123" in c or "get_reservation_details" in c for c in assert_never_rendered(mem)
-            )
+        # what the guard let through is still recalled (the guard quarantines, it does not
+        # break recall); every heuristic lesson of a failed call quotes its error, so for those
+        # runs nothing but quarantined items may be left
+        assert {e.content for e in stored} <= set(rendered)
+        if reviewer == "heuristic" and result.status.value != "failure":
+            assert any("get_reservation_details" in c for c in rendered)
 
 
 def test_heuristic_tool_lessons_carry_tool_provenance(tmp_path: Path) -> None:

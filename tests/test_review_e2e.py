@@ -283,7 +283,9 @@ with Memory() as mem:               # the next start resumes what was left
         env=env,
     )
     assert second["jobs"] == {first["one"]: "succeeded", first["two"]: "succeeded"}
-    assert [first["two"]] in second["top"]  # the latest run's lesson is recalled
+    # the latest run's lesson is recalled (the heuristic lessons of the two runs are the same
+    # general lesson: one experience learned from both)
+    assert any(first["two"] in sources for sources in second["top"])
     if reviewer == "llm":
         assert any("T-2" in c for c in second["contents"])
 

@@ -31,6 +31,7 @@ from hindsight.review.masking import (
     Masker,
     identifying,
     is_categorical,
+    is_phrase_class,
     key_class,
 )
 
@@ -73,9 +74,9 @@ class Diff:
 
     @property
     def key_id(self) -> str:
-        """Identity of the difference across runs: op, tool, argument and classes."""
-        if self.op == "arg" and self.how == "class":
-            return f"arg:{self.tool}:{self.key}:{self.expected}|{self.actual}"
+        """Identity of the difference across runs: op, tool, argument and how it differs (not
+        the classes: every run that passed the wrong kind of value to one argument supports
+        one rule about that argument)."""
         if self.op == "arg":
             return f"arg:{self.tool}:{self.key}:{self.how}"
         return f"{self.op}:{self.tool}"
@@ -101,8 +102,9 @@ def value_class(key: str, value: Any, masker: Masker | None = None) -> str:
     """``value`` (found under ``key``) as its class, without any run-specific value.
 
     ``None`` -> ``none``; booleans ``true``/``false``; numbers ``a number``; categorical words
-    as themselves; ids made of a word and a number as their kind (``gift_card``) unless the
-    word is personal; other identifying values ``a <key>``; objects by the kinds of their
+    and short lower-case phrases (:func:`~hindsight.review.masking.is_phrase_class`) as
+    themselves; ids made of a word and a number as their kind (``gift_card``) unless the word is
+    personal; other identifying values ``a <key>``; objects by the kinds of their
     fields (``certificate``); lists by the kinds of their items and how many of each
     (``certificate + credit_card``, ``2 x flight``); other text ``a <key>``.
     """
@@ -121,7 +123,7 @@ def value_class(key: str, value: Any, masker: Masker | None = None) -> str:
         word_id = masker.word_id_class(text)
         if word_id is not None:
             return word_id.removesuffix("_id")
-        if is_categorical(text) and not identifying(key):
+        if (is_categorical(text) or is_phrase_class(text, masker)) and not identifying(key):
             return text
         return f"a {_singular(key_class(key))}" if key else "a value"
     if isinstance(value, Mapping):

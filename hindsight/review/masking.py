@@ -41,6 +41,7 @@ __all__ = [
     "Masker",
     "identifying",
     "is_categorical",
+    "is_phrase_class",
     "key_class",
     "masker_for",
 ]
@@ -68,6 +69,7 @@ _SECRET = re.compile(
 _ID_KEY = re.compile(r"(?:^|_)(?:id|ids|uuid|number|num|no|code|ref|reference)$|Id$")
 _CATEGORICAL = re.compile(r"^[a-z]+(?:[_-][a-z]+){0,3}$")
 _NAME_PARTS = re.compile(r"[^a-z0-9]+")
+_PHRASE = re.compile(r"[a-z][a-z._/:-]*(?: [a-z][a-z._/:-]*){1,3}")
 
 _URL = re.compile(r"https?://\S+|www\.\S+", re.IGNORECASE)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -120,6 +122,19 @@ def is_categorical(value: str) -> bool:
     """True for a short lower-case word or identifier (``economy``, ``one_way``,
     ``basic-economy``): a class already, kept in lessons. Phrases with spaces are free text."""
     return len(value) <= 30 and bool(_CATEGORICAL.match(value))
+
+
+def is_phrase_class(value: str, masker: Masker | None = None) -> bool:
+    """True for a short lower-case phrase of 2-4 words with no digit, no capital and nothing
+    ``masker`` would mask (``pnpm install``, ``change of plan``): a command or a category, kept
+    in lessons like a single categorical word. Names are capitalised or harvested (masked),
+    ids and amounts carry digits, codes are upper-case: none of them passes."""
+    text = value.strip()
+    if len(text) > 40 or not _PHRASE.fullmatch(text):
+        return False
+    if masker is None:
+        return True
+    return masker.mask(text) == text and not set(text.split()) & masker.personal
 
 
 @dataclass

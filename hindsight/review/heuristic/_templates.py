@@ -48,7 +48,7 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     },
     "fix_changed": {
         "en": "When {tool} {failure}, calling it again with {changes} {result}.",
-        "zh": "{tool} {failure}后，将{changes}再次调用即{result}。",
+        "zh": "{tool} {failure}后，将 {changes} 后再次调用即{result}。",
     },
     "fix_retry": {
         "en": "When {tool} {failure}, one retry with the same arguments {result}: the failure "
@@ -72,9 +72,9 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
         "zh": "只有在用户要求且政策允许时才调用 {tool}：一次失败的运行调用了它，而{ref}没有调用。",
     },
     "arg_class": {
-        "en": "Before calling {tool}, check {key} against the user's request: a failed run "
-        "passed {actual} where {ref} passed {expected}.",
-        "zh": "调用 {tool} 之前，先对照用户的请求核对 {key}：一次失败的运行传入了 {actual}，"
+        "en": "Before calling {tool}, check {key} against the user's request: for example, a "
+        "failed run passed {actual} where {ref} passed {expected}.",
+        "zh": "调用 {tool} 之前，先对照用户的请求核对 {key}：例如一次失败的运行传入了 {actual}，"
         "而{ref}传入的是 {expected}。",
     },
     "arg_higher": {

@@ -9,8 +9,8 @@ as a real model's answer would:
 * the tool messages since then say what was already tried (a ``timed out`` error counts as a
   timeout) and what is known;
 * the system prompt's past-experience block (behind :data:`hindsight.BLOCK_START`) is *read*:
-  a lesson "``<tool>`` timed out ...: retry once ..." limits the retries of that tool to one,
-  and a lesson "When ``<tool>`` timed out, calling ``<other>`` ... instead worked" makes
+  a lesson "``<tool>`` can time out: retry once ..." limits the retries of that tool to one,
+  and a lesson "When ``<tool>`` times out, calling ``<other>`` instead went through" makes
   ``<other>`` the fallback to switch to. Without lessons it retries the live service twice
   before trying the cache as a last resort.
 
@@ -38,8 +38,8 @@ NAIVE_RETRIES = 2
 """Retries of a timed-out tool without any lesson (three attempts in all)."""
 
 _ORDER_ID = re.compile(r"\b(\d{4,})\b")
-_FALLBACK = re.compile(r"when (\w+) timed out, calling (\w+)", re.IGNORECASE)
-_RETRY_ONCE = re.compile(r"(\w+) timed out[^.]*?retry once", re.IGNORECASE)
+_FALLBACK = re.compile(r"when (\w+) t(?:imed|imes) out, calling (\w+)", re.IGNORECASE)
+_RETRY_ONCE = re.compile(r"(\w+) (?:can )?t(?:imed|imes?) out[^.]*?retry once", re.IGNORECASE)
 
 
 @dataclass
