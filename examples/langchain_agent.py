@@ -16,6 +16,7 @@ Needs: pip install "hindsight-memory[langchain]" (and the provider's package for
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from hindsight_langchain import HindsightMiddleware
@@ -51,7 +52,9 @@ def offline_model() -> ScriptedChatModel:
     def script(messages: list[BaseMessage]) -> Any:
         last = messages[-1]
         if isinstance(last, HumanMessage):
-            if "carrier_status timed out" in system_prompt_of(messages):
+            if re.search(
+                r"carrier_status (?:can time|times|timed) out", system_prompt_of(messages)
+            ):
                 return ai("", call("tracking_cache", {"order_id": "A1"}, "call-cache"))
             return ai("", call("carrier_status", {"order_id": "A1"}, "call-carrier"))
         if isinstance(last, ToolMessage) and last.status == "error":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from typing import Any
 
@@ -36,6 +37,8 @@ from tests.integrations.langchain_support import (
     tracking_cache,
 )
 
+TIMES_OUT = re.compile(r"carrier_status (?:can time|times|timed) out")  # the lesson's wording
+
 ORIGINAL = "You are a parcel support agent. Answer in one sentence."
 
 
@@ -44,7 +47,7 @@ def support_script(messages: list[BaseMessage]) -> Any:
     it uses the tracking cache instead; otherwise it asks the carrier."""
     last = messages[-1]
     if isinstance(last, HumanMessage):
-        if "carrier_status timed out" in system_prompt_of(messages):
+        if TIMES_OUT.search(system_prompt_of(messages)):
             return ai("", call("tracking_cache", {"order_id": "A1"}, "c-cache"))
         return ai("", call("carrier_status", {"order_id": "A1"}, "c-carrier"))
     if isinstance(last, ToolMessage) and last.status == "error":
@@ -99,7 +102,7 @@ def test_second_run_prompt_ends_with_the_lesson_of_the_first_failure() -> None:
     second_prompt = model.prompts[1]
     system = system_prompt_of(second_prompt)
     tail = _check_tail(system)
-    assert "carrier_status timed out" in tail
+    assert TIMES_OUT.search(tail)
     assert isinstance(second_prompt[0], SystemMessage)
     # The block stays on every model call of the invoke.
     assert system_prompt_of(model.prompts[2]) == system
@@ -132,7 +135,7 @@ def test_async_agent_with_async_memory() -> None:
 
     result = asyncio.run(run())
     assert "delivered" in result["messages"][-1].content
-    assert "carrier_status timed out" in _check_tail(system_prompt_of(model.prompts[1]))
+    assert TIMES_OUT.search(_check_tail(system_prompt_of(model.prompts[1])))
     assert stored(mem, middleware.last_trajectory_id).outcome is Outcome.SUCCESS
     assert middleware.errors == 0
 

@@ -122,14 +122,17 @@ def test_trajectories_carry_policy_evidence_and_task_group(
             r = http.post("/v1/episodes", json={"trajectory": record, "review": False})
             ids.append(r.json()["episodes"][0]["trajectory_id"])
         theirs.post("/v1/episodes", json={"trajectory": group[0], "review": False})
-        page = http.get("/v1/trajectories", params={"task_key": str(task_id)}).json()
+        # tau-bench's key: the task id and the policy's hash (two domains' task 3 differ)
+        key = http.get(f"/v1/trajectories/{ids[0]}").json()["task_key"]
+        assert key.startswith(f"{task_id}@")
+        page = http.get("/v1/trajectories", params={"task_key": key}).json()
         assert [item["id"] for item in page["items"]] == ids
         assert page["next_offset"] is None
         first = page["items"][0]
-        assert first["task_key"] == str(task_id) and first["task_key_source"] == "explicit"
+        assert first["task_key"] == key and first["task_key_source"] == "explicit"
         assert first["reason"].startswith("reward ") and first["reviewed"] is False
         failed = http.get(
-            "/v1/trajectories", params={"task_key": str(task_id), "outcome": "failure"}
+            "/v1/trajectories", params={"task_key": key, "outcome": "failure"}
         ).json()["items"]
         assert [f["id"] for f in failed] == [
             i for i, rec in zip(ids, group, strict=True) if rec["reward"] == 0.0
@@ -139,7 +142,7 @@ def test_trajectories_carry_policy_evidence_and_task_group(
         traj = http.get(f"/v1/trajectories/{ids[0]}").json()
         system = next(m["content"] for m in group[0]["traj"] if m["role"] == "system")
         assert traj["system_prompt"] == system
-        assert traj["task_key"] == str(task_id)
+        assert traj["task_key"] == key
         actions = group[0]["info"]["task"]["actions"]
         assert [a["tool"] for a in traj["evidence"]["expected_actions"]] == [
             a["name"] for a in actions
@@ -148,14 +151,12 @@ def test_trajectories_carry_policy_evidence_and_task_group(
         error_of(http.get("/v1/trajectories", params={"outcome": "won"}), 422, "validation_error")
         error_of(http.get("/v1/trajectories", params={"task_key": ""}), 422, "validation_error")
         lessons = http.post(f"/v1/episodes/{ids[0]}/review", timeout=120).json()
-        taught = http.get("/v1/experiences", params={"task_key": str(task_id)}).json()
+        taught = http.get("/v1/experiences", params={"task_key": key}).json()
         assert {e["id"] for e in lessons} <= {e["id"] for e in taught["items"]}
         assert http.get("/v1/experiences", params={"task_key": "none"}).json()["items"] == []
-        mine = theirs.get("/v1/trajectories", params={"task_key": str(task_id)}).json()["items"]
+        mine = theirs.get("/v1/trajectories", params={"task_key": key}).json()["items"]
         assert len(mine) == 1 and mine[0]["id"] not in ids
-        assert (
-            theirs.get("/v1/experiences", params={"task_key": str(task_id)}).json()["items"] == []
-        )
+        assert theirs.get("/v1/experiences", params={"task_key": key}).json()["items"] == []
 
 
 def test_other_formats_and_the_body_tenant(served: Served, tenant_pair: tuple[str, str]) -> None:
