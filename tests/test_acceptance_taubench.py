@@ -58,9 +58,7 @@ def test_tau_bench_ingest_recall_and_isolation(
     t1 = cli_json("recall", QUERY, "--tenant", "t1", data_dir=data, **env)
     assert 1 <= len(t1["hits"]) <= 5  # top_k default 5 (MISSION S5)
     payment = [
-        h
-        for h in t1["hits"]
-        if "book_reservation" in h["content"] and "payment" in h["content"]
+        h for h in t1["hits"] if "book_reservation" in h["content"] and "payment" in h["content"]
     ]
     assert payment, [h["content"] for h in t1["hits"]]
     hit = payment[0]

@@ -303,7 +303,10 @@ def test_heuristic_lessons_quoting_tool_output_start_at_tool_trust(
         timeouts.events.extend(timeouts.events[1:3])
         mem.store_episode(timeouts, review=False)
         own = [e for e in mem.review_now(timeouts.id, tenant_id="t") if e.kind.value != "episode"]
-        assert {e.kind for e in own} >= {ExperienceKind.TOOL_RELIABILITY, ExperienceKind.ANTI_PATTERN}
+        assert {e.kind for e in own} >= {
+            ExperienceKind.TOOL_RELIABILITY,
+            ExperienceKind.ANTI_PATTERN,
+        }
         for exp in own:
             assert "timed out after 5 s" not in exp.content
             assert exp.metadata["evidence"] == [source]
