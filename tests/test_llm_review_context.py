@@ -346,8 +346,17 @@ def test_through_the_memory_the_stored_policy_and_evidence_reach_the_model(
     report = report_for("T-701", chinese=False)
     kinds = {e.kind for e in stored}
     assert ExperienceKind.EPISODE in kinds and ExperienceKind.OUTCOME not in kinds
-    rules = {e.content for e in stored if e.kind is ExperienceKind.RULE}
-    assert rules == {r["text"] for r in report["rules"]}
+    rules = {e.content: e for e in stored if e.kind is ExperienceKind.RULE}
+    single = {r["text"] for r in report["rules"]}
+    assert single <= set(rules)
+    # the run's evidence lists the expected actions: the review run also compared them
+    # (contrastive prompt), and only that comparison wrote the other rules
+    contrasted = [rules[c] for c in set(rules) - single]
+    assert contrasted and all(
+        e.metadata["prompt_version"] == "contrast-v1"
+        and e.metadata["reference"] == "expected_actions"
+        for e in contrasted
+    )
     for exp in stored:
         if exp.kind is not ExperienceKind.EPISODE:
             assert exp.metadata["lesson_key"] == "text:" + dedup_key(exp.content)
