@@ -222,6 +222,11 @@ def _finite(value: float, where: str) -> float | None:
     return None
 
 
+#: Keys whose value is the caller's own free JSON (a tool's arguments, metadata, evidence
+#: details): a key named like one of ours (``id``) inside them is data, not a name.
+FREE_JSON_KEYS = frozenset({"tool_args", "metadata", "details", "kwargs", "args", "arguments"})
+
+
 def clean_json(
     value: Any, where: str = "value", names: frozenset[str] = frozenset(), floats: bool = True
 ) -> Any:
@@ -229,7 +234,8 @@ def clean_json(
     NaN or infinity replaced by ``None``, recursively through dicts, lists and tuples; other
     values (numbers, booleans, ``None``, models, datetimes) are returned as they are. Returns
     the very same object when nothing had to change. A string under a key in ``names``
-    (a name: ``namespace``, ``tenant_id``...) is checked with :func:`refuse_invalid` instead.
+    (a name: ``namespace``, ``tenant_id``...) is checked with :func:`refuse_invalid` instead,
+    except beneath :data:`FREE_JSON_KEYS` (and in ``value`` itself when it is such a field).
     With ``floats=False`` numbers are left alone (a raw record whose numbers the converter
     checks: a NaN ``reward`` is refused there).
 
@@ -250,7 +256,8 @@ def clean_json(
                 out[new_key] = refuse_invalid(item, sub)
                 changed = changed or new_key is not key
                 continue
-            new_item = clean_json(item, sub, names, floats)
+            inner = frozenset() if key in FREE_JSON_KEYS else names
+            new_item = clean_json(item, sub, inner, floats)
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item
         return out if changed else value

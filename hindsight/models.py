@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from hindsight._ids import new_id, normalize_id, validate_namespace, validate_tenant
-from hindsight._text import clean_json, refuse_invalid, warning_scope
+from hindsight._text import FREE_JSON_KEYS, clean_json, refuse_invalid, warning_scope
 
 __all__ = [
     "NAME_FIELDS",
@@ -191,7 +191,7 @@ class InputModel(BaseModel):
             return refuse_invalid(value, name) if isinstance(value, str) else value
         if isinstance(value, float):
             return value  # a number with a meaning: NaN/infinity refused (allow_inf_nan)
-        return clean_json(value, name, names=NAME_FIELDS)
+        return clean_json(value, name, names=frozenset() if name in FREE_JSON_KEYS else NAME_FIELDS)
 
     @model_validator(mode="wrap")
     @classmethod
