@@ -133,12 +133,12 @@ def test_kind_bonus_orders_equal_relevance_and_does_not_override_relevance(
         hits = mem.recall(text, tenant_id="t").hits
         assert [h.experience.id for h in hits] == [rule.id, tool.id, old.id]
     bonus = {"tool_reliability": 0.2}
-    with make_memory(
+    with make_memory(  # the same database: a tenant of its own
         tmp_path / "b", database_url, embedder=HashEmbedder(384), guard=False, kind_bonus=bonus
     ) as mem:
-        t = mem.add_experience(text, tenant_id="t", kind="tool_reliability", confidence=0.6)
-        r = mem.add_experience(text, tenant_id="t", kind="rule", confidence=0.6)
-        assert [h.experience.id for h in mem.recall(text, tenant_id="t").hits] == [t.id, r.id]
+        t = mem.add_experience(text, tenant_id="t2", kind="tool_reliability", confidence=0.6)
+        r = mem.add_experience(text, tenant_id="t2", kind="rule", confidence=0.6)
+        assert [h.experience.id for h in mem.recall(text, tenant_id="t2").hits] == [t.id, r.id]
 
 
 def test_private_namespace_still_comes_before_shared_whatever_the_kind(
