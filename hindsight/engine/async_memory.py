@@ -24,6 +24,7 @@ from hindsight._contract import (
     ExperienceId,
     Limit,
     Namespace,
+    Namespaces,
     Offset,
     OptionalTenantId,
     OutcomeFilter,
@@ -31,6 +32,7 @@ from hindsight._contract import (
     TaskKey,
     TaskType,
     TenantId,
+    TopK,
     TrajectoryId,
     check,
     forget_filter,
@@ -41,6 +43,7 @@ from hindsight.capture import RunRecorder
 from hindsight.capture.trajectory import coerce_trajectory
 from hindsight.capture.unsaved import UnsavedArea
 from hindsight.capture.writer import TrajectoryWriter
+from hindsight.checks import CheckResult, find_checks
 from hindsight.clock import SystemClock
 from hindsight.config import MemoryConfig
 from hindsight.engine._lifecycle import LifecycleMethods
@@ -56,6 +59,9 @@ from hindsight.writeback.lessons import manual_experience
 __all__ = ["AsyncMemory", "EpisodeReceipt"]
 
 T = TypeVar("T")
+
+#: Longest accepted tool name in :meth:`AsyncMemory.check_action`.
+MAX_TOOL_NAME = 200
 
 log = logging.getLogger("hindsight")
 
@@ -576,6 +582,81 @@ class AsyncMemory(LifecycleMethods):
         if not ids:
             return 0
         return int(self.store.record_recall(tenant, ids, self.clock.now(), tid))
+
+    # -- decision-time risk checks (issue 16) --------------------------------------------------
+    async def check_action(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        tenant_id: str,
+        namespace: str | Sequence[str] = "default",
+        include_shared: bool = True,
+        task_type: str | None = None,
+        top_k: int = 5,
+        trajectory_id: str | None = None,
+        record: bool = True,
+    ) -> CheckResult:
+        """The risk checks matching a proposed call ``tool(**args)`` (MISSION S15, issue 16).
+
+        Checks are compiled from the tenant's active lessons about ``tool`` in ``namespace``
+        (and ``config.shared_namespace`` when ``include_shared``): exact lookup by tool name,
+        then the arguments matched by class, no vector search (:mod:`hindsight.checks`,
+        docs/checks.md). Lessons under ``config.min_confidence`` give no check.
+
+        Args:
+            tool: the tool the model proposes to call (exact name).
+            args: its arguments (a mapping; ``None`` = none).
+            tenant_id: required.
+            namespace: the private namespace (or several, in priority order).
+            task_type: the run's task type: checks of another task type are left out.
+            top_k: 1..1000 checks at most (default 5).
+            trajectory_id: the run asking; with ``record``, the lessons behind the returned
+                checks are counted as recalled by that run, so :meth:`record_outcome` credits
+                or blames them once per run like recalled lessons.
+            record: ``False`` (or no ``trajectory_id``) changes nothing.
+
+        Returns:
+            :class:`hindsight.checks.CheckResult`: ``checks`` (each a
+            :class:`~hindsight.checks.CheckMatch` with ``score`` in [0, 1] and ``match``),
+            ``render()`` the advice block.
+
+        Raises:
+            TenantRequiredError: missing or empty tenant.
+            UsageError: an empty or non-string tool, args not a mapping, a bad namespace,
+                task_type, top_k or trajectory id.
+        """
+        tenant = self._scope(tenant_id)
+        if not isinstance(tool, str) or not tool.strip() or len(tool) > MAX_TOOL_NAME:
+            raise UsageError(
+                f"tool must be a tool name of 1..{MAX_TOOL_NAME} characters, got {tool!r}"
+            )
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            raise UsageError(
+                f"args must be a mapping of argument names to values, got {type(args).__name__}"
+            )
+        namespaces: list[str] = check(Namespaces, namespace)
+        if include_shared and self.config.shared_namespace not in namespaces:
+            namespaces.append(self.config.shared_namespace)
+        k: int = check(TopK, top_k)
+        tt = check(TaskType, task_type)
+        tid = None if trajectory_id is None else check(TrajectoryId, trajectory_id)
+        result = await asyncio.to_thread(
+            find_checks,
+            self.store,
+            tenant,
+            tool,
+            args,
+            namespaces=namespaces,
+            task_type=tt,
+            min_confidence=self.config.min_confidence,
+            top_k=k,
+        )
+        if record and tid is not None and result.checks:
+            await asyncio.to_thread(self._record_recall, tid, result.lesson_ids, tenant)
+        return result
 
     # -- reading and deleting -------------------------------------------------------------------
     async def get_experience(self, experience_id: Any, *, tenant_id: str) -> Experience:

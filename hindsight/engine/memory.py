@@ -106,6 +106,7 @@ class Memory:
 
     recall = sync_twin(AsyncMemory.recall)
     record_recall = sync_twin(AsyncMemory.record_recall)
+    check_action = sync_twin(AsyncMemory.check_action)
     paused_trajectory = sync_twin(AsyncMemory.paused_trajectory)
     review_now = sync_twin(AsyncMemory.review_now)
     flush = sync_twin(AsyncMemory.flush)

@@ -547,6 +547,46 @@ class ExperienceStore(StoreCore):
                     return exp
         return None
 
+    def experiences_about_tool(
+        self,
+        tenant_id: str,
+        tool: str,
+        *,
+        namespaces: Sequence[str],
+        kinds: Sequence[str],
+        limit: int = 200,
+    ) -> list[Experience]:
+        """The tenant's ``active`` experiences of ``kinds`` in ``namespaces`` that are about the
+        tool ``tool``: its name is in their ``tools``, or (for lessons written without a tools
+        list, e.g. by a model) in their text. Most confident first, at most ``limit``. Exact
+        lookups, no vectors (the risk checks of issue 16, :mod:`hindsight.checks`).
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: an empty tool name, namespace or kind list.
+        """
+        tenant = validate_tenant(tenant_id)
+        if not isinstance(tool, str) or not tool.strip():
+            raise UsageError("tool must be a non-empty tool name")
+        if not namespaces or not kinds:
+            raise UsageError("namespaces and kinds must be non-empty lists")
+        pattern = "%" + tool.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        query = (
+            select(*_COLUMNS)
+            .where(
+                _table.c.tenant_id == tenant,
+                _table.c.status == ExperienceStatus.ACTIVE.value,
+                _table.c.namespace.in_(list(namespaces)),
+                _table.c.kind.in_(list(kinds)),
+                self._json_array_has(_table.c.tools, tool)
+                | _table.c.content.like(pattern, escape="\\"),
+            )
+            .order_by(_table.c.confidence.desc(), _table.c.updated_at.desc(), _table.c.id)
+            .limit(limit)
+        )
+        with self._tx() as conn:
+            return [experience_from_row(row) for row in conn.execute(query).mappings()]
+
     def experiences_of_runs(
         self,
         tenant_id: str,

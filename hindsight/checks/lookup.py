@@ -1,0 +1,164 @@
+"""Decision-time lookup: the checks that match a proposed tool call (issue 16, item 2).
+
+Exact lookup, no vectors: the store returns the active lessons of the asked namespaces that
+are about the tool (:meth:`hindsight.store.SqlStore.experiences_about_tool`), they are compiled
+(:func:`hindsight.checks.compile.compile_checks`), and each check's argument conditions are
+matched against the proposed arguments *as classes*
+(:func:`hindsight.review.contrast.value_class`). A check applies to a call of any task type
+when it has none, else only to calls of its task type or of no stated task type.
+
+Score of a match: ``confidence * trust * weight``, the weight by how well the call matches the
+trigger (:data:`MATCH_WEIGHTS`):
+
+* ``call``: the check has no argument condition (it is about every call of the tool), 1.0;
+* ``class``: the argument's class is the one a failed run passed, 1.0;
+* ``argument``: the condition is about the argument's value, not its class (a number set too
+  high, amounts split differently, another id) and the argument is in the call, 1.0;
+* ``other_class``: the argument's class is neither the failed nor the reference's one, 0.8;
+* ``absent``: the call does not pass the argument, 0.6;
+* ``expected``: the argument's class is the one the reference passed (the call already looks
+  like what worked), 0.4.
+
+The weights are ours (an ordering, not a measurement): an exact class match and an
+unconditional check count fully, a weaker match is kept but ranked lower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hindsight.checks.compile import COMPILED_KINDS, compile_checks
+from hindsight.checks.model import RiskCheck
+from hindsight.review.contrast import value_class
+
+__all__ = ["MATCH_WEIGHTS", "CheckMatch", "CheckResult", "MatchLevel", "find_checks", "match"]
+
+MatchLevel = Literal["call", "class", "argument", "other_class", "absent", "expected"]
+
+#: Weight of each match level in a match's score (see the module docstring).
+MATCH_WEIGHTS: dict[str, float] = {
+    "call": 1.0,
+    "class": 1.0,
+    "argument": 1.0,
+    "other_class": 0.8,
+    "absent": 0.6,
+    "expected": 0.4,
+}
+
+#: Lessons read per lookup (most confident first).
+MAX_CANDIDATES = 200
+
+
+class CheckMatch(BaseModel):
+    """One check matching a proposed call.
+
+    Attributes:
+        check: the check.
+        score: ``confidence * trust * weight`` in [0, 1].
+        match: how the call matched the trigger (:data:`MatchLevel`).
+        argument_class: the class of the proposed argument the condition is about, when the
+            call passes it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    check: RiskCheck
+    score: float = Field(ge=0.0, le=1.0)
+    match: MatchLevel
+    argument_class: str | None = None
+
+
+class CheckResult(BaseModel):
+    """What :meth:`hindsight.AsyncMemory.check_action` returns: the checks matching a proposed
+    call, best first."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    checks: list[CheckMatch] = Field(default_factory=list)
+
+    def render(self, token_budget: int | None = None) -> str:
+        """The advice block to place next to the proposed call (``""`` when nothing matched);
+        :func:`hindsight.checks.render.render_advice`."""
+        from hindsight.checks.render import render_advice
+
+        return render_advice(self.checks, token_budget=token_budget)
+
+    @property
+    def lesson_ids(self) -> list[str]:
+        """The lessons behind the matched checks, once each, in order."""
+        return list(dict.fromkeys(m.check.lesson_id for m in self.checks))
+
+
+def match(check: RiskCheck, args: Mapping[str, Any]) -> tuple[MatchLevel, str | None]:
+    """How the arguments ``args`` of a proposed call match ``check``'s conditions: the weakest
+    level over its conditions, and the class of the first conditioned argument present."""
+    if not check.conditions:
+        return "call", None
+    levels: list[MatchLevel] = []
+    seen: str | None = None
+    for cond in check.conditions:
+        if cond.key not in args:
+            levels.append("absent")
+            continue
+        cls = value_class(cond.key, args[cond.key])
+        seen = seen if seen is not None else cls
+        if cond.how != "class":
+            levels.append("argument")
+        elif cls == cond.failed:
+            levels.append("class")
+        elif cls == cond.expected:
+            levels.append("expected")
+        else:
+            levels.append("other_class")
+    return min(levels, key=lambda level: MATCH_WEIGHTS[level]), seen
+
+
+def find_checks(
+    store: Any,
+    tenant_id: str,
+    tool: str,
+    args: Mapping[str, Any],
+    *,
+    namespaces: Sequence[str],
+    task_type: str | None = None,
+    min_confidence: float = 0.0,
+    top_k: int = 5,
+) -> CheckResult:
+    """The checks of ``tenant_id``'s active lessons in ``namespaces`` that match the call
+    ``tool(**args)``, best ``top_k`` first (score, then confidence, then the namespace order).
+
+    Lessons under ``min_confidence`` give no check (like recall). One match per lesson.
+    """
+    lessons = store.experiences_about_tool(
+        tenant_id,
+        tool,
+        namespaces=list(namespaces),
+        kinds=[k.value for k in COMPILED_KINDS],
+        limit=MAX_CANDIDATES,
+    )
+    order = {ns: i for i, ns in enumerate(namespaces)}
+    found: list[CheckMatch] = []
+    for exp in lessons:
+        if exp.confidence < min_confidence:
+            continue
+        for check in compile_checks(exp, asked=[tool]):
+            if check.tool != tool:
+                continue
+            if (
+                check.task_type is not None
+                and task_type is not None
+                and check.task_type != task_type
+            ):
+                continue
+            level, cls = match(check, args)
+            score = round(check.confidence * check.trust * MATCH_WEIGHTS[level], 4)
+            found.append(CheckMatch(check=check, score=score, match=level, argument_class=cls))
+            break
+    found.sort(
+        key=lambda m: (-m.score, -m.check.confidence, order.get(m.check.namespace, 0), m.check.id)
+    )
+    return CheckResult(tool=tool, checks=found[:top_k])
