@@ -125,6 +125,21 @@ class IsolationClient(Protocol):
         episodes: bool,
     ) -> Seen: ...
 
+    def check(
+        self,
+        tenant: Any,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        namespaces: list[str],
+        include_shared: bool,
+        task_type: str | None,
+        trajectory_id: str | None,
+    ) -> Seen:
+        """The risk checks of a proposed call (issue 16); ``Seen.ids`` = the lessons behind
+        them."""
+        ...
+
     def get(self, tenant: str, experience_id: str) -> Seen: ...
 
     def listing(self, tenant: Any, status: str) -> Seen: ...
@@ -247,6 +262,32 @@ class PythonClient:
             text = result.model_dump_json() + result.render() + _dump(doc)
             ids = [h.experience.id for h in [*result.hits, *result.episodes]]
             return Seen(text=text, ids=ids)
+
+        return self._call(run)
+
+    def check(
+        self,
+        tenant: Any,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        namespaces: list[str],
+        include_shared: bool,
+        task_type: str | None,
+        trajectory_id: str | None,
+    ) -> Seen:
+        def run() -> Seen:
+            result = self.mem.check_action(
+                tool,
+                args,
+                tenant_id=tenant,
+                namespace=namespaces,
+                include_shared=include_shared,
+                task_type=task_type,
+                trajectory_id=trajectory_id,
+                top_k=50,
+            )
+            return Seen(text=result.model_dump_json() + result.render(), ids=result.lesson_ids)
 
         return self._call(run)
 
@@ -397,6 +438,7 @@ class IsolationMachine(RuleBasedStateMachine):
         self.prefix = prefix
         self.model = Model()
         self.tenants: list[str] = []
+        self.words: dict[str, list[str]] = {}  # tenant -> words its lessons hold
 
     # -- helpers ------------------------------------------------------------------------------
     def check(self, tenant: str, seen: Seen, *, allowed: str = "") -> None:
@@ -413,6 +455,7 @@ class IsolationMachine(RuleBasedStateMachine):
 
     def content(self, tenant: str, words: list[str]) -> str:
         """Words, the tenant's marker and a unique number (no two contents are equal)."""
+        self.words.setdefault(tenant, []).extend(w for w in words if w not in self.words[tenant])
         return " ".join([*words[:2], self.model.markers[tenant], *words[2:], f"n{next(_COUNTER)}"])
 
     def not_found_like_unknown(self, seen: Seen, given: str, probe: Callable[[str], Seen]) -> None:
@@ -442,6 +485,15 @@ class IsolationMachine(RuleBasedStateMachine):
         assert seen.error is None, seen.error
         self.model.rows[seen.ids[0]] = Row(tenant, None, seen.value)
         self.check(tenant, seen)
+        # the risk checks of a tool the new lesson names (issue 16): the tenant's own only
+        found = self.client.check(
+            tenant, words[0], {}, namespaces=[ns], include_shared=True, task_type=None,
+            trajectory_id=None,
+        )  # fmt: skip
+        assert found.error is None, found.error
+        self.check(tenant, found)
+        for eid in found.ids:
+            assert self.model.rows[eid].status == "active", (eid, self.model.rows[eid])
 
     @rule(
         data=st.data(),
@@ -505,6 +557,47 @@ class IsolationMachine(RuleBasedStateMachine):
         assert seen.error is None, seen.error
         self.model.recalled_runs[run] = tenant
         self.check(tenant, seen, allowed=query)
+        for eid in seen.ids:
+            assert self.model.rows[eid].status == "active", (eid, self.model.rows[eid])
+
+    @rule(
+        data=st.data(),
+        words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+        tool=st.sampled_from(["own", "other", "order_lookup", "%", "_", "*"]),
+        shared=st.booleans(),
+        attack=st.booleans(),
+    )
+    def check_action(
+        self, data: st.DataObject, words: list[str], tool: str, shared: bool, attack: bool
+    ) -> None:
+        """Risk checks (issue 16): found by tool name (also named in a lesson's text: the
+        suite's lessons name WORDS), never another tenant's, never an inactive lesson's;
+        wildcard tool names widen nothing."""
+        tenant = data.draw(st.sampled_from(self.tenants))
+        namespaces = data.draw(
+            st.lists(st.sampled_from(NAMESPACES), min_size=1, max_size=2, unique=True)
+        )
+        if tool in ("own", "other"):  # a word the tenant's (or another tenant's) lessons hold
+            pool = [w for t, ws in self.words.items() if (t == tenant) == (tool == "own")
+                    for w in ws]  # fmt: skip
+            tool = data.draw(st.sampled_from(pool or WORDS))
+        if attack:  # a tool name that is another tenant's marker
+            tool = data.draw(st.sampled_from(list(self.model.markers.values())))
+        own = tool in self.words.get(tenant, ())
+        task_type = None if own else data.draw(st.sampled_from(TASK_TYPES))
+        run = str(uuid.uuid4())
+        seen = self.client.check(
+            tenant,
+            tool,
+            {"q": " ".join(words)},
+            namespaces=NAMESPACES if own else namespaces,  # own word, widest scope: checks found
+            include_shared=shared,
+            task_type=task_type,
+            trajectory_id=run,
+        )
+        assert seen.error is None, seen.error
+        self.model.recalled_runs[run] = tenant
+        self.check(tenant, seen, allowed=tool if attack else "")
         for eid in seen.ids:
             assert self.model.rows[eid].status == "active", (eid, self.model.rows[eid])
 

@@ -593,7 +593,7 @@ class AsyncMemory(LifecycleMethods):
         namespace: str | Sequence[str] = "default",
         include_shared: bool = True,
         task_type: str | None = None,
-        top_k: int = 5,
+        top_k: int | None = None,
         trajectory_id: str | None = None,
         record: bool = True,
     ) -> CheckResult:
@@ -610,7 +610,7 @@ class AsyncMemory(LifecycleMethods):
             tenant_id: required.
             namespace: the private namespace (or several, in priority order).
             task_type: the run's task type: checks of another task type are left out.
-            top_k: 1..1000 checks at most (default 5).
+            top_k: 1..1000 checks at most (``None``: 5).
             trajectory_id: the run asking; with ``record``, the lessons behind the returned
                 checks are counted as recalled by that run, so :meth:`record_outcome` credits
                 or blames them once per run like recalled lessons.
@@ -640,7 +640,7 @@ class AsyncMemory(LifecycleMethods):
         namespaces: list[str] = check(Namespaces, namespace)
         if include_shared and self.config.shared_namespace not in namespaces:
             namespaces.append(self.config.shared_namespace)
-        k: int = check(TopK, top_k)
+        k: int = check(TopK, 5 if top_k is None else top_k)
         tt = check(TaskType, task_type)
         tid = None if trajectory_id is None else check(TrajectoryId, trajectory_id)
         result = await asyncio.to_thread(

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from pydantic import TypeAdapter
 
 from hindsight._errors import UsageError
+from hindsight.checks import CheckResult
 from hindsight.engine import EpisodeReceipt
 from hindsight.models import Experience, Trajectory
 from hindsight.recall import RecallResult
@@ -25,6 +26,7 @@ from hindsight.store import TrajectorySummary
 __all__ = [
     "AddOptions",
     "Call",
+    "CheckOptions",
     "EditOptions",
     "ListOptions",
     "RecallOptions",
@@ -72,6 +74,18 @@ class RecallOptions(TypedDict, total=False):
     token_budget: int | None
     include_episodes: bool
     explain: bool
+    record: bool
+
+
+class CheckOptions(TypedDict, total=False):
+    """Options of ``check_action``: as :meth:`hindsight.AsyncMemory.check_action` without
+    ``tenant_id``."""
+
+    namespace: str | Sequence[str]
+    include_shared: bool
+    task_type: str | None
+    top_k: int
+    trajectory_id: str | uuid.UUID | None
     record: bool
 
 
@@ -271,6 +285,19 @@ def recall(query: str, options: RecallOptions) -> Call[RecallResult]:
     return Call("POST", "/v1/recall", _recall, json=body)
 
 
+def check_action(tool: str, args: Any, options: CheckOptions) -> Call[CheckResult]:
+    body = {
+        "tool": _text(tool, "tool"),
+        "args": _plain(dict(args or {}), "args"),
+        **_plain(dict(options), "options"),
+    }
+    return Call("POST", "/v1/checks", _checks, json=body)
+
+
+def _checks(doc: Any) -> CheckResult:
+    return CheckResult.model_validate({k: doc[k] for k in ("tool", "checks")})
+
+
 def record_recall(trajectory_id: Any, experience_ids: Sequence[Any]) -> Call[int]:
     if isinstance(experience_ids, str | uuid.UUID):
         raise UsageError("experience_ids must be a list of ids, not one id")
@@ -283,9 +310,7 @@ def record_recall(trajectory_id: Any, experience_ids: Sequence[Any]) -> Call[int
 
 def paused_trajectory(thread_id: Any, namespace: str) -> Call[str | None]:
     path = f"/v1/threads/{quote(_text(thread_id, 'thread_id'), safe='')}/paused"
-    return Call(
-        "GET", path, lambda doc: doc.get("trajectory_id"), params={"namespace": namespace}
-    )
+    return Call("GET", path, lambda doc: doc.get("trajectory_id"), params={"namespace": namespace})
 
 
 def record_outcome(trajectory_id: Any, success: bool) -> Call[list[Experience]]:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar, Unpack
 import httpx
 
 from hindsight._errors import ServiceError, UsageError
+from hindsight.checks import CheckResult
 from hindsight.engine import EpisodeReceipt
 from hindsight.models import Experience, Trajectory
 from hindsight.recall import RecallResult
@@ -26,6 +27,7 @@ from hindsight.service import _client_calls as calls
 from hindsight.service._client_calls import (
     AddOptions,
     Call,
+    CheckOptions,
     EditOptions,
     ListOptions,
     RecallOptions,
@@ -174,6 +176,13 @@ class HindsightClient:
     def record_outcome(self, trajectory_id: Any, success: bool) -> list[Experience]:
         """Credit or blame what the run recalled; the experiences updated."""
         return self._send(calls.record_outcome(trajectory_id, success))
+
+    def check_action(
+        self, tool: str, args: Any = None, **options: Unpack[CheckOptions]
+    ) -> CheckResult:
+        """As :meth:`hindsight.AsyncMemory.check_action` (without ``tenant_id``): the risk
+        checks of a proposed call."""
+        return self._send(calls.check_action(tool, args, options))
 
     def record_recall(self, trajectory_id: Any, experience_ids: Sequence[Any]) -> int:
         """Count a recall made with ``record=False`` for the run (its model saw it); how many
@@ -342,6 +351,11 @@ class AsyncHindsightClient:
 
     async def record_outcome(self, trajectory_id: Any, success: bool) -> list[Experience]:
         return await self._send(calls.record_outcome(trajectory_id, success))
+
+    async def check_action(
+        self, tool: str, args: Any = None, **options: Unpack[CheckOptions]
+    ) -> CheckResult:
+        return await self._send(calls.check_action(tool, args, options))
 
     async def record_recall(self, trajectory_id: Any, experience_ids: Sequence[Any]) -> int:
         return await self._send(calls.record_recall(trajectory_id, experience_ids))

@@ -33,6 +33,7 @@ from hindsight.capture.unsaved import UnsavedArea
 from hindsight.capture.writer import TrajectoryWriter
 
 if TYPE_CHECKING:
+    from hindsight.checks import CheckResult
     from hindsight.engine import AsyncMemory, EpisodeReceipt
     from hindsight.engine.memory import Memory
     from hindsight.models import Experience, Trajectory
@@ -98,6 +99,13 @@ class RemoteMemory:
         """Count a recall made with ``record=False`` (``AsyncMemory.record_recall``)."""
         return self.client.record_recall(trajectory_id, experience_ids)
 
+    def check_action(
+        self, tool: str, args: Any = None, *, tenant_id: str | None = None, **options: Any
+    ) -> CheckResult:
+        """:meth:`hindsight.AsyncMemory.check_action` on the server; ``tenant_id`` is the
+        key's."""
+        return self.client.check_action(tool, args, **options)
+
     def paused_trajectory(
         self, thread_id: str, *, tenant_id: str | None = None, namespace: str = "default"
     ) -> str | None:
@@ -148,12 +156,15 @@ class RemoteAsync:
     ) -> int:
         return await asyncio.to_thread(self.sync.record_recall, trajectory_id, experience_ids)
 
+    async def check_action(
+        self, tool: str, args: Any = None, *, tenant_id: str | None = None, **options: Any
+    ) -> CheckResult:
+        return await asyncio.to_thread(self.sync.check_action, tool, args, **options)
+
     async def paused_trajectory(
         self, thread_id: str, *, tenant_id: str | None = None, namespace: str = "default"
     ) -> str | None:
-        return await asyncio.to_thread(
-            self.sync.paused_trajectory, thread_id, namespace=namespace
-        )
+        return await asyncio.to_thread(self.sync.paused_trajectory, thread_id, namespace=namespace)
 
 
 _REMOTE_WRITERS: weakref.WeakSet[TrajectoryWriter] = weakref.WeakSet()

@@ -138,6 +138,30 @@ class McpClient(PythonClient):
         ids = [h["id"] for h in [*done.data["hits"], *done.data["episodes"]]]
         return Seen(text=json.dumps(done.data, ensure_ascii=False) + done.text, ids=ids)
 
+    def check(
+        self,
+        tenant: Any,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        namespaces: list[str],
+        include_shared: bool,
+        task_type: str | None,
+        trajectory_id: str | None,
+    ) -> Seen:
+        call = {
+            "tool": tool,
+            "args": args,
+            "namespace": namespaces[0],
+            "task_type": task_type,
+            "trajectory_id": trajectory_id,
+        }
+        done = self._tool(tenant, "check_action", call)
+        if isinstance(done, Seen):
+            return done
+        ids = list(dict.fromkeys(c["lesson_id"] for c in done.data["checks"]))
+        return Seen(text=json.dumps(done.data, ensure_ascii=False) + done.text, ids=ids)
+
     def delete(self, tenant: str, experience_id: str) -> Seen:
         done = self._tool(tenant, "forget_experience", {"experience_id": experience_id})
         return done if isinstance(done, Seen) else Seen(text=done.text)

@@ -29,9 +29,7 @@ async def audits(request: Request, session: Viewer, memory: Engine) -> Response:
     """Start an audit run (a reproducible random sample of active lessons) and the runs so
     far with their summaries."""
     runs = await memory.audit_runs(tenant_id=session.tenant, limit=100)
-    return render(
-        request, "audits.html", nav="audit", runs=runs, default_size=audit.DEFAULT_SAMPLE
-    )
+    return render(request, "audits.html", nav="audit", runs=runs, default_size=audit.DEFAULT_SAMPLE)
 
 
 @router.post("/audit")

@@ -15,6 +15,8 @@ from hindsight.service.http._deps import Memory, Tenant
 from hindsight.service.http._errors import error_response
 from hindsight.service.http._openapi import V1_ERRORS, errors, json_body, parse_body
 from hindsight.service.http._schemas import (
+    CheckBody,
+    CheckResponse,
     EpisodeBody,
     EpisodesResponse,
     OutcomeBody,
@@ -162,14 +164,33 @@ async def recall(body: RecallBody, tenant: Tenant, memory: Memory) -> Any:
     return JSONResponse(doc)
 
 
+@router.post("/checks", response_model=CheckResponse, summary="Risk checks of a proposed call")
+async def check_action(body: CheckBody, tenant: Tenant, memory: Memory) -> Any:
+    """The risk checks matching a proposed tool call (issue 16, docs/checks.md): exact lookup
+    by tool, arguments matched by class, each with its ``score`` and ``match``; ``rendered``
+    is the advice block for the model. Only the key's tenant is ever read."""
+    result = await memory.check_action(
+        body.tool,
+        body.args,
+        tenant_id=tenant,
+        namespace=body.namespace,
+        include_shared=body.include_shared,
+        task_type=body.task_type,
+        top_k=body.top_k,
+        trajectory_id=body.trajectory_id,
+        record=body.record,
+    )
+    doc: dict[str, Any] = result.model_dump(mode="json")
+    doc["rendered"] = result.render(body.token_budget)
+    return JSONResponse(doc)
+
+
 @router.post("/recalls", summary="Count a recall made with record: false")
 async def record_recall(body: RecalledBody, tenant: Tenant, memory: Memory) -> Any:
     """The run ``trajectory_id`` recalled ``experience_ids`` (its model saw them): their
     ``recall_count`` rises and ``POST /v1/outcomes`` for that run credits or blames them.
     Answers ``{"counted": n}`` (ids of other tenants are ignored)."""
-    counted = await memory.record_recall(
-        body.trajectory_id, body.experience_ids, tenant_id=tenant
-    )
+    counted = await memory.record_recall(body.trajectory_id, body.experience_ids, tenant_id=tenant)
     return {"counted": counted}
 
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from hindsight._contract import OptionalTopK, TokenBudget
+from hindsight.checks import CheckMatch
 from hindsight.models import Experience, ExperienceKind, InputModel, Provenance, RecallHit
 from hindsight.recall import Exclusion
 from hindsight.store import TrajectorySummary
@@ -99,6 +100,33 @@ class RecallBody(_Body):
         description="Count this recall and attribute it to trajectory_id; false: a dry run "
         "(POST /v1/recalls counts it later).",
     )
+
+
+class CheckBody(_Body):
+    """``POST /v1/checks``: the arguments of :meth:`hindsight.AsyncMemory.check_action`."""
+
+    tool: str = Field(min_length=1, max_length=200)
+    args: dict[str, Any] = Field(default_factory=dict)
+    namespace: str | list[str] = "default"
+    include_shared: bool = True
+    task_type: str | None = None
+    top_k: OptionalTopK = None
+    trajectory_id: str | None = None
+    record: bool = Field(
+        default=True,
+        description="With trajectory_id: count the lessons behind the checks as recalled by "
+        "that run (POST /v1/outcomes credits or blames them); false: a dry run.",
+    )
+    token_budget: TokenBudget = None
+
+
+class CheckResponse(BaseModel):
+    """A :class:`hindsight.checks.CheckResult` plus ``rendered``, the advice block to place
+    next to the proposed call (``""`` when nothing matched)."""
+
+    tool: str
+    checks: list[CheckMatch]
+    rendered: str
 
 
 class RecallResponse(BaseModel):

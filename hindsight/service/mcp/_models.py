@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hindsight.checks import CheckMatch
 from hindsight.models import Experience, RecallHit
 from hindsight.store import TrajectorySummary
 
 __all__ = [
+    "CheckOut",
+    "ChecksOut",
     "EpisodeStored",
     "ExperienceOut",
     "ForgetResult",
@@ -147,6 +150,44 @@ class RecallOut(_Out):
         "(MISSION S6); empty when nothing was recalled."
     )
     truncated: bool = Field(description="The block was cut to fit its token budget.")
+
+
+class CheckOut(_Out):
+    """One risk check matching the proposed call (docs/checks.md)."""
+
+    advice: str = Field(description="What to check before the call (the lesson's text).")
+    severity: str = Field(description="high (a rule), medium (an observed failure), low.")
+    score: float = Field(description="confidence * trust * match weight, in [0, 1].")
+    match: str = Field(
+        description="call (about every call), class (the class a failed run passed), "
+        "argument, other_class, absent (the argument is not passed), expected (the class "
+        "that worked)."
+    )
+    argument: str | None = Field(description="The argument the condition is about, if any.")
+    argument_class: str | None = Field(description="The class of the argument you passed.")
+    lesson_id: str
+    confidence: float
+
+    @classmethod
+    def of(cls, m: CheckMatch) -> CheckOut:
+        """The output shape of a :class:`~hindsight.checks.CheckMatch`."""
+        cond = m.check.conditions[0].key if m.check.conditions else None
+        return cls(
+            advice=m.check.advice, severity=m.check.severity, score=m.score, match=m.match,
+            argument=cond, argument_class=m.argument_class, lesson_id=m.check.lesson_id,
+            confidence=m.check.confidence,
+        )  # fmt: skip
+
+
+class ChecksOut(_Out):
+    """What ``check_action`` returns."""
+
+    tool: str
+    checks: list[CheckOut] = Field(description="Best first; empty when nothing matched.")
+    rendered: str = Field(
+        description="The checks as one delimited block of reference data to read before the "
+        "call; empty when nothing matched."
+    )
 
 
 class EpisodeStored(_Out):
