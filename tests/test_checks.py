@@ -211,3 +211,54 @@ def test_advice_cannot_fake_the_delimiter() -> None:
         text = mem.check_action("wire_transfer", {}, tenant_id="acme").render()
         assert text.count(ADVICE_END) == 1 and text.endswith(ADVICE_END)
         assert "<|im_start|>" not in text
+
+
+def test_run_start_risk_block_names_the_agents_tools() -> None:
+    from hindsight.checks import RISK_HEADING
+    from hindsight.recall.render import BLOCK_END, BLOCK_START
+    from hindsight.tokens import estimate_tokens
+
+    with test_memory() as mem:
+        _teach(mem)
+        tools = ["book_reservation", "order_query", "get_user_details"]
+        ask = {"tenant_id": "acme", "similarity_floor": 0.99}  # checks only, no similar lessons
+        result = mem.recall("I want to change my flight", tools=tools, **ask)
+        assert result.hits == []
+        text = result.render()
+        assert text.startswith(BLOCK_START) and text.endswith(BLOCK_END)
+        section = text[text.index(RISK_HEADING) :]
+        assert "- before you call book_reservation: Check cabin" in section
+        assert "- before you call order_query:" in section
+        assert "get_user_details" not in section  # no lesson about it
+        assert result.risk_lesson_ids and set(result.risk_lesson_ids) <= set(result.lesson_ids)
+        # within the recall budget; a small budget keeps the section short
+        small = mem.recall("I want to change my flight", tools=tools, token_budget=300, **ask)
+        assert estimate_tokens(small.render()) <= 300
+        assert estimate_tokens(small.risk_section) <= 300 * 0.25
+        assert len(small.risk_lesson_ids) < len(result.risk_lesson_ids)
+        # off, or no tools: no section
+        off = mem.recall("I want to change my flight", tools=tools, risk_checks=False, **ask)
+        assert RISK_HEADING not in off.render() and off.risk_lesson_ids == []
+        assert RISK_HEADING not in mem.recall("I want to change my flight",
+                                              tenant_id="acme").render()  # fmt: skip
+        # another tenant's agent with the same tools sees no checks (and no block at all)
+        assert mem.recall("I want to change my flight", tenant_id="globex",
+                          tools=tools).render() == ""  # fmt: skip
+        # a lesson recalled as a hit is not repeated as a check (nor counted twice)
+        both = mem.recall("order_query timed out", tenant_id="acme", tools=tools, top_k=50,
+                          similarity_floor=-1.0)  # fmt: skip
+        hit_ids = {h.experience.id for h in both.hits}
+        assert hit_ids and not hit_ids & set(both.risk_lesson_ids)
+
+
+def test_run_start_risks_are_attributed_with_the_hits() -> None:
+    with test_memory() as mem:
+        _teach(mem)
+        run = _run([("order_query", {"order_id": "C3"}, EventStatus.SUCCESS, "found")],
+                   Outcome.UNKNOWN)  # fmt: skip
+        tid = mem.store_episode(run, review=False).trajectory_id
+        result = mem.recall("where is my order", tenant_id="acme", tools=["order_query"],
+                            trajectory_id=tid, similarity_floor=0.99)  # fmt: skip
+        assert result.risk_lesson_ids
+        updated = {e.id for e in mem.record_outcome(tid, False, tenant_id="acme")}
+        assert set(result.risk_lesson_ids) <= updated

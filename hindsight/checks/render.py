@@ -83,25 +83,31 @@ def render_advice(matches: Sequence[CheckMatch], *, token_budget: int | None = N
 
 def render_risk_section(
     checks: Mapping[str, Sequence[RiskCheck]], *, token_budget: int, per_tool: int = 2
-) -> str:
+) -> tuple[str, list[str]]:
     """The run-start section: for each tool with checks, up to ``per_tool`` lines "before you
     call <tool>: <advice>" (most confident first), the tools interleaved so that a small
-    budget still names as many tools as it can; ``""`` when nothing fits in ``token_budget``.
-    Placed inside the recall block (reference data), under :data:`RISK_HEADING`."""
+    budget still names as many tools as it can; a lesson is shown once. Placed inside the
+    recall block (reference data), under :data:`RISK_HEADING`.
+
+    Returns:
+        ``(text, lesson ids shown)``; ``("", [])`` when nothing fits in ``token_budget``.
+    """
     ranked = {
         tool: sorted(items, key=lambda c: (-c.confidence * c.trust, c.id))[:per_tool]
         for tool, items in checks.items()
         if items
     }
     lines: list[str] = []
-    seen: set[str] = set()
+    ids: list[str] = []
     for rank in range(per_tool):
         for tool, items in ranked.items():
-            if rank < len(items) and items[rank].lesson_id not in seen:
-                seen.add(items[rank].lesson_id)
+            if rank < len(items) and items[rank].lesson_id not in ids:
+                ids.append(items[rank].lesson_id)
                 lines.append(
                     f"- before you call {escape_item(tool)}: "
                     f"{escape_item(advice_text(items[rank]))}"
                 )
     kept = _fit(lines, token_budget, estimate_tokens(RISK_HEADING) + 1)
-    return "\n".join([RISK_HEADING, *kept]) if kept else ""
+    if not kept:
+        return "", []
+    return "\n".join([RISK_HEADING, *kept]), ids[: len(kept)]

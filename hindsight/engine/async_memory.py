@@ -43,7 +43,7 @@ from hindsight.capture import RunRecorder
 from hindsight.capture.trajectory import coerce_trajectory
 from hindsight.capture.unsaved import UnsavedArea
 from hindsight.capture.writer import TrajectoryWriter
-from hindsight.checks import CheckResult, find_checks
+from hindsight.checks import CheckResult, find_checks, render_risk_section
 from hindsight.clock import SystemClock
 from hindsight.config import MemoryConfig
 from hindsight.engine._lifecycle import LifecycleMethods
@@ -59,6 +59,12 @@ from hindsight.writeback.lessons import manual_experience
 __all__ = ["AsyncMemory", "EpisodeReceipt"]
 
 T = TypeVar("T")
+
+#: Share of the recall token budget the run-start risk checks may take (the lessons and
+#: episodes share the rest); the checks are short, one line each.
+RISK_BUDGET_SHARE = 0.25
+#: Risk checks per tool in the run-start section (the most confident first).
+RISK_CHECKS_PER_TOOL = 2
 
 #: Longest accepted tool name in :meth:`AsyncMemory.check_action`.
 MAX_TOOL_NAME = 200
@@ -492,6 +498,7 @@ class AsyncMemory(LifecycleMethods):
         include_episodes: bool = False,
         explain: bool = False,
         record: bool = True,
+        risk_checks: bool = True,
     ) -> RecallResult:
         """Recall the experiences most useful for ``query`` (MISSION S5, S13, S16).
 
@@ -525,6 +532,11 @@ class AsyncMemory(LifecycleMethods):
                 console's recall playground, docs/console.md; the framework integrations,
                 which call :meth:`record_recall` once the model was seen to receive the block,
                 so lessons the model never saw are never credited or blamed). Default ``True``.
+            risk_checks: with ``tools``, also render the risk checks of those tools at the top
+                of the block as "before you call X: ..." lines (MISSION S15, docs/checks.md):
+                at most ``RISK_BUDGET_SHARE`` (a quarter) of ``token_budget``, two checks per
+                tool, the lessons behind them in ``RecallResult.risk_lesson_ids`` (recorded
+                for outcome attribution like hits). Default ``True``.
 
         Returns:
             :class:`RecallResult` with hits (score breakdown each) and exclusions.
@@ -551,7 +563,43 @@ class AsyncMemory(LifecycleMethods):
             explain=explain,
             record=record,
         )
-        return await asyncio.to_thread(self._recall_ready, request)
+        result = await asyncio.to_thread(self._recall_ready, request)
+        if risk_checks and request.tools:
+            result = await asyncio.to_thread(self._with_risks, result, request)
+        return result
+
+    def _with_risks(self, result: RecallResult, request: Any) -> RecallResult:
+        """``result`` with the run-start risk section of ``request.tools`` (blocking). A lesson
+        already among the hits or episodes is not repeated (nor counted twice)."""
+        shown = {h.experience.id for h in [*result.hits, *result.episodes]}
+        by_tool = {
+            tool: [
+                m.check
+                for m in find_checks(
+                    self.store,
+                    request.tenant_id,
+                    tool,
+                    {},
+                    namespaces=request.namespaces,
+                    task_type=request.task_type,
+                    min_confidence=self.config.min_confidence,
+                    top_k=RISK_CHECKS_PER_TOOL + len(shown),
+                ).checks
+                if m.check.lesson_id not in shown
+            ][:RISK_CHECKS_PER_TOOL]
+            for tool in dict.fromkeys(request.tools)
+        }
+        budget = int(request.token_budget * RISK_BUDGET_SHARE)
+        section, ids = render_risk_section(
+            by_tool, token_budget=budget, per_tool=RISK_CHECKS_PER_TOOL
+        )
+        if not section:
+            return result
+        if request.record and request.trajectory_id is not None:
+            self.store.record_recall(
+                request.tenant_id, ids, self.clock.now(), request.trajectory_id
+            )
+        return result.model_copy(update={"risk_section": section, "risk_lesson_ids": ids})
 
     def _recall_ready(self, request: Any) -> RecallResult:
         self._parts.vectors.ensure_ready()  # ReplicaUnavailableError: one line, no stale answer
@@ -814,9 +862,7 @@ class AsyncMemory(LifecycleMethods):
         if tenant is None:
             from hindsight.store.vector_sync import replica_rows
 
-            data["replicas"] = await asyncio.to_thread(
-                replica_rows, self.store, self.clock.now()
-            )
+            data["replicas"] = await asyncio.to_thread(replica_rows, self.store, self.clock.now())
         return data
 
 

@@ -126,6 +126,7 @@ def render_block(
     hits: Sequence[RecallHit],
     token_budget: int = 2000,
     episodes: Sequence[RecallHit] = (),
+    risk_section: str = "",
 ) -> tuple[str, bool]:
     """Render ``hits`` as a delimited block of at most ``token_budget`` estimated tokens.
 
@@ -136,19 +137,22 @@ def render_block(
     :data:`EPISODES_HEADING`,
     numbered ``E1.``, ``E2.``; when both are present the episodes get
     :data:`EPISODE_BUDGET_SHARE` (0.4) of the item budget and the lessons the rest.
+    ``risk_section`` (the run-start risk checks, already escaped and cut to its own share of
+    the budget by :func:`hindsight.checks.render_risk_section`) comes first, right after the
+    preamble; the items share what it leaves.
 
     Returns:
         ``(text, truncated)``; ``text`` is ``""`` when there are no hits and no episodes.
     """
-    if not hits and not episodes:
+    if not hits and not episodes and not risk_section:
         return "", False
-    head = f"{BLOCK_START}\n{PREAMBLE}\n"
+    head = f"{BLOCK_START}\n{PREAMBLE}\n" + (f"{risk_section}\n" if risk_section else "")
     tail = f"{BLOCK_END}"
     note_reserve = 30
     available = token_budget - estimate_tokens(head) - estimate_tokens(tail) - note_reserve
     if episodes:
         available -= estimate_tokens(EPISODES_HEADING) + 1
-    if available <= 20:
+    if available <= 20 and (hits or episodes):
         raise ValueError(f"token_budget {token_budget} is too small to render any item")
     lesson_budget = available
     if hits and episodes:
@@ -170,7 +174,8 @@ def render_block(
         note = "(truncated to fit the token budget"
         note += f"; {omitted} more item(s) left out)" if omitted else ")"
         lines.append(note)
-    return head + "\n".join(lines) + "\n" + tail, bool(truncated or omitted)
+    body = "\n".join(lines) + "\n" if lines else ""
+    return head + body + tail, bool(truncated or omitted)
 
 
 #: What callers put between a system prompt and the block (the documented ``prompt + "\n\n" +

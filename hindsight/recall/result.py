@@ -21,6 +21,9 @@ class RecallResult(BaseModel):
     lists close candidates that were dropped, with the reason. ``episodes`` holds the most
     similar past run summaries when recall was asked for them (``include_episodes=True``),
     best first; they are rendered after the lessons, in their own section.
+    ``risk_section`` is the run-start risk checks of the asking agent's tools ("before you
+    call X: ...", MISSION S15, docs/checks.md), rendered first in the block;
+    ``risk_lesson_ids`` the lessons behind them.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -34,6 +37,15 @@ class RecallResult(BaseModel):
     token_budget: int = 2000
     similarity_floor: float | None = None
     episodes: list[RecallHit] = Field(default_factory=list)
+    risk_section: str = ""
+    risk_lesson_ids: list[str] = Field(default_factory=list)
+
+    @property
+    def lesson_ids(self) -> list[str]:
+        """The lessons the rendered block shows: the hits' and those behind the risk checks,
+        once each (what a caller that recalled with ``record=False`` passes to
+        :meth:`hindsight.AsyncMemory.record_recall` once the model saw the block)."""
+        return list(dict.fromkeys([*(h.experience.id for h in self.hits), *self.risk_lesson_ids]))
 
     def render(self, token_budget: int | None = None) -> str:
         """The delimited block for the system-prompt tail ('' when nothing was recalled).
@@ -47,19 +59,24 @@ class RecallResult(BaseModel):
         """
         budget = check(TokenBudget, token_budget)
         return render_block(
-            self.hits, self.token_budget if budget is None else budget, self.episodes
+            self.hits,
+            self.token_budget if budget is None else budget,
+            self.episodes,
+            self.risk_section,
         )[0]
 
     @property
     def truncated(self) -> bool:
         """True when :meth:`render` had to cut or leave out items to fit the budget."""
-        return render_block(self.hits, self.token_budget, self.episodes)[1]
+        return render_block(self.hits, self.token_budget, self.episodes, self.risk_section)[1]
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """The JSON shape printed by ``hindsight recall --json`` (``episodes``: same shape as
         ``hits``, empty unless recall was asked for episodes)."""
         hits = [_hit_json(hit) for hit in self.hits]
-        text, truncated = render_block(self.hits, self.token_budget, self.episodes)
+        text, truncated = render_block(
+            self.hits, self.token_budget, self.episodes, self.risk_section
+        )
         doc: dict[str, Any] = {"hits": hits, "rendered": text, "truncated": truncated}
         doc["episodes"] = [_hit_json(hit) for hit in self.episodes]
         if explain:

@@ -414,7 +414,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
 
     def _use_recall(self, invoke: _Invoke, result: RecallResult) -> None:
         invoke.block = result.render()
-        invoke.recalled_ids = [h.experience.id for h in result.hits]
+        invoke.recalled_ids = result.lesson_ids  # hits and the lessons behind the risk checks
         invoke.buffer.metadata["recalled_experience_ids"] = invoke.recalled_ids
 
     def _prepare(self, invoke: _Invoke, request: ModelRequest[Any]) -> ModelRequest[Any]:

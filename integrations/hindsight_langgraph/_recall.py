@@ -94,8 +94,8 @@ class _RecallSpec:
         messages = read_messages(state, self.messages_key)
         block = result.render() if result is not None else ""
         if capture is not None:
-            hits = result.hits if result is not None else []
-            capture.recalled(block if hits else "", [h.experience.id for h in hits])
+            ids = result.lesson_ids if result is not None else []  # hits and risk checks
+            capture.recalled(block if ids else "", ids)
         out: dict[str, Any] = {}
         change = system_update(messages, block, self.messages_mode)
         if change is not None:
