@@ -29,6 +29,7 @@ from typing import Any
 from hindsight import Memory, RecallResult, Trajectory, UsageError
 from hindsight.capture.unsaved import PendingWrite
 from hindsight.capture.writer import WRITE_WAIT, wait_briefly
+from hindsight.checks import CheckResult
 from hindsight.service.remote import memory_faces, writer_of
 
 __all__ = ["RECALL_COOLDOWN", "RECALL_TIMEOUT", "WRITE_WAIT", "Engine", "log"]
@@ -244,6 +245,37 @@ class Engine:
         try:
             result: RecallResult = await asyncio.wait_for(
                 self.aio.recall(query, record=False, **options), self.recall_timeout or None
+            )
+            return result
+        except TimeoutError:
+            self._recall_failed(TimeoutError(f"no answer in {self.recall_timeout:g} s"))
+        except Exception as exc:
+            self._recall_failed(exc)
+        return None
+
+    def check(self, tool: str, args: Any, **options: Any) -> CheckResult | None:
+        """Risk checks of a proposed call with ``record=False``, at most ``recall_timeout``
+        seconds; ``None`` when it failed, timed out or recall is cooling down (issue 16)."""
+        if not self._recall_allowed():
+            return None
+        check = self.sync.check_action
+        future = _RECALLS.submit(lambda: check(tool, args, record=False, **options))
+        try:
+            return future.result(self.recall_timeout or None)
+        except concurrent.futures.TimeoutError:
+            self._recall_failed(TimeoutError(f"no answer in {self.recall_timeout:g} s"))
+        except Exception as exc:
+            self._recall_failed(exc)
+        return None
+
+    async def acheck(self, tool: str, args: Any, **options: Any) -> CheckResult | None:
+        """Async :meth:`check`."""
+        if not self._recall_allowed():
+            return None
+        try:
+            result: CheckResult = await asyncio.wait_for(
+                self.aio.check_action(tool, args, record=False, **options),
+                self.recall_timeout or None,
             )
             return result
         except TimeoutError:

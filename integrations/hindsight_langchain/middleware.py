@@ -49,7 +49,7 @@ from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, RecallResult, Trajectory
 from hindsight._ids import new_id
@@ -66,6 +66,7 @@ from hindsight_langchain._convert import (
     tool_names,
 )
 from hindsight_langchain._engine import RECALL_TIMEOUT, WRITE_WAIT, Engine, log
+from hindsight_langchain._gate import GateDecision, RiskGate, approved, held_message
 from hindsight_langchain._scope import Scope
 from hindsight_langchain._seen import NO_RESUME, Expectation, expect, thread, watch
 
@@ -174,6 +175,7 @@ class _Invoke:
     missed: int = 0  # model calls that did not
     recorded: bool = False  # the recall was handed to the writer already (a paused part)
     root: Any = None  # the graph run (root run id) the invoke was last seen in
+    advised: set[str] = field(default_factory=set)  # tools whose first call was held (advise)
 
 
 class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
@@ -206,6 +208,13 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             store adds at most this to a run, the write goes on in the background.
         recall_timeout: seconds a recall may take (5; 0: no limit) before the model is called
             without it; after a failure recall is skipped for 30 s.
+        checks: decision-time risk checks of each proposed tool call (issue 16,
+            docs/checks.md): ``"advise"`` (default: the first call of a tool with matching
+            checks is held once and answered with the advice, the model calls it again to
+            run it), ``"confirm"`` (a human-in-the-loop interrupt; resume with ``True`` /
+            ``"approve"`` to run the call), ``"off"``, or a mode per severity
+            (``{"high": "confirm", "low": "off"}``). The call's arguments are never changed;
+            a failing memory leaves the call untouched.
 
     Raises:
         UsageError: ``memory`` is not one of those, or an argument is invalid.
@@ -232,8 +241,10 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         max_chars: int = DEFAULT_MAX_CHARS,
         write_wait: float = WRITE_WAIT,
         recall_timeout: float = RECALL_TIMEOUT,
+        checks: str | Mapping[str, str] = "advise",
     ) -> None:
         super().__init__()
+        self._gate = RiskGate(checks)
         self._engine = Engine(
             memory, review=review, write_wait=write_wait, recall_timeout=recall_timeout
         )
@@ -592,10 +603,18 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        """Capture one tool call: its arguments, its result or error, status and latency."""
+        """Capture one tool call: its arguments, its result or error, status and latency; the
+        risk checks of the call first (``checks=``)."""
         invoke = self._safe_invoke(request.state)
         if invoke is None:
             return handler(request)
+        asked = self._check_args(invoke, request)
+        if asked is not None:
+            tool, args, options = asked
+            decision = self._gate_decision(self._engine.check(tool, args, **options), invoke)
+            held = self._apply_gate(invoke, request, decision)
+            if held is not None:
+                return held
         event_id = self._tool_started(invoke, request)
         try:
             result = handler(request)
@@ -619,6 +638,14 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         invoke = self._safe_invoke(request.state)
         if invoke is None:
             return await handler(request)
+        asked = self._check_args(invoke, request)
+        if asked is not None:
+            tool, args, options = asked
+            found = await self._engine.acheck(tool, args, **options)
+            decision = self._gate_decision(found, invoke)
+            held = self._apply_gate(invoke, request, decision)
+            if held is not None:
+                return held
         event_id = self._tool_started(invoke, request)
         try:
             result = await handler(request)
@@ -632,6 +659,72 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         if self._tool_done(invoke, event_id, result):
             await self._afinish(invoke)
         return result
+
+    # -- risk checks (issue 16) -----------------------------------------------------------
+    def _check_args(self, invoke: _Invoke, request: ToolCallRequest) -> Any:
+        """``(tool, args, options)`` of the check of this call, or None (off, no tenant)."""
+        try:
+            call = request.tool_call
+            tool, args = call.get("name"), call.get("args")
+            if not self._gate.enabled or invoke.scope.tenant_id is None or not tool:
+                return None
+            options = {
+                "tenant_id": invoke.scope.tenant_id,
+                "namespace": invoke.scope.namespace,
+                "task_type": invoke.scope.task_type,
+            }
+            return str(tool), dict(args) if isinstance(args, Mapping) else {}, options
+        except Exception as exc:
+            self._engine.fail("could not read the tool call for its risk checks", exc)
+            return None
+
+    def _gate_decision(self, result: Any, invoke: _Invoke) -> GateDecision | None:
+        try:
+            decision = self._gate.decide(result)
+        except Exception as exc:
+            self._engine.fail("could not decide the risk checks of a tool call", exc)
+            return None
+        if decision and decision.mode == "advise" and decision.result.tool in invoke.advised:
+            return None  # advised once in this run: the model chose to call it again
+        return decision
+
+    def _apply_gate(
+        self, invoke: _Invoke, request: ToolCallRequest, decision: GateDecision | None
+    ) -> ToolMessage | None:
+        """The answer that replaces running the call (advise: held once; confirm: declined),
+        or None to run it. ``interrupt`` (confirm) raises to pause the graph: not caught."""
+        if decision is None:
+            return None
+        call = request.tool_call
+        tool = decision.result.tool
+        with self._lock:
+            for lesson_id in decision.result.lesson_ids:  # credited or blamed with the run
+                if lesson_id not in invoke.recalled_ids:
+                    invoke.recalled_ids.append(lesson_id)
+        if decision.mode == "confirm":
+            answer = interrupt(
+                {
+                    "type": "hindsight_risk_check",
+                    "tool": tool,
+                    "args": call.get("args"),
+                    "checks": [m.model_dump(mode="json") for m in decision.result.checks],
+                    "rendered": decision.result.render(),
+                    "question": f"Run {tool} with these arguments? (approve / decline)",
+                }
+            )
+            if approved(answer):
+                return None
+            text = (
+                f"{decision.result.render()}\nA human declined this {tool} call after these "
+                "checks; it was NOT executed."
+            )
+            return ToolMessage(content=text, tool_call_id=call.get("id") or "", name=tool)
+        invoke.advised.add(tool)
+        return ToolMessage(
+            content=held_message(tool, decision.result),
+            tool_call_id=call.get("id") or "",
+            name=tool,
+        )
 
     def _tool_started(self, invoke: _Invoke, request: ToolCallRequest) -> str:
         event_id = new_id()

@@ -1,0 +1,116 @@
+"""Decision-time risk checks in HindsightMiddleware (issue 16): real ``create_agent`` agents
+with scripted models; the advice reaches the model before the call runs, ``confirm``
+interrupts and resumes, a failing memory leaves the run untouched."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from hindsight_langchain import HindsightMiddleware
+from hindsight_langchain.testing import ScriptedChatModel, ai, call
+from langchain.agents import create_agent
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from hindsight.checks import ADVICE_START
+from tests.integrations import langchain_support  # noqa: F401  (skips without LangChain)
+from tests.integrations.langchain_support import TENANT, closing, memory  # noqa: F401
+
+ADVICE = "Before calling book_flight, check cabin against the user's request."
+BOOKED: list[dict[str, Any]] = []
+
+
+@tool
+def book_flight(cabin: str, flight: str) -> str:
+    """Book a flight in a cabin."""
+    BOOKED.append({"cabin": cabin, "flight": flight})
+    return f"booked {flight} in {cabin}"
+
+
+def _agent(mem: Any, **options: Any) -> tuple[Any, ScriptedChatModel]:
+    BOOKED.clear()
+    args = {"cabin": "basic_economy", "flight": "HAT001"}
+    model = ScriptedChatModel(
+        replies=[
+            ai("", call("book_flight", args, "c1")),
+            ai("", call("book_flight", args, "c2")),
+            ai("Booked."),
+        ]
+    )
+    middleware = HindsightMiddleware(mem, tenant_id=TENANT, **options)
+    return create_agent(model, [book_flight], system_prompt="You book flights.",
+                        middleware=[middleware], **({"checkpointer": InMemorySaver()}
+                        if options.get("checks") == "confirm" else {})), model  # fmt: skip
+
+
+def _teach(mem: Any) -> None:
+    mem.add_experience(ADVICE, tenant_id=TENANT, tools=["book_flight"], confidence=0.8)
+
+
+def _advice_seen_before_booking(model: ScriptedChatModel) -> None:
+    # the model call after the first proposal got the advice, and nothing was booked yet then
+    second = model.prompts[1]
+    held = [m for m in second if isinstance(m, ToolMessage) and m.tool_call_id == "c1"]
+    assert held and ADVICE_START in str(held[0].content)
+    assert "Check cabin against" in str(held[0].content) and "NOT executed" in str(held[0].content)
+
+
+def test_advise_holds_the_first_call_and_the_model_reads_the_advice() -> None:
+    mem = memory()
+    _teach(mem)
+    agent, model = _agent(mem)
+    done = agent.invoke({"messages": [("user", "Book HAT001 for me")]})
+    assert done["messages"][-1].content == "Booked."
+    _advice_seen_before_booking(model)
+    assert BOOKED == [{"cabin": "basic_economy", "flight": "HAT001"}]  # once, unchanged args
+
+
+def test_advise_async() -> None:
+    mem = memory()
+    _teach(mem)
+    agent, model = _agent(mem)
+    done = asyncio.run(agent.ainvoke({"messages": [("user", "Book HAT001 for me")]}))
+    assert done["messages"][-1].content == "Booked."
+    _advice_seen_before_booking(model)
+    assert len(BOOKED) == 1
+
+
+def test_no_checks_or_off_leave_the_run_as_it_was() -> None:
+    for teach, options in ((False, {}), (True, {"checks": "off"})):
+        mem = memory()
+        if teach:
+            _teach(mem)
+        agent, model = _agent(mem, **options)
+        agent.invoke({"messages": [("user", "Book HAT001 for me")]})
+        assert len(BOOKED) == 2  # both proposals ran: nothing held
+        assert not any(ADVICE_START in str(m.content) for m in model.prompts[1])
+
+
+def test_a_failing_memory_leaves_the_run_untouched() -> None:
+    mem = memory()
+    _teach(mem)
+    agent, _ = _agent(mem)
+    mem.close()  # every memory call now fails: the run must not notice
+    done = agent.invoke({"messages": [("user", "Book HAT001 for me")]})
+    assert len(BOOKED) == 2 and done["messages"][-1].content == "Booked."
+
+
+def test_confirm_interrupts_and_resumes() -> None:
+    for answer, booked in (("approve", 1), ({"approve": False}, 0)):
+        mem = memory()
+        _teach(mem)
+        agent, model = _agent(mem, checks="confirm")
+        config = {"configurable": {"thread_id": f"t-{booked}"}}
+        paused = agent.invoke({"messages": [("user", "Book HAT001 for me")]}, config)
+        [pending] = paused["__interrupt__"]
+        assert pending.value["type"] == "hindsight_risk_check"
+        assert pending.value["tool"] == "book_flight" and "Check cabin" in pending.value["rendered"]
+        assert BOOKED == []  # not run before the human answered
+        agent.invoke(Command(resume=answer), config)
+        assert len(BOOKED) >= booked
+        if not booked:
+            told = [m for m in model.prompts[1] if isinstance(m, ToolMessage)]
+            assert "declined" in str(told[0].content) and BOOKED == []
