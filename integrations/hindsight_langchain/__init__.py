@@ -33,6 +33,7 @@ __all__ = [
     "HindsightCallbackHandler",
     "HindsightMiddleware",
     "HindsightRetriever",
+    "ToolCallChecks",
     "append_to_system_prompt",
     "with_experience",
 ]
@@ -40,6 +41,10 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # The middleware needs the `langchain` package (agents), the handlers only langchain-core.
+    if name == "ToolCallChecks":
+        from hindsight_langchain._gate import ToolCallChecks
+
+        return ToolCallChecks
     if name in ("HindsightMiddleware", "append_to_system_prompt", "HindsightState"):
         try:
             from hindsight_langchain import middleware

@@ -49,7 +49,7 @@ from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, RecallResult, Trajectory
 from hindsight._ids import new_id
@@ -66,7 +66,7 @@ from hindsight_langchain._convert import (
     tool_names,
 )
 from hindsight_langchain._engine import RECALL_TIMEOUT, WRITE_WAIT, Engine, log
-from hindsight_langchain._gate import GateDecision, RiskGate, approved, held_message
+from hindsight_langchain._gate import GateDecision, RiskGate, gate_answer
 from hindsight_langchain._scope import Scope
 from hindsight_langchain._seen import NO_RESUME, Expectation, expect, thread, watch
 
@@ -701,30 +701,9 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             for lesson_id in decision.result.lesson_ids:  # credited or blamed with the run
                 if lesson_id not in invoke.recalled_ids:
                     invoke.recalled_ids.append(lesson_id)
-        if decision.mode == "confirm":
-            answer = interrupt(
-                {
-                    "type": "hindsight_risk_check",
-                    "tool": tool,
-                    "args": call.get("args"),
-                    "checks": [m.model_dump(mode="json") for m in decision.result.checks],
-                    "rendered": decision.result.render(),
-                    "question": f"Run {tool} with these arguments? (approve / decline)",
-                }
-            )
-            if approved(answer):
-                return None
-            text = (
-                f"{decision.result.render()}\nA human declined this {tool} call after these "
-                "checks; it was NOT executed."
-            )
-            return ToolMessage(content=text, tool_call_id=call.get("id") or "", name=tool)
-        invoke.advised.add(tool)
-        return ToolMessage(
-            content=held_message(tool, decision.result),
-            tool_call_id=call.get("id") or "",
-            name=tool,
-        )
+        if decision.mode == "advise":
+            invoke.advised.add(tool)
+        return gate_answer(decision, call)
 
     def _tool_started(self, invoke: _Invoke, request: ToolCallRequest) -> str:
         event_id = new_id()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, TypedDict, cast
 
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.channels.last_value import LastValue
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode
 
 from hindsight import UsageError
 from hindsight_langgraph._memory import WRITE_WAIT
@@ -70,6 +71,7 @@ def add_hindsight(
     reflect_name: str = REFLECT_NODE,
     review: bool = True,
     write_wait: float = WRITE_WAIT,
+    checks: str | Mapping[str, str] | None = None,
     **recall_options: Any,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Insert ``START -> recall -> <entry>`` and ``<exit> -> reflect -> END`` into ``builder``.
@@ -98,6 +100,10 @@ def add_hindsight(
             see :func:`create_recall_node`.
         outcome, outcome_key, review, write_wait: see :func:`create_reflect_node`.
         recall_name, reflect_name: node names.
+        checks: decision-time risk checks (issue 16, docs/checks.md) in every ``ToolNode``
+            of the graph that has no tool-call wrapper of its own: ``"advise"``,
+            ``"confirm"`` (a human-in-the-loop interrupt), ``"off"`` or a mode per
+            severity; ``None`` (default) wires nothing. Needs ``tenant_id``.
         **recall_options: more :func:`create_recall_node` arguments (``include_shared``,
             ``token_budget``, ``recalled_key``, ``trajectory_key``, ``recall_timeout``).
 
@@ -117,6 +123,8 @@ def add_hindsight(
     for name in [*([entry] if entry else []), *exits]:
         if name not in builder.nodes:
             raise UsageError(f"add_hindsight: the graph has no node named {name!r}")
+    if checks is not None:
+        _wire_checks(builder, memory, tenant_id, namespace, task_type, checks)
     mode = _messages_mode(builder, messages_key)
     recalled_key = recall_options.get("recalled_key", RECALLED_KEY)
     trajectory_key = recall_options.get("trajectory_key", TRAJECTORY_KEY)
@@ -221,3 +229,29 @@ def _rewire_exit(builder: StateGraph[Any, Any, Any, Any], reflect: str, exits: l
         raise UsageError(
             "add_hindsight: no node leads to END; add your exit edges first or pass exit="
         )
+
+
+def _wire_checks(
+    builder: StateGraph[Any, Any, Any, Any],
+    memory: Any,
+    tenant_id: str | None,
+    namespace: str | None,
+    task_type: str | None,
+    checks: str | Mapping[str, str],
+) -> None:
+    """Put a :class:`~hindsight_langchain.ToolCallChecks` in front of every ``ToolNode``."""
+    from hindsight_langchain._gate import ToolCallChecks
+
+    if tenant_id is None:
+        raise UsageError("add_hindsight(checks=...) needs tenant_id")
+    gate = ToolCallChecks(
+        memory, tenant_id=tenant_id, namespace=namespace or "default", task_type=task_type,
+        checks=checks,
+    )  # fmt: skip
+    for spec in builder.nodes.values():
+        node = spec.runnable
+        if not isinstance(node, ToolNode):
+            continue
+        if node._wrap_tool_call is None and node._awrap_tool_call is None:
+            node._wrap_tool_call = gate
+            node._awrap_tool_call = gate.acall
