@@ -201,3 +201,35 @@ def reembed(
                 f"({report['to']['dimension']}-d), {report['points']} vector(s) written",
                 highlight=False,
             )
+
+
+@app.command("distill")
+def distill(
+    ctx: typer.Context,
+    tenant: TenantOpt = ...,  # type: ignore[assignment]
+    min_sources: Annotated[
+        int,
+        typer.Option("--min-sources", min=2, help="Distinct namespaces (agents) a lesson needs."),
+    ] = 2,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the rules that would be written.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Distil rules learned by several agents into the shared namespace (MISSION S14)."""
+    with guarded(), open_memory(state(ctx)) as mem:
+        report = mem.distill(tenant_id=tenant, min_sources=min_sources, dry_run=dry_run)
+        if as_json:
+            print_json(report)
+            return
+        for cluster in report["clusters"]:
+            status = cluster["status"] or "would be written"
+            out_console.print(
+                f"{escape(status)}: {escape(cluster['content'])} "
+                f"[dim]({', '.join(escape(n) for n in cluster['namespaces'])})[/dim]"
+            )
+        out_console.print(
+            f"written {len(report['written'])}, quarantined {len(report['quarantined'])}, "
+            f"already shared {len(report['existing'])} of {len(report['clusters'])} rule(s)",
+            highlight=False,
+        )

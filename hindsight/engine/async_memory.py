@@ -44,6 +44,7 @@ from hindsight.capture.trajectory import coerce_trajectory
 from hindsight.capture.unsaved import UnsavedArea
 from hindsight.capture.writer import TrajectoryWriter
 from hindsight.checks import CheckResult, find_checks, render_risk_section
+from hindsight.checks.distill import DISTILLED_PREFIX, MIN_SOURCES, clusters
 from hindsight.clock import SystemClock
 from hindsight.config import MemoryConfig
 from hindsight.engine._lifecycle import LifecycleMethods
@@ -705,6 +706,88 @@ class AsyncMemory(LifecycleMethods):
         if record and tid is not None and result.checks:
             await asyncio.to_thread(self._record_recall, tid, result.lesson_ids, tenant)
         return result
+
+    async def distill(
+        self, *, tenant_id: str, min_sources: int = MIN_SOURCES, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Distil shared rules from the lessons of the tenant's agents (MISSION S14, issue 16):
+        a lesson learned in at least ``min_sources`` distinct namespaces is written once to
+        ``config.shared_namespace`` through the memory guard, with provenance to every source
+        lesson (:mod:`hindsight.checks.distill` documents the offline method). Idempotent: a
+        second run adds nothing. Reads one tenant only.
+
+        Returns:
+            ``{"tenant_id", "method", "dry_run", "clusters": [{"key", "namespaces",
+            "content", "id", "status"}], "written": [ids], "quarantined": [ids],
+            "existing": [ids]}``; ``id``/``status`` are ``None`` in a dry run.
+
+        Raises:
+            TenantRequiredError: missing or empty tenant. UsageError: ``min_sources`` < 2.
+        """
+        tenant = self._scope(tenant_id)
+        if isinstance(min_sources, bool) or not isinstance(min_sources, int) or min_sources < 2:
+            raise UsageError(f"min_sources must be an integer >= 2, got {min_sources!r}")
+        shared = self.config.shared_namespace
+        lessons, have = await asyncio.to_thread(self._distill_inputs, tenant, shared)
+        report: dict[str, Any] = {
+            "tenant_id": tenant,
+            "method": "offline:lesson_key",
+            "dry_run": bool(dry_run),
+            "clusters": [],
+            "written": [],
+            "quarantined": [],
+            "existing": [],
+        }
+        for cluster in clusters(lessons, shared=shared, min_sources=min_sources):
+            rule = cluster.rule()
+            entry = {"key": cluster.key, "namespaces": cluster.namespaces,
+                     "content": rule["content"], "id": None, "status": None}  # fmt: skip
+            report["clusters"].append(entry)
+            key = rule["metadata"]["lesson_key"]
+            if key in have:
+                entry["id"], entry["status"] = have[key].id, have[key].status.value
+                report["existing"].append(have[key].id)
+                continue
+            if dry_run:
+                continue
+            exp = await self.add_experience(
+                rule["content"],
+                tenant_id=tenant,
+                namespace=shared,
+                kind=rule["kind"],
+                tools=rule["tools"],
+                confidence=rule["confidence"],
+                source=Provenance.SYSTEM,
+                metadata=rule["metadata"],
+            )
+            entry["id"], entry["status"] = exp.id, exp.status.value
+            quarantined = exp.status.value == "quarantined"
+            report["quarantined" if quarantined else "written"].append(exp.id)
+        return report
+
+    def _distill_inputs(
+        self, tenant: str, shared: str
+    ) -> tuple[list[Experience], dict[str, Experience]]:
+        """The tenant's active lessons, and its distilled rules by lesson key (active or
+        quarantined: a rule the guard held is not written again)."""
+        lessons: list[Experience] = []
+        offset = 0
+        while True:
+            page = self.store.list_experiences(
+                tenant, statuses=("active",), limit=10_000, offset=offset
+            )
+            lessons += page
+            if len(page) < 10_000:
+                break
+            offset += len(page)
+        have: dict[str, Experience] = {}
+        for exp in self.store.list_experiences(
+            tenant, namespaces=[shared], statuses=("active", "quarantined"), limit=10_000
+        ):
+            key = exp.metadata.get("lesson_key")
+            if isinstance(key, str) and key.startswith(DISTILLED_PREFIX):
+                have.setdefault(key, exp)
+        return lessons, have
 
     # -- reading and deleting -------------------------------------------------------------------
     async def get_experience(self, experience_id: Any, *, tenant_id: str) -> Experience:

@@ -107,6 +107,7 @@ class Memory:
     recall = sync_twin(AsyncMemory.recall)
     record_recall = sync_twin(AsyncMemory.record_recall)
     check_action = sync_twin(AsyncMemory.check_action)
+    distill = sync_twin(AsyncMemory.distill)
     paused_trajectory = sync_twin(AsyncMemory.paused_trajectory)
     review_now = sync_twin(AsyncMemory.review_now)
     flush = sync_twin(AsyncMemory.flush)
