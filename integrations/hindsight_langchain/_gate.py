@@ -33,6 +33,7 @@ from hindsight_langchain._scope import Scope
 
 __all__ = [
     "MODES",
+    "SPECIFIC_MATCHES",
     "GateDecision",
     "RiskGate",
     "ToolCallChecks",
@@ -43,6 +44,8 @@ __all__ = [
 
 Mode = Literal["advise", "confirm", "off"]
 MODES: tuple[str, ...] = ("advise", "confirm", "off")
+#: Matches that say something about this call's arguments (not only its tool).
+SPECIFIC_MATCHES = frozenset({"class", "argument"})
 _RANK = {"off": 0, "advise": 1, "confirm": 2}
 _SEVERITIES = ("high", "medium", "low")
 

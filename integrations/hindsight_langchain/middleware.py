@@ -66,7 +66,7 @@ from hindsight_langchain._convert import (
     tool_names,
 )
 from hindsight_langchain._engine import RECALL_TIMEOUT, WRITE_WAIT, Engine, log
-from hindsight_langchain._gate import GateDecision, RiskGate, gate_answer
+from hindsight_langchain._gate import SPECIFIC_MATCHES, GateDecision, RiskGate, gate_answer
 from hindsight_langchain._scope import Scope
 from hindsight_langchain._seen import NO_RESUME, Expectation, expect, thread, watch
 
@@ -211,10 +211,11 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         checks: decision-time risk checks of each proposed tool call (issue 16,
             docs/checks.md): ``"advise"`` (default: the first call of a tool with matching
             checks is held once and answered with the advice, the model calls it again to
-            run it), ``"confirm"`` (a human-in-the-loop interrupt; resume with ``True`` /
-            ``"approve"`` to run the call), ``"off"``, or a mode per severity
-            (``{"high": "confirm", "low": "off"}``). The call's arguments are never changed;
-            a failing memory leaves the call untouched.
+            run it; a lesson the recall block already showed holds a call only when the
+            call's arguments have the class a failed run passed), ``"confirm"`` (a
+            human-in-the-loop interrupt; resume with ``True`` / ``"approve"`` to run the
+            call), ``"off"``, or a mode per severity (``{"high": "confirm", "low": "off"}``).
+            The call's arguments are never changed; a failing memory leaves it untouched.
 
     Raises:
         UsageError: ``memory`` is not one of those, or an argument is invalid.
@@ -680,6 +681,16 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
 
     def _gate_decision(self, result: Any, invoke: _Invoke) -> GateDecision | None:
         try:
+            if result is not None and invoke.recalled_ids:
+                # the model saw these lessons in the recall block already: hold a call for
+                # them only when its arguments show the risky class (match class/argument)
+                shown = set(invoke.recalled_ids)
+                kept = [
+                    m
+                    for m in result.checks
+                    if m.check.lesson_id not in shown or m.match in SPECIFIC_MATCHES
+                ]
+                result = result.model_copy(update={"checks": kept})
             decision = self._gate.decide(result)
         except Exception as exc:
             self._engine.fail("could not decide the risk checks of a tool call", exc)

@@ -46,8 +46,28 @@ def _agent(mem: Any, **options: Any) -> tuple[Any, ScriptedChatModel]:
                         if options.get("checks") == "confirm" else {})), model  # fmt: skip
 
 
+CONTRAST = {  # a contrast rule as the review writes it (docs/review.md)
+    "lesson_key": "contrast:arg:book_flight:cabin:class",
+    "contrast": {"op": "arg", "tool": "book_flight", "key": "cabin", "how": "class",
+                 "expected": "economy", "actual": "basic_economy"},
+}  # fmt: skip
+
+
 def _teach(mem: Any) -> None:
+    # the recall block shows this lesson too; the call is held because its cabin has the
+    # class a failed run passed
+    mem.add_experience(
+        ADVICE, tenant_id=TENANT, tools=["book_flight"], confidence=0.8, metadata=CONTRAST
+    )
+
+
+def test_a_lesson_the_block_showed_does_not_hold_a_call_without_the_risky_class() -> None:
+    mem = memory()
     mem.add_experience(ADVICE, tenant_id=TENANT, tools=["book_flight"], confidence=0.8)
+    agent, model = _agent(mem)
+    agent.invoke({"messages": [("user", "Book HAT001 for me")]})
+    assert ADVICE in str(model.prompts[0][0].content)  # in the recall block
+    assert len(BOOKED) == 2  # no call held: the model had the lesson already
 
 
 def _advice_seen_before_booking(model: ScriptedChatModel) -> None:
