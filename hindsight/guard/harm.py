@@ -162,8 +162,17 @@ class _Slots:
                     else:
                         by_slot = self.index.setdefault(key, {})
                         by_slot.setdefault((slot, lang), []).append(_fragment(entry))
+        # A fragment that starts with ``\w*`` (a word part: ``\w*gebühr\w*``) is anchored at a
+        # word start: the same matches, but tried once per word instead of at every character
+        # (unanchored, one 20,000-character word cost seconds: quadratic backtracking).
         self.scanned = [
-            (slot, lang, re.compile("|".join(f"(?:{f})" for f in frags)))
+            (
+                slot,
+                lang,
+                re.compile(
+                    "|".join(f"(?:\\b{f})" if f.startswith("\\w*") else f"(?:{f})" for f in frags)
+                ),
+            )
             for (slot, lang), frags in scanned.items()
         ]
 
