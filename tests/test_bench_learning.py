@@ -466,6 +466,18 @@ def test_harness_figures_on_the_synthetic_file(synthetic: Context) -> None:
     assert cor["per_run"] == [
         {"task": "0", "differences": ["arg renew_loan.weeks"], "corrected": True}
     ]
+    # issue 16: the scripted lessons carry no argument condition, so no check names the
+    # class of weeks the ground truth used (the heuristic reviewer's contrast rules do)
+    assert out["checks"] == {
+        "failed_runs_with_difference": 1,
+        "named": 0,
+        "share": 0.0,
+        "by_op": {
+            "missing": {"runs": 0, "named": 0},
+            "extra": {"runs": 0, "named": 0},
+            "arg": {"runs": 1, "named": 0},
+        },
+    }
 
 
 def test_baseline_figures_on_the_synthetic_file(synthetic: Context) -> None:
@@ -516,6 +528,9 @@ def test_cli_json_on_a_few_airline_tasks(tau_bench_path: Path, tmp_path: Path) -
     assert recall["replay"]["same_top_k_as_first_store"] == recall["replay"]["queries"] == 3
     cor = run["corrective"]
     assert cor["with_difference"] <= cor["failed_runs"] == doc["held_out_failed"]
+    checks = run["checks"]  # issue 16: checks before the held-out failed runs' calls
+    assert checks["failed_runs_with_difference"] == cor["with_difference"]
+    assert 0 <= checks["named"] <= checks["failed_runs_with_difference"]
     assert 0.0 <= cor["random"] <= 1.0 and len(cor["per_run"]) == cor["failed_runs"]
     assert list(parent.iterdir()) == []  # every temporary store was removed
     assert not (tmp_path / "unused").exists()  # the global data dir was never opened

@@ -32,4 +32,3 @@ __all__ = [
     "run_bench",
     "synthetic_lessons",
 ]
-

@@ -37,6 +37,11 @@ trial; the query trial (default 3) is held out, one run per task. Figures:
    record's ground truth (:mod:`._truth`: a missing, extra or mis-argued state-changing call);
    it counts as corrected when its rendered recall block (``RecallResult.render()``) names
    that tool and, for an argument, that key.
+6. **Risk checks** (issue 16, ``checks`` in the JSON): for each held-out failed run with a
+   difference, the checks :meth:`hindsight.AsyncMemory.check_action` returns before each of
+   its state-changing calls (nothing recorded); the run counts when one check names the tool
+   of a difference and, for an argument, has a condition on that argument whose reference
+   class is the class of the ground truth's value (``value_class``).
 
 Each figure stands next to the **raw-first-message baseline** (the train runs' first user
 messages indexed with ``add_experience``, no review; a hit is a message of the same task) and,

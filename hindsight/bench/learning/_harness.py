@@ -29,12 +29,15 @@ from hindsight.bench.learning._truth import (
     Difference,
     corrected,
     differences,
+    is_state_changing,
     mentions,
     names_difference,
     unjudged,
 )
+from hindsight.checks import CheckResult
 from hindsight.models import Experience, ExperienceKind, Trajectory
 from hindsight.ports import Embedder, Lesson, Reviewer
+from hindsight.review.contrast import value_class
 
 __all__ = ["Context", "evaluate_baseline", "evaluate_reviewer", "score_queries"]
 
@@ -348,6 +351,62 @@ def _corrective(
     }
 
 
+def _check_names(diff: Difference, expected: Sequence[Any], results: Sequence[CheckResult]) -> bool:
+    """Whether a check of ``results`` names the tool of ``diff`` and, for an argument, has a
+    condition on that argument whose reference class (or advice) is the ground truth's class."""
+    matches = [m for r in results for m in r.checks if m.check.tool == diff.tool]
+    if diff.op != "arg" or diff.key is None:
+        return bool(matches)
+    truth = next(
+        (c.args[diff.key] for c in expected if c.tool == diff.tool and diff.key in c.args), None
+    )
+    cls = value_class(diff.key, truth)
+    return any(
+        cond.key == diff.key and (cond.expected == cls or cls in m.check.advice)
+        for m in matches
+        for cond in m.check.conditions
+    )
+
+
+def _checks_figure(ctx: Context, mem: Any) -> dict[str, Any]:
+    """Decision-time risk checks (issue 16): for each held-out failed run whose state-changing
+    calls differ from the ground truth, the checks ``check_action`` returns before each of its
+    state-changing calls (and, for a tool it never called, before a call of it without
+    arguments; nothing recorded). A run counts when one check names the tool of one of its
+    differences and, for an argument, has a condition on that argument whose reference class
+    is the class of the ground truth's value (:func:`hindsight.review.contrast.value_class`)."""
+    failed = [(r, differences(r.expected, r.calls, ctx.ignore)) for r in ctx.split.held]
+    scored = [(r, diffs) for r, diffs in failed if diffs and not r.success]
+    hits = 0
+    by_op: dict[str, dict[str, int]] = {
+        op: {"runs": 0, "named": 0} for op in ("missing", "extra", "arg")
+    }
+    for run, diffs in scored:
+        results: dict[str, list[CheckResult]] = defaultdict(list)
+        for call in run.calls:
+            if is_state_changing(call.tool):
+                found = mem.check_action(call.tool, dict(call.args), tenant_id=TENANT,
+                                         top_k=20, record=False)  # fmt: skip
+                results[call.tool].append(found)
+        for diff in diffs:
+            if diff.tool not in results:
+                found = mem.check_action(diff.tool, {}, tenant_id=TENANT, top_k=20, record=False)
+                results[diff.tool].append(found)
+        named = [_check_names(d, run.expected, results[d.tool]) for d in diffs]
+        hits += any(named)
+        for op in by_op:
+            of_op = [n for d, n in zip(diffs, named, strict=True) if d.op == op]
+            if of_op:
+                by_op[op]["runs"] += 1
+                by_op[op]["named"] += any(of_op)
+    return {
+        "failed_runs_with_difference": len(scored),
+        "named": hits,
+        "share": hits / len(scored) if scored else None,
+        "by_op": by_op,
+    }
+
+
 def _random_block(pool: Sequence[Experience], diffs: Sequence[Difference], k: int) -> float:
     """Exact chance that ``k`` lessons drawn at random from ``pool`` name one of ``diffs``
     (bit 2i: names the tool of diff i; bit 2i+1: names its key, or it has none)."""
@@ -447,7 +506,8 @@ def evaluate_reviewer(
         ctx.progress(f"{embedder.name} x {name}: {len(lessons)} lessons; recall as stored")
         stored_ids, stored_texts, situation = _rank(ctx, mem)
         as_stored = score_queries(stored_ids, _relevant(ctx, lessons), len(lessons), ctx.k)
-        ctx.progress(f"{embedder.name} x {name}: held-out runs, outcomes")
+        ctx.progress(f"{embedder.name} x {name}: held-out runs, risk checks, outcomes")
+        checks = _checks_figure(ctx, mem)
         confidence, corrective = _held_out(ctx, mem, lessons)
     ctx.progress(f"{embedder.name} x {name}: replay as stored and with the task text masked")
     same = _replay(ctx, embedder, lessons, episodes, lambda text: text)
@@ -480,6 +540,7 @@ def evaluate_reviewer(
         },
         "outcomes": confidence,
         "corrective": corrective,
+        "checks": checks,
     }
 
 
