@@ -17,6 +17,7 @@ require_llama_index()
 
 from ._runs import RunInfo, run_options  # noqa: E402
 from .capture import CaptureStats, HindsightCapture, current_run, instrument  # noqa: E402
+from .checks import checked_tools  # noqa: E402
 from .memory_block import HindsightMemoryBlock  # noqa: E402
 from .runner import MemoryRun, run_with_memory  # noqa: E402
 
@@ -27,6 +28,7 @@ __all__ = [
     "HindsightMemoryBlock",
     "MemoryRun",
     "RunInfo",
+    "checked_tools",
     "current_run",
     "instrument",
     "run_options",
