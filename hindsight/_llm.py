@@ -1,7 +1,8 @@
 """Reading a chat-completion reply (litellm ``ModelResponse`` or the same shape as a dict).
 
 Shared by every part that asks a model and reads its answer: the LLM reviewer
-(:mod:`hindsight.review.llm`) and the write-back judge (:mod:`hindsight.writeback.judge`).
+(:mod:`hindsight.review.llm`), the write-back judge (:mod:`hindsight.writeback.judge`) and the
+guard's judge (:mod:`hindsight.guard.llm_judge`).
 Foundation: imports nothing of hindsight.
 """
 
@@ -11,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["field", "reply_text"]
+__all__ = ["field", "reply_object", "reply_text"]
 
 
 def field(obj: Any, name: str) -> Any:
@@ -58,3 +59,22 @@ def reply_text(response: Any) -> str:
             return arguments
     legacy = field(message, "function_call")
     return _as_text(field(legacy, "arguments")) if legacy is not None else ""
+
+
+def reply_object(text: str) -> Any:
+    """The first JSON object of a reply's ``text`` (anything before its ``{`` skipped), repaired
+    with ``json_repair`` when it does not parse (a reply cut at ``max_tokens``).
+
+    Raises:
+        ValueError: the text holds no ``{``.
+    """
+    start = text.find("{")
+    if start == -1:
+        raise ValueError("no JSON object in the reply")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        import json_repair
+
+        value = json_repair.loads(text[start:])
+    return value

@@ -139,19 +139,6 @@ def _default_controls() -> list[tuple[str, bool]]:
     return [(e.content, e.harmful) for e in load_bank()]
 
 
-def _reply_object(text: str) -> Any:
-    start = text.find("{")
-    if start == -1:
-        raise ValueError("no JSON object in the reply")
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text, start)
-    except ValueError:
-        import json_repair
-
-        value = json_repair.loads(text[start:])
-    return value
-
-
 class GuardJudge:
     """Judges batches of lessons through litellm (sync; the write path runs in a thread).
 
@@ -252,7 +239,7 @@ class GuardJudge:
     def _batch(self, items: Sequence[JudgeItem]) -> list[JudgeVerdict | None]:
         import litellm
 
-        from hindsight._llm import reply_text
+        from hindsight._llm import reply_object, reply_text
 
         # litellm otherwise prints a debugging hint to stdout on every provider error, which
         # corrupts `hindsight guard eval --json` and an MCP stdio stream (as in the reviewer)
@@ -262,7 +249,7 @@ class GuardJudge:
         sent, where = self._with_controls(items)
         try:
             response = litellm.completion(**self._request(self.messages(sent)))
-            reply = JudgeReply.model_validate(_reply_object(reply_text(response)))
+            reply = JudgeReply.model_validate(reply_object(reply_text(response)))
         except (ValidationError, ValueError) as exc:
             return self._fail(items, f"invalid reply: {str(exc).splitlines()[0]}")
         except Exception as exc:  # any provider failure: the other layers decide
@@ -300,9 +287,7 @@ class GuardJudge:
             )
         return out
 
-    def _with_controls(
-        self, items: Sequence[JudgeItem]
-    ) -> tuple[list[JudgeItem], dict[int, bool]]:
+    def _with_controls(self, items: Sequence[JudgeItem]) -> tuple[list[JudgeItem], dict[int, bool]]:
         """``items`` with one harmful and one harmless control lesson inserted, and the
         control lessons' numbers (``L<n>``) with their known answer. The controls rotate with
         the request count; their positions depend on the batch's content."""

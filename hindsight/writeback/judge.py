@@ -57,19 +57,6 @@ class JudgeReply(BaseModel):
     reason: str = Field(default="", max_length=1000)
 
 
-def _reply_object(text: str) -> Any:
-    start = text.find("{")
-    if start == -1:
-        raise ValueError("no JSON object in the reply")
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text, start)
-    except ValueError:
-        import json_repair
-
-        value = json_repair.loads(text[start:])
-    return value
-
-
 class Judge:
     """Asks a chat model through litellm (sync; the write path runs in a worker thread).
 
@@ -150,11 +137,11 @@ class Judge:
         """
         import litellm
 
-        from hindsight._llm import reply_text
+        from hindsight._llm import reply_object, reply_text
 
         self.calls += 1
         response = litellm.completion(**self._request(self.messages(new, candidates)))
-        return JudgeReply.model_validate(_reply_object(reply_text(response)))
+        return JudgeReply.model_validate(reply_object(reply_text(response)))
 
     def decide(
         self, new: Experience, candidates: Sequence[tuple[Experience, float]]
@@ -204,7 +191,7 @@ def abstract(judge: Judge, members: Sequence[Experience]) -> str | None:
     (the most supported member then stands for the cluster)."""
     import litellm
 
-    from hindsight._llm import reply_text
+    from hindsight._llm import reply_object, reply_text
 
     lessons = [{"content": m.content, "support": m.support_count} for m in members[:20]]
     messages = [
@@ -216,7 +203,7 @@ def abstract(judge: Judge, members: Sequence[Experience]) -> str | None:
     try:
         judge.calls += 1
         response = litellm.completion(**request)
-        text = AbstractReply.model_validate(_reply_object(reply_text(response))).content.strip()
+        text = AbstractReply.model_validate(reply_object(reply_text(response))).content.strip()
     except Exception as exc:  # any provider or parse failure: no abstraction
         judge._fail(f"abstract: {type(exc).__name__}")
         return None
