@@ -164,9 +164,20 @@ def test_two_servers_and_two_workers_each_with_its_own_index(
         _eventually(lambda w=worker: _worker_caught_up(database_url, w), "a worker follows")
 
     # 2. reviewed by a worker: the run's lessons are recalled through both servers
+    # a failed run whose tool call failed twice: the heuristic reviewer learns a general lesson
+    # (tool reliability), not a restatement of the run
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "refund_order", "arguments": '{"order_id": "A-17"}'},
+    }
     run = {
         "messages": [
             {"role": "user", "content": "Refund order A-17, the customer was charged twice."},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "Error: timed out after 30 s"},
+            {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "call_2"}]},
+            {"role": "tool", "tool_call_id": "call_2", "content": "Error: timed out after 30 s"},
             {"role": "assistant", "content": "The refund_order tool failed: timeout after 30 s."},
         ],
         "reward": 0,
