@@ -75,3 +75,17 @@ def test_confirm_interrupts_and_resumes_in_a_state_graph() -> None:
     assert pending.value["tool"] == "cancel_order" and CANCELLED == []
     graph.invoke(Command(resume="approve"), config)
     assert CANCELLED[:1] == ["A1"]
+
+
+def test_confirm_declined_in_a_state_graph_does_not_run_and_the_model_is_told() -> None:
+    graph, model = _graph(_taught(), "confirm", InMemorySaver())
+    config = {"configurable": {"thread_id": "g2"}}
+    graph.invoke({"messages": [("user", "cancel my order")]}, config)
+    again = graph.invoke(Command(resume="decline"), config)
+    assert CANCELLED == []  # declined: never ran
+    told = [m for m in model.prompts[1] if isinstance(m, ToolMessage)]
+    assert "A human declined this cancel_order call" in str(told[0].content)
+    [pending] = again["__interrupt__"]  # the model's next proposal asks the human again
+    assert pending.value["args"] == {"order_id": "A1"}
+    graph.invoke(Command(resume={"approve": True}), config)
+    assert CANCELLED == ["A1"]
