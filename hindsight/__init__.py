@@ -25,6 +25,7 @@ from hindsight.capture import RunRecorder
 from hindsight.config import MemoryConfig, RecallWeights
 from hindsight.engine import AsyncMemory, EpisodeReceipt, Memory
 from hindsight.models import (
+    AddResult,
     Event,
     EventStatus,
     EventType,
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BLOCK_END",
     "BLOCK_START",
+    "AddResult",
     "AsyncMemory",
     "AuthenticationError",
     "EmbedderMismatchError",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -27,6 +27,7 @@ from hindsight._text import FREE_JSON_KEYS, clean_json, refuse_invalid, warning_
 
 __all__ = [
     "NAME_FIELDS",
+    "AddResult",
     "Event",
     "EventStatus",
     "EventType",
@@ -445,6 +446,26 @@ class RecallHit(_Model):
     experience: Experience
     score: float
     breakdown: ScoreBreakdown
+
+
+class AddResult(BaseModel):
+    """What ``add_experiences`` did with one item of a batch (issue 20).
+
+    ``index``: the item's position in the input (0-based); ``id``: the experience that now
+    holds it (the new row, or the existing one it was folded into); ``result``:
+    ``"created"`` (a new row, possibly superseding or in conflict with an older one),
+    ``"merged"`` (folded into an existing experience, or into an earlier item of the same
+    batch: same text up to case/space/punctuation, a near-duplicate, or the same lesson key;
+    docs/lifecycle.md) or ``"quarantined"`` (stopped by the memory guard, stored quarantined
+    with its reasons); ``experience``: that experience as stored after the batch item.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    id: str
+    result: Literal["created", "merged", "quarantined"]
+    experience: Experience
 
 
 class Exclusion(BaseModel):

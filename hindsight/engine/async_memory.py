@@ -49,13 +49,13 @@ from hindsight.clock import SystemClock
 from hindsight.config import MemoryConfig
 from hindsight.engine._lifecycle import LifecycleMethods
 from hindsight.engine._open import open_components, resolve_config
-from hindsight.models import Experience, ExperienceKind, Provenance, Trajectory
+from hindsight.models import AddResult, Experience, ExperienceKind, Provenance, Trajectory
 from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex
 from hindsight.recall import RecallMode, RecallResult
 from hindsight.recall.render import strip_block
 from hindsight.review.worker import ReviewWorker
 from hindsight.store import TrajectorySummary
-from hindsight.writeback.lessons import manual_experience
+from hindsight.writeback.lessons import manual_experience, manual_experiences
 
 __all__ = ["AsyncMemory", "EpisodeReceipt"]
 
@@ -479,6 +479,50 @@ class AsyncMemory(LifecycleMethods):
         )
         written = await asyncio.to_thread(self.writeback.write, [exp])
         return written[0] if written else exp
+
+    async def add_experiences(
+        self, items: Sequence[Mapping[str, Any]], *, tenant_id: str
+    ) -> list[AddResult]:
+        """Store a batch of lessons directly (no review): the public batch write (issue 20).
+
+        Each item is a mapping with :meth:`add_experience`'s arguments but ``tenant_id``
+        (:data:`hindsight.writeback.lessons.ADD_FIELDS`: ``content`` required; ``namespace``,
+        ``kind``, ``task_type``, ``tools``, ``tags``, ``confidence``, ``importance``,
+        ``source``, ``metadata`` optional, same defaults). Every item is validated before
+        anything is written: one invalid item refuses the whole batch and nothing is stored.
+
+        The batch is decided in memory - the memory guard screens each item (neighbour rows
+        read once for the batch), dedup compares each with the index **and** with the earlier
+        items of the batch (an item equal to an earlier one is merged into it) - and every row
+        is written in one SQL transaction; the vector index is brought up to date after the
+        commit (the vector log only repairs a crash in between).
+
+        Returns:
+            One :class:`hindsight.models.AddResult` per item, in input order: ``index``,
+            ``id``, ``result`` (``"created"``, ``"merged"``, ``"quarantined"``) and the
+            ``experience`` as stored.
+
+        Raises:
+            TenantRequiredError: missing or empty tenant.
+            UsageError: ``items`` is not a list of mappings, or an item is invalid (one line
+                naming its index and field, e.g. ``item 3: confidence: ...``); nothing is
+                written.
+            StoreError: the database failed; the transaction is rolled back, nothing written.
+        """
+        self._check_open()
+        exps = manual_experiences(
+            items,
+            tenant_id=self._scope(tenant_id),
+            embedding_model=self.embedder.name,
+            now=self.clock.now(),
+        )
+        if not exps:
+            return []
+        done = await asyncio.to_thread(self.writeback.write_items, exps)
+        return [
+            AddResult(index=i, id=stored.id, result=result, experience=stored)  # type: ignore[arg-type]
+            for i, (result, stored) in enumerate(done)
+        ]
 
     # -- recall ----------------------------------------------------------------------------------
     async def recall(

@@ -114,6 +114,7 @@ class Memory:
     review_jobs = sync_twin(AsyncMemory.review_jobs)
     retry_review_jobs = sync_twin(AsyncMemory.retry_review_jobs)
     add_experience = sync_twin(AsyncMemory.add_experience)
+    add_experiences = sync_twin(AsyncMemory.add_experiences)
     record_outcome = sync_twin(AsyncMemory.record_outcome)
     get_experience = sync_twin(AsyncMemory.get_experience)
     list_experiences = sync_twin(AsyncMemory.list_experiences)

@@ -140,6 +140,11 @@ class StoreCore:
         """
         if self._closed:
             raise StoreError("the SQL store is closed")
+        local = self.__dict__.get("_batch_local")
+        outer = getattr(local, "conn", None) if local is not None else None
+        if outer is not None:  # inside batch(): the same connection and transaction
+            yield outer
+            return
         sqlite_db = self._info.backend == "sqlite"
         guard: AbstractContextManager[Any] = (
             self._lock if sqlite_db and (write or self._info.in_memory) else nullcontext()
@@ -164,6 +169,29 @@ class StoreCore:
             ) from exc
         except SQLAlchemyError as exc:
             raise StoreError(f"database error on {self.url}: {_one_line(exc)}") from exc
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One write transaction for everything this thread does with the store inside the
+        ``with`` block (the public batch write, issue 20): every write and read of the block
+        runs on the same connection, committed together at the end or rolled back together on
+        any error; vector-log entries are inserted once, just before the commit. The vector
+        index is brought up to date by the caller after the block (the log only repairs
+        crashes). Nested ``batch()`` blocks join the outer one.
+
+        Raises:
+            StoreError, UsageError: as :meth:`_tx`.
+        """
+        local = self.__dict__.setdefault("_batch_local", threading.local())
+        if getattr(local, "conn", None) is not None:
+            yield
+            return
+        with self._tx(write=True) as conn:
+            local.conn = conn
+            try:
+                yield
+            finally:
+                local.conn = None
 
     def _lock_vector_log(self, conn: Connection) -> None:
         """Take the vector-log lock until the end of ``conn``'s transaction (PostgreSQL; on

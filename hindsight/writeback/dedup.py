@@ -363,6 +363,26 @@ class Deduper:
         """Decide and store each experience; returns what each one became (the new row, or
         the existing experience it was folded into), in input order, without repeats.
 
+        As :meth:`write_items` (same arguments), keeping each stored row once.
+        """
+        results: dict[str, Experience] = {}
+        for _, stored in self.write_items(experiences, vectors, screen=screen):
+            results[stored.id] = stored
+        return list(results.values())
+
+    def write_items(
+        self,
+        experiences: Sequence[Experience],
+        vectors: FloatMatrix,
+        *,
+        screen: Callable[[RowCache], Sequence[Experience]] | None = None,
+    ) -> list[tuple[str, Experience]]:
+        """Decide and store each experience; returns ``(result, stored)`` per input, in input
+        order: ``"created"`` (a new row: added, superseding or in conflict with an older one;
+        ``stored`` is that row), ``"merged"`` (folded into an existing experience or an earlier
+        one of the same batch; ``stored`` is that experience as it now is) or
+        ``"quarantined"`` (stopped by the guard, stored as quarantined).
+
         Args:
             experiences: the candidates, one row of ``vectors`` each.
             vectors: their embeddings, shape ``(len(experiences), dimension)``.
@@ -375,9 +395,10 @@ class Deduper:
         The index is queried for every lesson before the screen and the first decision
         (nothing is synced in between, so the hits are those a query at decision time would
         get; the guard leaves tenant, scope and content as they are); rows a decision changes
-        are read again for the next lessons.
+        are read again for the next lessons. Every SQL write of the batch is one transaction
+        (:meth:`SqlStore.batch`: all or nothing); the vector index is synced after its commit.
         """
-        results: dict[str, Experience] = {}
+        out: list[tuple[str, Experience]] = []
         with self._lock:
             self._sync()
             rows = RowCache(self.store)
@@ -385,48 +406,63 @@ class Deduper:
                 self.search(exp, vec) if exp.status is ExperienceStatus.ACTIVE else []
                 for exp, vec in zip(experiences, vectors, strict=True)
             ]
-            for exp, found in zip(experiences, hits, strict=True):
-                rows.want(exp.tenant_id, [h.id for h in found])
-            if screen is not None:  # reads its neighbours and the candidates in one query
-                experiences = list(screen(rows))
-                if len(experiences) != len(vectors):
-                    raise ValueError("the screen must return one experience per vector")
-            for exp in experiences:
-                rows.get(exp.tenant_id, [])
-            # Earlier lessons of this batch, by scope (only same-scope ones are candidates).
-            batch: dict[tuple[str, str, str | None, str], list[tuple[Experience, Any]]] = {}
-            pending: list[tuple[Experience, Any]] = []
-            for exp, vec, found in zip(experiences, vectors, hits, strict=True):
-                if exp.status is not ExperienceStatus.ACTIVE:
-                    pending.append((exp, vec))  # quarantined by the guard: stored as is
-                    results[exp.id] = exp
-                    continue
-                same = batch.setdefault(self._scope(exp), [])
-                if _shares_key(exp, pending):
-                    self._flush(pending)  # so that rule 0 finds the earlier one in the store
-                decision = self.same_key(exp) or self.decide(exp, vec, same, hits=found, rows=rows)
-                if decision.op is Op.ADD:
-                    pending.append((exp, vec))
-                    same.append((exp, vec))
-                    results[exp.id] = exp
-                    continue
-                self._flush(pending)
-                stored = self._apply(decision, exp, vec)
-                assert decision.target is not None
-                rows.forget(exp.tenant_id, [decision.target.id, stored.id])
-                for scope, items in batch.items():
-                    if decision.op is Op.SUPERSEDE:
-                        gone = decision.target.id
-                        items = [(e, v) for e, v in items if e.id != gone]
-                    elif decision.op is not Op.CONFLICT:
-                        items = [(stored if e.id == stored.id else e, v) for e, v in items]
-                    batch[scope] = items
-                if decision.op in (Op.SUPERSEDE, Op.CONFLICT):
-                    batch.setdefault(self._scope(stored), []).append((stored, vec))
-                results[stored.id] = stored
-            self._flush(pending)
+            with self.store.batch():
+                for exp, found in zip(experiences, hits, strict=True):
+                    rows.want(exp.tenant_id, [h.id for h in found])
+                if screen is not None:  # reads its neighbours and the candidates in one query
+                    experiences = list(screen(rows))
+                    if len(experiences) != len(vectors):
+                        raise ValueError("the screen must return one experience per vector")
+                for exp in experiences:
+                    rows.get(exp.tenant_id, [])
+                out = self._decide_all(experiences, vectors, hits, rows)
             self._sync()
-        return list(results.values())
+        return out
+
+    def _decide_all(
+        self,
+        experiences: Sequence[Experience],
+        vectors: FloatMatrix,
+        hits: Sequence[Sequence[VectorHit]],
+        rows: RowCache,
+    ) -> list[tuple[str, Experience]]:
+        out: list[tuple[str, Experience]] = []
+        # Earlier lessons of this batch, by scope (only same-scope ones are candidates).
+        batch: dict[tuple[str, str, str | None, str], list[tuple[Experience, Any]]] = {}
+        pending: list[tuple[Experience, Any]] = []
+        for exp, vec, found in zip(experiences, vectors, hits, strict=True):
+            if exp.status is not ExperienceStatus.ACTIVE:
+                pending.append((exp, vec))  # quarantined by the guard: stored as is
+                out.append(("quarantined", exp))
+                continue
+            same = batch.setdefault(self._scope(exp), [])
+            if _shares_key(exp, pending):
+                self._flush(pending)  # so that rule 0 finds the earlier one in the store
+            decision = self.same_key(exp) or self.decide(exp, vec, same, hits=found, rows=rows)
+            if decision.op is Op.ADD:
+                pending.append((exp, vec))
+                same.append((exp, vec))
+                out.append(("created", exp))
+                continue
+            self._flush(pending)
+            stored = self._apply(decision, exp, vec)
+            assert decision.target is not None
+            rows.forget(exp.tenant_id, [decision.target.id, stored.id])
+            for scope, items in batch.items():
+                if decision.op is Op.SUPERSEDE:
+                    gone = decision.target.id
+                    items = [(e, v) for e, v in items if e.id != gone]
+                elif decision.op is not Op.CONFLICT:
+                    items = [(stored if e.id == stored.id else e, v) for e, v in items]
+                batch[scope] = items
+            if decision.op in (Op.SUPERSEDE, Op.CONFLICT):
+                batch.setdefault(self._scope(stored), []).append((stored, vec))
+            folded = decision.op in (Op.NOOP, Op.MERGE)
+            if folded:  # earlier results of the batch that were this experience, as it now is
+                out = [(r, stored if e.id == stored.id else e) for r, e in out]
+            out.append(("merged" if folded else "created", stored))
+        self._flush(pending)
+        return out
 
     def _flush(self, pending: list[tuple[Experience, Any]]) -> None:
         if pending:

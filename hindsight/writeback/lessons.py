@@ -27,6 +27,7 @@ from hindsight.ports import Lesson
 from hindsight.writeback.confidence import SUPPORT_KEY, check_support
 
 __all__ = [
+    "ADD_FIELDS",
     "PROVENANCE_TRUST",
     "lessons_to_experiences",
     "manual_experience",
@@ -174,3 +175,79 @@ def manual_experience(
         raise UsageError(validation_message(err)) from None
     except ValueError as err:
         raise UsageError(str(err)) from None
+
+
+ADD_FIELDS = (
+    "content",
+    "namespace",
+    "kind",
+    "task_type",
+    "tools",
+    "tags",
+    "confidence",
+    "importance",
+    "source",
+    "metadata",
+)
+"""The fields of one ``add_experiences`` item: ``add_experience``'s arguments but the tenant."""
+
+
+def manual_experiences(
+    items: Any, *, tenant_id: str, embedding_model: str, now: datetime
+) -> list[Experience]:
+    """The experiences a batch of ``add_experiences`` items stores, each as
+    :func:`manual_experience` builds it (``content`` required, the other
+    :data:`ADD_FIELDS` optional with ``add_experience``'s defaults).
+
+    Every item is checked before any is built into the result, so an invalid batch is
+    refused as a whole.
+
+    Raises:
+        UsageError: ``items`` is not a list of mappings, or one item is invalid: one line
+            naming the item's index and field (``item 3: confidence: ...``).
+    """
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
+        raise UsageError(f"items must be a list of objects, got {type(items).__name__}")
+    out: list[Experience] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise UsageError(f"item {index}: must be an object, got {type(item).__name__}")
+        unknown = [k for k in item if k not in ADD_FIELDS]
+        if unknown:
+            raise UsageError(
+                f"item {index}: {str(unknown[0])[:80]!r}: unknown field "
+                f"(fields: {', '.join(ADD_FIELDS)})"
+            )
+        if "content" not in item:
+            raise UsageError(f"item {index}: content: field required")
+        for name in ("tools", "tags"):
+            if isinstance(item.get(name), str | bytes):
+                raise UsageError(f"item {index}: {name}: must be a list of strings, not a string")
+        for name, enum in (("kind", ExperienceKind), ("source", Provenance)):
+            values = {e.value for e in enum}
+            if name in item and (not isinstance(item[name], str) or item[name] not in values):
+                raise UsageError(
+                    f"item {index}: {name}: must be one of {', '.join(e.value for e in enum)}, "
+                    f"got {item[name]!r:.80}"
+                )
+        try:
+            out.append(
+                manual_experience(
+                    item["content"],
+                    tenant_id=tenant_id,
+                    namespace=item.get("namespace", "default"),
+                    kind=item.get("kind", ExperienceKind.RULE),
+                    task_type=item.get("task_type"),
+                    tools=item.get("tools", ()),
+                    tags=item.get("tags", ()),
+                    confidence=item.get("confidence", 0.5),
+                    importance=item.get("importance", 0.5),
+                    source=item.get("source", Provenance.USER),
+                    metadata=item.get("metadata"),
+                    embedding_model=embedding_model,
+                    now=now,
+                )
+            )
+        except UsageError as err:
+            raise UsageError(f"item {index}: {err}") from None
+    return out

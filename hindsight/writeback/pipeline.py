@@ -18,7 +18,7 @@ from hindsight.guard import TRUST_WEIGHTS, initial_trust
 from hindsight.guard.checker import Established
 from hindsight.guard.evidence import EvidenceIndex
 from hindsight.guard.screening import WriteScreen
-from hindsight.models import Experience, Trajectory
+from hindsight.models import Experience, ExperienceStatus, Trajectory
 from hindsight.ports import Embedder
 from hindsight.store import SqlStore
 from hindsight.writeback import confidence
@@ -155,7 +155,31 @@ class WriteBack:
             new.extend(e for e in exps if e.id not in existing)
         if not new:
             return new
-        new = self.with_evidence(new)
+        results: dict[str, Experience] = {}
+        for _, stored in self.write_items(new, trajectory=trajectory):
+            results[stored.id] = stored
+        return list(results.values())
+
+    def write_items(
+        self, experiences: Sequence[Experience], *, trajectory: Trajectory | None = None
+    ) -> list[tuple[str, Experience]]:
+        """Store a batch of new experiences (ids not stored yet) and say what became of each:
+        ``(result, stored)`` per input, in input order, ``result`` one of ``"created"``,
+        ``"merged"`` (folded into an existing experience or an earlier one of the batch;
+        ``stored`` is that experience) or ``"quarantined"``
+        (:meth:`hindsight.writeback.dedup.Deduper.write_items`).
+
+        The whole batch is decided in memory - guard screening (neighbour rows read once),
+        dedup against the index and against the batch itself - and written in one SQL
+        transaction; the vector index is synced after the commit.
+
+        Raises:
+            UsageError: an id already stored (the transaction is rolled back: nothing written).
+            StoreError: the database failed (nothing written).
+        """
+        if not experiences:
+            return []
+        new = self.with_evidence(experiences)
         if self.screen is not None:
             new = [self.screen.clean(e) for e in new]
         vectors = self.embedder.embed([e.content for e in new])
@@ -172,8 +196,12 @@ class WriteBack:
         # 2. Dedup / merge / supersede of the guarded candidates (issue 4), then store; the
         # deduper syncs the vector index when it is done.
         if self.dedup is not None:
-            return self.dedup.write(cleaned, vectors, screen=screen)
-        new = screen(RowCache(self.store))
-        self.store.add_experiences(new, vectors)
+            return self.dedup.write_items(cleaned, vectors, screen=screen)
+        with self.store.batch():
+            screened = screen(RowCache(self.store))
+            self.store.add_experiences(screened, vectors)
         self._sync()
-        return new
+        return [
+            ("created" if e.status is not ExperienceStatus.QUARANTINED else "quarantined", e)
+            for e in screened
+        ]

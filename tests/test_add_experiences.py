@@ -1,0 +1,193 @@
+"""The public batch write (issue 20 item 4): ``add_experiences`` on SQLite and PostgreSQL.
+
+A batch gives the same results as the same items added one by one, merges duplicates inside
+the batch, is validated as a whole before anything is written, is written in one SQL
+transaction, and stays inside its tenant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from hindsight import AddResult, Memory, TenantRequiredError, UsageError
+from hindsight.guard import canonical_source
+from tests.conftest import shared_file
+from tests.helpers import make_memory
+
+DEV_SET = shared_file("poison/dev.jsonl")
+
+
+def _dev_items() -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in DEV_SET.read_text().splitlines() if line.strip()]
+    return [{"content": r["content"], "source": canonical_source(r["source"])} for r in rows]
+
+
+def _items() -> list[dict[str, Any]]:
+    """Dev-set lessons (poison and benign), with duplicates of earlier items (case, space and
+    punctuation changed), value changes of an earlier lesson, and the same lesson in other
+    namespaces."""
+    base = _dev_items()
+    refund = "Before a refund, confirm the order id with the customer."
+    extra = [
+        {"content": refund, "tools": ["refund"]},
+        {"content": "before a refund confirm the order id with the customer", "tools": ["refund"]},
+        {"content": "Retry the payment API at most retry=3 times.", "tags": ["payments"]},
+        {"content": "Retry the payment API at most retry=5 times.", "tags": ["payments"]},
+        {"content": refund, "namespace": "b"},
+        {"content": base[-1]["content"].upper(), "source": base[-1]["source"]},
+    ]
+    return [*base[:10], *extra[:3], *base[10:], *extra[3:]]
+
+
+def _table(mem: Memory, tenant: str) -> list[tuple[Any, ...]]:
+    rows = []
+    for status in ("active", "quarantined", "superseded"):
+        for ns in ("default", "b"):
+            for e in mem.list_experiences(tenant_id=tenant, status=status, namespace=ns, limit=500):
+                row = (e.content, e.namespace, e.status.value, e.support_count)
+                rows.append((*row, round(e.confidence, 6)))
+    return sorted(rows)
+
+
+def _commits_with_writes(mem: Memory) -> list[int]:
+    """Counts, in ``[0]``, the committed transactions of ``mem``'s store that wrote a row."""
+    engine = mem.aio.store._info.engine
+    counter = [0]
+
+    def executed(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
+            conn.info["wrote"] = True
+
+    def committed(conn: Any) -> None:
+        if conn.info.pop("wrote", False):
+            counter[0] += 1
+
+    event.listen(engine, "after_cursor_execute", executed)
+    event.listen(engine, "commit", committed)
+    return counter
+
+
+def test_batch_equals_one_by_one(tmp_path: Path, database_url: str) -> None:
+    items = _items()
+    one = make_memory(tmp_path / "one", database_url)
+    postgres = database_url.startswith("postgresql")
+    batch = make_memory(
+        tmp_path / "batch", database_url if postgres else f"sqlite:///{tmp_path / 'batch.db'}"
+    )
+    try:
+        seen: set[str] = set()
+        singles: list[tuple[str, str]] = []
+        for item in _items():
+            content = item.pop("content")
+            exp = one.add_experience(content, tenant_id="t", **item)
+            result = (
+                "quarantined"
+                if exp.status.value == "quarantined"
+                else "merged" if exp.id in seen else "created"
+            )
+            seen.add(exp.id)
+            singles.append((result, exp.content))
+        tenant = "u" if postgres else "t"  # one PostgreSQL database for both memories
+        commits = _commits_with_writes(batch)
+        results = batch.add_experiences(_items(), tenant_id=tenant)
+        assert commits[0] == 1, "the whole batch is one write transaction"
+        assert [r.index for r in results] == list(range(len(items)))
+        assert [(r.result, r.experience.content) for r in results] == singles
+        assert _table(batch, tenant) == _table(one, "t")
+        kinds = {r.result for r in results}
+        assert kinds == {"created", "merged", "quarantined"}
+        # every result names a stored experience of the tenant, as it is stored now
+        for r in results:
+            assert batch.get_experience(r.id, tenant_id=tenant).id == r.experience.id == r.id
+        # the vectors were upserted after the commit: the new lessons are recalled at once
+        hits = batch.recall("confirm the order id before a refund", tenant_id=tenant, top_k=3)
+        assert results[10].id in {h.experience.id for h in hits.hits}
+    finally:
+        one.close()
+        batch.close()
+
+
+def test_duplicates_inside_a_batch_merge(tmp_path: Path, database_url: str) -> None:
+    with make_memory(tmp_path / "d", database_url) as mem:
+        results = mem.add_experiences(
+            [
+                {"content": "Check the seat map before changing a flight.", "tags": ["a"]},
+                {"content": "Ask for the booking code first."},
+                {"content": "check the seat map, before changing a flight", "tags": ["b"]},
+                {"content": "CHECK THE SEAT MAP BEFORE CHANGING A FLIGHT!"},
+            ],
+            tenant_id="t",
+        )
+        assert [r.result for r in results] == ["created", "created", "merged", "merged"]
+        assert results[2].id == results[3].id == results[0].id
+        # every result of the merged lesson shows it as it is after the batch
+        assert results[0].experience == results[3].experience
+        stored = mem.list_experiences(tenant_id="t")
+        assert len(stored) == 2
+        merged = mem.get_experience(results[0].id, tenant_id="t")
+        assert merged.content == "Check the seat map before changing a flight."
+        assert merged == results[0].experience
+
+
+def test_batch_stays_in_its_tenant(tmp_path: Path, database_url: str) -> None:
+    with make_memory(tmp_path / "i", database_url) as mem:
+        text = "Verify the customer's identity before any refund."
+        (first,) = mem.add_experiences([{"content": text}], tenant_id="t1")
+        results = mem.add_experiences([{"content": text}, {"content": text}], tenant_id="t2")
+        assert [r.result for r in results] == ["created", "merged"]
+        assert results[0].id != first.id
+        assert {r.experience.tenant_id for r in results} == {"t2"}
+        assert mem.get_experience(first.id, tenant_id="t1").support_count == 1
+        assert [e.id for e in mem.list_experiences(tenant_id="t1")] == [first.id]
+        with pytest.raises(TenantRequiredError):
+            mem.add_experiences([{"content": text}], tenant_id="")
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"content": ""}, "item 2: content:"),
+        ({"content": "x", "confidence": 1.5}, "item 2: confidence:"),
+        ({"content": "x", "kind": "nonsense"}, "item 2: kind: must be one of"),
+        ({"content": "x", "source": 3}, "item 2: source: must be one of"),
+        ({"content": "x", "tools": "refund"}, "item 2: tools: must be a list"),
+        ({"content": "x", "tenant_id": "other"}, "item 2: 'tenant_id': unknown field"),
+        ({"kind": "rule"}, "item 2: content: field required"),
+        ("just text", "item 2: must be an object"),
+    ],
+)
+def test_an_invalid_item_refuses_the_whole_batch(
+    tmp_path: Path, bad: Any, message: str
+) -> None:
+    with make_memory(tmp_path / "v", f"sqlite:///{tmp_path / 'v.db'}") as mem:
+        items = [{"content": "Lesson one."}, {"content": "Lesson two."}, bad]
+        with pytest.raises(UsageError) as err:
+            mem.add_experiences(items, tenant_id="t")
+        assert str(err.value).startswith(message)
+        assert "\n" not in str(err.value)
+        assert mem.list_experiences(tenant_id="t") == []
+        assert mem.add_experiences([], tenant_id="t") == []
+        with pytest.raises(UsageError, match="items must be a list"):
+            mem.add_experiences({"content": "x"}, tenant_id="t")  # type: ignore[arg-type]
+
+
+def test_async_memory_add_experiences(tmp_path: Path) -> None:
+    mem = make_memory(tmp_path / "a", f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        results = asyncio.run(
+            mem.aio.add_experiences(
+                [{"content": "Confirm the cabin class before booking.", "kind": "anti_pattern"}],
+                tenant_id="t",
+            )
+        )
+        assert isinstance(results[0], AddResult)
+        assert results[0].experience.kind.value == "anti_pattern"
+        assert results[0].experience.content == "Confirm the cabin class before booking."
+    finally:
+        mem.close()
