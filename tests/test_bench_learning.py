@@ -467,17 +467,58 @@ def test_harness_figures_on_the_synthetic_file(synthetic: Context) -> None:
         {"task": "0", "differences": ["arg renew_loan.weeks"], "corrected": True}
     ]
     # issue 16: the scripted lessons carry no argument condition, so no check names the
-    # class of weeks the ground truth used (the heuristic reviewer's contrast rules do)
+    # class of weeks the ground truth used (the heuristic reviewer's contrast rules do); the
+    # rule about renew_loan is shown before the call, so it names the tool only
     assert out["checks"] == {
+        "failed_runs": 1,
+        "failed_runs_with_state_change": 1,
         "failed_runs_with_difference": 1,
         "named": 0,
         "share": 0.0,
+        "named_tool_only": 1,
+        "share_tool_only": 1.0,
         "by_op": {
-            "missing": {"runs": 0, "named": 0},
-            "extra": {"runs": 0, "named": 0},
-            "arg": {"runs": 1, "named": 0},
+            "missing": {"runs": 0, "named": 0, "named_tool_only": 0},
+            "extra": {"runs": 0, "named": 0, "named_tool_only": 0},
+            "arg": {"runs": 1, "named": 0, "named_tool_only": 1},
         },
     }
+
+
+WEEKS_RULE = {
+    "lesson_key": "contrast:arg:renew_loan:weeks:higher",
+    "contrast": {"op": "arg", "tool": "renew_loan", "key": "weeks", "how": "higher",
+                 "expected": "a number", "actual": "a number"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("lesson", "named", "tool_only"),
+    [
+        (None, 0, 0),  # no lesson: nothing shown
+        ({"tools": ["renew_loan"], "confidence": 0.8}, 0, 1),  # the tool, not the class
+        ({"tools": ["renew_loan"], "confidence": 0.8, "metadata": WEEKS_RULE}, 1, 1),
+        # too weak for the gate (score < 0.3): an integration would not show it
+        ({"tools": ["renew_loan"], "confidence": 0.2, "metadata": WEEKS_RULE}, 0, 0),
+        ({"tools": ["pay_fine"], "confidence": 0.8}, 0, 0),  # about another tool
+    ],
+)
+def test_checks_figure_counts_what_a_check_shown_before_the_call_names(
+    synthetic: Context, lesson: dict[str, Any] | None, named: int, tool_only: int
+) -> None:
+    from hindsight.bench.learning._data import TENANT
+    from hindsight.bench.learning._harness import _checks_figure
+    from hindsight.testing import test_memory
+
+    with test_memory() as mem:
+        if lesson is not None:
+            mem.add_experience("Before calling renew_loan, use the weeks the member asked for.",
+                               tenant_id=TENANT, kind="rule", **lesson)  # fmt: skip
+        out = _checks_figure(synthetic, mem)
+    # the denominator: the held-out failed runs with a state-changing call (task 0's)
+    assert out["failed_runs_with_state_change"] == out["failed_runs"] == 1
+    assert (out["named"], out["named_tool_only"]) == (named, tool_only)
+    assert out["by_op"]["arg"] == {"runs": 1, "named": named, "named_tool_only": tool_only}
 
 
 def test_baseline_figures_on_the_synthetic_file(synthetic: Context) -> None:
@@ -530,7 +571,10 @@ def test_cli_json_on_a_few_airline_tasks(tau_bench_path: Path, tmp_path: Path) -
     assert cor["with_difference"] <= cor["failed_runs"] == doc["held_out_failed"]
     checks = run["checks"]  # issue 16: checks before the held-out failed runs' calls
     assert checks["failed_runs_with_difference"] == cor["with_difference"]
-    assert 0 <= checks["named"] <= checks["failed_runs_with_difference"]
+    assert checks["failed_runs"] == cor["failed_runs"]
+    assert checks["failed_runs_with_difference"] <= checks["failed_runs_with_state_change"]
+    assert 0 <= checks["named"] <= checks["named_tool_only"]
+    assert checks["named_tool_only"] <= checks["failed_runs_with_state_change"]
     assert 0.0 <= cor["random"] <= 1.0 and len(cor["per_run"]) == cor["failed_runs"]
     assert list(parent.iterdir()) == []  # every temporary store was removed
     assert not (tmp_path / "unused").exists()  # the global data dir was never opened

@@ -37,11 +37,19 @@ trial; the query trial (default 3) is held out, one run per task. Figures:
    record's ground truth (:mod:`._truth`: a missing, extra or mis-argued state-changing call);
    it counts as corrected when its rendered recall block (``RecallResult.render()``) names
    that tool and, for an argument, that key.
-6. **Risk checks** (issue 16, ``checks`` in the JSON): for each held-out failed run with a
-   difference, the checks :meth:`hindsight.AsyncMemory.check_action` returns before each of
-   its state-changing calls (nothing recorded); the run counts when one check names the tool
-   of a difference and, for an argument, has a condition on that argument whose reference
-   class is the class of the ground truth's value (``value_class``).
+6. **Risk checks** (issue 16, ``checks`` in the JSON), from the train runs' lessons only
+   (computed before any held-out run is stored). Denominator: every held-out failed run with
+   a state-changing call, its own or the ground truth's (``failed_runs_with_state_change``).
+   Before each of the run's state-changing calls, in order, the checks an integration would
+   show with its defaults (:meth:`hindsight.AsyncMemory.check_action` with its default
+   ``top_k``, nothing recorded, then the default gate: score >= 0.3). The run counts
+   (``named``) when a check shown before the call names one of its differences from the ground
+   truth, tool **and** the ground truth's argument class (``value_class``: a condition on the
+   argument whose reference class it is, or an advice naming a class that is a word of its
+   own): for a mis-argued call, a check shown before that call; for a missing call, a check
+   shown before another state-changing call whose advice names the missing tool and a class
+   of its arguments; an extra call has no ground-truth class and never counts there.
+   ``named_tool_only`` counts a check naming only the tool; ``by_op`` splits both.
 
 Each figure stands next to the **raw-first-message baseline** (the train runs' first user
 messages indexed with ``add_experience``, no review; a hit is a message of the same task) and,

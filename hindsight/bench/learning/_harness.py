@@ -34,7 +34,8 @@ from hindsight.bench.learning._truth import (
     names_difference,
     unjudged,
 )
-from hindsight.checks import CheckResult
+from hindsight.checks import CheckMatch
+from hindsight.checks.gate import RiskGate
 from hindsight.models import Experience, ExperienceKind, Trajectory
 from hindsight.ports import Embedder, Lesson, Reviewer
 from hindsight.review.contrast import value_class
@@ -351,58 +352,94 @@ def _corrective(
     }
 
 
-def _check_names(diff: Difference, expected: Sequence[Any], results: Sequence[CheckResult]) -> bool:
-    """Whether a check of ``results`` names the tool of ``diff`` and, for an argument, has a
-    condition on that argument whose reference class (or advice) is the ground truth's class."""
-    matches = [m for r in results for m in r.checks if m.check.tool == diff.tool]
-    if diff.op != "arg" or diff.key is None:
-        return bool(matches)
-    truth = next(
-        (c.args[diff.key] for c in expected if c.tool == diff.tool and diff.key in c.args), None
-    )
-    cls = value_class(diff.key, truth)
-    return any(
-        cond.key == diff.key and (cond.expected == cls or cls in m.check.advice)
-        for m in matches
-        for cond in m.check.conditions
-    )
+def _named_class(cls: str, m: CheckMatch, key: str | None) -> bool:
+    """Whether the check of ``m`` names the argument class ``cls``: a condition on ``key``
+    (any key when ``None``) whose reference class is ``cls``, or, for a class that is a word or
+    phrase of its own (not ``a <key>``, ``a number``), an advice naming it."""
+    if any(c.expected == cls and (key is None or c.key == key) for c in m.check.conditions):
+        return True
+    return not cls.startswith("a ") and mentions(m.check.advice, cls)
+
+
+def _surfaced(mem: Any, call: Any) -> list[CheckMatch]:
+    """The checks an integration would show before ``call`` with its defaults: ``check_action``
+    (default ``top_k``, nothing recorded), then the default gate (score >= 0.3)."""
+    found = mem.check_action(call.tool, dict(call.args), tenant_id=TENANT, record=False)
+    decision = RiskGate().decide(found)
+    return list(decision.result.checks) if decision is not None else []
+
+
+def _diff_named(
+    diff: Difference, expected: Sequence[Any], before: dict[str, list[CheckMatch]]
+) -> tuple[bool, bool]:
+    """``(tool and class named, tool named)`` for one difference by the checks ``before``
+    (tool -> the checks shown before the run's calls of that tool):
+
+    * ``arg``: a check shown before a call of the tool with a condition on the argument whose
+      reference class is the ground truth's (:func:`_named_class`);
+    * ``missing`` (the run never called the tool, so no check fires on it): a check shown
+      before one of the run's other state-changing calls whose advice names the missing tool
+      and one class of the ground truth call's arguments (or it has none);
+    * ``extra``: the ground truth has no such call, so no class to name: never counted in the
+      first figure; the second counts a check shown before the extra call.
+    """
+    if diff.op == "arg":
+        on_tool = before.get(diff.tool, [])
+        truth = next(
+            (c.args[diff.key] for c in expected if c.tool == diff.tool and diff.key in c.args),
+            None,
+        )
+        cls = value_class(diff.key or "", truth)
+        return any(_named_class(cls, m, diff.key) for m in on_tool), bool(on_tool)
+    if diff.op == "extra":
+        return False, bool(before.get(diff.tool))
+    shown = [m for ms in before.values() for m in ms if mentions(m.check.advice, diff.tool)]
+    want = next((c for c in expected if c.tool == diff.tool), None)
+    classes = [value_class(k, v) for k, v in (want.args if want else {}).items()]
+    with_class = any(not classes or any(_named_class(c, m, None) for c in classes) for m in shown)
+    return with_class, bool(shown)
 
 
 def _checks_figure(ctx: Context, mem: Any) -> dict[str, Any]:
-    """Decision-time risk checks (issue 16): for each held-out failed run whose state-changing
-    calls differ from the ground truth, the checks ``check_action`` returns before each of its
-    state-changing calls (and, for a tool it never called, before a call of it without
-    arguments; nothing recorded). A run counts when one check names the tool of one of its
-    differences and, for an argument, has a condition on that argument whose reference class
-    is the class of the ground truth's value (:func:`hindsight.review.contrast.value_class`)."""
-    failed = [(r, differences(r.expected, r.calls, ctx.ignore)) for r in ctx.split.held]
-    scored = [(r, diffs) for r, diffs in failed if diffs and not r.success]
-    hits = 0
+    """Decision-time risk checks (issue 16), from the lessons of the train runs only (the
+    held-out runs are not stored yet). Denominator: every held-out failed run with a
+    state-changing call (its own or the ground truth's). Before each of the run's
+    state-changing calls, in order, the checks an integration would show with its defaults
+    (:func:`_surfaced`); the run counts (``named``) when one of its differences from the ground
+    truth is named, tool and ground-truth argument class (:func:`_diff_named`);
+    ``named_tool_only`` counts a check naming only the tool."""
+    failed = [r for r in ctx.split.held if not r.success]
+    changing = [
+        r for r in failed if any(is_state_changing(c.tool) for c in (*r.calls, *r.expected))
+    ]
+    hits = tool_hits = with_difference = 0
     by_op: dict[str, dict[str, int]] = {
-        op: {"runs": 0, "named": 0} for op in ("missing", "extra", "arg")
+        op: {"runs": 0, "named": 0, "named_tool_only": 0} for op in ("missing", "extra", "arg")
     }
-    for run, diffs in scored:
-        results: dict[str, list[CheckResult]] = defaultdict(list)
+    for run in changing:
+        diffs = differences(run.expected, run.calls, ctx.ignore)
+        with_difference += bool(diffs)
+        before: dict[str, list[CheckMatch]] = defaultdict(list)
         for call in run.calls:
             if is_state_changing(call.tool):
-                found = mem.check_action(call.tool, dict(call.args), tenant_id=TENANT,
-                                         top_k=20, record=False)  # fmt: skip
-                results[call.tool].append(found)
-        for diff in diffs:
-            if diff.tool not in results:
-                found = mem.check_action(diff.tool, {}, tenant_id=TENANT, top_k=20, record=False)
-                results[diff.tool].append(found)
-        named = [_check_names(d, run.expected, results[d.tool]) for d in diffs]
-        hits += any(named)
-        for op in by_op:
+                before[call.tool].extend(_surfaced(mem, call))
+        named = [_diff_named(d, run.expected, before) for d in diffs]
+        hits += any(n for n, _ in named)
+        tool_hits += any(t for _, t in named)
+        for op, counts in by_op.items():
             of_op = [n for d, n in zip(diffs, named, strict=True) if d.op == op]
             if of_op:
-                by_op[op]["runs"] += 1
-                by_op[op]["named"] += any(of_op)
+                counts["runs"] += 1
+                counts["named"] += any(n for n, _ in of_op)
+                counts["named_tool_only"] += any(t for _, t in of_op)
     return {
-        "failed_runs_with_difference": len(scored),
+        "failed_runs": len(failed),
+        "failed_runs_with_state_change": len(changing),
+        "failed_runs_with_difference": with_difference,
         "named": hits,
-        "share": hits / len(scored) if scored else None,
+        "share": hits / len(changing) if changing else None,
+        "named_tool_only": tool_hits,
+        "share_tool_only": tool_hits / len(changing) if changing else None,
         "by_op": by_op,
     }
 
