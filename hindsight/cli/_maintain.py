@@ -233,3 +233,9 @@ def distill(
             f"already shared {len(report['existing'])} of {len(report['clusters'])} rule(s)",
             highlight=False,
         )
+        llm = report.get("llm")
+        if llm is not None and llm["error"]:
+            err_console.print(
+                f"the LLM method stopped ({escape(llm['error'])}): offline rules only",
+                highlight=False,
+            )

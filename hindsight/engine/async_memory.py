@@ -760,10 +760,17 @@ class AsyncMemory(LifecycleMethods):
         lesson (:mod:`hindsight.checks.distill` documents the offline method). Idempotent: a
         second run adds nothing. Reads one tenant only.
 
+        With a ``reflection_model`` configured, the LLM method follows the offline one
+        (lessons that say the same thing in different words); a failing model or a malformed
+        reply leaves the offline rules only, and ``llm.error`` says why.
+
         Returns:
             ``{"tenant_id", "method", "dry_run", "clusters": [{"key", "namespaces",
             "content", "id", "status"}], "written": [ids], "quarantined": [ids],
-            "existing": [ids]}``; ``id``/``status`` are ``None`` in a dry run.
+            "existing": [ids]}`` and, with a model, ``"llm": {"model", "prompt_version",
+            "candidates", "asked", "merged", "error"}``; ``id``/``status`` are ``None`` in a
+            dry run. ``method``: ``offline:lesson_key``, ``+llm:<model>`` when the model
+            answered.
 
         Raises:
             TenantRequiredError: missing or empty tenant. UsageError: ``min_sources`` < 2.
@@ -782,32 +789,99 @@ class AsyncMemory(LifecycleMethods):
             "quarantined": [],
             "existing": [],
         }
+        grouped: set[str] = set()
         for cluster in clusters(lessons, shared=shared, min_sources=min_sources):
-            rule = cluster.rule()
-            entry = {"key": cluster.key, "namespaces": cluster.namespaces,
-                     "content": rule["content"], "id": None, "status": None}  # fmt: skip
-            report["clusters"].append(entry)
-            key = rule["metadata"]["lesson_key"]
-            if key in have:
-                entry["id"], entry["status"] = have[key].id, have[key].status.value
-                report["existing"].append(have[key].id)
-                continue
-            if dry_run:
-                continue
-            exp = await self.add_experience(
-                rule["content"],
-                tenant_id=tenant,
-                namespace=shared,
-                kind=rule["kind"],
-                tools=rule["tools"],
-                confidence=rule["confidence"],
-                source=Provenance.SYSTEM,
-                metadata=rule["metadata"],
-            )
-            entry["id"], entry["status"] = exp.id, exp.status.value
-            quarantined = exp.status.value == "quarantined"
-            report["quarantined" if quarantined else "written"].append(exp.id)
+            grouped.update(m.id for m in cluster.members)
+            await self._distilled(tenant, cluster.key, cluster.namespaces, cluster.rule(),
+                                  have, report, dry_run=dry_run)  # fmt: skip
+        if self.config.reflection_model:
+            await self._distill_llm(tenant, shared, lessons, have, grouped, report,
+                                    min_sources=min_sources, dry_run=dry_run)  # fmt: skip
         return report
+
+    async def _distilled(
+        self,
+        tenant: str,
+        key: str,
+        namespaces: list[str],
+        rule: dict[str, Any],
+        have: dict[str, Experience],
+        report: dict[str, Any],
+        *,
+        dry_run: bool,
+    ) -> None:
+        """Write one distilled rule (unless it exists or in a dry run) and report it."""
+        entry = {"key": key, "namespaces": namespaces, "content": rule["content"],
+                 "id": None, "status": None}  # fmt: skip
+        report["clusters"].append(entry)
+        lesson_key = rule["metadata"]["lesson_key"]
+        if lesson_key in have:
+            entry["id"], entry["status"] = have[lesson_key].id, have[lesson_key].status.value
+            report["existing"].append(have[lesson_key].id)
+            return
+        if dry_run:
+            return
+        exp = await self.add_experience(
+            rule["content"],
+            tenant_id=tenant,
+            namespace=self.config.shared_namespace,
+            kind=rule["kind"],
+            tools=rule["tools"],
+            confidence=rule["confidence"],
+            source=Provenance.SYSTEM,
+            metadata=rule["metadata"],
+        )
+        have[lesson_key] = exp
+        entry["id"], entry["status"] = exp.id, exp.status.value
+        quarantined = exp.status.value == "quarantined"
+        report["quarantined" if quarantined else "written"].append(exp.id)
+
+    async def _distill_llm(
+        self,
+        tenant: str,
+        shared: str,
+        lessons: list[Experience],
+        have: dict[str, Experience],
+        grouped: set[str],
+        report: dict[str, Any],
+        *,
+        min_sources: int,
+        dry_run: bool,
+    ) -> None:
+        """The LLM method of :mod:`hindsight.checks.distill` after the offline one: candidate
+        groups by embedding, confirmed and merged by the ``reflection_model``."""
+        from hindsight.checks.distill import candidates, merged_rule, sources_of
+        from hindsight.review.llm.distill import DISTILL_PROMPT_VERSION, ask_merges
+
+        model = str(self.config.reflection_model)
+        skip = grouped | sources_of(have.values())
+        pool = [e for e in lessons if e.id not in skip and e.namespace != shared]
+        vectors: dict[str, Any] = {}
+        if pool:
+            matrix = await asyncio.to_thread(self.embedder.embed, [e.content for e in pool])
+            vectors = {e.id: row for e, row in zip(pool, matrix, strict=True)}
+        groups = candidates(pool, vectors, shared=shared, skip=skip, min_sources=min_sources)
+        merged, asked, error = await ask_merges(
+            groups,
+            model=model,
+            api_base=self.config.llm_base_url,
+            api_key=self.config.llm_api_key,
+            timeout=min(self.config.review_timeout, 60.0),
+            min_sources=min_sources,
+        )
+        report["llm"] = {"model": model, "prompt_version": DISTILL_PROMPT_VERSION,
+                         "candidates": len(groups), "asked": asked, "merged": len(merged),
+                         "error": error}  # fmt: skip
+        if error is not None:
+            log.warning("hindsight distill: %s; the offline rules stand", error)
+        report["method"] = "offline:lesson_key" + ("" if error else f"+llm:{model}")
+        for group in merged:
+            rule = merged_rule(group.members, group.rule, model=model)
+            rule["metadata"]["prompt_version"] = DISTILL_PROMPT_VERSION
+            namespaces = sorted({m.namespace for m in group.members})
+            key = rule["metadata"]["lesson_key"].removeprefix(DISTILLED_PREFIX)
+            await self._distilled(tenant, key, namespaces, rule,
+                                  have, report, dry_run=dry_run)  # fmt: skip
 
     def _distill_inputs(
         self, tenant: str, shared: str
