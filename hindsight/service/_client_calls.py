@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 from hindsight._errors import UsageError
 from hindsight.checks import CheckResult
 from hindsight.engine import EpisodeReceipt
-from hindsight.models import Experience, Trajectory
+from hindsight.models import AddResult, Experience, Trajectory
 from hindsight.recall import RecallResult
 from hindsight.store import TrajectorySummary
 
@@ -321,6 +321,17 @@ def record_outcome(trajectory_id: Any, success: bool) -> Call[list[Experience]]:
 def add_experience(content: str, options: AddOptions) -> Call[Experience]:
     body = {"content": _text(content, "content"), **_plain(dict(options), "options")}
     return Call("POST", "/v1/experiences", _experience, json=body)
+
+
+def add_experiences(items: Any) -> Call[list[AddResult]]:
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
+        raise UsageError(f"items must be a list of objects, got {type(items).__name__}")
+    body = {"items": [_plain(item, f"items[{i}]") for i, item in enumerate(items)]}
+    return Call("POST", "/v1/experiences:batch", _add_results, json=body)
+
+
+def _add_results(doc: Any) -> list[AddResult]:
+    return [AddResult.model_validate(d) for d in doc["items"]]
 
 
 def get_experience(experience_id: Any) -> Call[Experience]:

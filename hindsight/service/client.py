@@ -13,7 +13,7 @@ decides the tenant. Errors are the engine's (:class:`~hindsight.NotFoundError`,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, Unpack
 
 import httpx
@@ -21,7 +21,7 @@ import httpx
 from hindsight._errors import ServiceError, UsageError
 from hindsight.checks import CheckResult
 from hindsight.engine import EpisodeReceipt
-from hindsight.models import Experience, Trajectory
+from hindsight.models import AddResult, Experience, Trajectory
 from hindsight.recall import RecallResult
 from hindsight.service import _client_calls as calls
 from hindsight.service._client_calls import (
@@ -198,6 +198,12 @@ class HindsightClient:
         """Store a lesson directly (checked by the memory guard)."""
         return self._send(calls.add_experience(content, options))
 
+    def add_experiences(self, items: Sequence[Mapping[str, Any]]) -> list[AddResult]:
+        """As :meth:`hindsight.AsyncMemory.add_experiences` (without ``tenant_id``): 1..1000
+        lessons as one batch (``POST /v1/experiences:batch``); one result per item, in order.
+        """
+        return self._send(calls.add_experiences(items))
+
     def get_experience(self, experience_id: Any) -> Experience:
         """Raises NotFoundError (also for another tenant's id)."""
         return self._send(calls.get_experience(experience_id))
@@ -365,6 +371,9 @@ class AsyncHindsightClient:
 
     async def add_experience(self, content: str, **options: Unpack[AddOptions]) -> Experience:
         return await self._send(calls.add_experience(content, options))
+
+    async def add_experiences(self, items: Sequence[Mapping[str, Any]]) -> list[AddResult]:
+        return await self._send(calls.add_experiences(items))
 
     async def get_experience(self, experience_id: Any) -> Experience:
         return await self._send(calls.get_experience(experience_id))

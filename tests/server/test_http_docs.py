@@ -41,6 +41,7 @@ def test_the_page_has_examples_for_every_route_group() -> None:
         "/review",
         "/v1/recall",
         "/v1/experiences",
+        "/v1/experiences:batch",
         "/history",
         "/rollback",
         "/v1/forget",
@@ -68,6 +69,7 @@ def test_curl_examples_run(served_sqlite: Served) -> None:
     out = done.stdout
     assert '{"status":"ok"}' in out and "Project Zephyr deploys with Helm" in out
     assert "deleted" in out  # the rejected lesson
+    assert "0 created\n1 merged\n" in out  # the batch: the second item folded into the first
 
 
 @pytest.mark.parametrize("index", [0, 1])

@@ -17,6 +17,8 @@ from hindsight.service.http._deps import Memory, Tenant
 from hindsight.service.http._openapi import V1_ERRORS, errors
 from hindsight.service.http._schemas import (
     AddExperienceBody,
+    AddExperiencesBody,
+    AddExperiencesResponse,
     EditExperienceBody,
     ExperiencePage,
     ForgetBody,
@@ -83,6 +85,22 @@ async def add_experience(body: AddExperienceBody, tenant: Tenant, memory: Memory
         source=body.source,
         metadata=body.metadata,
     )
+
+
+@router.post(
+    "/experiences:batch",
+    response_model=AddExperiencesResponse,
+    summary="Add lessons directly, as one batch",
+)
+async def add_experiences(body: AddExperiencesBody, tenant: Tenant, memory: Memory) -> Any:
+    """Store 1..1000 lessons without a review, as one batch (docs/lifecycle.md): each item
+    is the body of ``POST /v1/experiences``; the guard screens every item, dedup compares it
+    with the stored lessons and the earlier items, and the batch is written in one
+    transaction. ``items``: what became of each, in input order (``index``, ``id``,
+    ``result``: created / merged / quarantined, ``experience``). An invalid item refuses the
+    whole batch (400/422 naming ``items.<index>.<field>``): nothing is written."""
+    payload = [item.model_dump(exclude_unset=True) for item in body.items]
+    return {"items": await memory.add_experiences(payload, tenant_id=tenant)}
 
 
 @router.get("/experiences/{experience_id}", response_model=Experience, summary="An experience")

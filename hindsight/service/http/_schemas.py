@@ -15,12 +15,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hindsight._contract import OptionalTopK, TokenBudget
 from hindsight.checks import CheckMatch
-from hindsight.models import Experience, ExperienceKind, InputModel, Provenance, RecallHit
+from hindsight.models import (
+    AddResult,
+    Experience,
+    ExperienceKind,
+    InputModel,
+    Provenance,
+    RecallHit,
+)
 from hindsight.recall import Exclusion
 from hindsight.store import TrajectorySummary
 
 __all__ = [
     "AddExperienceBody",
+    "AddExperiencesBody",
+    "AddExperiencesResponse",
     "EditExperienceBody",
     "EpisodeBody",
     "EpisodesResponse",
@@ -159,6 +168,23 @@ class AddExperienceBody(_Body):
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
     source: Provenance = Provenance.USER
     metadata: dict[str, Any] | None = None
+
+
+MAX_BATCH_ITEMS = 1000
+"""Most lessons in one ``POST /v1/experiences:batch`` request."""
+
+
+class AddExperiencesBody(_Body):
+    """``POST /v1/experiences:batch``: lessons written directly, as one batch (1..1000 items,
+    each as the body of ``POST /v1/experiences``)."""
+
+    items: list[AddExperienceBody] = Field(min_length=1, max_length=MAX_BATCH_ITEMS)
+
+
+class AddExperiencesResponse(BaseModel):
+    """What became of each item, in input order (:class:`hindsight.models.AddResult`)."""
+
+    items: list[AddResult]
 
 
 class EditExperienceBody(_Body):

@@ -11,16 +11,19 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from hindsight.checks import CheckMatch
-from hindsight.models import Experience, RecallHit
+from hindsight.models import AddResult, Experience, RecallHit
 from hindsight.store import TrajectorySummary
 
 __all__ = [
+    "AddedList",
+    "AddedOut",
     "CheckOut",
     "ChecksOut",
     "EpisodeStored",
     "ExperienceOut",
     "ForgetResult",
     "HitOut",
+    "LessonIn",
     "OutcomeResult",
     "QuarantineList",
     "QuarantinedOut",
@@ -225,6 +228,46 @@ class OutcomeResult(_Out):
         description="Experiences that run recalled, with their new confidence (empty when the "
         "run recalled nothing or its outcome was already recorded)."
     )
+
+
+class LessonIn(_Out):
+    """One lesson of ``add_experiences``."""
+
+    content: str = Field(min_length=1, max_length=100_000, description="The lesson, as stored.")
+    kind: str = Field(default="rule", description="rule, improvement, anti_pattern, ...")
+    task_type: str | None = Field(default=None, description="Class of task it applies to.")
+    tools: list[str] = Field(default_factory=list, description="Tools it is about.")
+    tags: list[str] = Field(default_factory=list, description="Context tags.")
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0, description="How sure, 0..1.")
+    importance: float = Field(default=0.5, ge=0.0, le=1.0, description="How much it matters.")
+    source: str = Field(
+        default="user", description="Where it comes from: system, user, tool or unknown."
+    )
+
+
+class AddedOut(_Out):
+    """What became of one lesson of ``add_experiences``."""
+
+    index: int = Field(ge=0, description="Its position in the input.")
+    id: str = Field(description="The lesson that now holds it (new, or the one merged into).")
+    result: str = Field(description="created, merged or quarantined.")
+    lesson: QuarantinedOut
+
+    @classmethod
+    def of(cls, added: AddResult) -> AddedOut:
+        """The output shape of an :class:`~hindsight.models.AddResult`."""
+        return cls(
+            index=added.index,
+            id=added.id,
+            result=added.result,
+            lesson=QuarantinedOut.of(added.experience),
+        )
+
+
+class AddedList(_Out):
+    """What ``add_experiences`` returns: one entry per lesson, in input order."""
+
+    items: list[AddedOut]
 
 
 class ForgetResult(_Out):

@@ -1,6 +1,7 @@
 """The MCP server: hindsight's memory as tools any agent can call (issue 9, MISSION S7).
 
-Tools (docs/mcp.md): ``store_episode``, ``recall_similar``, ``summarize_trajectory``,
+Tools (docs/mcp.md): ``store_episode``, ``recall_similar``, ``add_experiences``,
+``summarize_trajectory``,
 ``adjust_confidence``, ``record_outcome``, ``forget_experience``, ``edit_experience``,
 ``list_quarantined``, ``rescan_experience``, ``list_trajectories``. Built on the official ``mcp``
 SDK (2.x, :class:`mcp.server.MCPServer`), with typed input and output schemas, tool
@@ -33,12 +34,15 @@ from hindsight._ids import normalize_id, validate_namespace, validate_tenant
 from hindsight.engine import AsyncMemory
 from hindsight.models import ExperienceKind
 from hindsight.service.mcp._models import (
+    AddedList,
+    AddedOut,
     CheckOut,
     ChecksOut,
     EpisodeStored,
     ExperienceOut,
     ForgetResult,
     HitOut,
+    LessonIn,
     OutcomeResult,
     QuarantinedOut,
     QuarantineList,
@@ -67,6 +71,7 @@ TOOL_NAMES = (
     "store_episode",
     "recall_similar",
     "check_action",
+    "add_experiences",
     "summarize_trajectory",
     "adjust_confidence",
     "record_outcome",
@@ -298,6 +303,25 @@ def build_mcp_server(
             episode=ExperienceOut.of(episodes[-1]) if episodes else None,
         )
 
+    async def add_experiences(
+        lessons: Annotated[
+            list[LessonIn],
+            Field(min_length=1, max_length=100, description="1..100 lessons to store."),
+        ],
+        ctx: Context,
+        namespace: NamespaceArg = None,
+    ) -> AddedList:
+        """Store lessons directly, without a review, as one batch.
+
+        The memory guard checks each one (a suspicious lesson comes back quarantined), and a
+        lesson equal to one already stored (or to an earlier one of the list) is merged into
+        it. One invalid lesson refuses the whole list: nothing is stored. Returns what became
+        of each lesson, in order: created, merged or quarantined."""
+        where = ns(namespace)
+        items = [{**lesson.model_dump(), "namespace": where} for lesson in lessons]
+        added = await memory.add_experiences(items, tenant_id=tenant_of(ctx))
+        return AddedList(items=[AddedOut.of(a) for a in added])
+
     async def adjust_confidence(
         experience_id: IdArg,
         delta: Annotated[
@@ -445,6 +469,7 @@ def build_mcp_server(
         tool(store_episode, "Store a finished run", destructive_hint=False),
         tool(recall_similar, "Recall relevant lessons", read_only_hint=True),
         tool(check_action, "Risk checks before a tool call", read_only_hint=True),
+        tool(add_experiences, "Add lessons directly", destructive_hint=False),
         tool(summarize_trajectory, "Review a run now", destructive_hint=False),
         tool(adjust_confidence, "Adjust a lesson's confidence", destructive_hint=False),
         tool(
