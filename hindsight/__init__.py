@@ -20,6 +20,7 @@ from hindsight._errors import (
     TenantRequiredError,
     UsageError,
 )
+from hindsight._paging import Page
 from hindsight._text import InvalidTextWarning
 from hindsight.capture import RunRecorder
 from hindsight.config import MemoryConfig, RecallWeights
@@ -73,6 +74,7 @@ __all__ = [
     "NotFoundError",
     "Outcome",
     "OutcomeEvidence",
+    "Page",
     "Provenance",
     "RecallHit",
     "RecallResult",

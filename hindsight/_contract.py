@@ -20,7 +20,8 @@ Traceback (most recent call last):
     ...
 hindsight._errors.UsageError: limit must be an integer from 1 to 10000, got 0
 
-Foundation: imports nothing of hindsight but ``_errors``, ``_ids``, ``_text`` and ``models``.
+Foundation: imports nothing of hindsight but ``_errors``, ``_ids``, ``_paging``, ``_text`` and
+``models``.
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ from pydantic import Field, PlainValidator, TypeAdapter, ValidationError
 
 from hindsight._errors import HindsightError, UsageError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
+from hindsight._paging import BAD_CURSOR, MAX_CURSOR
 from hindsight._text import clean_text, refuse_invalid
 from hindsight.models import ExperienceStatus, Outcome, validate_task_key
 
 __all__ = [
     "AsOf",
+    "Cursor",
     "ExperienceId",
     "Labels",
     "Limit",
@@ -139,6 +142,14 @@ def _offset(value: Any) -> int:
     return integer(value, "offset", 0, 10**9)
 
 
+def _cursor(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 0 < len(value.strip()) <= MAX_CURSOR:
+        raise UsageError(BAD_CURSOR)
+    return value.strip()
+
+
 def _task_type(value: Any) -> str | None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise UsageError("task_type must be a non-empty string or None")
@@ -221,6 +232,8 @@ TrajectoryId = Annotated[str, PlainValidator(_trajectory_id, json_schema_input_t
 """A trajectory id: any UUID form, as the canonical lower-case string."""
 Query = Annotated[str, PlainValidator(_query, json_schema_input_type=str)]
 """A recall query: a string (may be empty in task_type mode)."""
+
+
 def _range(low: int, high: int) -> Any:
     """An integer from ``low`` to ``high`` as JSON schema (OpenAPI, MCP input schemas)."""
     return Annotated[int, Field(ge=low, le=high)]
@@ -242,6 +255,14 @@ TokenBudget = Annotated[
 :data:`MIN_TOKEN_BUDGET` (150) to 1000000, or ``None`` for the configured default (2000)."""
 Offset = Annotated[int, PlainValidator(_offset, json_schema_input_type=_range(0, 10**9))]
 """How many rows a list skips: 0 to 10**9."""
+Cursor = Annotated[
+    str | None,
+    PlainValidator(
+        _cursor, json_schema_input_type=Annotated[str, Field(max_length=MAX_CURSOR)] | None
+    ),
+]
+"""Where a listing goes on: the ``next_cursor`` of its previous page, unchanged, or ``None``
+for the first page (:mod:`hindsight._paging`; the listing checks it is one of its own)."""
 TaskType = Annotated[str | None, PlainValidator(_task_type, json_schema_input_type=str | None)]
 """An exact task_type filter: a non-empty string, or ``None`` for none."""
 Labels = Annotated[list[str], PlainValidator(_labels, json_schema_input_type=list[str])]

@@ -17,10 +17,12 @@ import atexit
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from hindsight._contract import (
+    Cursor,
     ExperienceId,
     Limit,
     Namespace,
@@ -38,6 +40,7 @@ from hindsight._contract import (
     forget_filter,
 )
 from hindsight._errors import MemoryClosedError, NotFoundError, UsageError
+from hindsight._paging import Page, awalk, decode_cursor, page_of, paging
 from hindsight._runtime import BackgroundLoop
 from hindsight.capture import RunRecorder
 from hindsight.capture.trajectory import coerce_trajectory
@@ -54,7 +57,8 @@ from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex
 from hindsight.recall import RecallMode, RecallResult
 from hindsight.recall.render import strip_block
 from hindsight.review.worker import ReviewWorker
-from hindsight.store import TrajectorySummary
+from hindsight.store import ReviewJob, TrajectorySummary
+from hindsight.store.experiences import EXPERIENCE_KEY, experience_key
 from hindsight.writeback.lessons import manual_experience, manual_experiences
 
 __all__ = ["AsyncMemory", "EpisodeReceipt"]
@@ -387,19 +391,29 @@ class AsyncMemory(LifecycleMethods):
         return await self.reviews.review(traj)
 
     async def review_jobs(
-        self, *, state: str | None = None, tenant_id: str | None = None, limit: int = 100
-    ) -> list[Any]:
+        self,
+        *,
+        state: str | None = None,
+        tenant_id: str | None = None,
+        limit: int | None = 100,
+        cursor: str | None = None,
+    ) -> Page[ReviewJob]:
         """Review jobs, oldest first (:class:`hindsight.store.ReviewJob`: ``state``,
         ``attempts``, ``last_error``, ``trajectory_id`` ...). ``state``: pending, running,
-        succeeded or failed; ``tenant_id=None``: every tenant (operators).
+        succeeded or failed; ``tenant_id=None``: every tenant (operators). ``limit``
+        1..10000; ``cursor``: the ``next_cursor`` of the previous page (keyset paging on
+        ``(created_at, id)``, docs/concepts.md).
 
         Raises:
-            UsageError: unknown state or a bad limit. TenantRequiredError: empty tenant.
+            UsageError: unknown state, a bad limit or cursor. TenantRequiredError: empty tenant.
         """
         self._check_open()
-        return await asyncio.to_thread(
-            self.store.list_review_jobs, state=state, tenant_id=tenant_id, limit=limit
+        n = check(Limit, limit)
+        after, _ = _start("jobs", cursor, None, _JOB_KEY)
+        jobs = await asyncio.to_thread(
+            self.store.list_review_jobs, state=state, tenant_id=tenant_id, limit=n, after=after
         )
+        return page_of("jobs", jobs, n, _job_key)
 
     async def retry_review_jobs(
         self,
@@ -926,16 +940,28 @@ class AsyncMemory(LifecycleMethods):
         status: str = "active",
         task_key: str | None = None,
         limit: int | None = 100,
-        offset: int = 0,
-    ) -> list[Experience]:
-        """Experiences of a tenant, most confident first (``limit`` 1..10000).
+        offset: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[Experience]:
+        """Experiences of a tenant, most confident first (then the latest updated, then id),
+        one page: a list with ``next_cursor`` (:class:`hindsight.Page`).
 
         ``task_key``: only those learned from a run of this task group (one of their source
-        runs has this key, explicit or assigned by intent).
+        runs has this key, explicit or assigned by intent). ``limit`` 1..10000 (``None``:
+        100). Paging: ``cursor`` is the ``next_cursor`` of the previous page (keyset paging:
+        a write or delete between pages neither repeats nor hides an experience; one whose
+        confidence changes moves to its new place), or ``offset`` rows to skip (kept for
+        compatibility; not both). :meth:`iter_experiences` walks every page.
+
+        Raises:
+            TenantRequiredError: missing or empty tenant.
+            UsageError: a bad namespace, status, task key, limit, offset or cursor (one of
+                another listing or changed), or cursor and offset together.
         """
         tenant, n, st = self._scope(tenant_id), check(Limit, limit), check(Status, status)
         nss = [check(Namespace, namespace)] if namespace is not None else None
-        return await asyncio.to_thread(
+        after, skip = _start("experiences", cursor, offset, EXPERIENCE_KEY)
+        items = await asyncio.to_thread(
             self.store.list_experiences,
             tenant,
             namespaces=nss,
@@ -943,8 +969,29 @@ class AsyncMemory(LifecycleMethods):
             statuses=(st.value,),
             task_key=check(TaskKey, task_key),
             limit=n,
-            offset=check(Offset, offset),
+            offset=skip,
+            after=after,
         )
+        return page_of("experiences", items, n, experience_key)
+
+    async def iter_experiences(
+        self, *, tenant_id: str, page_size: int = 100, **filters: Any
+    ) -> AsyncIterator[Experience]:
+        """Every experience :meth:`list_experiences` lists with ``filters`` (``namespace``,
+        ``task_type``, ``status``, ``task_key``), page after page of ``page_size`` by cursor:
+        each experience present from the first page to the last is yielded exactly once.
+
+        Raises:
+            UsageError: as :meth:`list_experiences` (``cursor``/``offset`` are not filters).
+        """
+
+        async def fetch(cursor: str | None) -> Page[Experience]:
+            return await self.list_experiences(
+                tenant_id=tenant_id, limit=page_size, cursor=cursor, **filters
+            )
+
+        async for item in awalk(fetch):
+            yield item
 
     async def list_trajectories(
         self,
@@ -954,34 +1001,56 @@ class AsyncMemory(LifecycleMethods):
         outcome: str | None = None,
         task_type: str | None = None,
         limit: int | None = 100,
-        offset: int = 0,
-    ) -> list[TrajectorySummary]:
-        """The tenant's stored runs, oldest stored first, without their events
+        offset: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[TrajectorySummary]:
+        """The tenant's stored runs, oldest stored first (then by id), without their events
         (:class:`hindsight.store.TrajectorySummary`: ``id``, ``task``, ``outcome``, ``reward``,
         ``task_key`` and ``task_key_source``, ``system_prompt_sha256``, ``reason``,
-        ``review_state`` / ``reviewed`` ...; ``to_json()`` gives the wire shape).
+        ``review_state`` / ``reviewed`` ...; ``to_json()`` gives the wire shape); one page, a
+        list with ``next_cursor`` (:class:`hindsight.Page`).
 
         Args:
             tenant_id: the tenant (required).
             task_key: only runs of this task group (explicit or assigned by intent).
             outcome: only runs with this outcome (success, failure, partial, unknown).
             task_type: only runs of this exact task type.
-            limit: 1..10000 runs; offset: runs to skip (>= 0).
+            limit: 1..10000 runs (``None``: 100).
+            cursor: the ``next_cursor`` of the previous page (keyset paging on
+                ``(stored_at, id)``); or ``offset``: runs to skip (>= 0); not both.
 
         Raises:
             TenantRequiredError: missing or empty tenant.
-            UsageError: a blank or too long task key, an unknown outcome, a bad limit/offset.
+            UsageError: a blank or too long task key, an unknown outcome, a bad
+                limit/offset/cursor, or cursor and offset together.
         """
         tenant, n = self._scope(tenant_id), check(Limit, limit)
-        return await asyncio.to_thread(
+        after, skip = _start("trajectories", cursor, offset, _RUN_KEY)
+        items = await asyncio.to_thread(
             self.store.list_trajectories,
             tenant,
             task_key=check(TaskKey, task_key),
             outcome=check(OutcomeFilter, outcome),
             task_type=check(TaskType, task_type),
             limit=n,
-            offset=check(Offset, offset),
+            offset=skip,
+            after=after,
         )
+        return page_of("trajectories", items, n, _run_key)
+
+    async def iter_trajectories(
+        self, *, tenant_id: str, page_size: int = 100, **filters: Any
+    ) -> AsyncIterator[TrajectorySummary]:
+        """Every run :meth:`list_trajectories` lists with ``filters`` (``task_key``,
+        ``outcome``, ``task_type``), page after page of ``page_size`` by cursor."""
+
+        async def fetch(cursor: str | None) -> Page[TrajectorySummary]:
+            return await self.list_trajectories(
+                tenant_id=tenant_id, limit=page_size, cursor=cursor, **filters
+            )
+
+        async for item in awalk(fetch):
+            yield item
 
     async def get_trajectory(self, trajectory_id: Any, *, tenant_id: str) -> Trajectory:
         """The stored trajectory with its events. Raises NotFoundError when absent."""
@@ -1026,14 +1095,16 @@ class AsyncMemory(LifecycleMethods):
         tenant_id: str,
         namespace: str | None = None,
         limit: int | None = 100,
-        offset: int = 0,
-    ) -> list[Experience]:
-        """The tenant's quarantined experiences (most confident first); each one's reasons are
-        in ``metadata["quarantine_reasons"]``. ``limit`` 1..10000.
+        offset: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[Experience]:
+        """The tenant's quarantined experiences (most confident first), one page with
+        ``next_cursor`` as :meth:`list_experiences`; each one's reasons are in
+        ``metadata["quarantine_reasons"]``. ``limit`` 1..10000.
 
         Raises:
             TenantRequiredError: missing or empty tenant.
-            UsageError: bad namespace, limit or offset.
+            UsageError: bad namespace, limit, offset or cursor, or cursor and offset together.
         """
         return await self.list_experiences(
             tenant_id=tenant_id,
@@ -1041,6 +1112,7 @@ class AsyncMemory(LifecycleMethods):
             status="quarantined",
             limit=limit,
             offset=offset,
+            cursor=cursor,
         )
 
     async def stats(self, *, tenant_id: str | None = None) -> dict[str, Any]:
@@ -1065,6 +1137,33 @@ class AsyncMemory(LifecycleMethods):
 
             data["replicas"] = await asyncio.to_thread(replica_rows, self.store, self.clock.now())
         return data
+
+
+_RUN_KEY = (datetime, str)
+_JOB_KEY = (datetime, str)
+
+
+def _run_key(run: TrajectorySummary) -> tuple[datetime, str]:
+    return (run.stored_at, run.id)
+
+
+def _job_key(job: ReviewJob) -> tuple[datetime, str]:
+    return (job.created_at, job.id)
+
+
+def _start(
+    listing: str, cursor: Any, offset: Any, kinds: Sequence[type]
+) -> tuple[tuple[Any, ...] | None, int]:
+    """Where a page of ``listing`` starts: the sort key after which it starts (from
+    ``cursor``) and the rows it skips (``offset``; ``None`` = 0).
+
+    Raises:
+        UsageError: both given, a bad offset, or not a cursor of ``listing``.
+    """
+    paging(cursor, offset)
+    if cursor is not None:
+        return decode_cursor(listing, check(Cursor, cursor), kinds), 0
+    return None, 0 if offset is None else check(Offset, offset)
 
 
 def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter exit

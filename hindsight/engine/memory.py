@@ -6,16 +6,18 @@ Every method has the same arguments, return values and exceptions as its async t
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from hindsight._paging import Page, walk
 from hindsight._sync import sync_twin
 from hindsight.capture import RunRecorder
 from hindsight.capture.trajectory import coerce_trajectory
 from hindsight.capture.writer import TrajectoryWriter
 from hindsight.config import MemoryConfig
 from hindsight.engine.async_memory import AsyncMemory, EpisodeReceipt
-from hindsight.models import Provenance, Trajectory
+from hindsight.models import Experience, Provenance, Trajectory
+from hindsight.store import TrajectorySummary
 
 __all__ = ["Memory"]
 
@@ -144,6 +146,31 @@ class Memory:
     audit_verdict = sync_twin(AsyncMemory.audit_verdict)
     audit_log = sync_twin(AsyncMemory.audit_log)
     doctor = sync_twin(AsyncMemory.doctor)
+
+    def iter_experiences(
+        self, *, tenant_id: str, page_size: int = 100, **filters: Any
+    ) -> Iterator[Experience]:
+        """See :meth:`AsyncMemory.iter_experiences`: every experience listed with
+        ``filters``, page after page by cursor, each exactly once."""
+
+        def fetch(cursor: str | None) -> Page[Experience]:
+            return self.list_experiences(
+                tenant_id=tenant_id, limit=page_size, cursor=cursor, **filters
+            )
+
+        return walk(fetch)
+
+    def iter_trajectories(
+        self, *, tenant_id: str, page_size: int = 100, **filters: Any
+    ) -> Iterator[TrajectorySummary]:
+        """See :meth:`AsyncMemory.iter_trajectories`."""
+
+        def fetch(cursor: str | None) -> Page[TrajectorySummary]:
+            return self.list_trajectories(
+                tenant_id=tenant_id, limit=page_size, cursor=cursor, **filters
+            )
+
+        return walk(fetch)
 
     def close(self, timeout: float = 5.0, *, drain_timeout: float | None = None) -> None:
         """Drain the integrations' writes (at most ``drain_timeout`` seconds; the rest goes to

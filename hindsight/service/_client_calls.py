@@ -17,6 +17,7 @@ from urllib.parse import quote
 from pydantic import TypeAdapter
 
 from hindsight._errors import UsageError
+from hindsight._paging import Page
 from hindsight.checks import CheckResult
 from hindsight.engine import EpisodeReceipt
 from hindsight.models import AddResult, Experience, Trajectory
@@ -32,6 +33,7 @@ __all__ = [
     "RecallOptions",
     "StoreOptions",
     "TrajectoryListOptions",
+    "page_options",
 ]
 
 T = TypeVar("T")
@@ -125,6 +127,7 @@ class ListOptions(TypedDict, total=False):
     task_key: str | None
     limit: int
     offset: int
+    cursor: str | None
 
 
 class TrajectoryListOptions(TypedDict, total=False):
@@ -135,6 +138,26 @@ class TrajectoryListOptions(TypedDict, total=False):
     task_type: str | None
     limit: int
     offset: int
+    cursor: str | None
+
+
+Opts = TypeVar("Opts", ListOptions, TrajectoryListOptions)
+
+
+def page_options(filters: Opts, page_size: int, cursor: str | None) -> Opts:
+    """The options of one page of an ``iter_*`` walk: ``filters`` with ``limit`` and
+    ``cursor`` (a walk sets both itself, and pages by cursor only).
+
+    Raises:
+        UsageError: ``filters`` has ``limit``, ``offset`` or ``cursor``.
+    """
+    given = sorted({"limit", "offset", "cursor"} & set(filters))
+    if given:
+        raise UsageError(f"{', '.join(given)}: not a filter; use page_size (iter_* pages itself)")
+    options = filters.copy()
+    options["limit"] = page_size
+    options["cursor"] = cursor
+    return options
 
 
 def _id(value: Any, what: str) -> str:
@@ -265,12 +288,12 @@ def get_trajectory(trajectory_id: Any) -> Call[Trajectory]:
 _SUMMARIES: TypeAdapter[list[TrajectorySummary]] = TypeAdapter(list[TrajectorySummary])
 
 
-def list_trajectories(options: TrajectoryListOptions) -> Call[list[TrajectorySummary]]:
+def list_trajectories(options: TrajectoryListOptions) -> Call[Page[TrajectorySummary]]:
     params = {k: v for k, v in _plain(dict(options), "options").items() if v is not None}
     return Call(
         "GET",
         "/v1/trajectories",
-        lambda doc: _SUMMARIES.validate_python(doc["items"]),
+        lambda doc: Page(_SUMMARIES.validate_python(doc["items"]), doc.get("next_cursor")),
         params=params,
     )
 
@@ -338,10 +361,10 @@ def get_experience(experience_id: Any) -> Call[Experience]:
     return Call("GET", f"/v1/experiences/{_id(experience_id, 'experience_id')}", _experience)
 
 
-def list_experiences(options: ListOptions, *, quarantined: bool = False) -> Call[list[Experience]]:
+def list_experiences(options: ListOptions, *, quarantined: bool = False) -> Call[Page[Experience]]:
     params = {k: v for k, v in options.items() if v is not None}
     path = "/v1/quarantine" if quarantined else "/v1/experiences"
-    return Call("GET", path, _experiences, params=params)
+    return Call("GET", path, lambda doc: Page(_experiences(doc), doc["next_cursor"]), params=params)
 
 
 def adjust_confidence(experience_id: Any, delta: float, reason: str | None) -> Call[Experience]:
@@ -402,11 +425,17 @@ def rescan(experience_id: Any, namespace: str | None) -> Call[list[Experience]]:
     return Call("POST", "/v1/quarantine/rescan", _experiences, json=body)
 
 
-def review_jobs(state: str | None, limit: int) -> Call[list[dict[str, Any]]]:
+def review_jobs(
+    state: str | None, limit: int, cursor: str | None = None
+) -> Call[Page[dict[str, Any]]]:
+    """``GET /v1/jobs``: a JSON list; the next page's cursor is the ``Next-Cursor`` header
+    (the client sets the page's ``next_cursor`` from it)."""
     params: dict[str, Any] = {"limit": limit}
     if state is not None:
         params["state"] = state
-    return Call("GET", "/v1/jobs", _json, params=params)
+    if cursor is not None:
+        params["cursor"] = cursor
+    return Call("GET", "/v1/jobs", Page, params=params)
 
 
 def retry_review_jobs(job_ids: Sequence[Any], all_failed: bool) -> Call[list[dict[str, Any]]]:

@@ -13,12 +13,13 @@ decides the tenant. Errors are the engine's (:class:`~hindsight.NotFoundError`,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, Unpack
 
 import httpx
 
 from hindsight._errors import ServiceError, UsageError
+from hindsight._paging import NEXT_CURSOR_HEADER, Page, awalk, walk
 from hindsight.checks import CheckResult
 from hindsight.engine import EpisodeReceipt
 from hindsight.models import AddResult, Experience, Trajectory
@@ -69,7 +70,10 @@ def _finish(call: Call[T], response: httpx.Response) -> T:
         raise exception_for(response.status_code, body)
     if response.status_code == 204 or not response.content:
         return call.parse(None)
-    return call.parse(response.json())
+    result = call.parse(response.json())
+    if isinstance(result, Page) and NEXT_CURSOR_HEADER in response.headers:
+        result.next_cursor = response.headers[NEXT_CURSOR_HEADER]
+    return result
 
 
 def _transport_error(exc: httpx.HTTPError, url: str, timeout: float) -> ServiceError:
@@ -160,10 +164,19 @@ class HindsightClient:
 
     def list_trajectories(
         self, **options: Unpack[TrajectoryListOptions]
-    ) -> list[TrajectorySummary]:
+    ) -> Page[TrajectorySummary]:
         """One page of stored runs, oldest first (``task_key``, ``outcome``, ``task_type``,
-        ``limit`` 100, ``offset`` 0), as :meth:`hindsight.AsyncMemory.list_trajectories`."""
+        ``limit`` 100, ``cursor`` or ``offset``), with ``next_cursor``, as
+        :meth:`hindsight.AsyncMemory.list_trajectories`."""
         return self._send(calls.list_trajectories(options))
+
+    def iter_trajectories(
+        self, *, page_size: int = 100, **filters: Unpack[TrajectoryListOptions]
+    ) -> Iterator[TrajectorySummary]:
+        """Every stored run with ``filters``, page after page of ``page_size`` by cursor."""
+        return walk(
+            lambda c: self._send(calls.list_trajectories(calls.page_options(filters, page_size, c)))
+        )
 
     def review_now(self, trajectory_id: Any) -> list[Experience]:
         """Review a stored run now; the experiences written (episode last)."""
@@ -208,12 +221,22 @@ class HindsightClient:
         """Raises NotFoundError (also for another tenant's id)."""
         return self._send(calls.get_experience(experience_id))
 
-    def list_experiences(self, **options: Unpack[ListOptions]) -> list[Experience]:
-        """One page (``limit`` 100, ``offset`` 0) of one ``status`` ("active")."""
+    def list_experiences(self, **options: Unpack[ListOptions]) -> Page[Experience]:
+        """One page (``limit`` 100; ``cursor`` = the previous page's ``next_cursor``, or
+        ``offset``) of one ``status`` ("active"), with ``next_cursor``."""
         return self._send(calls.list_experiences(options))
 
-    def list_quarantined(self, **options: Unpack[ListOptions]) -> list[Experience]:
-        """Quarantined experiences (``namespace``, ``limit``, ``offset``)."""
+    def iter_experiences(
+        self, *, page_size: int = 100, **filters: Unpack[ListOptions]
+    ) -> Iterator[Experience]:
+        """Every experience with ``filters`` (``namespace``, ``status`` ...), page after page
+        of ``page_size`` by cursor: each one present throughout is yielded exactly once."""
+        return walk(
+            lambda c: self._send(calls.list_experiences(calls.page_options(filters, page_size, c)))
+        )
+
+    def list_quarantined(self, **options: Unpack[ListOptions]) -> Page[Experience]:
+        """Quarantined experiences (``namespace``, ``limit``, ``cursor`` or ``offset``)."""
         return self._send(calls.list_experiences(options, quarantined=True))
 
     def adjust_confidence(
@@ -270,9 +293,11 @@ class HindsightClient:
         return self._send(calls.rescan(experience_id, namespace))
 
     # -- operations -----------------------------------------------------------------------------
-    def review_jobs(self, *, state: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """The tenant's review jobs, oldest first."""
-        return self._send(calls.review_jobs(state, limit))
+    def review_jobs(
+        self, *, state: str | None = None, limit: int = 100, cursor: str | None = None
+    ) -> Page[dict[str, Any]]:
+        """The tenant's review jobs, oldest first; one page with ``next_cursor``."""
+        return self._send(calls.review_jobs(state, limit, cursor))
 
     def retry_review_jobs(
         self, job_ids: Sequence[Any] = (), *, all_failed: bool = False
@@ -346,8 +371,16 @@ class AsyncHindsightClient:
 
     async def list_trajectories(
         self, **options: Unpack[TrajectoryListOptions]
-    ) -> list[TrajectorySummary]:
+    ) -> Page[TrajectorySummary]:
         return await self._send(calls.list_trajectories(options))
+
+    def iter_trajectories(
+        self, *, page_size: int = 100, **filters: Unpack[TrajectoryListOptions]
+    ) -> AsyncIterator[TrajectorySummary]:
+        """``async for`` every stored run with ``filters``, page by page by cursor."""
+        return awalk(
+            lambda c: self._send(calls.list_trajectories(calls.page_options(filters, page_size, c)))
+        )
 
     async def review_now(self, trajectory_id: Any) -> list[Experience]:
         return await self._send(calls.review_now(trajectory_id))
@@ -378,10 +411,18 @@ class AsyncHindsightClient:
     async def get_experience(self, experience_id: Any) -> Experience:
         return await self._send(calls.get_experience(experience_id))
 
-    async def list_experiences(self, **options: Unpack[ListOptions]) -> list[Experience]:
+    async def list_experiences(self, **options: Unpack[ListOptions]) -> Page[Experience]:
         return await self._send(calls.list_experiences(options))
 
-    async def list_quarantined(self, **options: Unpack[ListOptions]) -> list[Experience]:
+    def iter_experiences(
+        self, *, page_size: int = 100, **filters: Unpack[ListOptions]
+    ) -> AsyncIterator[Experience]:
+        """``async for`` every experience with ``filters``, page by page by cursor."""
+        return awalk(
+            lambda c: self._send(calls.list_experiences(calls.page_options(filters, page_size, c)))
+        )
+
+    async def list_quarantined(self, **options: Unpack[ListOptions]) -> Page[Experience]:
         return await self._send(calls.list_experiences(options, quarantined=True))
 
     async def adjust_confidence(
@@ -429,9 +470,9 @@ class AsyncHindsightClient:
         return await self._send(calls.rescan(experience_id, namespace))
 
     async def review_jobs(
-        self, *, state: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
-        return await self._send(calls.review_jobs(state, limit))
+        self, *, state: str | None = None, limit: int = 100, cursor: str | None = None
+    ) -> Page[dict[str, Any]]:
+        return await self._send(calls.review_jobs(state, limit, cursor))
 
     async def retry_review_jobs(
         self, job_ids: Sequence[Any] = (), *, all_failed: bool = False

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Table, func, insert, select, text, type_coerce
+from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, text, type_coerce
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
@@ -23,7 +23,7 @@ from hindsight.store.connect import BEGIN_OPTION, EngineInfo
 from hindsight.store.records import VectorOp
 from hindsight.store.schema import vector_log
 
-__all__ = ["StoreCore", "chunks", "norm_ids", "norm_statuses"]
+__all__ = ["StoreCore", "chunks", "keyset_after", "norm_ids", "norm_statuses"]
 
 T = TypeVar("T")
 
@@ -42,6 +42,27 @@ def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
     """``items`` in consecutive slices of at most ``size``."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def keyset_after(
+    order: Sequence[tuple[Any, bool]], key: Sequence[Any] | None
+) -> ColumnElement[bool] | None:
+    """The rows after ``key`` in the total order ``order`` (``(column, descending)`` pairs,
+    the last one unique), as one SQL condition; ``None`` when ``key`` is ``None``.
+
+    Keyset paging: ``(a, b, id) after (x, y, z)`` is ``a > x OR (a = x AND (b > y OR (b = y AND
+    id > z)))`` with ``<`` for descending columns, so rows written or deleted elsewhere in the
+    order never shift the next page (issue 18 item 5).
+    """
+    if key is None:
+        return None
+    if len(key) != len(order):
+        raise UsageError("a paging key must have one value per sort column")
+    cond: ColumnElement[bool] | None = None
+    for (column, descending), value in reversed(list(zip(order, key, strict=True))):
+        beyond = column < value if descending else column > value
+        cond = beyond if cond is None else or_(beyond, and_(column == value, cond))
+    return cond
 
 
 def norm_ids(ids: Iterable[Any], what: str = "experience id") -> list[str]:

@@ -14,7 +14,14 @@ from sqlalchemy.engine import Connection
 from hindsight._errors import NotFoundError, TenantRequiredError, UsageError
 from hindsight._ids import normalize_id, validate_tenant
 from hindsight.models import Experience, ExperienceStatus
-from hindsight.store._base import StoreCore, chunks, norm_ids, norm_status, norm_statuses
+from hindsight.store._base import (
+    StoreCore,
+    chunks,
+    keyset_after,
+    norm_ids,
+    norm_status,
+    norm_statuses,
+)
 from hindsight.store.codec import (
     EXPERIENCE_FIELDS,
     checked,
@@ -31,11 +38,21 @@ from hindsight.store.schema import experiences as _table
 from hindsight.store.schema import recalls, trajectories
 from hindsight.store.trajectories import taught_by_task_group
 
-__all__ = ["ExperienceStore"]
+__all__ = ["EXPERIENCE_KEY", "EXPERIENCE_ORDER", "ExperienceStore", "experience_key"]
 
 _COLUMNS = [_table.c[name] for name in EXPERIENCE_FIELDS]  # everything but the embedding
 _DELETED = ExperienceStatus.DELETED.value
 MAX_LIST_LIMIT = 10_000
+EXPERIENCE_ORDER = (("confidence", True), ("updated_at", True), ("id", False))
+"""The order of an experience listing: ``(column, descending)``, most confident first; the
+id makes it a total order (keyset paging, :func:`hindsight.store._base.keyset_after`)."""
+EXPERIENCE_KEY = (float, datetime, str)
+"""The types of an experience's sort key (:func:`experience_key`)."""
+
+
+def experience_key(exp: Experience) -> tuple[float, datetime, str]:
+    """``exp``'s place in :data:`EXPERIENCE_ORDER`: ``(confidence, updated_at, id)``."""
+    return (exp.confidence, exp.updated_at, exp.id)
 
 
 def ids_in_tenant(ids: Sequence[str], tenant: str) -> ColumnElement[bool]:
@@ -231,11 +248,13 @@ class ExperienceStore(StoreCore):
         task_key: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        after: Sequence[Any] | None = None,
     ) -> list[Experience]:
         """The tenant's experiences matching every filter, best first.
 
-        Order: ``confidence`` descending, then ``updated_at`` descending, then id. Used by the
-        exact task_type recall mode, which needs no vectors (MISSION S16).
+        Order: ``confidence`` descending, then ``updated_at`` descending, then id
+        (:data:`EXPERIENCE_ORDER`). Used by the exact task_type recall mode, which needs no
+        vectors (MISSION S16).
 
         Args:
             tenant_id: the tenant (required).
@@ -247,6 +266,8 @@ class ExperienceStore(StoreCore):
                 source runs (``experience_sources``) has this ``task_key``, explicit or by
                 intent (so a key assigned later applies at once).
             limit: 1..10000 rows; offset: rows to skip (>= 0).
+            after: keyset paging: only rows after this ``(confidence, updated_at, id)`` key
+                (:func:`experience_key` of the last row of the previous page).
 
         Raises:
             TenantRequiredError: empty or missing tenant.
@@ -274,12 +295,12 @@ class ExperienceStore(StoreCore):
             query = query.where(self._json_array_has(_table.c.tags, str(tag)))
         if task_key is not None:
             query = query.where(taught_by_task_group(_table.c.id, tenant, task_key))
+        order = [(getattr(_table.c, name), desc) for name, desc in EXPERIENCE_ORDER]
+        beyond = keyset_after(order, after)
+        if beyond is not None:
+            query = query.where(beyond)
         query = (
-            query.order_by(
-                _table.c.confidence.desc(),
-                _table.c.updated_at.desc(),
-                _table.c.id,
-            )
+            query.order_by(*(column.desc() if desc else column for column, desc in order))
             .limit(limit)
             .offset(offset)
         )

@@ -11,7 +11,7 @@ from sqlalchemy import and_, func, or_, select, update
 
 from hindsight._errors import NotFoundError, UsageError
 from hindsight._ids import normalize_id, validate_tenant
-from hindsight.store._base import StoreCore
+from hindsight.store._base import StoreCore, keyset_after
 from hindsight.store.codec import job_from_row
 from hindsight.store.records import MAX_LOST_LEASES, JobState, ReviewJob
 from hindsight.store.schema import review_jobs
@@ -350,9 +350,16 @@ class JobStore(StoreCore):
             return int(conn.execute(query).scalar_one())
 
     def list_review_jobs(
-        self, state: str | None = None, tenant_id: str | None = None, limit: int = 100
+        self,
+        state: str | None = None,
+        tenant_id: str | None = None,
+        limit: int = 100,
+        *,
+        after: Sequence[Any] | None = None,
     ) -> list[ReviewJob]:
         """Jobs, oldest first, optionally of one state and/or tenant (as :meth:`count_review_jobs`).
+
+        ``after``: keyset paging, only jobs after this ``(created_at, id)`` key.
 
         Raises:
             UsageError: unknown state or ``limit`` < 1. TenantRequiredError: empty tenant string.
@@ -360,6 +367,9 @@ class JobStore(StoreCore):
         if not isinstance(limit, int) or limit < 1:
             raise UsageError(f"limit must be a positive integer, got {limit!r}")
         query = self._job_filter(select(review_jobs), state, tenant_id)
+        beyond = keyset_after([(_jobs.created_at, False), (_jobs.id, False)], after)
+        if beyond is not None:
+            query = query.where(beyond)
         query = query.order_by(_jobs.created_at, _jobs.id).limit(limit)
         with self._tx() as conn:
             return [job_from_row(row) for row in conn.execute(query).mappings()]

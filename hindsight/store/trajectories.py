@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from hindsight._errors import NotFoundError, UsageError
 from hindsight._ids import new_id, normalize_id, validate_tenant
 from hindsight.models import ExperienceKind, Outcome, Trajectory, validate_task_key
-from hindsight.store._base import StoreCore, chunks, norm_ids
+from hindsight.store._base import StoreCore, chunks, keyset_after, norm_ids
 from hindsight.store.codec import (
     TASK_KEY_EXPLICIT,
     TASK_KEY_INTENT,
@@ -575,6 +575,7 @@ class TrajectoryStore(StoreCore):
         newest_first: bool = False,
         limit: int = 100,
         offset: int = 0,
+        after: Sequence[Any] | None = None,
     ) -> list[TrajectorySummary]:
         """The tenant's runs matching every filter, oldest stored first (then by id), so that
         pages stay stable while new runs arrive; ``newest_first`` reverses the order (the
@@ -588,6 +589,8 @@ class TrajectoryStore(StoreCore):
             since, until: only runs that started at or after ``since`` / before ``until``
                 (aware datetimes; naive ones are UTC).
             limit: 1..10000 rows; offset: rows to skip (>= 0).
+            after: keyset paging: only runs after this ``(stored_at, id)`` key in the
+                listing's order (:func:`trajectory_key` of the previous page's last run).
 
         Raises:
             TenantRequiredError: empty or missing tenant.
@@ -625,6 +628,10 @@ class TrajectoryStore(StoreCore):
             where.append(trajectories.c.started_at >= since)
         if until is not None:
             where.append(trajectories.c.started_at < until)
+        order = [(trajectories.c.stored_at, newest_first), (trajectories.c.id, newest_first)]
+        beyond = keyset_after(order, after)
+        if beyond is not None:
+            where.append(beyond)
         return self._summaries(where, limit=limit, offset=offset, newest_first=newest_first)
 
     def runs_of_task(self, tenant_id: str, task_key: Any) -> list[TrajectorySummary]:

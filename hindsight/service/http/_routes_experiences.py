@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from hindsight._contract import Limit, Offset
+from hindsight._contract import Cursor, Limit, Offset
 from hindsight._errors import UsageError
 from hindsight.models import Experience, ExperienceStatus
 from hindsight.service.http._deps import Memory, Tenant
@@ -27,6 +27,7 @@ from hindsight.service.http._schemas import (
     RescanBody,
     RescanResponse,
     RollbackBody,
+    page_doc,
 )
 
 __all__ = ["router"]
@@ -34,11 +35,6 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1", tags=["experiences"], responses={**V1_ERRORS, **errors(502)})
 
 Namespace = Annotated[str | None, Query(min_length=1, max_length=200)]
-
-
-def _page(items: list[Experience], limit: int, offset: int) -> dict[str, Any]:
-    nxt = offset + len(items) if len(items) == limit else None
-    return {"items": items, "limit": limit, "offset": offset, "next_offset": nxt}
 
 
 @router.get("/experiences", response_model=ExperiencePage, summary="List experiences")
@@ -50,10 +46,13 @@ async def list_experiences(
     status: ExperienceStatus = ExperienceStatus.ACTIVE,
     task_key: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Limit = 100,
-    offset: Offset = 0,
+    offset: Offset | None = None,
+    cursor: Cursor = None,
 ) -> Any:
-    """The tenant's experiences of one status, most confident first, a page at a time;
-    ``task_key``: only those learned from a run of this task group."""
+    """The tenant's experiences of one status, most confident first (then the latest
+    updated, then id), a page at a time; ``task_key``: only those learned from a run of this
+    task group. Paging: ``cursor`` = the previous page's ``next_cursor`` (stable while others
+    write), or ``offset`` (compatibility); not both."""
     items = await memory.list_experiences(
         tenant_id=tenant,
         namespace=namespace,
@@ -62,8 +61,9 @@ async def list_experiences(
         task_key=task_key,
         limit=limit,
         offset=offset,
+        cursor=cursor,
     )
-    return _page(items, limit, offset)
+    return page_doc(items, limit, offset, cursor)
 
 
 @router.post(
@@ -184,12 +184,14 @@ async def list_quarantined(
     memory: Memory,
     namespace: Namespace = None,
     limit: Limit = 100,
-    offset: Offset = 0,
+    offset: Offset | None = None,
+    cursor: Cursor = None,
 ) -> Any:
+    """Most confident first; paging as ``GET /v1/experiences``."""
     items = await memory.list_quarantined(
-        tenant_id=tenant, namespace=namespace, limit=limit, offset=offset
+        tenant_id=tenant, namespace=namespace, limit=limit, offset=offset, cursor=cursor
     )
-    return _page(items, limit, offset)
+    return page_doc(items, limit, offset, cursor)
 
 
 @router.post("/quarantine/{experience_id}/approve", response_model=Experience, summary="Approve")

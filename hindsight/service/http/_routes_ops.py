@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request, Response
 
+from hindsight._contract import Cursor, Limit
+from hindsight._paging import NEXT_CURSOR_HEADER
 from hindsight.service._keys import key_from_headers
 from hindsight.service._wire import client_message
 from hindsight.service.http._deps import Memory, Tenant, keyring_of
@@ -122,11 +124,17 @@ async def stats(tenant: Tenant, memory: Memory) -> dict[str, Any]:
 async def list_jobs(
     tenant: Tenant,
     memory: Memory,
+    response: Response,
     state: Literal["pending", "running", "succeeded", "failed"] | None = None,
-    limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+    limit: Limit = 100,
+    cursor: Cursor = None,
 ) -> list[dict[str, Any]]:
-    """Oldest first; ``last_error`` says why a failed job failed."""
-    jobs = await memory.review_jobs(state=state, tenant_id=tenant, limit=limit)
+    """Oldest first (then by id); ``last_error`` says why a failed job failed. Paging: the
+    answer is a JSON list (as before cursors); when more jobs may follow, the
+    ``Next-Cursor`` header holds the cursor to send as ``cursor`` for the next page."""
+    jobs = await memory.review_jobs(state=state, tenant_id=tenant, limit=limit, cursor=cursor)
+    if jobs.next_cursor is not None:
+        response.headers[NEXT_CURSOR_HEADER] = jobs.next_cursor
     return [j.to_json() for j in jobs]
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from hindsight._contract import Limit, Offset
+from hindsight._contract import Cursor, Limit, Offset
 from hindsight.models import Experience, Outcome, Trajectory
 from hindsight.service._offload import offload
 from hindsight.service.http._deps import Memory, Tenant
@@ -24,6 +24,7 @@ from hindsight.service.http._schemas import (
     RecalledBody,
     RecallResponse,
     TrajectoryPage,
+    page_doc,
 )
 
 __all__ = ["router"]
@@ -99,12 +100,14 @@ async def list_trajectories(
     outcome: Outcome | None = None,
     task_type: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Limit = 100,
-    offset: Offset = 0,
+    offset: Offset | None = None,
+    cursor: Cursor = None,
 ) -> Any:
     """The tenant's runs, oldest stored first, a page at a time, without their events: each
     with its outcome, reward, task key (and whether it was given or assigned by intent), the
     hash of its system prompt, its outcome reason and its review state. Filters: ``task_key``
-    (a task group), ``outcome``, ``task_type``."""
+    (a task group), ``outcome``, ``task_type``. Paging as ``GET /v1/experiences``
+    (``next_cursor``, or ``offset``)."""
     items = await memory.list_trajectories(
         tenant_id=tenant,
         task_key=task_key,
@@ -112,9 +115,9 @@ async def list_trajectories(
         task_type=task_type,
         limit=limit,
         offset=offset,
+        cursor=cursor,
     )
-    nxt = offset + len(items) if len(items) == limit else None
-    return {"items": items, "limit": limit, "offset": offset, "next_offset": nxt}
+    return page_doc(items, limit, offset, cursor)
 
 
 @router.get("/trajectories/{trajectory_id}", response_model=Trajectory, summary="A stored run")

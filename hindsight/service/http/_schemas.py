@@ -2,9 +2,9 @@
 
 Request bodies forbid unknown fields (a typo is a 422 naming the field, not a silently ignored
 option). Strings are kept exactly as sent: a field typed ``str`` never accepts a number or
-``null`` in its place. ``top_k``, ``token_budget``, ``limit`` and ``offset`` are the engine's
-own types (:mod:`hindsight._contract`): the same ranges, coercions and messages as in Python,
-the CLI and MCP (delta in [-1, 1]).
+``null`` in its place. ``top_k``, ``token_budget``, ``limit``, ``offset`` and ``cursor`` are
+the engine's own types (:mod:`hindsight._contract`): the same ranges, coercions and messages as
+in Python, the CLI and MCP (delta in [-1, 1]).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from hindsight._contract import OptionalTopK, TokenBudget
+from hindsight._paging import Page
 from hindsight.checks import CheckMatch
 from hindsight.models import (
     AddResult,
@@ -46,6 +47,7 @@ __all__ = [
     "RetryJobsBody",
     "RollbackBody",
     "TrajectoryPage",
+    "page_doc",
 ]
 
 
@@ -218,23 +220,28 @@ class RescanResponse(BaseModel):
 
 
 class ExperiencePage(BaseModel):
-    """One page of experiences; ``next_offset`` is ``None`` on the last page."""
+    """One page of experiences. ``next_cursor``: send it as ``cursor`` for the next page
+    (keyset paging: writes and deletes between pages neither repeat nor hide an item);
+    ``None`` on the last page. ``offset``/``next_offset``: offset paging (compatibility;
+    ``offset`` is ``null`` and ``next_offset`` too when the page was asked by cursor)."""
 
     items: list[Experience]
     limit: int
-    offset: int
+    offset: int | None
     next_offset: int | None
+    next_cursor: str | None
 
 
 class TrajectoryPage(BaseModel):
     """One page of stored runs (``GET /v1/trajectories``), oldest stored first, without their
-    events (:class:`hindsight.store.TrajectorySummary`); ``next_offset`` is ``None`` on the
-    last page."""
+    events (:class:`hindsight.store.TrajectorySummary`); ``next_cursor`` and ``next_offset``
+    as in :class:`ExperiencePage`."""
 
     items: list[TrajectorySummary]
     limit: int
-    offset: int
+    offset: int | None
     next_offset: int | None
+    next_cursor: str | None
 
 
 class RollbackBody(_Body):
@@ -273,3 +280,17 @@ class RecalledBody(_Body):
 class RetryJobsBody(_Body):
     job_ids: list[str] = Field(default_factory=list, max_length=10_000)
     all_failed: bool = False
+
+
+def page_doc(items: Page[Any], limit: int, offset: int | None, cursor: str | None) -> Any:
+    """A page as the routes answer it: ``items``, ``limit``, ``offset`` and ``next_offset``
+    (offset paging; ``None`` when the page was asked by cursor) and ``next_cursor``."""
+    at = None if cursor is not None else (offset or 0)
+    nxt = at + len(items) if at is not None and len(items) == limit else None
+    return {
+        "items": items,
+        "limit": limit,
+        "offset": at,
+        "next_offset": nxt,
+        "next_cursor": items.next_cursor,
+    }

@@ -92,6 +92,10 @@ class QuarantineList(_Out):
     """The tenant's quarantined lessons, most confident first."""
 
     items: list[QuarantinedOut]
+    next_cursor: str | None = Field(
+        default=None,
+        description="Pass as cursor for the next page; null on the last page.",
+    )
 
 
 class RescanResult(_Out):
@@ -137,9 +141,7 @@ class HitOut(ExperienceOut):
             hit.breakdown.model_dump(mode="json", include=set(ScoreOut.model_fields))
         )
         exp = ExperienceOut.of(hit.experience)
-        return cls(
-            **exp.model_dump(), experience=exp, score=hit.score, breakdown=why, why=why
-        )
+        return cls(**exp.model_dump(), experience=exp, score=hit.score, breakdown=why, why=why)
 
 
 class RecallOut(_Out):
@@ -309,3 +311,7 @@ class TrajectoryList(_Out):
     """The caller's stored runs, oldest stored first."""
 
     items: list[TrajectoryOut]
+    next_cursor: str | None = Field(
+        default=None,
+        description="Pass as cursor for the next page; null on the last page.",
+    )

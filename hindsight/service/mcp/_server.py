@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 from pydantic import Field
 
-from hindsight._contract import Limit, OptionalTopK
+from hindsight._contract import Cursor, Limit, Offset, OptionalTopK
 from hindsight._errors import AuthenticationError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
 from hindsight.engine import AsyncMemory
@@ -110,6 +110,10 @@ TrajectoryArg = Annotated[
 TaskTypeArg = Annotated[
     str | None,
     Field(description="Class of task, e.g. 'refund' or 'deploy'; exact match filter."),
+]
+CursorArg = Annotated[
+    Cursor,
+    Field(description="The next_cursor of the previous page (omit for the first page)."),
 ]
 NamespaceArg = Annotated[
     str | None,
@@ -414,15 +418,18 @@ def build_mcp_server(
         ctx: Context,
         namespace: NamespaceArg = None,
         limit: Annotated[Limit, Field(description="At most this many, 1..10000.")] = 100,
+        cursor: CursorArg = None,
     ) -> QuarantineList:
         """List the lessons the memory guard holds back, with its reasons (read-only).
 
         They are never recalled; a human approves or rejects them (hindsight quarantine
-        approve|reject)."""
+        approve|reject). More pages: pass the answer's next_cursor as cursor."""
         items = await memory.list_quarantined(
-            tenant_id=tenant_of(ctx), namespace=namespace, limit=limit
+            tenant_id=tenant_of(ctx), namespace=namespace, limit=limit, cursor=cursor
         )
-        return QuarantineList(items=[QuarantinedOut.of(e) for e in items])
+        return QuarantineList(
+            items=[QuarantinedOut.of(e) for e in items], next_cursor=items.next_cursor
+        )
 
     async def rescan_experience(
         ctx: Context,
@@ -447,10 +454,15 @@ def build_mcp_server(
         ] = None,
         task_type: TaskTypeArg = None,
         limit: Annotated[Limit, Field(description="At most this many, 1..10000.")] = 100,
-        offset: Annotated[int, Field(ge=0, description="Skip this many (paging).")] = 0,
+        offset: Annotated[
+            Offset | None,
+            Field(description="Skip this many (old paging; prefer cursor, not both)."),
+        ] = None,
+        cursor: CursorArg = None,
     ) -> TrajectoryList:
         """List your stored runs, oldest first, with outcome, reward, task group, the reason
-        for the outcome and whether they were reviewed (read-only; no events)."""
+        for the outcome and whether they were reviewed (read-only; no events). More pages:
+        pass the answer's next_cursor as cursor."""
         items = await memory.list_trajectories(
             tenant_id=tenant_of(ctx),
             task_key=task_key,
@@ -458,8 +470,11 @@ def build_mcp_server(
             task_type=task_type,
             limit=limit,
             offset=offset,
+            cursor=cursor,
         )
-        return TrajectoryList(items=[TrajectoryOut.of(run) for run in items])
+        return TrajectoryList(
+            items=[TrajectoryOut.of(run) for run in items], next_cursor=items.next_cursor
+        )
 
     def tool(fn: Callable[..., Any], title: str, **hints: bool) -> HindsightTool:
         annotations = ToolAnnotations(title=title, open_world_hint=False, **hints)
