@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import grimp
 import pytest
@@ -24,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "hindsight"
 
 PUBLIC_API = [
+    "AddResult",
     "BLOCK_END",
     "BLOCK_START",
     "AsyncMemory",
@@ -49,6 +51,7 @@ PUBLIC_API = [
     "NotFoundError",
     "Outcome",
     "OutcomeEvidence",
+    "Page",
     "Provenance",
     "RecallHit",
     "RecallResult",
@@ -193,8 +196,36 @@ def test_import_hindsight_loads_no_service_cli_integration_or_heavy_client() -> 
         "fastapi",
         "mcp",
         "typer",
+        "alembic",
     )
     assert [m for m in loaded if m.split(".")[0] in unwanted or m.startswith(unwanted)] == []
+
+
+def test_opening_a_current_store_does_not_import_alembic(tmp_path: Path) -> None:
+    """Cold start (issue 20 item 5): the schema revision is checked with SQLAlchemy against
+    the shipped head; Alembic is imported only when an upgrade is needed (the first open)."""
+    code = (
+        "import json, sys\n"
+        "from hindsight import Memory\n"
+        f"with Memory(data_dir={str(tmp_path / 'data')!r}) as m:\n"
+        "    n = len(m.recall('seat map', tenant_id='t').hits)\n"
+        "    if not n: m.add_experience('Check the seat map first.', tenant_id='t')\n"
+        "print(json.dumps([n, sorted(k for k in sys.modules if k.split('.')[0] in "
+        "('alembic', 'litellm', 'fastapi', 'mcp', 'uvicorn', 'httpx', 'sentence_transformers', "
+        "'hindsight_langchain', 'hindsight_langgraph', 'hindsight_llamaindex'))]))\n"
+    )
+
+    def run() -> list[Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        return list(json.loads(done.stdout.splitlines()[-1]))
+
+    first_hits, first = run()
+    assert first_hits == 0 and "alembic" in first  # a new store is migrated: the check sees it
+    hits, loaded = run()
+    assert hits == 1 and loaded == []  # a current store: no Alembic, server, LLM or integration
 
 
 def test_the_public_api_is_pinned() -> None:

@@ -20,7 +20,7 @@ from hindsight._errors import NotFoundError, StoreError, TenantRequiredError, Us
 from hindsight.clock import ManualClock
 from hindsight.models import Event, Experience, Trajectory
 from hindsight.store import JobState, SqlStore, VectorOp, vector_payload
-from hindsight.store.migrate import current_revision, head_revision
+from hindsight.store.migrate import current_revision, head_revision, shipped_head, stored_revision
 from hindsight.store.schema import metadata
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
@@ -79,6 +79,9 @@ def log_head(store: SqlStore) -> int:
 def test_open_migrates_to_head_and_schema_matches_the_code(store: SqlStore) -> None:
     with store._info.engine.connect() as conn:
         assert current_revision(conn) == head_revision() is not None
+        # the head known without Alembic (read from the revision files) is Alembic's head, and
+        # the stored revision read with SQLAlchemy is Alembic's (issue 20 item 5)
+        assert stored_revision(conn) == shipped_head() == head_revision()
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
     assert diff == []
 

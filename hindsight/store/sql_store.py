@@ -7,7 +7,6 @@ import threading
 from types import TracebackType
 from typing import Any, Self
 
-from alembic.util.exc import CommandError
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -96,11 +95,12 @@ class SqlStore(
                 if self._info.backend == "sqlite":
                     conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
                 with conn.begin():
-                    migrate.upgrade(conn)
+                    if migrate.needs_upgrade(conn):  # Alembic is imported only then
+                        migrate.upgrade(conn)
         except SQLAlchemyError as exc:
             self._info.engine.dispose()
             raise StoreError(f"cannot open the SQL store {self.url}: {_one_line(exc)}") from exc
-        except CommandError as exc:
+        except migrate.MigrationError as exc:
             self._info.engine.dispose()
             raise StoreError(
                 f"cannot migrate the SQL store {self.url}: {exc} (was it created by a newer "
