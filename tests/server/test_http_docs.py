@@ -53,7 +53,7 @@ def test_the_page_has_examples_for_every_route_group() -> None:
         "/v1/trajectories",
     ):
         assert route in script, route
-    assert len(blocks("python")) == 2
+    assert len(blocks("python")) == 3
 
 
 def test_curl_examples_run(served_sqlite: Served) -> None:
@@ -70,9 +70,12 @@ def test_curl_examples_run(served_sqlite: Served) -> None:
     assert '{"status":"ok"}' in out and "Project Zephyr deploys with Helm" in out
     assert "deleted" in out  # the rejected lesson
     assert "0 created\n1 merged\n" in out  # the batch: the second item folded into the first
+    # paging: a full first page with a cursor, the next page by it, another list's refusal
+    assert '"n": 2,\n  "next_cursor": true' in out
+    assert "cursor is not a next_cursor of this list (pass it back unchanged)" in out
 
 
-@pytest.mark.parametrize("index", [0, 1])
+@pytest.mark.parametrize("index", [0, 1, 2])
 def test_python_examples_run(served_sqlite: Served, index: int) -> None:
     code = blocks("python")[index]
     done = subprocess.run(
@@ -85,5 +88,7 @@ def test_python_examples_run(served_sqlite: Served, index: int) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     if index == 0:
         assert "--- Past experience" in done.stdout and "not found:" in done.stdout
-    else:
+    elif index == 1:
         assert done.stdout.count("hits") == 2
+    else:  # paging: a full first page, a second one by its cursor, every lesson once
+        assert "2 on the first page; more: True\n2 on the second\n" in done.stdout
