@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +36,7 @@ from hindsight.store.codec import (
 )
 from hindsight.store.records import VectorOp
 from hindsight.store.schema import experience_sources as _links
+from hindsight.store.schema import experience_stamps as _stamps
 from hindsight.store.schema import experiences as _table
 from hindsight.store.schema import recalls, trajectories
 from hindsight.store.trajectories import taught_by_task_group
@@ -90,8 +93,44 @@ def _check_experiences(items: Any) -> list[Experience]:
     return result
 
 
+#: Lookups of :meth:`ExperienceStore.experiences_about_tool` kept per store (least recently
+#: used dropped first).
+ABOUT_TOOL_CACHE_SIZE = 4096
+
+
+class _AboutToolCache:
+    """``(tenant, tool, namespaces, kinds, limit) -> (tenant stamp, experiences)``, LRU,
+    thread-safe."""
+
+    def __init__(self, size: int = ABOUT_TOOL_CACHE_SIZE) -> None:
+        self.size = size
+        self.items: OrderedDict[tuple[Any, ...], tuple[int, list[Experience]]] = OrderedDict()
+        self.lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple[Any, ...], stamp: int) -> list[Experience] | None:
+        with self.lock:
+            found = self.items.get(key)
+            if found is None or found[0] != stamp:
+                self.misses += 1
+                return None
+            self.items.move_to_end(key)
+            self.hits += 1
+            return found[1]
+
+    def put(self, key: tuple[Any, ...], stamp: int, rows: list[Experience]) -> None:
+        with self.lock:
+            self.items[key] = (stamp, rows)
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+
 class ExperienceStore(StoreCore):
     """Experience methods of :class:`~hindsight.store.SqlStore`."""
+
+    _about_tool_cache: _AboutToolCache | None = None
 
     def add_experiences(
         self, experiences: Sequence[Experience], vectors: npt.ArrayLike | None
@@ -582,6 +621,12 @@ class ExperienceStore(StoreCore):
         list, e.g. by a model) in their text. Most confident first, at most ``limit``. Exact
         lookups, no vectors (the risk checks of issue 16, :mod:`hindsight.checks`).
 
+        Cached per store: a lookup is answered from memory while the tenant's stamp
+        (``experience_stamps``, bumped by database triggers on every write of the tenant's
+        experiences, by any process) has not moved, one primary-key read instead of a scan of
+        the tenant's lessons. The experiences returned may be shared with later calls: do not
+        change them.
+
         Raises:
             TenantRequiredError: empty or missing tenant.
             UsageError: an empty tool name, namespace or kind list.
@@ -591,6 +636,11 @@ class ExperienceStore(StoreCore):
             raise UsageError("tool must be a non-empty tool name")
         if not namespaces or not kinds:
             raise UsageError("namespaces and kinds must be non-empty lists")
+        cache = self._about_tool_cache
+        if cache is None:
+            cache = self._about_tool_cache = _AboutToolCache()
+        key = (tenant, tool, tuple(namespaces), tuple(kinds), int(limit))
+        stamp_query = select(_stamps.c.stamp).where(_stamps.c.tenant_id == tenant)
         pattern = "%" + tool.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         query = (
             select(*_COLUMNS)
@@ -606,7 +656,14 @@ class ExperienceStore(StoreCore):
             .limit(limit)
         )
         with self._tx() as conn:
-            return [experience_from_row(row) for row in conn.execute(query).mappings()]
+            # the stamp first: a write committed after it makes the next lookup miss
+            stamp = int(conn.execute(stamp_query).scalar() or 0)
+            cached = cache.get(key, stamp)
+            if cached is not None:
+                return list(cached)
+            rows = [experience_from_row(row) for row in conn.execute(query).mappings()]
+        cache.put(key, stamp, rows)
+        return list(rows)
 
     def experiences_of_runs(
         self,

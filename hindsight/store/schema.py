@@ -27,6 +27,7 @@ from hindsight.store.types import AutoIncrement, Json, UtcDateTime
 __all__ = [
     "events",
     "experience_sources",
+    "experience_stamps",
     "experiences",
     "meta",
     "metadata",
@@ -161,6 +162,19 @@ experiences = Table(
     Index(None, "tenant_id", "namespace", "status"),
     Index(None, "tenant_id", "task_type", "status"),
     Index(None, "tenant_id", "lesson_key_hash"),
+)
+
+# A per-tenant change counter of ``experiences`` (issue 16, migration 0007): bumped by database
+# triggers on every insert, update and delete of a tenant's experience, whatever process or
+# code path writes it, so an in-process cache of reads (the decision-time risk checks,
+# ``SqlStore.experiences_about_tool``) knows with one primary-key read whether it is still
+# exact. Never written by the application; a row starts at a random value (a row deleted and
+# created again does not repeat old stamps); a tenant without a row has no experiences (0).
+experience_stamps = Table(
+    "experience_stamps",
+    metadata,
+    Column("tenant_id", TENANT, primary_key=True),
+    Column("stamp", BigInteger, nullable=False),
 )
 
 experience_sources = Table(

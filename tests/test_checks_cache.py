@@ -1,0 +1,91 @@
+"""The decision-time lookup's cache (issue 16: a check at 10k lessons must be cheap): answered
+from memory while the tenant's stamp (database triggers, migration 0007) has not moved; any
+write of the tenant's experiences, by this process or another one, makes the next lookup read
+the database again. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from hindsight import Memory
+from hindsight.store.schema import experience_stamps
+from tests.helpers import make_memory
+
+RULE = "Before calling cancel_order, confirm which order the user means."
+
+
+def _checked(mem: Memory, tenant: str = "acme") -> list[tuple[str, float]]:
+    found = mem.check_action("cancel_order", {"order_id": "A1"}, tenant_id=tenant, record=False)
+    return [(m.check.lesson_id, m.check.confidence) for m in found.checks]
+
+
+def _stamp(store: Any, tenant: str) -> int:
+    with store._tx() as conn:
+        query = select(experience_stamps.c.stamp).where(experience_stamps.c.tenant_id == tenant)
+        return int(conn.execute(query).scalar() or 0)
+
+
+def test_every_write_by_any_process_is_seen_and_reads_are_cached(
+    tmp_path: Path, database_url: str
+) -> None:
+    one = make_memory(tmp_path / "one", database_url)
+    two = make_memory(tmp_path / "two", database_url)  # another process's memory, same SQL
+    try:
+        store = one.aio.store
+        assert _checked(one) == []
+        first = two.add_experience(RULE, tenant_id="acme", tools=["cancel_order"],
+                                   confidence=0.8)  # fmt: skip
+        assert _checked(one) == [(first.id, 0.8)]  # an insert by the other one: seen
+        cache = store._about_tool_cache
+        hits = cache.hits
+        assert _checked(one) == [(first.id, 0.8)]
+        assert cache.hits == hits + 1  # nothing changed: from memory
+        # another tenant's writes leave acme's lookups in memory
+        two.add_experience(RULE, tenant_id="globex", tools=["cancel_order"], confidence=0.9)
+        assert _checked(one) == [(first.id, 0.8)] and cache.hits == hits + 2
+        assert _checked(one, "globex") != _checked(one)
+        # an update (confidence), a status change (archive), a delete: each one seen at once
+        before = _stamp(store, "acme")
+        two.adjust_confidence(first.id, -0.3, tenant_id="acme", reason="test", actor="test")
+        assert _stamp(store, "acme") > before
+        assert _checked(one) == [(first.id, 0.5)]
+        second = two.add_experience("Before calling cancel_order, read the order back.",
+                                    tenant_id="acme", tools=["cancel_order"],
+                                    confidence=0.7)  # fmt: skip
+        assert [i for i, _ in _checked(one)] == [second.id, first.id]
+        two.archive(second.id, tenant_id="acme")
+        assert _checked(one) == [(first.id, 0.5)]
+        two.delete_experience(first.id, tenant_id="acme")
+        assert _checked(one) == []
+        assert _stamp(store, "acme") > before + 3
+    finally:
+        one.close()
+        two.close()
+
+
+def test_the_migration_gives_existing_tenants_a_stamp_and_goes_down(
+    tmp_path: Path, database_url: str
+) -> None:
+    from alembic import command
+
+    from hindsight.store.migrate import alembic_config
+
+    mem = make_memory(tmp_path / "one", database_url)
+    try:
+        mem.add_experience(RULE, tenant_id="acme", tools=["cancel_order"], confidence=0.8)
+        store = mem.aio.store
+        with store._tx(write=True) as conn:
+            command.downgrade(alembic_config(conn), "0006_vector_log")
+        with store._tx(write=True) as conn:
+            command.upgrade(alembic_config(conn), "head")
+        start = _stamp(store, "acme")
+        assert start > 0 and _stamp(store, "globex") == 0  # backfilled; globex has nothing
+        assert _checked(mem) != []
+        mem.add_experience("Before calling cancel_order, read it back.", tenant_id="acme",
+                           tools=["cancel_order"], confidence=0.7)  # fmt: skip
+        assert _stamp(store, "acme") == start + 1 and len(_checked(mem)) == 2  # triggers back
+    finally:
+        mem.close()
