@@ -11,6 +11,7 @@ start it). Nothing imports the CLI but ``python -m hindsight``.
 from hindsight.cli import _app as _core_commands  # noqa: F401  (ingest, recall, stats, demo)
 from hindsight.cli import _backup as _backup_commands  # noqa: F401  (issue 9)
 from hindsight.cli import _bench as _bench_command  # noqa: F401  (hindsight bench: issue 10)
+from hindsight.cli import _bench_write as _bench_write_commands  # noqa: F401  (issue 20)
 from hindsight.cli import _experiences as _lifecycle_commands  # noqa: F401  (issue 4)
 from hindsight.cli import _guard as _guard_commands  # noqa: F401  (quarantine, guard scan: issue 5)
 from hindsight.cli import _jobs as _jobs_commands  # noqa: F401  (jobs, worker: issue 3)
