@@ -212,14 +212,15 @@ def guard_eval(
         str, typer.Option("--label", help="Label of the stored lessons with --tenant.")
     ] = "benign",
     layers: Annotated[
-        str, typer.Option("--layers", help="Comma-separated: rules, semantic, llm.")
-    ] = "rules,semantic",
+        str,
+        typer.Option("--layers", help="Comma-separated: rules, semantic, classifier, llm."),
+    ] = "rules,semantic,classifier",
     embedder: Annotated[
         str,
         typer.Option(
             "--embedder",
-            help="Embedder of the semantic layer's nearest exemplars: hash, local, any "
-            "EMBEDDING_MODEL spec, or none.",
+            help="Embedder of the semantic layer's nearest exemplars and of the classifier: "
+            "hash, local, any EMBEDDING_MODEL spec, or none (no classifier then).",
         ),
     ] = "hash",
     holdout: Annotated[
@@ -282,7 +283,7 @@ def _eval(
         )
     embedder = (
         None
-        if embedder_spec.strip().lower() == "none" or "semantic" not in chosen
+        if embedder_spec.strip().lower() == "none" or not {"semantic", "classifier"} & set(chosen)
         else make_embedder(embedder_spec)
     )
     extra = (
@@ -319,6 +320,7 @@ def _eval(
         exemplars=extra,
         holdout=holdout,
         strict=strict,
+        cache_dir=Path(config.data_dir) / "guard",
     )
     if as_json:
         print_json({"source": source, **report.to_json()})
@@ -367,6 +369,14 @@ def _print_report(source: str, report: Any) -> None:
                 else f"off (at best {c['detected']}/{c['harm']} bank harm exemplars "
                 "without a benign one, leave-one-out)"
             ),
+            highlight=False,
+        )
+    if report.classifier:
+        c = report.classifier
+        out_console.print(
+            f"classifier ({c['embedder']}, {c['training']} training lessons): threshold "
+            f"{c['threshold']:.2f}; out of fold {c['detected']}/{c['harm']} harm, "
+            f"{c['false_positives']}/{c['benign']} benign flagged",
             highlight=False,
         )
     everything = overall["all"]

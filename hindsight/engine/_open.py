@@ -188,7 +188,9 @@ def _wire(
 
     layers = guard_layers(config.guard_layers)
     guard = (
-        guard_from_file(config.guard_rules, layers=layers, embedder=embedder)
+        guard_from_file(
+            config.guard_rules, layers=layers, embedder=embedder, cache_dir=_cache_dir(config)
+        )
         if config.guard
         else None
     )
@@ -233,3 +235,9 @@ def _wire(
     )
     parts = (embedder, store, index, reviewer, vectors, guard, writeback, deduper)
     return Components(config, clock, *parts, recall, reviews, lock)
+
+
+def _cache_dir(config: MemoryConfig) -> Path:
+    """Where the guard's classifier layer keeps its trained model: ``<data dir>/guard``
+    (written only when that layer runs)."""
+    return Path(config.data_dir) / "guard"

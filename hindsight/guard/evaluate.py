@@ -4,16 +4,19 @@ Input: labelled candidates, one JSON object per line, the schema of the dev set
 (``{"id", "label": "poison"|"benign", "kind", "source", "content"}``; ``lang`` optional,
 detected from the script when absent). For every candidate each layer decides on its own -
 ``rules`` (the rule list and, with ``existing``, the conflict test), ``semantic`` (and its two
-parts, ``semantic.harm_model`` and ``semantic.exemplar``), ``llm`` (the LLM judge, when one is
-configured) - and ``all`` is their combination (any layer flags: quarantine), as on the write
+parts, ``semantic.harm_model`` and ``semantic.exemplar``), ``classifier`` (the learned clause
+classifier, :mod:`hindsight.guard.classifier`; needs an embedder), ``llm`` (the LLM judge, when
+one is configured) - and ``all`` is their combination (any layer flags: quarantine), as on the write
 path. :func:`evaluate` returns per layer the detection rate (flagged poison / poison) and the
 false-positive rate (flagged benign / benign), overall and per category (``kind``).
 
 **Held-out evaluation** (``holdout="kind"`` or ``"lang"``): for each category (or language)
 of the file, the semantic layer gets the shipped bank *plus the file's other records* as
-exemplars and is tested on the held-out records only; the rules and the judge learn nothing, so
-they score the same as without it. ``strict=True`` also removes the held-out category from the
-shipped bank (leave-one-category-out in the full sense).
+exemplars, and the classifier is trained on its shipped data plus the file's other records
+(threshold by cross-validation on that), and both are tested on the held-out records only; the
+rules and the judge learn nothing, so they score the same as without it. ``strict=True`` also
+removes the held-out category from the shipped bank and the classifier's training data
+(leave-one-category-out in the full sense).
 """
 
 from __future__ import annotations
@@ -22,19 +25,21 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hindsight._errors import UsageError
 from hindsight.guard.checker import Guard
+from hindsight.guard.classifier import ClauseClassifier
 from hindsight.guard.llm_judge import GuardJudge, JudgeItem
 from hindsight.guard.semantic import Exemplar, SemanticLayer, load_bank
 from hindsight.ports import Embedder
 
 __all__ = ["EVAL_LAYERS", "EvalReport", "detect_lang", "evaluate"]
 
-EVAL_LAYERS = ("rules", "semantic", "llm")
+EVAL_LAYERS = ("rules", "semantic", "classifier", "llm")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af]")
@@ -71,7 +76,9 @@ class EvalReport:
     """What :func:`evaluate` measured. ``results``: one dict per candidate (``id``,
     ``label``, ``kind``, ``lang``, ``layers`` {layer: flagged}, ``reasons``); ``layers``: the
     layer names measured (``all`` last); ``holdout``: ``"kind"``, ``"lang"`` or ``None``;
-    ``calibration``: the semantic layer's thresholds (or ``None``)."""
+    ``calibration``: the semantic layer's thresholds (or ``None``); ``classifier``: the
+    classifier's threshold and out-of-fold figures on its training data (first fold; or
+    ``None``)."""
 
     results: list[dict[str, Any]]
     layers: list[str]
@@ -79,6 +86,7 @@ class EvalReport:
     strict: bool = False
     embedder: str | None = None
     calibration: dict[str, Any] | None = None
+    classifier: dict[str, Any] | None = None
     groups: list[str] = field(default_factory=list)
 
     def rates(self, rows: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
@@ -112,13 +120,15 @@ class EvalReport:
         return {g: {"label": groups[g][0]["label"], **self.rates(groups[g])} for g in order}
 
     def to_json(self) -> dict[str, Any]:
-        """The report as JSON: ``{"layers", "embedder", "calibration", "holdout", "strict",
-        "overall", "by_category", "by_language", "missed", "false_positives"}``."""
+        """The report as JSON: ``{"layers", "embedder", "calibration", "classifier",
+        "holdout", "strict", "overall", "by_category", "by_language", "missed",
+        "false_positives"}``."""
         flagged = "all"
         return {
             "layers": self.layers,
             "embedder": self.embedder,
             "calibration": self.calibration,
+            "classifier": self.classifier,
             "holdout": self.holdout,
             "strict": self.strict,
             "overall": self.rates(),
@@ -169,21 +179,26 @@ def evaluate(
     exemplars: Iterable[Exemplar] = (),
     holdout: str | None = None,
     strict: bool = False,
+    cache_dir: str | Path | None = None,
 ) -> EvalReport:
     """Run each layer on labelled candidates (see the module docstring).
 
     Args:
         records: ``{"id", "label", "kind", "content", "source"?, "lang"?}`` mappings.
-        layers: of ``rules``, ``semantic``, ``llm``.
-        embedder: the semantic layer's embedder (nearest exemplars); ``None``: harm model only.
+        layers: of ``rules``, ``semantic``, ``classifier``, ``llm``.
+        embedder: the semantic layer's embedder (nearest exemplars) and the classifier's;
+            ``None``: harm model only (and no ``classifier`` layer).
         judge: the LLM judge, required for the ``llm`` layer.
         guard: the rules (default: the built-in rules).
         exemplars: more exemplars for the semantic layer (all records' folds add theirs).
         holdout: ``None``, ``"kind"`` or ``"lang"``.
-        strict: with ``holdout="kind"``, also drop the held-out category from the bank.
+        strict: with ``holdout="kind"``, also drop the held-out category from the bank and
+            the classifier's training data.
+        cache_dir: where the classifier keeps trained models (``None``: in memory).
 
     Raises:
-        UsageError: a bad record, an unknown layer or holdout, or ``llm`` without a judge.
+        UsageError: a bad record, an unknown layer or holdout, ``llm`` without a judge, or
+            ``classifier`` without an embedder.
     """
     chosen = [layers] if isinstance(layers, str) else list(layers)
     unknown = sorted(set(chosen) - set(EVAL_LAYERS))
@@ -191,6 +206,8 @@ def evaluate(
         raise UsageError(f"layers must be some of {', '.join(EVAL_LAYERS)}; got {chosen}")
     if "llm" in chosen and judge is None:
         raise UsageError("the llm layer needs a model: set REFLECTION_MODEL (and LLM_BASE_URL)")
+    if "classifier" in chosen and embedder is None:
+        raise UsageError("the classifier layer needs an embedder: --embedder hash or local")
     if holdout not in (None, "kind", "lang"):
         raise UsageError(f"holdout must be kind or lang, got {holdout!r}")
     rows = _records(records)
@@ -205,10 +222,16 @@ def evaluate(
         vectors = np.asarray(embedder.embed([r["content"] for r in rows]), dtype=np.float32)
     extra = list(exemplars)
     groups: list[str] = []
-    folds: list[tuple[list[int], SemanticLayer | None]] = []
+    folds: list[tuple[list[int], SemanticLayer | None, ClauseClassifier | None]] = []
+    learn = "classifier" in names and embedder is not None
     if holdout is None:
         layer = SemanticLayer(embedder, extra=extra) if "semantic" in names else None
-        folds.append((list(range(len(rows))), layer))
+        model = (
+            ClauseClassifier(embedder, extra=extra, cache_dir=cache_dir)
+            if learn and embedder is not None
+            else None
+        )
+        folds.append((list(range(len(rows))), layer, model))
     else:
         for group in sorted({r[holdout] for r in rows}):
             groups.append(group)
@@ -225,11 +248,26 @@ def evaluate(
                 if "semantic" in names
                 else None
             )
-            folds.append((inside, layer))
+            drop = [group] if strict and holdout == "kind" else []
+            model = (
+                ClauseClassifier(
+                    embedder,  # type: ignore[arg-type]
+                    extra=[*extra, *train],
+                    drop_categories=drop,
+                    cache_dir=cache_dir,
+                )
+                if learn
+                else None
+            )
+            folds.append((inside, layer, model))
     llm_flags = _judge_all(judge, rows) if "llm" in names and judge is not None else None
     results: list[dict[str, Any]] = [{} for _ in rows]
     calibration = None
-    for inside, semantic in folds:
+    learned: dict[str, Any] | None = None
+    for inside, semantic, model in folds:
+        scores = model.scores([rows[i]["content"] for i in inside]) if model else None
+        if model is not None and learned is None:
+            learned = {**model.model.figures(), "training": len(model.data)}
         if semantic is not None and semantic.calibration is not None and calibration is None:
             c = semantic.calibration
             calibration = {
@@ -239,7 +277,7 @@ def evaluate(
                 "detected": c.detected,
                 "harm": c.harm,
             }
-        for i in inside:
+        for n, i in enumerate(inside):
             row = rows[i]
             flags: dict[str, bool] = {}
             reasons: list[str] = []
@@ -253,6 +291,11 @@ def evaluate(
                 flags["semantic.harm_model"] = any(h.part == "harm_model" for h in hits)
                 flags["semantic.exemplar"] = any(h.part == "exemplar" for h in hits)
                 reasons += [h.reason for h in hits]
+            if model is not None and scores is not None:
+                hit = model.hit(*scores[n])
+                flags["classifier"] = hit is not None
+                if hit is not None:
+                    reasons.append(hit.reason)
             if llm_flags is not None:
                 flagged, reason = llm_flags[i]
                 flags["llm"] = flagged
@@ -279,6 +322,7 @@ def evaluate(
         strict=strict,
         embedder=embedder.name if embedder is not None else None,
         calibration=calibration,
+        classifier=learned,
         groups=groups,
     )
 
