@@ -27,6 +27,7 @@ Foundation: imports nothing of hindsight but ``_errors``, ``_ids``, ``_paging``,
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -42,8 +43,11 @@ from hindsight.models import ExperienceStatus, Outcome, validate_task_key
 
 __all__ = [
     "AsOf",
+    "Confidence",
+    "ConfidenceDelta",
     "Cursor",
     "ExperienceId",
+    "Importance",
     "Labels",
     "Limit",
     "Namespace",
@@ -53,6 +57,7 @@ __all__ = [
     "OptionalTopK",
     "OutcomeFilter",
     "Query",
+    "SimilarityFloor",
     "Status",
     "Success",
     "TaskKey",
@@ -65,6 +70,7 @@ __all__ = [
     "error_location",
     "forget_filter",
     "integer",
+    "number",
     "validation_message",
 ]
 
@@ -122,6 +128,47 @@ def integer(value: Any, name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise UsageError(f"{name} must be an integer from {low} to {high}, got {got!r:.40}")
     return value
+
+
+_NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def number(value: Any, name: str, low: float, high: float) -> float:
+    """The one rule for a bounded real number on every interface (issue 18 item 2): an
+    ``int`` or ``float`` or a string of a decimal number (``"0.5"``, ``"-0.2"``, ``"1e-1"``,
+    as a CLI argument or a query parameter arrives), finite, from ``low`` to ``high``; never a
+    boolean, NaN or infinity.
+
+    Raises:
+        UsageError: ``<name> must be a number from <low> to <high>, got <value>``.
+    """
+    got = value
+    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()):
+        value = float(value.strip())
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        raise UsageError(f"{name} must be a number from {low:g} to {high:g}, got {got!r:.40}")
+    return float(value)
+
+
+def _confidence(value: Any) -> float:
+    return number(value, "confidence", 0.0, 1.0)
+
+
+def _importance(value: Any) -> float:
+    return number(value, "importance", 0.0, 1.0)
+
+
+def _delta(value: Any) -> float:
+    return number(value, "delta", -1.0, 1.0)
+
+
+def _similarity_floor(value: Any) -> float | None:
+    return None if value is None else number(value, "similarity_floor", -1.0, 1.0)
 
 
 def _top_k(value: Any) -> int:
@@ -237,6 +284,25 @@ Query = Annotated[str, PlainValidator(_query, json_schema_input_type=str)]
 def _range(low: int, high: int) -> Any:
     """An integer from ``low`` to ``high`` as JSON schema (OpenAPI, MCP input schemas)."""
     return Annotated[int, Field(ge=low, le=high)]
+
+
+def _real(low: float, high: float) -> Any:
+    """A number from ``low`` to ``high`` as JSON schema."""
+    return Annotated[float, Field(ge=low, le=high)]
+
+
+Confidence = Annotated[float, PlainValidator(_confidence, json_schema_input_type=_real(0, 1))]
+"""How sure a lesson is: a number from 0 to 1 (:func:`number`)."""
+Importance = Annotated[float, PlainValidator(_importance, json_schema_input_type=_real(0, 1))]
+"""How much a lesson matters: a number from 0 to 1 (:func:`number`)."""
+ConfidenceDelta = Annotated[float, PlainValidator(_delta, json_schema_input_type=_real(-1, 1))]
+"""A change of confidence: a number from -1 to 1 (the result is clamped to [0, 1])."""
+SimilarityFloor = Annotated[
+    float | None,
+    PlainValidator(_similarity_floor, json_schema_input_type=_real(-1, 1) | None),
+]
+"""The cosine floor of a recall: a number from -1 to 1, or ``None`` for the configured or the
+embedder's floor."""
 
 
 TopK = Annotated[int, PlainValidator(_top_k, json_schema_input_type=_range(1, 1000))]

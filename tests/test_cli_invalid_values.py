@@ -113,6 +113,7 @@ def test_negative_numbers_are_arguments(tmp_path: Path) -> None:
         confidences.append(round(json.loads(proc.stdout)["new"], 2))
     assert confidences == [0.3, 0.2, 0.1, 0.4]
     proc = run_cli("confidence", eid, "-2", "--tenant", "t", data_dir=data, **env)
-    assert proc.returncode == 2 and proc.stderr.startswith("error: delta must be between -1")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: delta must be a number from -1 to 1, got '-2'")
     proc = run_cli("confidence", eid, "-x", "--tenant", "t", data_dir=data, **env)
     assert proc.returncode == 2 and "No such option: -x" in proc.stderr

@@ -264,8 +264,8 @@ def test_adjust_confidence_clamps_and_is_audited(tmp_path: Path, database_url: s
         exp = mem.add_experience("a lesson", tenant_id="t", confidence=0.9)
         assert mem.adjust_confidence(exp.id, 0.5, tenant_id="t", reason="x").confidence == 1.0
         assert mem.adjust_confidence(exp.id, -1, tenant_id="t").confidence == 0.0
-        for bad in (2, float("nan"), "0.1", True):
-            with pytest.raises(UsageError):
+        for bad in (2, float("nan"), "0.1x", True):
+            with pytest.raises(UsageError, match=r"^delta must be a number from -1 to 1, got"):
                 mem.adjust_confidence(exp.id, bad, tenant_id="t")  # type: ignore[arg-type]
         with pytest.raises(NotFoundError):
             mem.adjust_confidence(exp.id, 0.1, tenant_id="other")

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from hindsight._contract import ConfidenceDelta, check
 from hindsight.cli._common import (
     HindsightTyper,
     JsonOpt,
@@ -153,16 +154,18 @@ def experiences_restore(
 def confidence(
     ctx: typer.Context,
     experience_id: Annotated[str, typer.Argument(help="Experience id.")],
-    delta: Annotated[float, typer.Argument(help="Change in [-1, 1], e.g. -0.2.")],
+    delta: Annotated[str, typer.Argument(help="Change in [-1, 1], e.g. -0.2.")],
     tenant: TenantOpt = ...,  # type: ignore[assignment]
     reason: Annotated[str | None, typer.Option("--reason")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Adjust an experience's confidence by DELTA (clamped to [0, 1], audited)."""
+    with guarded():
+        change = check(ConfidenceDelta, delta)  # the contract's words, before opening
     with guarded(), open_memory(state(ctx)) as mem:
         before = mem.get_experience(experience_id, tenant_id=tenant).confidence
         exp = mem.adjust_confidence(
-            experience_id, delta, tenant_id=tenant, reason=reason, actor="cli"
+            experience_id, change, tenant_id=tenant, reason=reason, actor="cli"
         )
         if as_json:
             print_json({"id": exp.id, "old": before, "new": exp.confidence})

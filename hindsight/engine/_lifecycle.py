@@ -15,7 +15,16 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hindsight._contract import AsOf, ExperienceId, Namespace, Success, TrajectoryId, check
+from hindsight._contract import (
+    AsOf,
+    ConfidenceDelta,
+    ExperienceId,
+    Importance,
+    Namespace,
+    Success,
+    TrajectoryId,
+    check,
+)
 from hindsight.guard import Guard, quarantine
 from hindsight.guard.after_recall import apply_misled_policy
 from hindsight.models import Experience, ExperienceKind
@@ -112,8 +121,9 @@ class LifecycleMethods:
             UsageError: bad id, delta or actor. TenantRequiredError: empty tenant.
         """
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
+        change = check(ConfidenceDelta, delta)
         return await asyncio.to_thread(
-            confidence.adjust, self.store, tenant, eid, delta, actor=actor, reason=reason
+            confidence.adjust, self.store, tenant, eid, change, actor=actor, reason=reason
         )
 
     async def edit_experience(
@@ -159,7 +169,7 @@ class LifecycleMethods:
             "task_type": task_type,
             "tools": tools,
             "tags": tags,
-            "importance": importance,
+            "importance": None if importance is None else check(Importance, importance),
             "metadata": metadata,
         }
         parts = (self.store, self.embedder, self.deduper.guard, tenant, eid, changes)

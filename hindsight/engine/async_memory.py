@@ -22,14 +22,17 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from hindsight._contract import (
+    Confidence,
     Cursor,
     ExperienceId,
+    Importance,
     Limit,
     Namespace,
     Namespaces,
     Offset,
     OptionalTenantId,
     OutcomeFilter,
+    SimilarityFloor,
     Status,
     TaskKey,
     TaskType,
@@ -476,6 +479,7 @@ class AsyncMemory(LifecycleMethods):
             UsageError: an argument is invalid (one-line reason), or ``metadata`` uses a key
                 reserved for the guard.
         """
+        confidence, importance = check(Confidence, confidence), check(Importance, importance)
         exp = manual_experience(
             content,
             tenant_id=self._scope(tenant_id),  # TenantRequiredError, as everywhere (C17)
@@ -615,7 +619,7 @@ class AsyncMemory(LifecycleMethods):
             tools=tools,
             top_k=top_k,
             mode=mode,
-            similarity_floor=similarity_floor,
+            similarity_floor=check(SimilarityFloor, similarity_floor),
             trajectory_id=trajectory_id,
             token_budget=token_budget,
             include_episodes=include_episodes,

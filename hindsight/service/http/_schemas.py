@@ -13,7 +13,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hindsight._contract import OptionalTopK, TokenBudget
+from hindsight._contract import (
+    Confidence,
+    ConfidenceDelta,
+    Importance,
+    OptionalTopK,
+    SimilarityFloor,
+    TokenBudget,
+)
 from hindsight._paging import Page
 from hindsight.checks import CheckMatch
 from hindsight.models import (
@@ -101,7 +108,7 @@ class RecallBody(_Body):
     tools: list[str] = Field(default_factory=list, max_length=100)
     top_k: OptionalTopK = None
     mode: Literal["vector", "task_type"] | None = None
-    similarity_floor: float | None = Field(default=None, ge=-1.0, le=1.0)
+    similarity_floor: SimilarityFloor = None
     trajectory_id: str | None = None
     token_budget: TokenBudget = None
     include_episodes: bool = False
@@ -166,8 +173,8 @@ class AddExperienceBody(_Body):
     task_type: str | None = None
     tools: list[str] = Field(default_factory=list, max_length=100)
     tags: list[str] = Field(default_factory=list, max_length=100)
-    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
-    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    confidence: Confidence = 0.5
+    importance: Importance = 0.5
     source: Provenance = Provenance.USER
     metadata: dict[str, Any] | None = None
 
@@ -193,13 +200,13 @@ class EditExperienceBody(_Body):
     """``PATCH /v1/experiences/{id}``: either ``confidence_delta`` (clamped to [0, 1],
     audited) or edits of the other fields (a new version, see history/rollback), not both."""
 
-    confidence_delta: float | None = Field(default=None, ge=-1.0, le=1.0)
+    confidence_delta: ConfidenceDelta | None = None
     content: str | None = Field(default=None, min_length=1, max_length=100_000)
     kind: ExperienceKind | None = None
     task_type: str | None = None
     tools: list[str] | None = None
     tags: list[str] | None = None
-    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    importance: Importance | None = None
     metadata: dict[str, Any] | None = None
     reason: str | None = Field(default=None, max_length=2000)
 

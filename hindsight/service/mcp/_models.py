@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hindsight._contract import Confidence, Importance
 from hindsight.checks import CheckMatch
 from hindsight.models import AddResult, Experience, RecallHit
 from hindsight.store import TrajectorySummary
@@ -240,8 +241,8 @@ class LessonIn(_Out):
     task_type: str | None = Field(default=None, description="Class of task it applies to.")
     tools: list[str] = Field(default_factory=list, description="Tools it is about.")
     tags: list[str] = Field(default_factory=list, description="Context tags.")
-    confidence: float = Field(default=0.5, ge=0.0, le=1.0, description="How sure, 0..1.")
-    importance: float = Field(default=0.5, ge=0.0, le=1.0, description="How much it matters.")
+    confidence: Confidence = Field(default=0.5, description="How sure, 0..1.")
+    importance: Importance = Field(default=0.5, description="How much it matters, 0..1.")
     source: str = Field(
         default="user", description="Where it comes from: system, user, tool or unknown."
     )

@@ -28,7 +28,14 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 from pydantic import Field
 
-from hindsight._contract import Cursor, Limit, Offset, OptionalTopK
+from hindsight._contract import (
+    ConfidenceDelta,
+    Cursor,
+    Importance,
+    Limit,
+    Offset,
+    OptionalTopK,
+)
 from hindsight._errors import AuthenticationError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
 from hindsight.engine import AsyncMemory
@@ -329,8 +336,8 @@ def build_mcp_server(
     async def adjust_confidence(
         experience_id: IdArg,
         delta: Annotated[
-            float,
-            Field(ge=-1.0, le=1.0, description="Added to the confidence, e.g. 0.1 or -0.2."),
+            ConfidenceDelta,
+            Field(description="Added to the confidence, from -1 to 1, e.g. 0.1 or -0.2."),
         ],
         ctx: Context,
         reason: Annotated[str | None, Field(description="Why, for the audit trail.")] = None,
@@ -386,7 +393,7 @@ def build_mcp_server(
         tools: Annotated[list[str] | None, Field(description="Tools it is about.")] = None,
         tags: Annotated[list[str] | None, Field(description="Context tags.")] = None,
         importance: Annotated[
-            float | None, Field(ge=0.0, le=1.0, description="How much it matters, 0..1.")
+            Importance | None, Field(description="How much it matters, 0..1.")
         ] = None,
         metadata: Annotated[
             dict[str, Any] | None,
