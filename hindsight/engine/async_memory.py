@@ -608,8 +608,8 @@ class AsyncMemory(LifecycleMethods):
             TenantRequiredError: missing or empty tenant.
             UsageError: invalid query, top_k, mode or task_type.
         """
-        self._check_open()
-        request = self._recall.request(
+        return await asyncio.to_thread(
+            self._recall_now,
             query,
             tenant_id=tenant_id,
             namespace=namespace,
@@ -625,10 +625,19 @@ class AsyncMemory(LifecycleMethods):
             include_episodes=include_episodes,
             explain=explain,
             record=record,
+            risk_checks=risk_checks,
         )
-        result = await asyncio.to_thread(self._recall_ready, request)
-        if risk_checks and request.tools:
-            result = await asyncio.to_thread(self._with_risks, result, request)
+
+    def _recall_now(self, query: Any, *, risk_checks: bool, **options: Any) -> RecallResult:
+        """:meth:`recall`, blocking, on the calling thread (``options``: every other argument
+        of :meth:`recall`, defaults applied); :class:`hindsight.Memory` calls it directly.
+        Its reads leave the recall bookkeeping buffered (:meth:`SqlStore.recall_reads`)."""
+        self._check_open()
+        request = self._recall.request(query, **options)
+        with self.store.recall_reads():
+            result = self._recall_ready(request)
+            if risk_checks and request.tools:
+                result = self._with_risks(result, request)
         return result
 
     def _with_risks(self, result: RecallResult, request: Any) -> RecallResult:
@@ -659,7 +668,7 @@ class AsyncMemory(LifecycleMethods):
         if not section:
             return result
         if request.record and request.trajectory_id is not None:
-            self.store.record_recall(
+            self.store.buffer_recall(
                 request.tenant_id, ids, self.clock.now(), request.trajectory_id
             )
         return result.model_copy(update={"risk_section": section, "risk_lesson_ids": ids})
@@ -737,6 +746,34 @@ class AsyncMemory(LifecycleMethods):
             UsageError: an empty or non-string tool, args not a mapping, a bad namespace,
                 task_type, top_k or trajectory id.
         """
+        return await asyncio.to_thread(
+            self._check_action_now,
+            tool,
+            args,
+            tenant_id=tenant_id,
+            namespace=namespace,
+            include_shared=include_shared,
+            task_type=task_type,
+            top_k=top_k,
+            trajectory_id=trajectory_id,
+            record=record,
+        )
+
+    def _check_action_now(
+        self,
+        tool: Any,
+        args: Any,
+        *,
+        tenant_id: Any,
+        namespace: Any,
+        include_shared: bool,
+        task_type: Any,
+        top_k: Any,
+        trajectory_id: Any,
+        record: bool,
+    ) -> CheckResult:
+        """:meth:`check_action`, blocking, on the calling thread (:class:`hindsight.Memory`
+        calls it directly)."""
         tenant = self._scope(tenant_id)
         if not isinstance(tool, str) or not tool.strip() or len(tool) > MAX_TOOL_NAME:
             raise UsageError(
@@ -754,19 +791,19 @@ class AsyncMemory(LifecycleMethods):
         k: int = check(TopK, 5 if top_k is None else top_k)
         tt = check(TaskType, task_type)
         tid = None if trajectory_id is None else check(TrajectoryId, trajectory_id)
-        result = await asyncio.to_thread(
-            find_checks,
-            self.store,
-            tenant,
-            tool,
-            args,
-            namespaces=namespaces,
-            task_type=tt,
-            min_confidence=self.config.min_confidence,
-            top_k=k,
-        )
+        with self.store.recall_reads():
+            result = find_checks(
+                self.store,
+                tenant,
+                tool,
+                args,
+                namespaces=namespaces,
+                task_type=tt,
+                min_confidence=self.config.min_confidence,
+                top_k=k,
+            )
         if record and tid is not None and result.checks:
-            await asyncio.to_thread(self._record_recall, tid, result.lesson_ids, tenant)
+            self.store.buffer_recall(tenant, result.lesson_ids, self.clock.now(), tid)
         return result
 
     async def distill(

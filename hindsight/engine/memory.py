@@ -1,4 +1,6 @@
-"""The sync facade: :class:`Memory` runs :class:`~hindsight.AsyncMemory` on its background loop.
+"""The sync facade: :class:`Memory` runs :class:`~hindsight.AsyncMemory` on its background loop,
+except the calls that are blocking underneath (recall, record_recall, check_action), which
+run on the calling thread.
 
 Every method has the same arguments, return values and exceptions as its async twin; see
 :class:`hindsight.AsyncMemory` for the full documentation.
@@ -10,7 +12,7 @@ from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from hindsight._paging import Page, walk
-from hindsight._sync import sync_twin
+from hindsight._sync import direct_twin, sync_twin
 from hindsight.capture import RunRecorder
 from hindsight.capture.trajectory import coerce_trajectory
 from hindsight.capture.writer import TrajectoryWriter
@@ -106,9 +108,10 @@ class Memory:
         """See :attr:`AsyncMemory.integrations`."""
         return self.aio.integrations
 
-    recall = sync_twin(AsyncMemory.recall)
-    record_recall = sync_twin(AsyncMemory.record_recall)
-    check_action = sync_twin(AsyncMemory.check_action)
+    # Blocking underneath: called on the caller's thread, no hop (issue 20 item 3).
+    recall = direct_twin(AsyncMemory.recall, "_recall_now")
+    record_recall = direct_twin(AsyncMemory.record_recall, "_record_recall")
+    check_action = direct_twin(AsyncMemory.check_action, "_check_action_now")
     distill = sync_twin(AsyncMemory.distill)
     paused_trajectory = sync_twin(AsyncMemory.paused_trajectory)
     review_now = sync_twin(AsyncMemory.review_now)

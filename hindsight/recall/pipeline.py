@@ -166,7 +166,13 @@ class Recall:
         )
 
     def run(self, req: RecallRequest) -> RecallResult:
-        """Steps 1-7 of the module docstring; returns the result to render."""
+        """Steps 1-7 of the module docstring; returns the result to render. The reads leave
+        pending recall bookkeeping buffered and the usage of step 7 is buffered too
+        (:mod:`hindsight.store.recall_buffer`)."""
+        with self.store.recall_reads():
+            return self._run(req)
+
+    def _run(self, req: RecallRequest) -> RecallResult:
         vec = None
         if req.mode == "vector":
             text = f"{req.query}\nTools: {', '.join(req.tools)}" if req.tools else req.query
@@ -185,7 +191,7 @@ class Recall:
         hits, excluded = self._lessons(req, where, near)
         episodes = self._episodes(req, where, tier) if req.include_episodes else []
         if (hits or episodes) and req.record:
-            self.store.record_recall(
+            self.store.buffer_recall(
                 req.tenant_id,
                 [h.experience.id for h in [*hits, *episodes]],
                 self.clock.now(),

@@ -6,6 +6,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -36,6 +37,15 @@ CHUNK = 500
 #: before its commit: log entries get their ``seq`` in commit order (see :meth:`StoreCore._tx`).
 _PG_VECTOR_LOG_LOCK = 0x68737663
 _LOG_KEY = "hindsight_vector_log"
+
+#: Set while a recall reads (:meth:`StoreCore.recall_reads`): its transactions leave the
+#: pending recall bookkeeping buffered (:mod:`hindsight.store.recall_buffer`).
+_RECALL_READS: ContextVar[bool] = ContextVar("hindsight_recall_reads", default=False)
+_DEPTH = threading.local()  # transactions open on this thread (a nested one never flushes)
+
+
+def _depth() -> int:
+    return int(getattr(_DEPTH, "n", 0))
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
@@ -121,6 +131,44 @@ class StoreCore:
     _clock: Clock
     _lock: threading.RLock
     _closed: bool
+    _recall_buffer: Any = None
+
+    @contextmanager
+    def recall_reads(self) -> Iterator[None]:
+        """The transactions of this context (a recall's reads) leave pending recall
+        bookkeeping buffered; every other transaction writes it first, so readers outside
+        recall see it (:mod:`hindsight.store.recall_buffer`)."""
+        token = _RECALL_READS.set(True)
+        try:
+            yield
+        finally:
+            _RECALL_READS.reset(token)
+
+    def flush_recalls(self) -> int:
+        """Write the pending recall bookkeeping now (one transaction); returns how many
+        recalls it held. ``close()`` does this too."""
+        buffer = self._recall_buffer
+        return 0 if buffer is None else int(buffer.flush())
+
+    def _stable(self) -> AbstractContextManager[Any]:
+        """Hold off recall-bookkeeping flushes (a read and its overlay see each pending
+        recall once)."""
+        buffer = self._recall_buffer
+        if buffer is None or _depth() > 0:
+            return nullcontext()  # inside a transaction: never wait for a flush (it may wait on us)
+        stable: AbstractContextManager[Any] = buffer.stable()
+        return stable
+
+    def _flush_before(self) -> None:
+        buffer = self._recall_buffer
+        if (
+            buffer is not None
+            and buffer.pending
+            and not _RECALL_READS.get()
+            and _depth() == 0
+            and not buffer.writing_here()
+        ):
+            buffer.flush()
 
     @property
     def backend(self) -> str:
@@ -166,10 +214,12 @@ class StoreCore:
         if outer is not None:  # inside batch(): the same connection and transaction
             yield outer
             return
+        self._flush_before()
         sqlite_db = self._info.backend == "sqlite"
         guard: AbstractContextManager[Any] = (
             self._lock if sqlite_db and (write or self._info.in_memory) else nullcontext()
         )
+        _DEPTH.n = _depth() + 1
         try:
             with guard, self._info.engine.connect() as conn:
                 if write and sqlite_db:
@@ -190,6 +240,8 @@ class StoreCore:
             ) from exc
         except SQLAlchemyError as exc:
             raise StoreError(f"database error on {self.url}: {_one_line(exc)}") from exc
+        finally:
+            _DEPTH.n -= 1
 
     @contextmanager
     def batch(self) -> Iterator[None]:

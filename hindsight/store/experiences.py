@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import ColumnElement, and_, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hindsight._errors import NotFoundError, TenantRequiredError, UsageError
@@ -34,6 +34,7 @@ from hindsight.store.codec import (
     vector_from_bytes,
     vector_to_bytes,
 )
+from hindsight.store.recall_buffer import PendingRecall
 from hindsight.store.records import VectorOp
 from hindsight.store.schema import experience_sources as _links
 from hindsight.store.schema import experience_stamps as _stamps
@@ -269,12 +270,12 @@ class ExperienceStore(StoreCore):
         found: dict[str, Experience] = {}
         if not wanted:
             return found
-        with self._tx() as conn:
+        with self._stable(), self._tx() as conn:
             for part in chunks(wanted):
                 query = select(*_COLUMNS).where(ids_in_tenant(part, tenant))
                 for row in conn.execute(query):
                     found[row[0]] = experience_from_stored(row)
-        return found
+            return self._overlaid(tenant, found)
 
     def list_experiences(
         self,
@@ -343,8 +344,9 @@ class ExperienceStore(StoreCore):
             .limit(limit)
             .offset(offset)
         )
-        with self._tx() as conn:
-            return [experience_from_row(row) for row in conn.execute(query).mappings()]
+        with self._stable(), self._tx() as conn:
+            rows = [experience_from_row(row) for row in conn.execute(query).mappings()]
+            return self._overlaid_list(tenant, rows)
 
     def count_experiences(
         self,
@@ -534,10 +536,12 @@ class ExperienceStore(StoreCore):
     ) -> int:
         """Count a recall of ``ids``: ``recall_count + 1``, ``last_recalled_at = at``, and one
         row in ``recalls`` each (with the recalling run's ``trajectory_id``, if known, for
-        outcome attribution).
+        outcome attribution). Buffered (:mod:`hindsight.store.recall_buffer`): written with
+        the next batch, before any other transaction of this store, at the latest
+        ``FLUSH_SECONDS`` later; readers of this store see it at once.
 
         Returns:
-            How many of the tenant's experiences were updated (others are ignored).
+            How many of the tenant's experiences were counted (others are ignored).
 
         Raises:
             TenantRequiredError: empty or missing tenant.
@@ -549,32 +553,86 @@ class ExperienceStore(StoreCore):
             raise UsageError(f"at must be a datetime, got {type(at).__name__}")
         at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
         traj = None if trajectory_id is None else normalize_id(trajectory_id, "trajectory id")
-        updated = 0
-        with self._tx(write=True) as conn:
+        found: set[str] = set()
+        with self.recall_reads(), self._tx() as conn:
             for part in chunks(wanted):
-                hit = list(
-                    conn.execute(
-                        update(_table)
-                        .where(ids_in_tenant(part, tenant))
-                        .values(recall_count=_table.c.recall_count + 1, last_recalled_at=at)
-                        .returning(_table.c.id)
-                    ).scalars()
-                )
-                if hit:
-                    conn.execute(
-                        insert(recalls),
-                        [
-                            {
-                                "tenant_id": tenant,
-                                "experience_id": exp_id,
-                                "trajectory_id": traj,
-                                "recalled_at": at,
-                            }
-                            for exp_id in hit
-                        ],
+                query = select(_table.c.id).where(ids_in_tenant(part, tenant))
+                found.update(conn.execute(query).scalars())
+        known = [eid for eid in wanted if eid in found]
+        self.buffer_recall(tenant, known, at, traj)
+        return len(known)
+
+    def buffer_recall(
+        self, tenant: str, ids: Sequence[str], at: datetime, trajectory_id: str | None
+    ) -> None:
+        """:meth:`record_recall` of ``ids`` the caller read from the tenant's rows (already
+        canonical, ``at`` aware UTC): no check, no read. Without a buffer (closed store) it
+        is written at once."""
+        item = PendingRecall(tenant, tuple(dict.fromkeys(ids)), at, trajectory_id)
+        if self._recall_buffer is None:
+            self._write_recalls([item])
+        else:
+            self._recall_buffer.add(item)
+
+    def _write_recalls(self, batch: Sequence[PendingRecall]) -> None:
+        """Write a batch of recall bookkeeping in one transaction, in recall order, for the
+        experiences that still exist (a hard delete may have come between)."""
+        with self._tx(write=True) as conn:
+            by_tenant: dict[str, set[str]] = {}
+            for item in batch:
+                by_tenant.setdefault(item.tenant_id, set()).update(item.ids)
+            alive: set[tuple[str, str]] = set()
+            for tenant, ids in by_tenant.items():
+                for part in chunks(sorted(ids)):
+                    query = select(_table.c.id).where(ids_in_tenant(part, tenant))
+                    alive.update((tenant, eid) for eid in conn.execute(query).scalars())
+            counts: dict[tuple[str, str], list[Any]] = {}
+            log_rows: list[dict[str, Any]] = []
+            for item in batch:
+                for eid in item.ids:
+                    if (item.tenant_id, eid) not in alive:
+                        continue
+                    entry = counts.setdefault((item.tenant_id, eid), [0, item.at])
+                    entry[0] += 1
+                    entry[1] = item.at
+                    log_rows.append(
+                        {
+                            "tenant_id": item.tenant_id,
+                            "experience_id": eid,
+                            "trajectory_id": item.trajectory_id,
+                            "recalled_at": item.at,
+                        }
                     )
-                updated += len(hit)
-        return updated
+            if not counts:
+                return
+            conn.execute(
+                update(_table)
+                .where(
+                    _table.c.id == bindparam("b_id"),
+                    _table.c.tenant_id == bindparam("b_tenant"),
+                )
+                .values(
+                    recall_count=_table.c.recall_count + bindparam("b_n"),
+                    last_recalled_at=bindparam("b_at"),
+                ),
+                [
+                    {"b_id": eid, "b_tenant": tenant, "b_n": n, "b_at": at}
+                    for (tenant, eid), (n, at) in counts.items()
+                ],
+            )
+            conn.execute(insert(recalls), log_rows)
+
+    def _overlaid_list(self, tenant: str, rows: list[Experience]) -> list[Experience]:
+        if self._recall_buffer is None or not self._recall_buffer.pending:
+            return rows
+        found = self._overlaid(tenant, {e.id: e for e in rows})
+        return [found[e.id] for e in rows]
+
+    def _overlaid(self, tenant: str, found: dict[str, Experience]) -> dict[str, Experience]:
+        """``found`` with the pending recall counters of :mod:`.recall_buffer` added."""
+        if self._recall_buffer is not None:
+            self._recall_buffer.overlay(tenant, found)
+        return found
 
     def active_by_lesson_key(
         self, tenant_id: str, namespace: str, lesson_key: str
@@ -655,15 +713,16 @@ class ExperienceStore(StoreCore):
             .order_by(_table.c.confidence.desc(), _table.c.updated_at.desc(), _table.c.id)
             .limit(limit)
         )
-        with self._tx() as conn:
-            # the stamp first: a write committed after it makes the next lookup miss
-            stamp = int(conn.execute(stamp_query).scalar() or 0)
-            cached = cache.get(key, stamp)
-            if cached is not None:
-                return list(cached)
-            rows = [experience_from_row(row) for row in conn.execute(query).mappings()]
-        cache.put(key, stamp, rows)
-        return list(rows)
+        with self._stable():  # the overlay sees each pending recall once
+            with self._tx() as conn:
+                # the stamp first: a write committed after it makes the next lookup miss
+                stamp = int(conn.execute(stamp_query).scalar() or 0)
+                cached = cache.get(key, stamp)
+                if cached is not None:
+                    return self._overlaid_list(tenant, list(cached))
+                rows = [experience_from_row(row) for row in conn.execute(query).mappings()]
+            cache.put(key, stamp, rows)
+            return self._overlaid_list(tenant, list(rows))
 
     def experiences_of_runs(
         self,

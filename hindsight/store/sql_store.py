@@ -24,6 +24,7 @@ from hindsight.store.experiences import ExperienceStore
 from hindsight.store.forget import ForgetStore
 from hindsight.store.jobs import JobStore
 from hindsight.store.lifecycle import LifecycleStore
+from hindsight.store.recall_buffer import RecallBuffer
 from hindsight.store.records import JobState
 from hindsight.store.replicas import ReplicaStore
 from hindsight.store.schema import (
@@ -106,6 +107,7 @@ class SqlStore(
                 f"cannot migrate the SQL store {self.url}: {exc} (was it created by a newer "
                 "version of hindsight? upgrade hindsight)"
             ) from exc
+        self._recall_buffer = RecallBuffer(self._write_recalls)
         self._closed = False
 
     def __repr__(self) -> str:
@@ -114,6 +116,9 @@ class SqlStore(
     def close(self) -> None:
         """Release all connections. Idempotent; later calls raise ``StoreError``."""
         if not self._closed:
+            buffer, self._recall_buffer = self._recall_buffer, None
+            if buffer is not None:
+                buffer.close()  # the pending recall bookkeeping is written first
             self._closed = True
             self._info.engine.dispose()
 
