@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from hindsight.bench._data import latency_summary, peak_rss_mb, percentile, synthetic_lessons
 from hindsight.bench._queue import queue_latency
+from hindsight.bench._recall import RECALL_LAYOUTS, recall_vs_edge, render_recall_lines
 from hindsight.bench._run import DEFAULT_SIZES, GOALS, parse_sizes, render_text, run_bench
 from hindsight.bench._size import INGEST_BATCH, CachingEmbedder, bench_size, cold_start_ms
 
@@ -20,6 +21,7 @@ __all__ = [
     "DEFAULT_SIZES",
     "GOALS",
     "INGEST_BATCH",
+    "RECALL_LAYOUTS",
     "CachingEmbedder",
     "bench_size",
     "cold_start_ms",
@@ -28,6 +30,8 @@ __all__ = [
     "peak_rss_mb",
     "percentile",
     "queue_latency",
+    "recall_vs_edge",
+    "render_recall_lines",
     "render_text",
     "run_bench",
     "synthetic_lessons",

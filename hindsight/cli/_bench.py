@@ -118,6 +118,80 @@ def _check_plot(path: Path) -> None:
         raise fail(f"--plot: folder {path.parent} does not exist", 2)
 
 
+@bench_app.command("recall")
+def bench_recall(
+    layouts: Annotated[
+        str,
+        typer.Option(
+            "--layouts",
+            help="size[xTENANTS], comma-separated: 100kx10 = 100,000 over 10 tenants.",
+        ),
+    ] = "10k,100k,100kx10",
+    queries: Annotated[int, typer.Option("--queries", help="Timed queries per repeat.")] = 200,
+    repeats: Annotated[int, typer.Option("--repeats", help="Repeats (medians over them).")] = 5,
+    data_dir: TempDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recall p50/p95 through Memory.recall next to the raw Qdrant Edge query with the same
+    filter, wall and CPU time, and their ratio (issue 20; docs/benchmarks.md). Temporary
+    embedded stores only (the configured EMBEDDING_MODEL)."""
+    from hindsight.bench import recall_vs_edge, render_recall_lines
+
+    try:
+        wanted = _parse_layouts(layouts)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    if not 1 <= queries <= 100_000 or not 1 <= repeats <= 1000:
+        raise fail("--queries must be in 1..100000 and --repeats in 1..1000", 2)
+    _check_temp_dir(data_dir)
+
+    def progress(line: str) -> None:
+        err_console.print(f"recall: {line}", highlight=False, soft_wrap=True)
+
+    with guarded():
+        results = [
+            recall_vs_edge(
+                size,
+                tenants=tenants,
+                queries=queries,
+                repeats=repeats,
+                parent=data_dir,
+                progress=progress,
+            )
+            for size, tenants in wanted
+        ]
+    if as_json:
+        print_json({"recall_vs_raw_edge": results})
+        return
+    for line in render_recall_lines(results):
+        out_console.print(line, highlight=False, soft_wrap=True)
+
+
+def _parse_layouts(text: str) -> list[tuple[int, int]]:
+    """``"10k,100kx10"`` -> ``[(10000, 1), (100000, 10)]``.
+
+    Raises:
+        ValueError: a part that is not ``SIZE`` or ``SIZExTENANTS`` (one line).
+    """
+    from hindsight.bench import parse_sizes
+
+    out = []
+    for part in str(text).split(","):
+        if not part.strip():
+            continue
+        size, _, tenants = part.strip().lower().partition("x")
+        try:
+            count = int(tenants) if tenants else 1
+        except ValueError:
+            raise ValueError(f"--layouts: {part.strip()!r} is not SIZE or SIZExTENANTS") from None
+        if not 1 <= count <= 1000:
+            raise ValueError(f"--layouts: tenants must be in 1..1000, got {count}")
+        out.append((parse_sizes(size)[0], count))
+    if not out:
+        raise ValueError("--layouts needs at least one layout, e.g. --layouts 10k,100kx10")
+    return out
+
+
 @bench_app.command("learning")
 def bench_learning(
     file: Annotated[Path, typer.Argument(help="A tau-bench results file (JSON or JSON Lines).")],

@@ -1,0 +1,61 @@
+"""``hindsight bench recall`` (issue 20 item 6, recall part): the real command at tiny sizes, its
+JSON shape and the sanity of its numbers (never their values: timings belong to benchmarks,
+tests/benchmarks/bench_recall.py), the layouts flag, and that its temporary stores are removed."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hindsight.cli._bench import _parse_layouts
+from tests.cli_helpers import run_cli
+
+
+def _positive(value: Any, what: str) -> None:
+    assert isinstance(value, int | float) and math.isfinite(value) and value > 0, (what, value)
+
+
+def test_bench_recall_json(tmp_path: Path) -> None:
+    parent = tmp_path / "stores"
+    parent.mkdir()
+    proc = run_cli(
+        "bench", "recall", "--layouts", "200,240x3", "--queries", "12", "--repeats", "2",
+        "--json", "--data-dir", str(parent), data_dir=tmp_path / "unused", timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout)["recall_vs_raw_edge"]
+    assert [(r["size"], r["tenants"], r["per_tenant"]) for r in results] == [
+        (200, 1, 200), (240, 3, 80)]
+    for r in results:
+        assert (r["queries"], r["repeats"], r["top_k"]) == (12, 2, 5)
+        assert r["embedder"].startswith("hash")
+        for side in ("hindsight_ms", "raw_edge_ms"):
+            for clock in ("wall", "cpu"):
+                p50, p95 = r[side][clock]["p50"], r[side][clock]["p95"]
+                _positive(p95, f"{side} {clock} p95")
+                assert 0 <= p50 <= p95
+        assert r["ratio"]["wall_p50"] == pytest.approx(
+            r["hindsight_ms"]["wall"]["p50"] / r["raw_edge_ms"]["wall"]["p50"])
+    assert list(parent.iterdir()) == []  # the temporary stores were removed
+    assert not (tmp_path / "unused").exists()
+
+
+def test_bench_recall_text(tmp_path: Path) -> None:
+    proc = run_cli("bench", "recall", "--layouts", "150", "--queries", "5", "--repeats", "1",
+                   data_dir=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.splitlines()
+    assert line.startswith("recall vs raw Edge, 150 in 1 tenant (top_k 5, medians of 1 x 5)")
+    assert "wall p50 " in line and "CPU p50 " in line and "x)" in line
+
+
+def test_parse_layouts() -> None:
+    assert _parse_layouts("10k, 100k,100kx10") == [(10_000, 1), (100_000, 1), (100_000, 10)]
+    for bad, message in [("10kxten", "is not SIZE or SIZExTENANTS"), (" , ", "at least one"),
+                         ("10x0", "tenants must be in 1..1000"), ("0", "outside")]:
+        with pytest.raises(ValueError, match=message):
+            _parse_layouts(bad)
