@@ -4,8 +4,10 @@
 0. **Same lesson key** (issue 15) - a new active lesson whose ``metadata["lesson_key"]``
    equals that of an active experience of the same tenant and namespace (the oldest, if
    several; one written earlier in the same batch counts) is folded into it before any
-   similarity test: no new row, a new version (``merge``), its text unchanged, sources and
-   evidence united, confidence recomputed (:func:`hindsight.writeback.confidence.folded`).
+   similarity test: no new row, a new version (``merge``), its text unchanged (unless the
+   lesson has one varying part and the new one brings another value of it:
+   :mod:`hindsight.writeback.variants`), sources and evidence united, confidence recomputed
+   (:func:`hindsight.writeback.confidence.folded`).
    Quarantined, archived or superseded experiences are never the target.
 
 Each other new active experience is compared with the closest active experiences of the same
@@ -58,7 +60,7 @@ from hindsight.guard.conflict import compare
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 from hindsight.ports import Embedder, FloatMatrix, VectorHit, VectorIndex
 from hindsight.store import SqlStore
-from hindsight.writeback import confidence
+from hindsight.writeback import confidence, variants
 from hindsight.writeback.decision import Decision, Op
 from hindsight.writeback.text import TEXT_CACHE_SIZE, cannot_align, compare_texts, dedup_key
 
@@ -477,11 +479,11 @@ class Deduper:
         actor = f"dedup:{decision.by}"
         reason = decision.reason
         if decision.op in (Op.NOOP, Op.MERGE):
-            content, vector = self._merged_content(decision, target)
+            content, vector = self._merged_content(decision, target, exp)
             return self.store.fold_into(
                 target.id,
                 exp,
-                fold=confidence.folded,
+                fold=_fold,
                 actor=actor,
                 merge=decision.op is Op.MERGE,
                 content=content,
@@ -506,8 +508,13 @@ class Deduper:
             reason=reason,
         )
 
-    def _merged_content(self, decision: Decision, target: Experience) -> tuple[str | None, Any]:
+    def _merged_content(
+        self, decision: Decision, target: Experience, incoming: Experience
+    ) -> tuple[str | None, Any]:
         text = (decision.content or "").strip()
+        if decision.op is Op.MERGE and not text and decision.by == "lesson_key":
+            entry = variants.united(target, incoming)  # rule 0: another value of its one part
+            text = variants.render(entry) if entry is not None else ""
         if decision.op is not Op.MERGE or not text or text == target.content:
             return None, None
         vector = self.embedder.embed([text])[0]
@@ -521,6 +528,13 @@ class Deduper:
                 )
                 return None, None
         return text, vector
+
+
+def _fold(current: Experience, incoming: Experience, now: Any) -> Experience:
+    """The fold of rule 0 and NOOP/MERGE: evidence and confidence
+    (:func:`~hindsight.writeback.confidence.folded`), then the values of a lesson's varying
+    part (:func:`~hindsight.writeback.variants.fold_variants`), on the row read under lock."""
+    return variants.fold_variants(confidence.folded(current, incoming, now), incoming)
 
 
 def make_deduper(

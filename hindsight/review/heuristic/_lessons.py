@@ -33,6 +33,7 @@ from hindsight.review._text import error_text, shorten, tokens
 from hindsight.review.contrast import Action, Diff, diff_actions, value_class
 from hindsight.review.heuristic._templates import Lang, advice_for, render
 from hindsight.review.masking import Masker
+from hindsight.writeback import variants
 
 __all__ = [
     "ANTI_PATTERN_CONFIDENCE",
@@ -317,7 +318,13 @@ def fixes(ctx: Context) -> list[Lesson]:
                 result=result,
             )  # fmt: skip
             confidence = FIX_CONFIDENCE if won else FIX_IN_FAILED_RUN_CONFIDENCE
-            key = f"fix:{_error_key(ctx, failed)}:{ctx.masker.mask(changes).lower()}"
+            # one lesson per error and result: another run's change is another value of its
+            # one varying part (hindsight.writeback.variants), not another lesson
+            kind_of_fix = "changed" if changes else "retry"
+            key = f"fix:{_error_key(ctx, failed)}:{kind_of_fix}:{'worked' if won else 'through'}"
+            extra: dict[str, Any] = (
+                {variants.KEY: _variants_entry(ctx, content, changes)} if changes else {}
+            )
             tools = [failed.tool]
         else:
             other = _substitute(ctx, failed)
@@ -329,6 +336,7 @@ def fixes(ctx: Context) -> list[Lesson]:
             )  # fmt: skip
             confidence = FIX_OTHER_TOOL_CONFIDENCE
             key = f"fix:{_error_key(ctx, failed)}:use:{other.tool}"
+            extra = {}
             tools = [failed.tool, other.tool]
         lessons.append(
             _lesson(
@@ -339,9 +347,27 @@ def fixes(ctx: Context) -> list[Lesson]:
                 tools,
                 key,
                 [_observed(ctx, "fix_observed" if won else "fix_in_failed_run")],
+                **extra,
             )
         )
     return lessons
+
+
+def _variants_entry(ctx: Context, content: str, changes: str) -> dict[str, Any] | None:
+    """The varying part of a fix lesson: its masked text with the masked ``changes`` as the
+    slot (:mod:`hindsight.writeback.variants`), or ``None`` when the change cannot be found
+    once in the text (it was shortened, or masking joined it with its neighbours)."""
+    text, value = ctx.masker.mask(content), ctx.masker.mask(changes)
+    if not value or text.count(value) != 1 or variants.SLOT in text:
+        return None
+    template = text.replace(value, variants.SLOT)
+    if len(template) > MAX_LESSON_CHARS - variants.MAX_SHOWN * len(value):
+        return None  # three changes would not fit in one lesson
+    return {
+        "template": template,
+        "values": [value],
+        "join": render("variants_join", ctx.lang),
+    }
 
 
 def _diff_sentence(ctx: Context, diff: Diff, ref: str) -> str:

@@ -25,6 +25,8 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     "change_dropped": {"en": "dropping {key}", "zh": "去掉参数 {key}"},
     "change_other": {"en": "another {key}", "zh": "换用另一个 {key}"},
     "change_join": {"en": ", ", "zh": "，"},
+    # the changes of several runs that fixed the same error (hindsight.writeback.variants)
+    "variants_join": {"en": ", or with ", "zh": "，或将 "},
     "ref_success": {"en": "a successful run of the same task", "zh": "同一任务的成功运行"},
     "ref_expected": {"en": "the expected action", "zh": "预期操作"},
     "went_through": {"en": "went through", "zh": "调用成功"},

@@ -1,0 +1,79 @@
+"""Lessons with one varying part (issue 15): when the same lesson is learned again with another
+value in that part, the stored lesson names every value seen, instead of keeping only the first
+writer's.
+
+A reviewer marks such a lesson with ``metadata["variants"]``::
+
+    {"template": "When book_reservation fails with '<error>', calling it again with "
+                 "{variants} went through.",
+     "values": ["payment_methods certificate -> gift_card + credit_card"],
+     "join": "; or "}
+
+``template`` is the lesson's text with :data:`SLOT` where the values go (replaced literally,
+so braces elsewhere in the text are safe), ``values`` the values seen, oldest first, and
+``join`` the separator in the lesson's language. When a lesson with the same ``lesson_key``
+and the same ``template`` is folded into it (:mod:`hindsight.writeback.dedup` rule 0), the
+values are united and the text is rendered again from the template with the first
+:data:`MAX_SHOWN` values (every value stays in the metadata). Anything else (no variants, a
+malformed entry, another template) leaves the stored lesson's text as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hindsight.models import Experience
+
+__all__ = ["KEY", "MAX_SHOWN", "SLOT", "fold_variants", "render", "united"]
+
+KEY = "variants"
+"""The metadata key of a lesson's varying part."""
+
+SLOT = "{variants}"
+"""Where the values go in ``template``."""
+
+MAX_SHOWN = 3
+"""Values named in the text; more are kept in the metadata only (a lesson stays one sentence)."""
+
+
+def _valid(entry: Any) -> dict[str, Any] | None:
+    if not isinstance(entry, dict):
+        return None
+    template, values, join = entry.get("template"), entry.get("values"), entry.get("join")
+    if not (isinstance(template, str) and template.count(SLOT) == 1 and isinstance(join, str)):
+        return None
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+        return None
+    return entry
+
+
+def render(entry: dict[str, Any]) -> str:
+    """The text of a lesson from its variants entry: ``template`` with the first
+    :data:`MAX_SHOWN` ``values`` joined by ``join`` in :data:`SLOT`."""
+    shown = entry["join"].join(entry["values"][:MAX_SHOWN])
+    return str(entry["template"]).replace(SLOT, shown)
+
+
+def united(current: Experience, incoming: Experience) -> dict[str, Any] | None:
+    """``current``'s variants entry with ``incoming``'s values added, or ``None`` when nothing
+    changes (either has no valid entry, the templates differ, or no value is new)."""
+    mine = _valid(current.metadata.get(KEY))
+    theirs = _valid(incoming.metadata.get(KEY))
+    if mine is None or theirs is None or mine["template"] != theirs["template"]:
+        return None
+    values = list(dict.fromkeys([*mine["values"], *theirs["values"]]))
+    if values == mine["values"]:
+        return None
+    return {**mine, "values": values}
+
+
+def fold_variants(folded: Experience, incoming: Experience) -> Experience:
+    """``folded`` (the stored lesson after :func:`~hindsight.writeback.confidence.folded`)
+    with ``incoming``'s values united into its variants entry and its text rendered again;
+    unchanged when :func:`united` finds nothing new."""
+    entry = united(folded, incoming)
+    if entry is None:
+        return folded
+    return folded.model_copy(
+        update={"metadata": {**folded.metadata, KEY: entry}, "content": render(entry)}
+    )

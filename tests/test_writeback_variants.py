@@ -1,0 +1,164 @@
+"""One lesson, several fixes (issue 15): runs that fixed the same tool error with different
+changes fold into one improvement lesson naming each change (hindsight.writeback.variants),
+on SQLite and PostgreSQL, in English and Chinese; anything malformed leaves the text alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_reviewer_heuristic import ev, run, tool
+
+from hindsight import Memory
+from hindsight.models import Experience, ExperienceKind, Outcome
+from hindsight.review import HeuristicReviewer
+from hindsight.testing import test_memory
+from hindsight.writeback import variants
+
+REVIEWER = HeuristicReviewer()
+
+
+def paid_run(
+    order: str,
+    fix: str,
+    *,
+    outcome: Outcome = Outcome.SUCCESS,
+    lang: str = "en",
+    error: str | None = None,
+) -> Any:
+    ask = f"Pay order {order}" if lang == "en" else f"请支付订单 {order}"
+    if error is None:
+        error = "Error: gift card balance is not enough" if lang == "en" else "错误：礼品卡余额不足"
+    return run(
+        ev("user_message", ask),
+        *tool("pay_order", {"order_id": order, "payment_id": "gift_card_100200"}, "failure", error),
+        *tool("pay_order", {"order_id": order, "payment_id": fix}, "success", '{"paid": true}'),
+        task=ask,
+        outcome=outcome,
+    )
+
+
+def improvement(traj: Any) -> Any:
+    [lesson] = [x for x in REVIEWER.review_sync(traj) if x.kind is ExperienceKind.IMPROVEMENT]
+    return lesson
+
+
+def test_runs_fixing_one_error_differently_share_a_key_and_a_template() -> None:
+    a = improvement(paid_run("8812", "credit_card_5521"))
+    b = improvement(paid_run("9907", "certificate_3310"))
+    assert a.metadata["lesson_key"] == b.metadata["lesson_key"]
+    assert a.metadata["variants"]["template"] == b.metadata["variants"]["template"]
+    assert a.metadata["variants"]["values"] == ["payment_id gift_card -> credit_card"]
+    assert b.metadata["variants"]["values"] == ["payment_id gift_card -> certificate"]
+    assert variants.render(a.metadata["variants"]) == a.content
+
+
+def test_a_fix_in_a_failed_run_is_another_lesson_than_one_that_worked() -> None:
+    # in a failed run only a change about the error itself is a lesson: the error names payment
+    error = "Error: not enough balance in payment method gift_card_100200"
+    won = improvement(paid_run("8812", "credit_card_5521", error=error))
+    lost = improvement(paid_run("9907", "credit_card_5521", outcome=Outcome.FAILURE, error=error))
+    assert won.metadata["lesson_key"] != lost.metadata["lesson_key"]
+    assert "worked" in won.content and "went through" in lost.content
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_three_runs_fold_into_one_lesson_naming_each_change(lang: str) -> None:
+    mem = test_memory()
+    try:
+        for order, fix in (("8812", "credit_card_5521"), ("9907", "certificate_3310"),
+                           ("4410", "credit_card_7781")):  # fmt: skip
+            mem.store_episode(
+                paid_run(order, fix, lang=lang).model_copy(update={"tenant_id": "acme"})
+            )
+        assert mem.flush(timeout=60)
+        [lesson] = [
+            e
+            for e in mem.list_experiences(tenant_id="acme")
+            if e.kind is ExperienceKind.IMPROVEMENT
+        ]
+        values = lesson.metadata["variants"]["values"]  # in the order the reviews ran
+        assert len(values) == 2 and all("gift_card" in v for v in values)
+        assert sorted("certificate" in v for v in values) == [False, True]
+        assert all(v in lesson.content for v in values)
+        assert len(lesson.source_trajectory_ids) == 3
+        assert "8812" not in lesson.content and "5521" not in lesson.content
+    finally:
+        mem.close()
+
+
+def test_the_same_change_again_adds_support_not_text(database_url: str, tmp_path: Path) -> None:
+    with Memory(data_dir=tmp_path / "data", database_url=database_url) as mem:
+        for order in ("8812", "9907"):
+            mem.store_episode(
+                paid_run(order, "credit_card_5521").model_copy(update={"tenant_id": "acme"})
+            )
+        mem.store_episode(
+            paid_run("4410", "certificate_3310").model_copy(update={"tenant_id": "acme"})
+        )
+        assert mem.flush(timeout=60)
+        [lesson] = [
+            e
+            for e in mem.list_experiences(tenant_id="acme")
+            if e.kind is ExperienceKind.IMPROVEMENT
+        ]
+        first, second = lesson.metadata["variants"]["values"]  # in the order reviews ran
+        assert {first, second} == {
+            "payment_id gift_card -> credit_card",
+            "payment_id gift_card -> certificate",
+        }
+        assert lesson.content == (
+            "When pay_order fails with 'gift card balance is not enough', calling it again with "
+            f"{first}, or with {second} worked."
+        )
+        assert len(lesson.source_trajectory_ids) == 3
+        # the rewritten text is what recall finds and what the vector holds
+        hits = mem.recall("pay_order gift card balance is not enough", tenant_id="acme").hits
+        assert lesson.id in [h.experience.id for h in hits]
+
+
+def exp(entry: Any, content: str = "old text") -> Experience:
+    return Experience(
+        tenant_id="t",
+        kind=ExperienceKind.IMPROVEMENT,
+        content=content,
+        metadata={"variants": entry},
+    )
+
+
+ENTRY = {"template": "When X fails, use {variants}.", "values": ["A"], "join": ", or "}
+
+
+def test_values_unite_in_order_and_show_at_most_three() -> None:
+    entry = {**ENTRY, "values": ["A", "B", "C", "D"]}
+    assert variants.render(entry) == "When X fails, use A, or B, or C."
+    merged = variants.united(exp(ENTRY), exp({**ENTRY, "values": ["B", "A"]}))
+    assert merged is not None and merged["values"] == ["A", "B"]
+    assert variants.united(exp(ENTRY), exp(ENTRY)) is None  # nothing new
+
+
+def test_braces_elsewhere_in_the_text_are_kept() -> None:
+    entry = {**ENTRY, "template": 'When X returns {"ok": false}, use {variants}.'}
+    assert variants.render(entry) == 'When X returns {"ok": false}, use A.'
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        None,
+        "text",
+        {**ENTRY, "template": "no slot"},
+        {**ENTRY, "template": "{variants} twice {variants}"},
+        {**ENTRY, "values": []},
+        {**ENTRY, "values": "A"},
+        {**ENTRY, "values": ["A", 3]},
+        {**ENTRY, "join": None},
+        {**ENTRY, "template": "Another template: {variants}."},
+    ],
+)
+def test_a_malformed_or_foreign_entry_leaves_the_lesson_alone(broken: Any) -> None:
+    current = exp(ENTRY)
+    assert variants.united(current, exp(broken)) is None
+    assert variants.united(exp(broken), current) is None or broken == ENTRY
+    assert variants.fold_variants(current, exp(broken)) == current
