@@ -164,3 +164,62 @@ def test_a_failed_runs_last_attempt_is_never_written_as_worked() -> None:
         if outcome is Outcome.FAILURE:
             assert not any("worked" in x.content for x in fixes)
         assert all("255" not in x.content and "250" not in x.content for x in fixes)
+
+
+def _missing_rule(failed: Trajectory) -> object:
+    [rule] = [
+        lesson
+        for lesson in HeuristicReviewer().review_sync(failed)
+        if lesson.metadata.get("contrast", {}).get("op") == "missing"
+    ]
+    return rule
+
+
+def test_a_missing_call_says_what_the_failed_run_did_instead() -> None:
+    expected = [("cancel_order", {"order_id": "Q1"})]
+    handed_off = _missing_rule(
+        _run([("transfer_to_human", {"summary": "x"})], Outcome.FAILURE, expected=expected)
+    )
+    stopped = _missing_rule(
+        _run([("get_order", {"order_id": "Q1"})], Outcome.FAILURE, expected=expected)
+    )
+    silent = _missing_rule(_run([], Outcome.FAILURE, expected=expected))
+    assert "it called transfer_to_human instead" in handed_off.content  # type: ignore[attr-defined]
+    assert "it stopped after get_order" in stopped.content  # type: ignore[attr-defined]
+    assert "it called no tool" in silent.content  # type: ignore[attr-defined]
+    rules = (handed_off, stopped, silent)
+    assert len({r.metadata["lesson_key"] for r in rules}) == 1  # type: ignore[attr-defined]
+    assert len({r.metadata["variants"]["template"] for r in rules}) == 1  # type: ignore[attr-defined]
+
+
+def test_missing_call_rules_of_several_runs_fold_into_one_naming_each_instead() -> None:
+    from hindsight.testing import test_memory
+
+    mem = test_memory()
+    try:
+        expected = [("cancel_order", {"order_id": "Q1"})]
+        for i, calls in enumerate(
+            (
+                [("transfer_to_human", {"summary": "x"})],
+                [("get_order", {"order_id": "Q1"})],
+                [("transfer_to_human", {"summary": "y"})],
+            )
+        ):
+            failed = _run(calls, Outcome.FAILURE, task=f"cancel order Q{i}", expected=expected)
+            mem.store_episode(failed.model_copy(update={"tenant_id": "acme"}))
+        assert mem.flush(timeout=60)
+        [rule] = [
+            e
+            for e in mem.list_experiences(tenant_id="acme")
+            if e.metadata.get("contrast", {}).get("op") == "missing"
+        ]
+        assert sorted(rule.metadata["variants"]["values"]) == [
+            "it called transfer_to_human instead",
+            "it stopped after get_order",
+        ]
+        assert "transfer_to_human instead; or it stopped after get_order" in rule.content or (
+            "get_order; or it called transfer_to_human" in rule.content
+        )
+        assert len(rule.source_trajectory_ids) == 3
+    finally:
+        mem.close()

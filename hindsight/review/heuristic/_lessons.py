@@ -323,7 +323,9 @@ def fixes(ctx: Context) -> list[Lesson]:
             kind_of_fix = "changed" if changes else "retry"
             key = f"fix:{_error_key(ctx, failed)}:{kind_of_fix}:{'worked' if won else 'through'}"
             extra: dict[str, Any] = (
-                {variants.KEY: _variants_entry(ctx, content, changes)} if changes else {}
+                {variants.KEY: _variants_entry(ctx, content, changes, "variants_join")}
+                if changes
+                else {}
             )
             tools = [failed.tool]
         else:
@@ -353,11 +355,13 @@ def fixes(ctx: Context) -> list[Lesson]:
     return lessons
 
 
-def _variants_entry(ctx: Context, content: str, changes: str) -> dict[str, Any] | None:
-    """The varying part of a fix lesson: its masked text with the masked ``changes`` as the
-    slot (:mod:`hindsight.writeback.variants`), or ``None`` when the change cannot be found
-    once in the text (it was shortened, or masking joined it with its neighbours)."""
-    text, value = ctx.masker.mask(content), ctx.masker.mask(changes)
+def _variants_entry(ctx: Context, content: str, part: str, join: str) -> dict[str, Any] | None:
+    """The varying part of a lesson (the change of a fix, what a failed run did instead of a
+    missing call): its masked text with the masked ``part`` as the slot and the template
+    ``join`` as the separator (:mod:`hindsight.writeback.variants`), or ``None`` when the part
+    cannot be found once in the text (it was shortened, or masking joined it with its
+    neighbours)."""
+    text, value = ctx.masker.mask(content), ctx.masker.mask(part)
     if not value or text.count(value) != 1 or variants.SLOT in text:
         return None
     template = text.replace(value, variants.SLOT)
@@ -366,15 +370,27 @@ def _variants_entry(ctx: Context, content: str, changes: str) -> dict[str, Any] 
     return {
         "template": template,
         "values": [value],
-        "join": render("variants_join", ctx.lang),
+        "join": render(join, ctx.lang),
     }
 
 
-def _diff_sentence(ctx: Context, diff: Diff, ref: str) -> str:
+def _instead(ctx: Context, diffs: Sequence[Diff]) -> str:
+    """What the failed run of ``ctx`` did instead of a missing call: the first state-changing
+    call the reference did not make, else the call it stopped after, else no call at all."""
+    extra = next((d.tool for d in diffs if d.op == "extra"), None)
+    if extra is not None:
+        return render("instead_called", ctx.lang, other=extra)
+    if ctx.calls:
+        return render("instead_stopped", ctx.lang, last=ctx.calls[-1].tool)
+    return render("instead_nothing", ctx.lang)
+
+
+def _diff_sentence(ctx: Context, diff: Diff, ref: str, instead: str) -> str:
     # A missing or extra call is one lesson per tool across tasks: its arguments, which differ
-    # from task to task, stay out of the text (they are in metadata["contrast"]).
+    # from task to task, stay out of the text (they are in metadata["contrast"]); what a failed
+    # run did instead of a missing call is its one varying part (hindsight.writeback.variants).
     if diff.op == "missing":
-        return render("missing", ctx.lang, tool=diff.tool, ref=ref)
+        return render("missing", ctx.lang, tool=diff.tool, instead=instead, ref=ref)
     if diff.op == "extra":
         return render("extra", ctx.lang, tool=diff.tool, ref=ref)
     if diff.how == "class":
@@ -409,14 +425,19 @@ def contrast_lessons(
     support = [_observed(ctx, "failed_with_difference")]
     if reference_run:
         support.append({"trajectory_id": reference_run, "polarity": 1, "role": "reference_success"})
+    instead = _instead(ctx, diffs)
     lessons = []
     for diff in diffs[:MAX_CONTRAST_LESSONS]:
         strong = diff.op == "arg" and diff.how == "class"
+        content = _diff_sentence(ctx, diff, ref, instead)
+        slot = (
+            _variants_entry(ctx, content, instead, "instead_join") if diff.op == "missing" else None
+        )
         lessons.append(
             _lesson(
                 ctx,
                 ExperienceKind.RULE,
-                _diff_sentence(ctx, diff, ref),
+                content,
                 CONTRAST_CLASS_CONFIDENCE if strong else CONTRAST_CONFIDENCE,
                 [diff.tool],
                 f"contrast:{diff.key_id}",
@@ -431,6 +452,7 @@ def contrast_lessons(
                     "actual": diff.actual,
                 },
                 reference="run" if reference_run else "expected_actions",
+                variants=slot,
             )
         )
     return lessons

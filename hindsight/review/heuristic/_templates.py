@@ -64,10 +64,15 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     # -- contrast with a reference (a successful run of the same task, or the expected action) --
     "missing": {
         "en": "When the user's request needs it, carry it through with {tool}: a failed run "
-        "ended without calling it, where {ref} called it.",
-        "zh": "当用户的请求需要时，应调用 {tool} 完成操作：一次失败的运行没有调用它，"
+        "ended without calling it ({instead}), where {ref} called it.",
+        "zh": "当用户的请求需要时，应调用 {tool} 完成操作：一次失败的运行没有调用它（{instead}），"
         "而{ref}调用了。",
     },
+    # what a failed run did instead of the missing call (the "instead" of "missing")
+    "instead_called": {"en": "it called {other} instead", "zh": "它改为调用了 {other}"},
+    "instead_stopped": {"en": "it stopped after {last}", "zh": "它调用 {last} 后就结束了"},
+    "instead_nothing": {"en": "it called no tool", "zh": "它没有调用任何工具"},
+    "instead_join": {"en": "; or ", "zh": "；或"},
     "extra": {
         "en": "Call {tool} only when the user asked for it and the policy allows it: a failed "
         "run called it, where {ref} did not.",
