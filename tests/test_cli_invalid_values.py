@@ -38,8 +38,17 @@ def test_ingest_keeps_good_records_and_reports_each_bad_one(tmp_path: Path) -> N
         )
     )
     data = tmp_path / "data"
-    proc = run_cli("ingest", str(log), "--format", "openai", "--tenant", "t", "--no-wait",
-                   "--json", data_dir=data)
+    proc = run_cli(
+        "ingest",
+        str(log),
+        "--format",
+        "openai",
+        "--tenant",
+        "t",
+        "--no-wait",
+        "--json",
+        data_dir=data,
+    )
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     doc = json.loads(proc.stdout)
@@ -57,11 +66,13 @@ def test_ingest_keeps_good_records_and_reports_each_bad_one(tmp_path: Path) -> N
     # what was stored: valid UTF-8, U+FFFD where the input was invalid
     listed = run_cli("trajectories", "list", "--tenant", "t", "--json", data_dir=data)
     tasks = sorted(t["task"] for t in json.loads(listed.stdout))
-    assert tasks == sorted(["good one", "bad \ufffd and \ufffd", "bytes \ufffd\ufffd here",
-                            "good two"])
+    assert tasks == sorted(
+        ["good one", "bad \ufffd and \ufffd", "bytes \ufffd\ufffd here", "good two"]
+    )
     # human output: one error line per bad record, with the line number
-    proc = run_cli("ingest", str(log), "--format", "openai", "--tenant", "t2", "--no-wait",
-                   data_dir=data)
+    proc = run_cli(
+        "ingest", str(log), "--format", "openai", "--tenant", "t2", "--no-wait", data_dir=data
+    )
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert [e.split(":")[2] for e in errors] == ["3", "4", "5", "7"]
     assert "records with errors: 4" in proc.stdout
@@ -117,3 +128,20 @@ def test_negative_numbers_are_arguments(tmp_path: Path) -> None:
     assert proc.stderr.startswith("error: delta must be a number from -1 to 1, got '-2'")
     proc = run_cli("confidence", eid, "-x", "--tenant", "t", data_dir=data, **env)
     assert proc.returncode == 2 and "No such option: -x" in proc.stderr
+
+
+def test_a_usage_error_points_at_the_help_of_the_command_used(tmp_path: Path) -> None:
+    """The one-line usage error names the full subcommand path, whichever way hindsight was
+    started (``python -m hindsight`` here), so the suggested help command runs as printed."""
+    from tests.cli_helpers import assert_one_line_error
+
+    cases = {
+        ("experiences", "list"): "(see 'hindsight experiences list --help')",
+        ("quarantine", "approve"): "(see 'hindsight quarantine approve --help')",
+        ("recall",): "(see 'hindsight recall --help')",
+        ("--no-such-option",): "(see 'hindsight --help')",
+    }
+    for args, hint in cases.items():
+        proc = run_cli(*args, data_dir=tmp_path / "data", HINDSIGHT_TENANT="")
+        line = assert_one_line_error(proc, code=2)
+        assert line.endswith(hint), (args, line)

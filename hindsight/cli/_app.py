@@ -347,7 +347,11 @@ def main() -> None:
         if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
             print(ctx.get_help())
             sys.exit(0)
-        where = f"hindsight {ctx.info_name}" if ctx is not None and ctx.parent else "hindsight"
+        names = []  # the subcommand path ("experiences list"), however hindsight was started
+        while ctx is not None and ctx.parent is not None:
+            names.append(ctx.info_name)
+            ctx = ctx.parent
+        where = " ".join(["hindsight", *reversed(names)])
         err_console.print(
             f"[bold red]error:[/] {escape(exc.format_message())} (see '{where} --help')",
             highlight=False,
