@@ -47,6 +47,9 @@ def test_tau_bench_ingest_recall_and_isolation(
     assert stats["vectors"] == sum(n for status, n in by_status.items() if status != "deleted")
     assert stats["review_jobs"]["succeeded"] == 200 and stats["review_jobs"]["failed"] == 0
     assert stats["vectors_lag"] == 0
+    # the guard quarantines none of what the reviewer learned from real runs (lessons that
+    # differ in one part, e.g. the tool, must never look like opposed advice)
+    assert by_status.get("quarantined", 0) == 0, by_status
 
     again = cli_json("ingest", str(tau_bench_path), "--tenant", "t1", data_dir=data, **env)
     assert again["trajectories_added"] == 0 and again["trajectories_skipped"] == 200

@@ -185,8 +185,8 @@ def test_a_missing_call_says_what_the_failed_run_did_instead() -> None:
     )
     silent = _missing_rule(_run([], Outcome.FAILURE, expected=expected))
     assert "it called transfer_to_human instead" in handed_off.content  # type: ignore[attr-defined]
-    assert "it stopped after get_order" in stopped.content  # type: ignore[attr-defined]
-    assert "it called no tool" in silent.content  # type: ignore[attr-defined]
+    assert "its last call was get_order" in stopped.content  # type: ignore[attr-defined]
+    assert "it only replied in text" in silent.content  # type: ignore[attr-defined]
     rules = (handed_off, stopped, silent)
     assert len({r.metadata["lesson_key"] for r in rules}) == 1  # type: ignore[attr-defined]
     assert len({r.metadata["variants"]["template"] for r in rules}) == 1  # type: ignore[attr-defined]
@@ -215,11 +215,28 @@ def test_missing_call_rules_of_several_runs_fold_into_one_naming_each_instead() 
         ]
         assert sorted(rule.metadata["variants"]["values"]) == [
             "it called transfer_to_human instead",
-            "it stopped after get_order",
+            "its last call was get_order",
         ]
-        assert "transfer_to_human instead; or it stopped after get_order" in rule.content or (
+        assert "transfer_to_human instead; or its last call was get_order" in rule.content or (
             "get_order; or it called transfer_to_human" in rule.content
         )
         assert len(rule.source_trajectory_ids) == 3
     finally:
         mem.close()
+
+
+def test_what_a_run_did_instead_never_flips_a_rules_polarity() -> None:
+    """Missing-call rules of two tools differ in the tool and in what the failed run did
+    instead; the guard's conflict check must never read them as opposed advice."""
+    from hindsight.guard.conflict import polarity
+    from hindsight.review.heuristic._templates import render
+
+    for lang in ("en", "zh"):
+        ref = render("ref_success", lang)
+        insteads = [
+            render("instead_called", lang, other="transfer_to_human_agents"),
+            render("instead_stopped", lang, last="get_reservation_details"),
+            render("instead_nothing", lang),
+        ]
+        texts = [render("missing", lang, tool="cancel_order", instead=i, ref=ref) for i in insteads]
+        assert len({polarity(t) for t in texts}) == 1, (lang, texts)

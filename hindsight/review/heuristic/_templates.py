@@ -69,9 +69,11 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
         "而{ref}调用了。",
     },
     # what a failed run did instead of the missing call (the "instead" of "missing")
+    # (worded without negation or stop words: the guard's conflict check reads polarity, and
+    # two rules that differ only here must never look opposed; tests/test_review_contrast.py)
     "instead_called": {"en": "it called {other} instead", "zh": "它改为调用了 {other}"},
-    "instead_stopped": {"en": "it stopped after {last}", "zh": "它调用 {last} 后就结束了"},
-    "instead_nothing": {"en": "it called no tool", "zh": "它没有调用任何工具"},
+    "instead_stopped": {"en": "its last call was {last}", "zh": "它最后调用的是 {last}"},
+    "instead_nothing": {"en": "it only replied in text", "zh": "它只用文字回复"},
     "instead_join": {"en": "; or ", "zh": "；或"},
     "extra": {
         "en": "Call {tool} only when the user asked for it and the policy allows it: a failed "
