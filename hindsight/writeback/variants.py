@@ -14,7 +14,8 @@ so braces elsewhere in the text are safe), ``values`` the values seen, oldest fi
 ``join`` the separator in the lesson's language. When a lesson with the same ``lesson_key``
 and the same ``template`` is folded into it (:mod:`hindsight.writeback.dedup` rule 0), the
 values are united and the text is rendered again from the template with the first
-:data:`MAX_SHOWN` values (every value stays in the metadata). Anything else (no variants, a
+:data:`MAX_SHOWN` values (every value stays in the metadata), embedded again and screened by
+the guard like any merged wording (a text the guard stops is not written). Anything else (no variants, a
 malformed entry, another template) leaves the stored lesson's text as it was.
 """
 
@@ -69,11 +70,11 @@ def united(current: Experience, incoming: Experience) -> dict[str, Any] | None:
 
 def fold_variants(folded: Experience, incoming: Experience) -> Experience:
     """``folded`` (the stored lesson after :func:`~hindsight.writeback.confidence.folded`)
-    with ``incoming``'s values united into its variants entry and its text rendered again;
-    unchanged when :func:`united` finds nothing new."""
+    with ``incoming``'s values united into its variants entry; unchanged when :func:`united`
+    finds nothing new. The text is not touched here: the write-back renders it
+    (:func:`render`), embeds it and has the guard screen it first; a text the guard stops is
+    not written, and the value is kept in the metadata only."""
     entry = united(folded, incoming)
     if entry is None:
         return folded
-    return folded.model_copy(
-        update={"metadata": {**folded.metadata, KEY: entry}, "content": render(entry)}
-    )
+    return folded.model_copy(update={"metadata": {**folded.metadata, KEY: entry}})
