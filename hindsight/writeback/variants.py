@@ -15,8 +15,8 @@ so braces elsewhere in the text are safe), ``values`` the values seen, oldest fi
 and the same ``template`` is folded into it (:mod:`hindsight.writeback.dedup` rule 0), the
 values are united and the text is rendered again from the template with the first
 :data:`MAX_SHOWN` values (every value stays in the metadata), embedded again and screened by
-the guard like any merged wording (a text the guard stops is not written). Anything else (no variants, a
-malformed entry, another template) leaves the stored lesson's text as it was.
+the guard like any merged wording (a text the guard stops is not written). Anything else (no
+variants, a malformed entry, another template) leaves the stored lesson's text as it was.
 """
 
 from __future__ import annotations
