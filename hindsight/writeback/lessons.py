@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._contract import validation_message
+from hindsight._contract import Confidence, Importance, check, validation_message
 from hindsight._errors import UsageError
 from hindsight._ids import stable_id
 from hindsight.guard import TRUST_WEIGHTS, initial_trust
@@ -240,8 +240,8 @@ def manual_experiences(
                     task_type=item.get("task_type"),
                     tools=item.get("tools", ()),
                     tags=item.get("tags", ()),
-                    confidence=item.get("confidence", 0.5),
-                    importance=item.get("importance", 0.5),
+                    confidence=check(Confidence, item.get("confidence", 0.5)),
+                    importance=check(Importance, item.get("importance", 0.5)),
                     source=item.get("source", Provenance.USER),
                     metadata=item.get("metadata"),
                     embedding_model=embedding_model,

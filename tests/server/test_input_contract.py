@@ -34,6 +34,7 @@ IMPORTANCE = "importance must be a number from 0 to 1"
 DELTA = "delta must be a number from -1 to 1"
 FLOOR = "similarity_floor must be a number from -1 to 1"
 CURSOR = "cursor is not a next_cursor of this list (pass it back unchanged)"
+ORDER = "order must be one of confidence, created, got"
 
 # (argument, value, expected: OK or the start of the one-line error)
 TABLE: list[tuple[str, Any, str]] = [
@@ -100,10 +101,44 @@ TABLE: list[tuple[str, Any, str]] = [
     ("similarity_floor", 1.5, FLOOR),
     ("similarity_floor", True, FLOOR),
     ("similarity_floor", "x", FLOOR),
+    ("order", "created", OK),
+    ("order", "confidence", OK),
+    ("order", "newest", ORDER),
+    ("order", "", ORDER),
 ]
 """Every numeric (and paging) argument: ``cursor`` and ``offset`` belong to every listing,
 ``confidence`` and ``importance`` to adding a lesson (``importance`` also to an edit),
-``delta`` to adjusting a confidence, ``similarity_floor`` to recall."""
+``delta`` to adjusting a confidence, ``similarity_floor`` to recall, ``order`` to listing
+experiences. ``confidence`` and ``importance`` also run through the batch write
+(``add_experiences``, ``POST /v1/experiences:batch``), where the same message names the item."""
+
+
+def _batch_python(mem: Memory, arg: str, value: Any) -> str:
+    try:
+        mem.add_experiences(
+            [{"content": f"Batch lesson one on {arg}"}, {"content": f"Batch {arg}", arg: value}],
+            tenant_id="t",
+        )
+    except UsageError as err:
+        message = str(err)
+        assert message.startswith("item 1: "), message  # the item's index
+        return message.removeprefix("item 1: ")
+    return OK
+
+
+def _batch_http(client: httpx.Client, arg: str, value: Any) -> str:
+    items = [{"content": f"HTTP batch one on {arg}"}, {"content": f"HTTP batch {arg}", arg: value}]
+    r = client.post(
+        "/v1/experiences:batch",
+        content=json.dumps({"items": items}),
+        headers={"Content-Type": "application/json"},
+    )
+    if r.status_code < 300:
+        return OK
+    assert r.status_code in (400, 422), r.text
+    message: str = r.json()["error"]["message"]
+    assert message.startswith(f"body field items.1.{arg}: "), message  # the item's index
+    return message.split(": ", 1)[1]
 
 
 def _python(mem: Memory, eid: str, arg: str, value: Any) -> str:
@@ -197,6 +232,9 @@ def test_every_case_gets_the_same_answer_in_python_http_and_mcp(
             "python": _python(mem, eid, arg, value),
             "http": _http(client, eid, arg, value),
         }
+        if arg in ("confidence", "importance"):
+            answers["python batch"] = _batch_python(mem, arg, value)
+            answers["http batch"] = _batch_http(client, arg, value)
         mcp = anyio.run(_mcp, mem, eid, arg, value)
         # MCP sends JSON values: no strings for numbers; floats only where a number is real
         real = arg in ("confidence", "importance", "delta", "similarity_floor")
