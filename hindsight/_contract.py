@@ -31,7 +31,7 @@ import math
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, PlainValidator, TypeAdapter, ValidationError
 
@@ -42,11 +42,13 @@ from hindsight._text import clean_text, refuse_invalid
 from hindsight.models import ExperienceStatus, Outcome, validate_task_key
 
 __all__ = [
+    "EXPERIENCE_ORDERS",
     "AsOf",
     "Confidence",
     "ConfidenceDelta",
     "Cursor",
     "ExperienceId",
+    "ExperienceOrder",
     "Importance",
     "Labels",
     "Limit",
@@ -245,6 +247,19 @@ def _outcome(value: Any) -> Outcome | None:
         raise UsageError(f"outcome must be one of {names}, got {value!r:.40}") from None
 
 
+EXPERIENCE_ORDERS = ("confidence", "created")
+"""The orders of an experience listing: most confident first (default) or oldest created first."""
+
+
+def _order(value: Any) -> str:
+    if value is None:
+        return EXPERIENCE_ORDERS[0]
+    if not isinstance(value, str) or value not in EXPERIENCE_ORDERS:
+        names = ", ".join(EXPERIENCE_ORDERS)
+        raise UsageError(f"order must be one of {names}, got {value!r:.40}")
+    return value
+
+
 def _as_of(value: Any) -> datetime | None:
     if value is None:
         return None
@@ -346,6 +361,14 @@ OutcomeFilter = Annotated[
 ]
 """A run outcome filter by its name (``success``, ``failure``, ``partial``, ``unknown``), or
 ``None`` for any."""
+ExperienceOrder = Annotated[
+    str,
+    PlainValidator(_order, json_schema_input_type=Literal["confidence", "created"] | None),
+]
+"""The order of an experience listing: ``"confidence"`` (most confident first, then the
+latest updated, then id; the default, also for ``None``) or ``"created"`` (oldest created
+first, then id: a cursor in it never repeats or skips a row, even when confidences change
+between pages)."""
 AsOf = Annotated[datetime | None, PlainValidator(_as_of, json_schema_input_type=str | None)]
 """The time rules are judged at: a datetime (naive = UTC), an ISO 8601 string, or ``None``
 (now; the caller substitutes its clock's time). Always UTC."""

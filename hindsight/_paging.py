@@ -92,7 +92,7 @@ def encode_cursor(listing: str, key: Sequence[Any]) -> str:
 
 def decode_cursor(listing: str, cursor: Any, kinds: Sequence[type]) -> tuple[Any, ...]:
     """The sort key a cursor of ``listing`` encodes, one value of each of ``kinds``
-    (``float``, ``datetime`` or ``str``).
+    (``int``, ``float``, ``datetime`` or ``str``).
 
     Raises:
         UsageError: :data:`BAD_CURSOR` for a cursor of another listing, a changed one, or
@@ -117,6 +117,8 @@ def decode_cursor(listing: str, cursor: Any, kinds: Sequence[type]) -> tuple[Any
 
 
 def _typed(kind: type, value: Any) -> Any:
+    if kind is int and type(value) is int:
+        return value
     if kind is float and type(value) in (int, float):
         return float(value)
     if kind is str and isinstance(value, str):

@@ -41,12 +41,11 @@ def test_c01_listing_counts_and_json_recall_keep_tenants_apart(tmp_path: Path) -
     )
     assert proc.returncode == 0, proc.stderr
     assert "Terraform" not in proc.stdout and not any(b in proc.stdout for b in b_ids)
-    assert [h["id"] for h in cli_json("experiences", "list", "--tenant", "A", data_dir=data)] == [
-        a_id
-    ]
+    listed_a = cli_json("experiences", "list", "--tenant", "A", data_dir=data)
+    assert [h["id"] for h in listed_a["items"]] == [a_id] and listed_a["next_cursor"] is None
     for status in ("active", "deleted"):
         listed = cli_json("experiences", "list", "--tenant", "A", "--status", status, data_dir=data)
-        assert not any(e["id"] in b_ids for e in listed)
+        assert not any(e["id"] in b_ids for e in listed["items"])
     stats = cli_json("stats", "--tenant", "A", data_dir=data)
     assert stats["experiences"]["total"] == 1 and stats["vectors"] == 1
     # B still sees its own

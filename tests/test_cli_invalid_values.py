@@ -65,7 +65,7 @@ def test_ingest_keeps_good_records_and_reports_each_bad_one(tmp_path: Path) -> N
     assert "replaced" in warning and "line 2.messages[0].content (2)" in warning
     # what was stored: valid UTF-8, U+FFFD where the input was invalid
     listed = run_cli("trajectories", "list", "--tenant", "t", "--json", data_dir=data)
-    tasks = sorted(t["task"] for t in json.loads(listed.stdout))
+    tasks = sorted(t["task"] for t in json.loads(listed.stdout)["items"])
     assert tasks == sorted(
         ["good one", "bad \ufffd and \ufffd", "bytes \ufffd\ufffd here", "good two"]
     )

@@ -649,7 +649,7 @@ def test_cli_trajectories_list_and_show(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr  # (--no-wait exits 3 while reviews remain)
     listed = cli_json(
         "trajectories", "list", "--tenant", "A", "--task-key", "refunds", data_dir=data
-    )
+    )["items"]
     # the third run has no key but the same request: the review put it in the group by intent
     assert [(r["task_key"], r["outcome"], r["task_key_source"]) for r in listed] == [
         ("refunds", "failure", "explicit"),
@@ -657,9 +657,9 @@ def test_cli_trajectories_list_and_show(tmp_path: Path) -> None:
         ("refunds", "success", "intent"),
     ]
     assert listed[0]["reason"] == "refunded to the wrong card"
-    every = cli_json("trajectories", "list", "--tenant", "A", data_dir=data)
+    every = cli_json("trajectories", "list", "--tenant", "A", data_dir=data)["items"]
     assert len(every) == 3 and not {r["id"] for r in every} & {
-        r["id"] for r in cli_json("trajectories", "list", "--tenant", "B", data_dir=data)
+        r["id"] for r in cli_json("trajectories", "list", "--tenant", "B", data_dir=data)["items"]
     }
     shown = cli_json("trajectories", "show", listed[0]["id"], "--tenant", "A", data_dir=data)
     assert shown["system_prompt"] == "You are a refund agent.\n\nNever refund twice."

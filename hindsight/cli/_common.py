@@ -95,6 +95,12 @@ app = HindsightTyper(
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+CursorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cursor", help="Start after the previous page: the next_cursor it printed (--json)."
+    ),
+]
 TenantOpt = Annotated[
     str,
     typer.Option("--tenant", envvar="HINDSIGHT_TENANT", help="Tenant to scope to (required)."),
@@ -132,6 +138,12 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     first = " ".join(str(message).split())
     err_console.print(f"[bold red]error:[/] {first}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code)
+
+
+def print_next_cursor(cursor: str | None) -> None:
+    """The one-line hint after a page of a listing that has more: how to ask for the next."""
+    if cursor is not None:
+        out_console.print(f"more: --cursor {cursor}", highlight=False, soft_wrap=True)
 
 
 @contextmanager

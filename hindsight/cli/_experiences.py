@@ -10,7 +10,9 @@ import typer
 from rich.markup import escape
 
 from hindsight._contract import ConfidenceDelta, check
+from hindsight._paging import walk
 from hindsight.cli._common import (
+    CursorOpt,
     HindsightTyper,
     JsonOpt,
     TenantOpt,
@@ -20,6 +22,7 @@ from hindsight.cli._common import (
     open_memory,
     out_console,
     print_json,
+    print_next_cursor,
     state,
 )
 
@@ -55,9 +58,15 @@ def experiences_list(
         typer.Option("--task-key", help="Only those learned from runs of this task group."),
     ] = None,
     limit: Annotated[str, typer.Option("--limit", help="1..10000.")] = "50",
+    order: Annotated[
+        str,
+        typer.Option("--order", help="confidence (most confident first) | created (oldest first)."),
+    ] = "confidence",
+    cursor: CursorOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Experiences of a tenant, most confident first."""
+    """Experiences of a tenant, most confident first (--order created: oldest first), one
+    page (--cursor: the next one)."""
     with guarded(), open_memory(state(ctx)) as mem:
         exps = mem.list_experiences(
             tenant_id=tenant,
@@ -66,14 +75,17 @@ def experiences_list(
             task_type=task_type,
             task_key=task_key,
             limit=limit,
+            cursor=cursor,
+            order=order,
         )
         if as_json:
-            print_json([_doc(e) for e in exps])
+            print_json({"items": [_doc(e) for e in exps], "next_cursor": exps.next_cursor})
             return
         for exp in exps:
             out_console.print(_line(exp), highlight=False)
         if not exps:
             out_console.print(f"no {status} experiences")
+        print_next_cursor(exps.next_cursor)
 
 
 @experiences_app.command("show")
@@ -102,7 +114,9 @@ def experiences_history(
 ) -> None:
     """Every version of an experience, oldest first, the current one last."""
     with guarded(), open_memory(state(ctx)) as mem:
-        versions = mem.history(experience_id, tenant_id=tenant)
+        versions = list(
+            walk(lambda cursor: mem.history(experience_id, tenant_id=tenant, cursor=cursor))
+        )
         if as_json:
             print_json([{**v, "experience": _doc(v["experience"])} for v in versions])
             return

@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 
 from hindsight.cli._common import (
+    CursorOpt,
     HindsightTyper,
     JsonOpt,
     TenantOpt,
@@ -23,6 +24,7 @@ from hindsight.cli._common import (
     open_memory,
     out_console,
     print_json,
+    print_next_cursor,
     state,
 )
 
@@ -51,16 +53,27 @@ def quarantine_list(
     tenant: TenantOpt = ...,  # type: ignore[assignment]
     namespace: Annotated[str | None, typer.Option("--namespace")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 100,
+    cursor: CursorOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List the tenant's quarantined experiences with the guard's reasons."""
+    """List the tenant's quarantined experiences with the guard's reasons, one page
+    (--cursor: the next one)."""
     from hindsight.guard.quarantine import quarantine_entry
 
     with guarded(), open_memory(state(ctx)) as mem:
-        items = mem.list_quarantined(tenant_id=tenant, namespace=namespace, limit=limit)
+        items = mem.list_quarantined(
+            tenant_id=tenant, namespace=namespace, limit=limit, cursor=cursor
+        )
         entries = [quarantine_entry(e) for e in items]
         if as_json:
-            print_json({"tenant": tenant, "count": len(entries), "quarantined": entries})
+            print_json(
+                {
+                    "tenant": tenant,
+                    "count": len(entries),
+                    "quarantined": entries,
+                    "next_cursor": items.next_cursor,
+                }
+            )
             return
         if not entries:
             out_console.print("nothing quarantined")
@@ -69,6 +82,7 @@ def quarantine_list(
             out_console.print(f"{entry['id']}  {escape(entry['content'])}", highlight=False)
             for reason in entry["reasons"]:
                 out_console.print(f"    - {escape(reason)}", highlight=False)
+        print_next_cursor(items.next_cursor)
 
 
 def _decision(action: str, done: str, help_text: str) -> None:

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from hindsight.cli._common import (
+    CursorOpt,
     HindsightTyper,
     JsonOpt,
     State,
@@ -23,6 +24,7 @@ from hindsight.cli._common import (
     open_memory,
     out_console,
     print_json,
+    print_next_cursor,
     state,
 )
 from hindsight.cli._wait import ReviewerOpt, check_reviewer
@@ -68,21 +70,32 @@ def jobs(
     ] = None,
     tenant: AnyTenantOpt = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=100_000)] = 100,
+    cursor: CursorOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List review jobs, oldest first, with attempts, last error and trajectory id."""
+    """List review jobs, oldest first, with attempts, last error and trajectory id; one page
+    (--cursor: the next one)."""
     if ctx.invoked_subcommand is not None:
         return
+    from hindsight.engine.async_memory import review_jobs_page
+
     with guarded(), _open_store(state(ctx)) as store:
-        found = store.list_review_jobs(state=state_, tenant_id=tenant, limit=limit)
+        found = review_jobs_page(store, state=state_, tenant_id=tenant, limit=limit, cursor=cursor)
         counts = {
             s: store.count_review_jobs(state=s, tenant_id=tenant)
             for s in ("pending", "running", "succeeded", "failed")
         }
         if as_json:
-            print_json({"counts": counts, "jobs": [j.to_json() for j in found]})
+            print_json(
+                {
+                    "counts": counts,
+                    "jobs": [j.to_json() for j in found],
+                    "next_cursor": found.next_cursor,
+                }
+            )
             return
         _print_jobs(found, counts)
+        print_next_cursor(found.next_cursor)
 
 
 def _print_jobs(found: list[Any], counts: dict[str, int]) -> None:

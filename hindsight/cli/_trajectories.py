@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from hindsight.cli._common import (
+    CursorOpt,
     HindsightTyper,
     JsonOpt,
     TenantOpt,
@@ -18,6 +19,7 @@ from hindsight.cli._common import (
     open_memory,
     out_console,
     print_json,
+    print_next_cursor,
     state,
 )
 
@@ -52,10 +54,14 @@ def trajectories_list(
     ] = None,
     task_type: Annotated[str | None, typer.Option("--task-type")] = None,
     limit: Annotated[str, typer.Option("--limit", help="1..10000.")] = "50",
-    offset: Annotated[str, typer.Option("--offset", help="Rows to skip (>= 0).")] = "0",
+    offset: Annotated[
+        str | None, typer.Option("--offset", help="Rows to skip (>= 0; not with --cursor).")
+    ] = None,
+    cursor: CursorOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Stored runs of a tenant, oldest first: outcome, reward, review, task group, task."""
+    """Stored runs of a tenant, oldest first: outcome, reward, review, task group, task; one
+    page (--cursor: the next one)."""
     with guarded(), open_memory(state(ctx)) as mem:
         runs = mem.list_trajectories(
             tenant_id=tenant,
@@ -64,14 +70,16 @@ def trajectories_list(
             task_type=task_type,
             limit=limit,
             offset=offset,
+            cursor=cursor,
         )
         if as_json:
-            print_json([run.to_json() for run in runs])
+            print_json({"items": [run.to_json() for run in runs], "next_cursor": runs.next_cursor})
             return
         for run in runs:
             out_console.print(_line(run), highlight=False)
         if not runs:
             out_console.print("no trajectories")
+        print_next_cursor(runs.next_cursor)
 
 
 @trajectories_app.command("show")

@@ -18,13 +18,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hindsight._contract import (
     AsOf,
     ConfidenceDelta,
+    Cursor,
     ExperienceId,
     Importance,
+    Limit,
     Namespace,
     Success,
     TrajectoryId,
     check,
 )
+from hindsight._paging import Page, decode_cursor, page_of
 from hindsight.guard import Guard, quarantine
 from hindsight.guard.after_recall import apply_misled_policy
 from hindsight.models import Experience, ExperienceKind
@@ -175,8 +178,21 @@ class LifecycleMethods:
         parts = (self.store, self.embedder, self.deduper.guard, tenant, eid, changes)
         return await self._write(versions.edit, *parts, actor=actor, reason=reason)
 
-    async def history(self, experience_id: Any, *, tenant_id: str) -> list[dict[str, Any]]:
-        """Every version of an experience, oldest first, the current one last.
+    async def history(
+        self,
+        experience_id: Any,
+        *,
+        tenant_id: str,
+        limit: int | None = 100,
+        cursor: str | None = None,
+    ) -> Page[dict[str, Any]]:
+        """The versions of an experience, oldest first, the current one last; one page of at
+        most ``limit`` (1..10000; ``None``: 100) with ``next_cursor`` (:class:`hindsight.Page`).
+
+        Versions are in a total order, their ``version`` number (each is unique within an
+        experience, the current one the highest), so paging by ``cursor`` (the previous page's
+        ``next_cursor``) neither repeats nor skips a version when a new one is written between
+        pages (it comes last).
 
         Returns:
             ``[{"version", "id", "parent_id", "change", "actor", "reason", "created_at",
@@ -185,9 +201,16 @@ class LifecycleMethods:
 
         Raises:
             NotFoundError: no such experience in this tenant.
+            UsageError: a bad limit, or a cursor not of this experience's history.
         """
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
-        return await asyncio.to_thread(versions.history, self.store, tenant, eid)
+        n, listing = check(Limit, limit), f"history:{eid}"
+        after = None
+        if cursor is not None:
+            (after,) = decode_cursor(listing, check(Cursor, cursor), (int,))
+        rows = await asyncio.to_thread(versions.history, self.store, tenant, eid)
+        page = [row for row in rows if after is None or row["version"] > after][:n]
+        return page_of(listing, page, n, lambda row: (row["version"],))
 
     async def rollback(
         self,

@@ -25,6 +25,7 @@ from hindsight._contract import (
     Confidence,
     Cursor,
     ExperienceId,
+    ExperienceOrder,
     Importance,
     Limit,
     Namespace,
@@ -61,7 +62,7 @@ from hindsight.recall import RecallMode, RecallResult
 from hindsight.recall.render import strip_block
 from hindsight.review.worker import ReviewWorker
 from hindsight.store import ReviewJob, TrajectorySummary
-from hindsight.store.experiences import EXPERIENCE_KEY, experience_key
+from hindsight.store.experiences import CREATED_KEY, EXPERIENCE_KEY, created_key, experience_key
 from hindsight.writeback.lessons import manual_experience, manual_experiences
 
 __all__ = ["AsyncMemory", "EpisodeReceipt"]
@@ -412,11 +413,9 @@ class AsyncMemory(LifecycleMethods):
         """
         self._check_open()
         n = check(Limit, limit)
-        after, _ = _start("jobs", cursor, None, _JOB_KEY)
-        jobs = await asyncio.to_thread(
-            self.store.list_review_jobs, state=state, tenant_id=tenant_id, limit=n, after=after
+        return await asyncio.to_thread(
+            review_jobs_page, self.store, state=state, tenant_id=tenant_id, limit=n, cursor=cursor
         )
-        return page_of("jobs", jobs, n, _job_key)
 
     async def retry_review_jobs(
         self,
@@ -619,7 +618,7 @@ class AsyncMemory(LifecycleMethods):
             tools=tools,
             top_k=top_k,
             mode=mode,
-            similarity_floor=check(SimilarityFloor, similarity_floor),
+            similarity_floor=similarity_floor,
             trajectory_id=trajectory_id,
             token_budget=token_budget,
             include_episodes=include_episodes,
@@ -633,7 +632,8 @@ class AsyncMemory(LifecycleMethods):
         of :meth:`recall`, defaults applied); :class:`hindsight.Memory` calls it directly.
         Its reads leave the recall bookkeeping buffered (:meth:`SqlStore.recall_reads`)."""
         self._check_open()
-        request = self._recall.request(query, **options)
+        floor = check(SimilarityFloor, options.pop("similarity_floor", None))
+        request = self._recall.request(query, similarity_floor=floor, **options)
         with self.store.recall_reads():
             result = self._recall_ready(request)
             if risk_checks and request.tools:
@@ -983,9 +983,13 @@ class AsyncMemory(LifecycleMethods):
         limit: int | None = 100,
         offset: int | None = None,
         cursor: str | None = None,
+        order: str = "confidence",
     ) -> Page[Experience]:
         """Experiences of a tenant, most confident first (then the latest updated, then id),
-        one page: a list with ``next_cursor`` (:class:`hindsight.Page`).
+        one page: a list with ``next_cursor`` (:class:`hindsight.Page`). ``order="created"``:
+        oldest created first, then id, an order no write to a listed row changes, so its
+        cursor never repeats or skips a row even when confidences change between pages
+        (a cursor of one order is refused by the other).
 
         ``task_key``: only those learned from a run of this task group (one of their source
         runs has this key, explicit or assigned by intent). ``limit`` 1..10000 (``None``:
@@ -996,12 +1000,14 @@ class AsyncMemory(LifecycleMethods):
 
         Raises:
             TenantRequiredError: missing or empty tenant.
-            UsageError: a bad namespace, status, task key, limit, offset or cursor (one of
-                another listing or changed), or cursor and offset together.
+            UsageError: a bad namespace, status, task key, limit, offset, order or cursor (one
+                of another listing or order, or changed), or cursor and offset together.
         """
         tenant, n, st = self._scope(tenant_id), check(Limit, limit), check(Status, status)
         nss = [check(Namespace, namespace)] if namespace is not None else None
-        after, skip = _start("experiences", cursor, offset, EXPERIENCE_KEY)
+        by = check(ExperienceOrder, order)
+        listing, kinds, key = _EXPERIENCE_ORDERS[by]
+        after, skip = _start(listing, cursor, offset, kinds)
         items = await asyncio.to_thread(
             self.store.list_experiences,
             tenant,
@@ -1012,15 +1018,17 @@ class AsyncMemory(LifecycleMethods):
             limit=n,
             offset=skip,
             after=after,
+            order=by,
         )
-        return page_of("experiences", items, n, experience_key)
+        return page_of(listing, items, n, key)
 
     async def iter_experiences(
         self, *, tenant_id: str, page_size: int = 100, **filters: Any
     ) -> AsyncIterator[Experience]:
         """Every experience :meth:`list_experiences` lists with ``filters`` (``namespace``,
-        ``task_type``, ``status``, ``task_key``), page after page of ``page_size`` by cursor:
-        each experience present from the first page to the last is yielded exactly once.
+        ``task_type``, ``status``, ``task_key``, ``order``), page after page of ``page_size``
+        by cursor: each experience present from the first page to the last is yielded exactly
+        once (with ``order="created"`` also when confidences change meanwhile).
 
         Raises:
             UsageError: as :meth:`list_experiences` (``cursor``/``offset`` are not filters).
@@ -1181,6 +1189,12 @@ class AsyncMemory(LifecycleMethods):
 
 
 _RUN_KEY = (datetime, str)
+_EXPERIENCE_ORDERS: dict[str, tuple[str, Sequence[type], Callable[[Experience], Sequence[Any]]]] = {
+    "confidence": ("experiences", EXPERIENCE_KEY, experience_key),
+    "created": ("experiences:created", CREATED_KEY, created_key),
+}
+"""Each order of :meth:`AsyncMemory.list_experiences`: its listing name (so a cursor of one
+order is refused by the other), the types of its sort key and the key of a row."""
 _JOB_KEY = (datetime, str)
 
 
@@ -1190,6 +1204,22 @@ def _run_key(run: TrajectorySummary) -> tuple[datetime, str]:
 
 def _job_key(job: ReviewJob) -> tuple[datetime, str]:
     return (job.created_at, job.id)
+
+
+def review_jobs_page(
+    store: Any, *, state: str | None, tenant_id: str | None, limit: int, cursor: Any
+) -> Page[ReviewJob]:
+    """One page of review jobs of ``store`` (a :class:`hindsight.store.SqlStore`), oldest
+    first, keyset-paged on ``(created_at, id)``: ``cursor`` is the previous page's
+    ``next_cursor`` (``None``: the first page); ``limit`` >= 1, already checked. Shared by
+    :meth:`AsyncMemory.review_jobs` and ``hindsight jobs`` (which opens the SQL store alone).
+
+    Raises:
+        UsageError: unknown state, or not a cursor of this listing.
+    """
+    after, _ = _start("jobs", cursor, None, _JOB_KEY)
+    jobs = store.list_review_jobs(state=state, tenant_id=tenant_id, limit=limit, after=after)
+    return page_of("jobs", jobs, limit, _job_key)
 
 
 def _start(

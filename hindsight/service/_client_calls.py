@@ -128,6 +128,8 @@ class ListOptions(TypedDict, total=False):
     limit: int
     offset: int
     cursor: str | None
+    order: str
+    """``"confidence"`` (default) or ``"created"`` (``list_experiences`` only)."""
 
 
 class TrajectoryListOptions(TypedDict, total=False):
@@ -231,8 +233,8 @@ def _recall(doc: Any) -> RecallResult:
     return RecallResult.model_validate({k: v for k, v in doc.items() if k in fields})
 
 
-def _history(doc: Any) -> list[dict[str, Any]]:
-    out = []
+def _history(doc: Any) -> Page[dict[str, Any]]:
+    out: Page[dict[str, Any]] = Page()
     for row in doc:
         row = dict(row)
         if isinstance(row.get("experience"), dict):
@@ -391,9 +393,16 @@ def forget(experience_id: Any, trajectory_id: Any, everything: bool) -> Call[int
     return Call("POST", "/v1/forget", lambda doc: int(doc["removed"]), json=body)
 
 
-def history(experience_id: Any) -> Call[list[dict[str, Any]]]:
+def history(
+    experience_id: Any, limit: int = 100, cursor: str | None = None
+) -> Call[Page[dict[str, Any]]]:
+    """``GET /v1/experiences/{id}/history``: a JSON list; the next page's cursor is the
+    ``Next-Cursor`` header (as :func:`review_jobs`)."""
     path = f"/v1/experiences/{_id(experience_id, 'experience_id')}/history"
-    return Call("GET", path, _history)
+    params: dict[str, Any] = {"limit": limit}
+    if cursor is not None:
+        params["cursor"] = cursor
+    return Call("GET", path, _history, params=params)
 
 
 def rollback(experience_id: Any, version: int, reason: str | None) -> Call[Experience]:

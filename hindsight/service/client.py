@@ -263,9 +263,12 @@ class HindsightClient:
         """Hard-delete (exactly one filter); the number of experiences removed."""
         return self._send(calls.forget(experience_id, trajectory_id, everything))
 
-    def history(self, experience_id: Any) -> list[dict[str, Any]]:
-        """Every version, oldest first (``experience`` is an :class:`Experience`)."""
-        return self._send(calls.history(experience_id))
+    def history(
+        self, experience_id: Any, *, limit: int = 100, cursor: str | None = None
+    ) -> Page[dict[str, Any]]:
+        """The versions, oldest first (``experience`` is an :class:`Experience`); one page
+        of at most ``limit`` with ``next_cursor``."""
+        return self._send(calls.history(experience_id, limit, cursor))
 
     def rollback(
         self, experience_id: Any, version: int, *, reason: str | None = None
@@ -447,8 +450,10 @@ class AsyncHindsightClient:
     ) -> int:
         return await self._send(calls.forget(experience_id, trajectory_id, everything))
 
-    async def history(self, experience_id: Any) -> list[dict[str, Any]]:
-        return await self._send(calls.history(experience_id))
+    async def history(
+        self, experience_id: Any, *, limit: int = 100, cursor: str | None = None
+    ) -> Page[dict[str, Any]]:
+        return await self._send(calls.history(experience_id, limit, cursor))
 
     async def rollback(
         self, experience_id: Any, version: int, *, reason: str | None = None

@@ -42,7 +42,15 @@ from hindsight.store.schema import experiences as _table
 from hindsight.store.schema import recalls, trajectories
 from hindsight.store.trajectories import taught_by_task_group
 
-__all__ = ["EXPERIENCE_KEY", "EXPERIENCE_ORDER", "ExperienceStore", "experience_key"]
+__all__ = [
+    "CREATED_KEY",
+    "CREATED_ORDER",
+    "EXPERIENCE_KEY",
+    "EXPERIENCE_ORDER",
+    "ExperienceStore",
+    "created_key",
+    "experience_key",
+]
 
 _COLUMNS = [_table.c[name] for name in EXPERIENCE_FIELDS]  # everything but the embedding
 _DELETED = ExperienceStatus.DELETED.value
@@ -57,6 +65,22 @@ EXPERIENCE_KEY = (float, datetime, str)
 def experience_key(exp: Experience) -> tuple[float, datetime, str]:
     """``exp``'s place in :data:`EXPERIENCE_ORDER`: ``(confidence, updated_at, id)``."""
     return (exp.confidence, exp.updated_at, exp.id)
+
+
+CREATED_ORDER = (("created_at", False), ("id", False))
+"""The creation-order listing (``order="created"``): oldest first, then by id. Neither column
+changes after an experience is written (edits, confidence changes and status changes keep
+both), so a cursor in this order never repeats or skips a row that stays listed."""
+CREATED_KEY = (datetime, str)
+"""The types of an experience's key in :data:`CREATED_ORDER` (:func:`created_key`)."""
+
+
+def created_key(exp: Experience) -> tuple[datetime, str]:
+    """``exp``'s place in :data:`CREATED_ORDER`: ``(created_at, id)``."""
+    return (exp.created_at, exp.id)
+
+
+_ORDERS = {"confidence": EXPERIENCE_ORDER, "created": CREATED_ORDER}
 
 
 def ids_in_tenant(ids: Sequence[str], tenant: str) -> ColumnElement[bool]:
@@ -289,11 +313,13 @@ class ExperienceStore(StoreCore):
         limit: int = 100,
         offset: int = 0,
         after: Sequence[Any] | None = None,
+        order: str = "confidence",
     ) -> list[Experience]:
         """The tenant's experiences matching every filter, best first.
 
         Order: ``confidence`` descending, then ``updated_at`` descending, then id
-        (:data:`EXPERIENCE_ORDER`). Used by the exact task_type recall mode, which needs no
+        (:data:`EXPERIENCE_ORDER`); ``order="created"``: oldest created first, then id
+        (:data:`CREATED_ORDER`). Used by the exact task_type recall mode, which needs no
         vectors (MISSION S16).
 
         Args:
@@ -307,7 +333,9 @@ class ExperienceStore(StoreCore):
                 intent (so a key assigned later applies at once).
             limit: 1..10000 rows; offset: rows to skip (>= 0).
             after: keyset paging: only rows after this ``(confidence, updated_at, id)`` key
-                (:func:`experience_key` of the last row of the previous page).
+                (:func:`experience_key` of the last row of the previous page; with
+                ``order="created"`` a ``(created_at, id)`` key, :func:`created_key`).
+            order: ``"confidence"`` (default) or ``"created"``.
 
         Raises:
             TenantRequiredError: empty or missing tenant.
@@ -335,12 +363,14 @@ class ExperienceStore(StoreCore):
             query = query.where(self._json_array_has(_table.c.tags, str(tag)))
         if task_key is not None:
             query = query.where(taught_by_task_group(_table.c.id, tenant, task_key))
-        order = [(getattr(_table.c, name), desc) for name, desc in EXPERIENCE_ORDER]
-        beyond = keyset_after(order, after)
+        if order not in _ORDERS:
+            raise UsageError(f"order must be one of {', '.join(_ORDERS)}, got {order!r}")
+        columns = [(getattr(_table.c, name), desc) for name, desc in _ORDERS[order]]
+        beyond = keyset_after(columns, after)
         if beyond is not None:
             query = query.where(beyond)
         query = (
-            query.order_by(*(column.desc() if desc else column for column, desc in order))
+            query.order_by(*(column.desc() if desc else column for column, desc in columns))
             .limit(limit)
             .offset(offset)
         )

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from hindsight import Page, UsageError
+from hindsight import NotFoundError, Page, UsageError
 from hindsight.client import AsyncHindsightClient
 from hindsight.service.mcp import build_mcp_server, fixed_tenant
 from tests.helpers import make_memory, trajectory
@@ -167,3 +167,66 @@ def test_mcp_list_tools_page_by_cursor(database_url: str, tmp_path: Path) -> Non
         assert both_error and "send cursor or offset, not both" in both_text
     finally:
         mem.close()
+
+
+def test_created_order_over_http_and_both_clients(
+    served: Served, tenant_pair: tuple[str, str]
+) -> None:
+    tenant, _ = tenant_pair
+    with served.client(tenant, timeout=60) as client, served.http(tenant) as http:
+        ids = [client.add_experience(_text(), confidence=0.3).id for _ in range(5)]
+        first = http.get("/v1/experiences", params={"limit": 2, "order": "created"}).json()
+        # the last lesson of the walk becomes the most confident, the first the least
+        client.adjust_confidence(ids[-1], 0.6)
+        client.adjust_confidence(first["items"][0]["id"], -0.2)
+        seen = [e["id"] for e in first["items"]]
+        cursor = first["next_cursor"]
+        while cursor:
+            page = http.get(
+                "/v1/experiences", params={"limit": 2, "order": "created", "cursor": cursor}
+            ).json()
+            seen += [e["id"] for e in page["items"]]
+            cursor = page["next_cursor"]
+        assert len(seen) == len(set(seen)) and set(seen) == set(ids)
+        wrong = http.get("/v1/experiences", params={"cursor": first["next_cursor"]})
+        assert wrong.status_code == 400 and wrong.json()["error"]["message"] == BAD
+        bad = http.get("/v1/experiences", params={"order": "newest"})
+        assert bad.status_code in (400, 422), bad.text
+        assert "order must be one of confidence, created, got 'newest'" in bad.text
+        walked = [e.id for e in client.iter_experiences(page_size=2, order="created")]
+        assert walked == seen
+
+    async def walk_async() -> list[str]:
+        async with AsyncHindsightClient(served.url, served.key(tenant), timeout=60) as aclient:
+            return [e.id async for e in aclient.iter_experiences(page_size=3, order="created")]
+
+    assert asyncio.run(walk_async()) == seen
+
+
+def test_history_pages_over_http_and_the_client(
+    served: Served, tenant_pair: tuple[str, str]
+) -> None:
+    tenant, other = tenant_pair
+    with served.client(tenant, timeout=60) as client, served.http(tenant) as http:
+        eid = client.add_experience(_text()).id
+        for _ in range(3):
+            client.edit_experience(eid, content=_text())
+        path = f"/v1/experiences/{eid}/history"
+        first = http.get(path, params={"limit": 3})
+        assert first.status_code == 200 and [v["version"] for v in first.json()] == [1, 2, 3]
+        rest = http.get(path, params={"limit": 3, "cursor": first.headers["Next-Cursor"]})
+        assert [v["version"] for v in rest.json()] == [4] and "Next-Cursor" not in rest.headers
+        assert [v["version"] for v in http.get(path).json()] == [1, 2, 3, 4]  # as before
+        page = client.history(eid, limit=2)
+        assert isinstance(page, Page) and [v["version"] for v in page] == [1, 2]
+        more = client.history(eid, limit=2, cursor=page.next_cursor)
+        assert [v["version"] for v in more] == [3, 4] and more[-1]["current"] is True
+        bad = http.get(path, params={"cursor": "made-up"})
+        assert bad.status_code == 400 and bad.json()["error"]["message"] == BAD
+        other_exp = client.add_experience(_text()).id  # another experience's history
+        foreign = http.get(f"/v1/experiences/{other_exp}/history",
+                           params={"cursor": first.headers["Next-Cursor"]})
+        assert foreign.status_code == 400 and foreign.json()["error"]["message"] == BAD
+    # another tenant: not found, as before
+    with served.client(other, timeout=60) as theirs, pytest.raises(NotFoundError):
+        theirs.history(eid, cursor=page.next_cursor)

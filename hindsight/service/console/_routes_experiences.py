@@ -135,7 +135,7 @@ async def experience(
     tenant = session.tenant
     exp = await memory.get_experience(experience_id, tenant_id=tenant)
     history, trail = await asyncio.gather(
-        memory.history(exp.id, tenant_id=tenant),
+        memory.history(exp.id, tenant_id=tenant, limit=10_000),
         memory.audit_log(tenant_id=tenant, experience_id=exp.id, limit=1000),
     )
     confidence = [row for row in reversed(trail) if row["action"] == "confidence"]

@@ -10,8 +10,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from hindsight._contract import Cursor, Limit, Offset
+from hindsight._contract import Cursor, ExperienceOrder, Limit, Offset
 from hindsight._errors import UsageError
+from hindsight._paging import NEXT_CURSOR_HEADER
 from hindsight.models import Experience, ExperienceStatus
 from hindsight.service.http._deps import Memory, Tenant
 from hindsight.service.http._openapi import V1_ERRORS, errors
@@ -48,11 +49,14 @@ async def list_experiences(
     limit: Limit = 100,
     offset: Offset | None = None,
     cursor: Cursor = None,
+    order: ExperienceOrder = "confidence",
 ) -> Any:
     """The tenant's experiences of one status, most confident first (then the latest
-    updated, then id), a page at a time; ``task_key``: only those learned from a run of this
-    task group. Paging: ``cursor`` = the previous page's ``next_cursor`` (stable while others
-    write), or ``offset`` (compatibility); not both."""
+    updated, then id), a page at a time; ``order=created``: oldest created first (then id;
+    its cursor never repeats or skips a row, even when confidences change between pages);
+    ``task_key``: only those learned from a run of this task group. Paging: ``cursor`` = the
+    previous page's ``next_cursor`` (stable while others write), or ``offset``
+    (compatibility); not both."""
     items = await memory.list_experiences(
         tenant_id=tenant,
         namespace=namespace,
@@ -62,6 +66,7 @@ async def list_experiences(
         limit=limit,
         offset=offset,
         cursor=cursor,
+        order=order,
     )
     return page_doc(items, limit, offset, cursor)
 
@@ -138,8 +143,21 @@ async def delete_experience(experience_id: str, tenant: Tenant, memory: Memory) 
 
 
 @router.get("/experiences/{experience_id}/history", summary="Every version, oldest first")
-async def history(experience_id: str, tenant: Tenant, memory: Memory) -> list[dict[str, Any]]:
-    rows = await memory.history(experience_id, tenant_id=tenant)
+async def history(
+    experience_id: str,
+    tenant: Tenant,
+    memory: Memory,
+    response: Response,
+    limit: Limit = 100,
+    cursor: Cursor = None,
+) -> list[dict[str, Any]]:
+    """The versions, oldest first (by version number), the current one last; a page of at
+    most ``limit``. Paging as ``GET /v1/jobs``: the answer is a JSON list (as before
+    cursors); when more versions may follow, the ``Next-Cursor`` header holds the cursor to
+    send as ``cursor`` for the next page."""
+    rows = await memory.history(experience_id, tenant_id=tenant, limit=limit, cursor=cursor)
+    if rows.next_cursor is not None:
+        response.headers[NEXT_CURSOR_HEADER] = rows.next_cursor
     out: list[dict[str, Any]] = []
     for row in rows:
         doc = dict(row)
