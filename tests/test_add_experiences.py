@@ -153,7 +153,7 @@ def test_batch_stays_in_its_tenant(tmp_path: Path, database_url: str) -> None:
     ("bad", "message"),
     [
         ({"content": ""}, "item 2: content:"),
-        ({"content": "x", "confidence": 1.5}, "item 2: confidence:"),
+        ({"content": "x", "confidence": 1.5}, "item 2: confidence must be a number from 0 to 1"),
         ({"content": "x", "kind": "nonsense"}, "item 2: kind: must be one of"),
         ({"content": "x", "source": 3}, "item 2: source: must be one of"),
         ({"content": "x", "tools": "refund"}, "item 2: tools: must be a list"),

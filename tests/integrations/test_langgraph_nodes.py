@@ -185,14 +185,22 @@ def test_recall_queries_with_the_latest_user_message_and_tools() -> None:
     mem = memory()
     mem.add_experience("Refunds need the exact order total.", tenant_id=TENANT, kind="rule")
     seen: list[str] = []
-    original = mem.aio.recall
+    original, original_async = mem.recall, mem.aio.recall
 
-    async def spy(query: str, **kwargs: Any) -> Any:
+    # the sync graph recalls through Memory.recall, which runs the core on the calling thread
+    # (no hop through AsyncMemory.recall); an async graph would use mem.aio.recall
+    def spy(query: str, **kwargs: Any) -> Any:
         seen.append(query)
         seen.extend(kwargs["tools"])
-        return await original(query, **kwargs)
+        return original(query, **kwargs)
 
-    mem.aio.recall = spy  # type: ignore[method-assign]
+    async def async_spy(query: str, **kwargs: Any) -> Any:
+        seen.append(query)
+        seen.extend(kwargs["tools"])
+        return await original_async(query, **kwargs)
+
+    mem.recall = spy  # type: ignore[method-assign]
+    mem.aio.recall = async_spy  # type: ignore[method-assign]
     builder, _ = answer_graph(mem, tools=["order_query"], task_type="support")
     builder.compile().invoke(
         {
