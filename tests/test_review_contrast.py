@@ -14,7 +14,7 @@ from hindsight.models import (
     OutcomeEvidence,
     Trajectory,
 )
-from hindsight.review.contrast import Action, diff_actions, value_class
+from hindsight.review.contrast import Action, diff_actions, readable_class, value_class
 from hindsight.review.heuristic import HeuristicReviewer
 
 
@@ -228,7 +228,7 @@ def test_missing_call_rules_of_several_runs_fold_into_one_naming_each_instead() 
 def test_what_a_run_did_instead_never_flips_a_rules_polarity() -> None:
     """Missing-call rules of two tools differ in the tool and in what the failed run did
     instead; the guard's conflict check must never read them as opposed advice."""
-    from hindsight.guard.conflict import polarity
+    from hindsight.guard.conflict import compare, polarity
     from hindsight.review.heuristic._templates import render
 
     for lang in ("en", "zh"):
@@ -239,4 +239,64 @@ def test_what_a_run_did_instead_never_flips_a_rules_polarity() -> None:
             render("instead_nothing", lang),
         ]
         texts = [render("missing", lang, tool="cancel_order", instead=i, ref=ref) for i in insteads]
+        texts.append(render("missing_fewer", lang, tool="cancel_order", ref=ref))
         assert len({polarity(t) for t in texts}) == 1, (lang, texts)
+        assert not any(compare(a, b).contradicts() for a in texts for b in texts), lang
+
+
+def test_a_run_that_called_the_tool_too_few_times_is_not_told_it_never_called_it() -> None:
+    """The reference changed two things with one call each; the failed run made one of the two
+    calls: the rule says it made fewer calls (its own key), never "ended without calling it"."""
+    seg = [{"flight_number": "HAT001", "date": "2024-05-01"}]
+    tool = "update_reservation_flights"
+    two = [(tool, {"reservation_id": "AB12CD", "flights": seg}),
+           (tool, {"reservation_id": "XY34ZW", "flights": seg})]  # fmt: skip
+    for lang, task in (("en", "change both of my trips"), ("zh", "请修改我的两个行程")):
+        failed = _run(two[:1], Outcome.FAILURE, task=task, expected=two)
+        [diff] = diff_actions([Action(t, a) for t, a in two], [Action(t, a) for t, a in two[:1]])
+        assert (diff.op, diff.how, diff.key_id) == (
+            "missing",
+            "fewer",
+            "missing:update_reservation_flights:fewer",
+        )
+        rule = _missing_rule(failed)
+        text = rule.content  # type: ignore[attr-defined]
+        assert rule.metadata["lesson_key"].endswith("missing:update_reservation_flights:fewer")  # type: ignore[attr-defined]
+        assert "variants" not in rule.metadata  # type: ignore[attr-defined]
+        assert "without calling" not in text and "last call was" not in text, text
+        assert ("for each" in text) if lang == "en" else ("每一项" in text), text
+    # a run that never called it keeps the "instead" rule
+    never = _missing_rule(_run([], Outcome.FAILURE, expected=two))
+    assert "ended without calling it" in never.content  # type: ignore[attr-defined]
+
+
+def test_counted_classes_read_as_counts_in_lesson_text() -> None:
+    assert readable_class("3 x flight", "flight") == "3 flights"
+    assert readable_class("flight", "3 x flight") == "1 flight"
+    assert readable_class("flight", "economy") == "flight"
+    assert readable_class("certificate + 2 x gift_card", "certificate") == (
+        "certificate + 2 gift_cards"
+    )
+    assert readable_class("2 x box", "") == "2 boxes"
+    assert readable_class("2 x company", "") == "2 companies"
+    assert readable_class("2 x flight", "", lang="zh") == "2 个 flight"
+    # in a fix lesson: the change of a list's length reads as counts, without the raw class
+    seg = {"flight_number": "HAT001", "date": "2024-05-01"}
+    events = [Event(event_type=EventType.USER_MESSAGE, content="move me to one flight")]
+    for i, (flights, status) in enumerate(
+        (([seg, seg, seg], EventStatus.FAILURE), ([seg], EventStatus.SUCCESS))
+    ):
+        args = {"reservation_id": "AB12CD", "flights": flights}
+        events += [
+            Event(event_type=EventType.TOOL_CALL, tool_name="update_reservation_flights",
+                  tool_args=args, tool_call_id=f"c{i}"),
+            Event(event_type=EventType.TOOL_RESULT, tool_name="update_reservation_flights",
+                  tool_call_id=f"c{i}", status=status,
+                  content="Error: too many segments" if i == 0 else "ok"),
+        ]  # fmt: skip
+    traj = Trajectory(tenant_id="t", task="move me", events=events, outcome=Outcome.SUCCESS)
+    lessons = HeuristicReviewer().review_sync(traj)
+    fixes = [x for x in lessons if x.kind is ExperienceKind.IMPROVEMENT]
+    assert fixes
+    text = " ".join(x.content for x in fixes)
+    assert "3 flights -> 1 flight" in text and " x flight" not in text, text

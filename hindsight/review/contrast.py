@@ -8,7 +8,8 @@ whose name starts with a read verb - ``get_``, ``search``, ``list``... - only re
 
 :func:`diff_actions` aligns the two sequences by tool and reports, as :class:`Diff` records:
 
-* ``missing`` - a tool the reference called and the failed run never did;
+* ``missing`` - a tool the reference called and the failed run never did, or called fewer
+  times (``how`` ``fewer``: one call per item or change, and the failed run stopped short);
 * ``extra`` - a tool the failed run called and the reference never did;
 * ``arg`` - an argument of the same tool that differs, described by **class**, never by value
   (:func:`value_class`): categorical words stay (``economy`` vs ``business``), ids become
@@ -16,10 +17,14 @@ whose name starts with a read verb - ``get_``, ``search``, ``list``... - only re
   (``2 x certificate + credit_card``), numbers a direction (``higher`` / ``lower``), the
   amounts inside lists and objects ``amounts``, other values
   "a different <key>". Free text (summaries, notes) is not compared.
+
+Classes are identities (they key lessons and match risk checks), so they stay as computed;
+:func:`readable_class` only words them for a lesson's text (``3 x flight`` -> ``3 flights``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -35,7 +40,7 @@ from hindsight.review.masking import (
     key_class,
 )
 
-__all__ = ["Action", "Diff", "changing", "diff_actions", "value_class"]
+__all__ = ["Action", "Diff", "changing", "diff_actions", "readable_class", "value_class"]
 
 _IGNORED_TOOLS = frozenset({"think", "reflect", "plan", "note"})
 _FREE_TEXT_WORDS = 6
@@ -62,7 +67,9 @@ class Diff:
         actual: the failed run's class (or, for ``extra``, its salient argument classes).
         how: for ``arg``: ``class`` (classes differ), ``higher``/``lower`` (the failed run's
             number is higher/lower), ``amounts`` (same kinds, other amounts), ``other`` (same
-            class, another value: another id, another item).
+            class, another value: another id, another item); for ``missing``: ``fewer`` when
+            the failed run did call the tool, fewer times than the reference (one call per
+            item or change), else ``""`` (it never called it).
     """
 
     op: Literal["missing", "extra", "arg"]
@@ -79,6 +86,8 @@ class Diff:
         one rule about that argument)."""
         if self.op == "arg":
             return f"arg:{self.tool}:{self.key}:{self.how}"
+        if self.how:
+            return f"{self.op}:{self.tool}:{self.how}"
         return f"{self.op}:{self.tool}"
 
 
@@ -184,6 +193,42 @@ def salient(action: Action, masker: Masker | None = None, limit: int = 3) -> str
     return ", ".join(parts)
 
 
+_COUNTED = re.compile(r"^(\d+) x (.+)$")
+
+
+def _plural(word: str) -> str:
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def readable_class(cls: str, other: str = "", lang: str = "en") -> str:
+    """``cls`` (a :func:`value_class`) worded for a lesson's text in ``lang``.
+
+    Counted list items read as counts (``3 x flight`` -> ``3 flights``, Chinese ``3 个 flight``),
+    and a bare item kind compared with a counted one (``other``) gets its count of one
+    (``flight`` next to ``3 x flight`` -> ``1 flight``), so "flights 3 x flight -> flight" reads
+    "flights 3 flights -> 1 flight". Any other class is returned unchanged.
+    """
+    parts = cls.split(" + ")
+    counted = {m.group(2) for p in other.split(" + ") if (m := _COUNTED.match(p))}
+    out = []
+    for part in parts:
+        m = _COUNTED.match(part)
+        if m is None and part in counted and len(parts) == 1:
+            m = _COUNTED.match(f"1 x {part}")
+        if m is None:
+            out.append(part)
+        elif lang == "zh":
+            out.append(f"{m.group(1)} 个 {m.group(2)}")
+        else:
+            n, kind = m.group(1), m.group(2)
+            out.append(f"{n} {kind if n == '1' else _plural(kind)}")
+    return " + ".join(out)
+
+
 def diff_actions(
     reference: Sequence[Action], actual: Sequence[Action], masker: Masker | None = None
 ) -> list[Diff]:
@@ -200,7 +245,9 @@ def diff_actions(
     for r in ref:
         same = [(i, a) for i, a in enumerate(act) if a.tool == r.tool and i not in used]
         if not same:
-            diff = Diff("missing", r.tool, expected=salient(r, masker))
+            # every call of the tool the failed run made is paired already: it made fewer
+            fewer = "fewer" if any(a.tool == r.tool for a in act) else ""
+            diff = Diff("missing", r.tool, expected=salient(r, masker), how=fewer)
             diffs.setdefault(diff.key_id, diff)
             continue
         i, best = min(same, key=lambda pair: _distance(r, pair[1]))

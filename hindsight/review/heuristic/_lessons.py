@@ -22,6 +22,7 @@ constants: higher where the run observed the fact, lower where a cause is inferr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from hindsight.models import EventStatus, ExperienceKind, Outcome
 from hindsight.ports import Lesson
 from hindsight.review._calls import ToolCall, is_read_only
 from hindsight.review._text import error_text, shorten, tokens
-from hindsight.review.contrast import Action, Diff, diff_actions, value_class
+from hindsight.review.contrast import Action, Diff, diff_actions, readable_class, value_class
 from hindsight.review.heuristic._templates import Lang, advice_for, render
 from hindsight.review.masking import Masker
 from hindsight.writeback import variants
@@ -242,6 +243,20 @@ def anti_patterns(ctx: Context) -> list[Lesson]:
     return lessons
 
 
+def _change_value(ctx: Context, key: str, old: str, new: str) -> str:
+    """``key old -> new`` in words; counts of the key's own items without the key
+    ("3 flights -> 1 flight", not "flights 3 x flight -> flight")."""
+    old_text = readable_class(old, new, ctx.lang)
+    new_text = readable_class(new, old, ctx.lang)
+    item = (key[:-1] if key.endswith("s") else key).replace("_", " ")
+    if all(re.sub(r"^\d+ x ", "", c) == item for c in (old, new)) and (old_text, new_text) != (
+        old,
+        new,
+    ):
+        return render("change_count", ctx.lang, old=old_text, new=new_text)
+    return render("change_value", ctx.lang, key=key, old=old_text, new=new_text)
+
+
 def _changes(ctx: Context, before: dict[str, Any], after: dict[str, Any]) -> str:
     phrases = []
     for key in dict.fromkeys([*after, *before]):
@@ -255,7 +270,7 @@ def _changes(ctx: Context, before: dict[str, Any], after: dict[str, Any]) -> str
             old = value_class(str(key), before[key], ctx.masker)
             new = value_class(str(key), after[key], ctx.masker)
             if old != new and not (old.startswith("a ") or new.startswith("a ")):
-                phrases.append(render("change_value", ctx.lang, key=key, old=old, new=new))
+                phrases.append(_change_value(ctx, str(key), old, new))
             else:
                 phrases.append(render("change_other", ctx.lang, key=key))
     return render("change_join", ctx.lang).join(phrases[:3])
@@ -390,13 +405,16 @@ def _diff_sentence(ctx: Context, diff: Diff, ref: str, instead: str) -> str:
     # from task to task, stay out of the text (they are in metadata["contrast"]); what a failed
     # run did instead of a missing call is its one varying part (hindsight.writeback.variants).
     if diff.op == "missing":
+        if diff.how == "fewer":
+            return render("missing_fewer", ctx.lang, tool=diff.tool, ref=ref)
         return render("missing", ctx.lang, tool=diff.tool, instead=instead, ref=ref)
     if diff.op == "extra":
         return render("extra", ctx.lang, tool=diff.tool, ref=ref)
     if diff.how == "class":
         return render(
-            "arg_class", ctx.lang, tool=diff.tool, key=diff.key, actual=diff.actual,
-            expected=diff.expected, ref=ref,
+            "arg_class", ctx.lang, tool=diff.tool, key=diff.key,
+            actual=readable_class(diff.actual, diff.expected, ctx.lang),
+            expected=readable_class(diff.expected, diff.actual, ctx.lang), ref=ref,
         )  # fmt: skip
     if diff.how in ("higher", "lower", "amounts"):
         return render(f"arg_{diff.how}", ctx.lang, tool=diff.tool, key=diff.key, ref=ref)
@@ -431,7 +449,9 @@ def contrast_lessons(
         strong = diff.op == "arg" and diff.how == "class"
         content = _diff_sentence(ctx, diff, ref, instead)
         slot = (
-            _variants_entry(ctx, content, instead, "instead_join") if diff.op == "missing" else None
+            _variants_entry(ctx, content, instead, "instead_join")
+            if diff.op == "missing" and not diff.how
+            else None
         )
         lessons.append(
             _lesson(

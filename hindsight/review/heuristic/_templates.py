@@ -22,6 +22,7 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     "paren": {"en": " ({args})", "zh": "（{args}）"},
     "change_value": {"en": "{key} {old} -> {new}", "zh": "{key} 从 {old} 改为 {new}"},
     "change_added": {"en": "adding {key}{value}", "zh": "增加参数 {key}{value}"},
+    "change_count": {"en": "{old} -> {new}", "zh": "从 {old} 改为 {new}"},
     "change_dropped": {"en": "dropping {key}", "zh": "去掉参数 {key}"},
     "change_other": {"en": "another {key}", "zh": "换用另一个 {key}"},
     "change_join": {"en": ", ", "zh": "，"},
@@ -67,6 +68,14 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
         "ended without calling it ({instead}), where {ref} called it.",
         "zh": "当用户的请求需要时，应调用 {tool} 完成操作：一次失败的运行没有调用它（{instead}），"
         "而{ref}调用了。",
+    },
+    # the failed run called the tool, fewer times than the reference: the same negation as
+    # "missing", so that the guard never reads the two rules about one tool as opposed
+    "missing_fewer": {
+        "en": "When the user's request needs {tool} for several items or changes, make one call "
+        "for each: a failed run did not call it for every one, where {ref} did.",
+        "zh": "当用户的请求需要对多个项目或多处更改调用 {tool} 时，每一项调用一次："
+        "一次失败的运行没有做完这些调用，而{ref}全部做完了。",
     },
     # what a failed run did instead of the missing call (the "instead" of "missing")
     # (worded without negation or stop words: the guard's conflict check reads polarity, and
