@@ -292,7 +292,7 @@ def test_counted_classes_read_as_counts_in_lesson_text() -> None:
                   tool_args=args, tool_call_id=f"c{i}"),
             Event(event_type=EventType.TOOL_RESULT, tool_name="update_reservation_flights",
                   tool_call_id=f"c{i}", status=status,
-                  content="Error: too many segments" if i == 0 else "ok"),
+                  content="Error: too many flights in one change" if i == 0 else "ok"),
         ]  # fmt: skip
     traj = Trajectory(tenant_id="t", task="move me", events=events, outcome=Outcome.SUCCESS)
     lessons = HeuristicReviewer().review_sync(traj)
@@ -300,3 +300,12 @@ def test_counted_classes_read_as_counts_in_lesson_text() -> None:
     assert fixes
     text = " ".join(x.content for x in fixes)
     assert "3 flights -> 1 flight" in text and " x flight" not in text, text
+    [failure] = [x for x in lessons if x.kind is ExperienceKind.TOOL_RELIABILITY]
+    assert "when called with 3 flights:" in failure.content, failure.content
+    # another value of the same class: "other flights" for a plural key, never "another flights"
+    from hindsight.review.heuristic._lessons import Context, _changes
+
+    ctx = Context(lang="en", trajectory_id="r", calls=[], outcome=Outcome.SUCCESS)
+    other = [{"flight_number": "HAT002", "date": "2024-05-02"}]
+    assert _changes(ctx, {"flights": [seg]}, {"flights": other}) == "other flights"
+    assert _changes(ctx, {"payment_id": "x1"}, {"payment_id": "x2"}) == "another payment_id"

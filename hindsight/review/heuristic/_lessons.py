@@ -164,7 +164,7 @@ def _conditions(ctx: Context, call: ToolCall, focus: str) -> str:
         cls = value_class(str(key), value, ctx.masker)
         if cls.startswith("a ") or cls in ("none", "nothing"):
             continue
-        parts.append(f"{key}={cls}")
+        parts.append(_arg_text(ctx, str(key), cls))
         if len(parts) == _MAX_CONDITION_ARGS:
             break
     return ", ".join(parts)
@@ -243,17 +243,40 @@ def anti_patterns(ctx: Context) -> list[Lesson]:
     return lessons
 
 
+def _own_count(key: str, cls: str) -> str | None:
+    """``cls`` as ``N x item`` when it counts ``key``'s own items (``3 x flight`` or, under a
+    plural key, the bare ``flight`` of a one-item list), else ``None``."""
+    plural = key.endswith("s") and not key.endswith("ss")
+    item = (key[:-1] if plural else key).replace("_", " ")
+    if re.sub(r"^\d+ x ", "", cls) != item:
+        return None
+    if cls == item:
+        return f"1 x {item}" if plural else None
+    return cls
+
+
+def _arg_text(ctx: Context, key: str, cls: str) -> str:
+    """An argument by its class in a lesson's text: ``key=class``, or the count alone when
+    the class counts the key's own items (``3 flights``, not ``flights=3 x flight``)."""
+    own = _own_count(key, cls)
+    if own is not None:
+        return readable_class(own, lang=ctx.lang)
+    return f"{key}={readable_class(cls, lang=ctx.lang)}"
+
+
 def _change_value(ctx: Context, key: str, old: str, new: str) -> str:
     """``key old -> new`` in words; counts of the key's own items without the key
     ("3 flights -> 1 flight", not "flights 3 x flight -> flight")."""
+    own_old, own_new = _own_count(key, old), _own_count(key, new)
+    if own_old is not None and own_new is not None:
+        return render(
+            "change_count",
+            ctx.lang,
+            old=readable_class(own_old, lang=ctx.lang),
+            new=readable_class(own_new, lang=ctx.lang),
+        )
     old_text = readable_class(old, new, ctx.lang)
     new_text = readable_class(new, old, ctx.lang)
-    item = (key[:-1] if key.endswith("s") else key).replace("_", " ")
-    if all(re.sub(r"^\d+ x ", "", c) == item for c in (old, new)) and (old_text, new_text) != (
-        old,
-        new,
-    ):
-        return render("change_count", ctx.lang, old=old_text, new=new_text)
     return render("change_value", ctx.lang, key=key, old=old_text, new=new_text)
 
 
@@ -272,7 +295,10 @@ def _changes(ctx: Context, before: dict[str, Any], after: dict[str, Any]) -> str
             if old != new and not (old.startswith("a ") or new.startswith("a ")):
                 phrases.append(_change_value(ctx, str(key), old, new))
             else:
-                phrases.append(render("change_other", ctx.lang, key=key))
+                plural = str(key).endswith("s") and not str(key).endswith("ss")
+                phrases.append(
+                    render("change_others" if plural else "change_other", ctx.lang, key=key)
+                )
     return render("change_join", ctx.lang).join(phrases[:3])
 
 

@@ -25,6 +25,7 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     "change_count": {"en": "{old} -> {new}", "zh": "从 {old} 改为 {new}"},
     "change_dropped": {"en": "dropping {key}", "zh": "去掉参数 {key}"},
     "change_other": {"en": "another {key}", "zh": "换用另一个 {key}"},
+    "change_others": {"en": "other {key}", "zh": "换用另一些 {key}"},
     "change_join": {"en": ", ", "zh": "，"},
     # the changes of several runs that fixed the same error (hindsight.writeback.variants)
     "variants_join": {"en": ", or with ", "zh": "，或将 "},
