@@ -31,6 +31,7 @@ TempDirOpt = Annotated[
 bench_app = HindsightTyper(
     name="bench",
     help="Benchmark the configured deployment (latency, ingest, end of a run, RSS, cold start);"
+    " `bench goals`: issue 20's goals with their anchors and ratios in one run;"
     " `bench learning FILE`: what the review learns from a tau-bench file.",
     invoke_without_command=True,
 )
@@ -60,12 +61,9 @@ def bench(
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hindsight.bench import parse_sizes, render_text, run_bench
+    from hindsight.bench import render_text, run_bench
 
-    try:
-        wanted = parse_sizes(sizes)
-    except ValueError as exc:
-        raise fail(str(exc), 2) from None
+    wanted = sizes_or_fail(sizes)
     if not 1 <= queries <= 100_000:
         raise fail(f"--queries must be in 1..100000, got {queries}", 2)
     _check_temp_dir(data_dir)
@@ -97,6 +95,39 @@ def bench(
         out_console.print(line, highlight=False, soft_wrap=True)
     if plot is not None:
         out_console.print(f"plot: {plot}", highlight=False, soft_wrap=True)
+    out_console.print(
+        "issue 20's goals, each with its anchor and ratio in one run: hindsight bench goals",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def sizes_or_fail(text: str) -> list[int]:
+    """``--sizes`` parsed (:func:`hindsight.bench.parse_sizes`), or the one-line usage error."""
+    from hindsight.bench import parse_sizes
+
+    try:
+        return parse_sizes(text)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+
+
+def say_to_stderr(what: str) -> Any:
+    """A progress callback printing ``what: line`` on stderr."""
+
+    def say(line: str) -> None:
+        err_console.print(f"{what}: {line}", highlight=False, soft_wrap=True)
+
+    return say
+
+
+def show(report: dict[str, Any], as_json: bool, lines: list[str]) -> None:
+    """``report`` as JSON, or ``lines`` as text, on stdout."""
+    if as_json:
+        print_json(report)
+        return
+    for line in lines:
+        out_console.print(line, highlight=False, soft_wrap=True)
 
 
 def _check_temp_dir(data_dir: Path | None) -> None:
@@ -144,10 +175,6 @@ def bench_recall(
     if not 1 <= queries <= 100_000 or not 1 <= repeats <= 1000:
         raise fail("--queries must be in 1..100000 and --repeats in 1..1000", 2)
     _check_temp_dir(data_dir)
-
-    def progress(line: str) -> None:
-        err_console.print(f"recall: {line}", highlight=False, soft_wrap=True)
-
     with guarded():
         results = [
             recall_vs_edge(
@@ -156,15 +183,11 @@ def bench_recall(
                 queries=queries,
                 repeats=repeats,
                 parent=data_dir,
-                progress=progress,
+                progress=say_to_stderr("recall"),
             )
             for size, tenants in wanted
         ]
-    if as_json:
-        print_json({"recall_vs_raw_edge": results})
-        return
-    for line in render_recall_lines(results):
-        out_console.print(line, highlight=False, soft_wrap=True)
+    show({"recall_vs_raw_edge": results}, as_json, render_recall_lines(results))
 
 
 def _parse_layouts(text: str) -> list[tuple[int, int]]:
@@ -228,10 +251,7 @@ def bench_learning(
     from hindsight.bench.learning import parse_trials, render_report, run_learning
 
     _check_temp_dir(data_dir)
-
-    def progress(line: str) -> None:
-        err_console.print(f"learning: {line}", highlight=False, soft_wrap=True)
-
+    progress = say_to_stderr("learning")
     with guarded():
         report = run_learning(
             file,

@@ -1,32 +1,26 @@
-"""``hindsight bench ingest``, ``bench cold-start`` and ``bench review``: the write side of
-issue 20's figures (public batch ingest, cold start next to raw Qdrant Edge, review CPU per
-tau-bench run); :mod:`hindsight.bench._perf`, docs/benchmarks.md. Temporary embedded stores
-only: never DATABASE_URL, VECTOR_DB_URL or the global --data-dir."""
+"""``hindsight bench goals``: every goal of issue 20 with its anchor and ratio in one run
+(:mod:`hindsight.bench._goals`); ``hindsight bench ingest``, ``bench cold-start`` and ``bench
+review``: the write side of issue 20's figures (public batch ingest, cold start next to raw
+Qdrant Edge, review CPU per tau-bench run); :mod:`hindsight.bench._perf`, docs/benchmarks.md.
+Temporary embedded stores only: never DATABASE_URL, VECTOR_DB_URL or the global --data-dir."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from hindsight.cli._bench import TempDirOpt, _check_temp_dir, bench_app
-from hindsight.cli._common import JsonOpt, err_console, fail, guarded, out_console, print_json
-
-
-def _say(what: str) -> Any:
-    def say(line: str) -> None:
-        err_console.print(f"{what}: {line}", highlight=False, soft_wrap=True)
-
-    return say
-
-
-def _show(report: dict[str, Any], as_json: bool, lines: list[str]) -> None:
-    if as_json:
-        print_json(report)
-        return
-    for line in lines:
-        out_console.print(line, highlight=False, soft_wrap=True)
+from hindsight.cli._bench import (
+    TempDirOpt,
+    _check_temp_dir,
+    bench_app,
+    say_to_stderr,
+    show,
+    sizes_or_fail,
+)
+from hindsight.cli._common import JsonOpt, fail, guarded
 
 
 @bench_app.command("ingest")
@@ -40,18 +34,16 @@ def bench_ingest(
 ) -> None:
     """Public batch ingest (Memory.add_experiences, guard and dedup on, embedding excluded):
     lessons/s at each store size, wall and CPU, and the slowdown per 10x of size."""
-    from hindsight.bench import parse_sizes
     from hindsight.bench._perf import batch_ingest
 
-    try:
-        wanted = parse_sizes(sizes)
-    except ValueError as exc:
-        raise fail(str(exc), 2) from None
+    wanted = sizes_or_fail(sizes)
     if not 1 <= batch <= 100_000:
         raise fail(f"--batch must be in 1..100000, got {batch}", 2)
     _check_temp_dir(data_dir)
     with guarded():
-        report = batch_ingest(wanted, batch=batch, parent=data_dir, progress=_say("ingest"))
+        report = batch_ingest(
+            wanted, batch=batch, parent=data_dir, progress=say_to_stderr("ingest")
+        )
     lines = [f"public batch ingest ({report['embedder']}, batches of {batch}, no embedding):"]
     for row in report["sizes"]:
         lines.append(
@@ -65,7 +57,7 @@ def bench_ingest(
             f"  {slope['from']:,} -> {slope['to']:,}: {slope['cpu']:.2f}x slower per 10x CPU, "
             f"{slope['wall']:.2f}x wall (goal <= 1.3)"
         )
-    _show(report, as_json, lines)
+    show(report, as_json, lines)
 
 
 @bench_app.command("cold-start")
@@ -84,7 +76,7 @@ def bench_cold_start(
     _check_temp_dir(data_dir)
     with guarded():
         report = cold_start_vs_edge(
-            size, repeats=repeats, parent=data_dir, progress=_say("cold start")
+            size, repeats=repeats, parent=data_dir, progress=say_to_stderr("cold start")
         )
     ours, edge, ratio = report["hindsight"], report["edge"], report["ratio"]
     lines = [
@@ -93,7 +85,7 @@ def bench_cold_start(
         f"{edge['cpu_ms']:.0f}; ratio {ratio['wall']:.2f}x wall, {ratio['cpu']:.2f}x CPU "
         "(goal <= 1.5x)"
     ]
-    _show(report, as_json, lines)
+    show(report, as_json, lines)
 
 
 @bench_app.command("review")
@@ -113,11 +105,66 @@ def bench_review(
         raise fail(f"--runs must be >= 1, got {runs}", 2)
     _check_temp_dir(data_dir)
     with guarded():
-        report = review_cpu(file, runs=runs, parent=data_dir, progress=_say("review"))
+        report = review_cpu(file, runs=runs, parent=data_dir, progress=say_to_stderr("review"))
     cpu = report["cpu_ms"]
     lines = [
         f"review ({report['runs']} tau-bench runs, heuristic, {report['lessons']} lessons): "
         f"{cpu['median']:.1f} ms CPU per run median, {cpu['mean']:.1f} mean, "
         f"{cpu['p95']:.1f} p95 (goal <= 10 ms)"
     ]
-    _show(report, as_json, lines)
+    show(report, as_json, lines)
+
+
+@bench_app.command("goals")
+def bench_goals(
+    quick: Annotated[
+        bool,
+        typer.Option("--quick", help="Tiny sizes and counts: checks the run in seconds."),
+    ] = False,
+    sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--sizes",
+            help="Store sizes for recall and ingest, comma-separated (default recall "
+            "10k,100k and ingest 1k,10k,100k).",
+        ),
+    ] = None,
+    repeats: Annotated[
+        int | None, typer.Option("--repeats", help="Repeats, medians over them (default 5).")
+    ] = None,
+    tau_bench: Annotated[
+        Path | None,
+        typer.Option(
+            "--tau-bench",
+            help="tau-bench results file for the review row (default "
+            "../shared/data/tau-bench/gpt-4o-airline.json when it exists).",
+        ),
+    ] = None,
+    data_dir: TempDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every goal of issue 20 in one process run, one table: recall vs the raw Qdrant Edge
+    query, public batch ingest and its slowdown per 10x, cold start vs the raw shard, review
+    CPU per tau-bench run, capture overhead of each installed integration (background work
+    included); each with what it is compared with, the ratio and whether the goal is met.
+    Temporary embedded stores only (the configured EMBEDDING_MODEL)."""
+    from hindsight.bench._goals import TAU_BENCH_DEFAULT, GoalSettings, render_goals, run_goals
+
+    settings = GoalSettings.quick() if quick else GoalSettings.full()
+    if sizes is not None:
+        settings = settings.with_sizes(sizes_or_fail(sizes))
+    if repeats is not None:
+        if not 1 <= repeats <= 1000:
+            raise fail(f"--repeats must be in 1..1000, got {repeats}", 2)
+        settings = dataclasses.replace(settings, repeats=repeats)
+    if tau_bench is not None and not tau_bench.is_file():
+        raise fail(f"--tau-bench: {tau_bench} is not a file", 2)
+    _check_temp_dir(data_dir)
+    with guarded():
+        report = run_goals(
+            settings,
+            tau_bench=tau_bench or TAU_BENCH_DEFAULT,
+            parent=data_dir,
+            progress=say_to_stderr("goals"),
+        )
+    show(report, as_json, render_goals(report))

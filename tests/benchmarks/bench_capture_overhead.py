@@ -22,7 +22,9 @@ making ``--tools`` (10) sequential tool calls and then answering:
 The "without" runs see no hindsight at all (the LangGraph capture router, a callback handler of
 every run once registered, is switched off for them). Pairs, ratios and the three modes
 (``caller``, ``back_to_back``, ``back_to_back_review``) are described in ``_overhead.py``;
-each line reports the wall-time ratio and the process CPU-time ratio.
+each line reports the wall-time ratio and the process CPU-time ratio. The added CPU ms per run
+with the background work inside the timed region, for the handler, the middleware and the
+nodes, is ``bench_goals.py`` (``hindsight bench goals``).
 """
 
 from __future__ import annotations
@@ -36,54 +38,19 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE.parents[1] / "integrations"))
 sys.path.insert(0, str(HERE))
 
 from _overhead import MODES, drain_reviews, paired  # noqa: E402
 from bench_langchain_overhead import measure as measure_handler  # noqa: E402
-from hindsight_langchain.testing import ScriptedChatModel, ai, call  # noqa: E402
 from hindsight_langgraph import add_hindsight  # noqa: E402
-from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
-from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
+from hindsight_langgraph._bench import react_graph  # noqa: E402
 
 from hindsight import Memory  # noqa: E402
 from hindsight.bench import synthetic_lessons  # noqa: E402
 
 TENANT = "bench"
 SEEDED_LESSONS = 500
-
-
-@tool
-def lookup(key: str) -> str:
-    """Look a key up."""
-    return f"value of {key}"
-
-
-def react_graph(n_tools: int) -> StateGraph[Any, Any, Any, Any]:
-    """A ReAct graph whose scripted model calls ``lookup`` ``n_tools`` times, then answers."""
-
-    def script(messages: list[BaseMessage]) -> Any:
-        done = sum(isinstance(m, ToolMessage) for m in messages)
-        if done < n_tools:
-            return ai("", call("lookup", {"key": f"k{done}"}, f"c{done}"))
-        return ai(f"looked up {done} keys")
-
-    bound = ScriptedChatModel(script=script).bind_tools([lookup])
-
-    def agent(state: dict[str, Any]) -> dict[str, Any]:
-        messages = state["messages"]
-        if not any(isinstance(m, SystemMessage) for m in messages):
-            messages = [SystemMessage("Look keys up."), *messages]
-        return {"messages": [bound.invoke(messages)]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode([lookup]))
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", tools_condition)
-    builder.add_edge("tools", "agent")
-    return builder
 
 
 QUESTION = "look up the keys; get_order timed out last time"

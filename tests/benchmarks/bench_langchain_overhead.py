@@ -28,32 +28,19 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE.parents[1] / "integrations"))
 sys.path.insert(0, str(HERE))
 
 from _overhead import MODES, drain_reviews, paired  # noqa: E402
 from hindsight_langchain import HindsightCallbackHandler  # noqa: E402
-from hindsight_langchain.testing import ScriptedChatModel, ai, call  # noqa: E402
+from hindsight_langchain._bench import lookup, scripted_model  # noqa: E402
 from langchain.agents import create_agent  # noqa: E402
-from langchain_core.messages import BaseMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
 
 from hindsight import Memory  # noqa: E402
 
 
-@tool
-def lookup(key: str) -> str:
-    """Look a key up."""
-    return f"value of {key}"
-
-
 def make_agent(n_tools: int) -> Any:
-    def script(messages: list[BaseMessage]) -> Any:
-        done = sum(isinstance(m, ToolMessage) for m in messages)
-        if done < n_tools:
-            return ai("", call("lookup", {"key": f"k{done}"}, f"c{done}"))
-        return ai(f"looked up {done} keys")
-
-    return create_agent(ScriptedChatModel(script=script), [lookup], system_prompt="Look keys up.")
+    return create_agent(scripted_model(n_tools), [lookup], system_prompt="Look keys up.")
 
 
 def measure(runs: int, n_tools: int, *, mode: str, data_dir: Path) -> dict[str, float]:

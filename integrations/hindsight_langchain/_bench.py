@@ -1,0 +1,164 @@
+"""Capture overhead of the LangChain handler and of ``HindsightMiddleware`` for ``hindsight
+bench goals`` (issue 20): registered in the ``hindsight.bench`` entry point group
+(pyproject.toml), so the framework-free core finds them only when this package imports.
+
+Each function builds a ``create_agent`` agent on a scripted fake chat model (real LangChain
+objects, no network) that makes ``tools`` sequential tool calls and then answers, runs it with
+and without hindsight on a real embedded memory (SQLite + Qdrant Edge in ``data_dir``, seeded
+with ``seeded`` synthetic lessons of the tenant), and hands the two runs to
+:func:`hindsight.bench._overhead.added_cost`: added CPU and wall ms per run **including the
+background work** (the background writer storing the trajectory, then its review), and the
+ratio. The middleware's recall (work the user asked for) is timed alone and subtracted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.tools import tool
+
+from hindsight import Memory
+from hindsight.bench import synthetic_lessons
+from hindsight.bench._overhead import added_cost
+from hindsight_langchain.callback import HindsightCallbackHandler
+from hindsight_langchain.testing import ScriptedChatModel, ai, call
+
+__all__ = ["QUESTION", "TENANT", "handler_overhead", "middleware_overhead", "scripted_model"]
+
+TENANT = "bench"
+QUESTION = "look up the keys; get_order timed out last time"
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+def scripted_model(n_tools: int) -> ScriptedChatModel:
+    """A fake chat model that calls ``lookup`` ``n_tools`` times, then answers."""
+
+    def script(messages: list[BaseMessage]) -> Any:
+        done = sum(isinstance(m, ToolMessage) for m in messages)
+        if done < n_tools:
+            return ai("", call("lookup", {"key": f"k{done}"}, f"c{done}"))
+        return ai(f"looked up {done} keys")
+
+    return ScriptedChatModel(script=script)
+
+
+@contextlib.contextmanager
+def no_langgraph_router() -> Iterator[None]:
+    """The without side sees no hindsight: the LangGraph capture router (a callback handler
+    of every run once ``hindsight_langgraph`` is imported) is off, if it was imported."""
+    capture = sys.modules.get("hindsight_langgraph._capture")
+    if capture is None:
+        yield
+        return
+    token = capture._HOOK.set(None)
+    try:
+        yield
+    finally:
+        capture._HOOK.reset(token)
+
+
+def seeded_memory(data_dir: Path, seeded: int) -> Memory:
+    """An embedded memory in ``data_dir`` holding ``seeded`` lessons of :data:`TENANT`."""
+    memory = Memory(data_dir=data_dir, background_review=True)
+    texts = synthetic_lessons(seeded)
+    for start in range(0, seeded, 500):
+        memory.add_experiences(
+            [
+                {"content": t, "kind": "improvement", "confidence": 0.8}
+                for t in texts[start : start + 500]
+            ],
+            tenant_id=TENANT,
+        )
+    return memory
+
+
+def handler_overhead(
+    *, runs: int, repeats: int, tools: int, seeded: int, data_dir: Path
+) -> dict[str, Any]:
+    """``HindsightCallbackHandler`` on a ``create_agent`` agent (module docstring).
+
+    Returns :func:`~hindsight.bench._overhead.added_cost`'s dict plus ``"what"``.
+
+    Raises:
+        RuntimeError: a captured run was not stored (the figure would be wrong).
+    """
+    from langchain.agents import create_agent
+
+    agent = create_agent(scripted_model(tools), [lookup], system_prompt="Look keys up.")
+    question = {"messages": [("user", QUESTION)]}
+    with seeded_memory(data_dir, seeded) as memory:
+        handler = HindsightCallbackHandler(memory, tenant_id=TENANT)
+
+        def background() -> None:
+            handler.wait()
+            memory.flush(timeout=300)
+
+        result = added_cost(
+            lambda: agent.invoke(question),
+            lambda: agent.invoke(question, {"callbacks": [handler]}),
+            background=background,
+            runs=runs,
+            repeats=repeats,
+            quiet=no_langgraph_router,
+        )
+        _check_stored(handler, runs * repeats)
+    return {"what": f"create_agent, {tools} tool calls, handler", **result}
+
+
+def middleware_overhead(
+    *, runs: int, repeats: int, tools: int, seeded: int, data_dir: Path
+) -> dict[str, Any]:
+    """``HindsightMiddleware`` on a ``create_agent`` agent (module docstring); its recall
+    (the lessons put in the system prompt) is subtracted as ``side``.
+
+    Raises:
+        RuntimeError: a captured run was not stored.
+    """
+    from langchain.agents import create_agent
+
+    from hindsight_langchain.middleware import HindsightMiddleware
+
+    question = {"messages": [("user", QUESTION)]}
+    plain = create_agent(scripted_model(tools), [lookup], system_prompt="Look keys up.")
+    with seeded_memory(data_dir, seeded) as memory:
+        middleware = HindsightMiddleware(memory, tenant_id=TENANT)
+        hooked = create_agent(
+            scripted_model(tools), [lookup], system_prompt="Look keys up.", middleware=[middleware]
+        )
+
+        def background() -> None:
+            middleware.wait()
+            memory.flush(timeout=300)
+
+        result = added_cost(
+            lambda: plain.invoke(question),
+            lambda: hooked.invoke(question),
+            background=background,
+            runs=runs,
+            repeats=repeats,
+            side=lambda: memory.recall(QUESTION, tenant_id=TENANT, tools=["lookup"]),
+            quiet=no_langgraph_router,
+        )
+        _check_stored(middleware, runs * repeats)
+    return {
+        "what": f"create_agent, {tools} tool calls, middleware (its recall subtracted)",
+        **result,
+    }
+
+
+def _check_stored(capture: Any, timed: int) -> None:
+    if capture.errors or capture.stored < timed:
+        raise RuntimeError(
+            f"{type(capture).__name__} stored {capture.stored} of at least {timed} runs "
+            f"({capture.errors} errors: {capture.last_error})"
+        )

@@ -1,0 +1,144 @@
+"""``hindsight bench goals`` runs at quick sizes and prints every goal of issue 20 with its
+anchor and ratio (no assertion on time: the figures are benchmarks,
+tests/benchmarks/bench_goals.py); a missing integration is a row that says how to install it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.cli_helpers import assert_one_line_error, cli_env, run_cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+EXPECTED = [
+    "recall p50, 100 in 1 tenant",
+    "recall p50, 300 in 1 tenant",
+    "recall p50, 300 as 3 x 100",
+    "public batch ingest at 20",
+    "public batch ingest at 200",
+    "ingest slowdown per 10x, 20 -> 200",
+    "cold start, 20 lessons",
+    "review CPU per tau-bench run (heuristic)",
+    "capture overhead: LangChain handler",
+    "capture overhead: LangChain HindsightMiddleware",
+    "capture overhead: LangGraph nodes",
+]
+
+
+def _table(stdout: str) -> list[list[str]]:
+    rows = [line for line in stdout.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+
+
+def test_goals_quick_prints_every_row_with_anchor_and_ratio(
+    tmp_path: Path, tau_bench_path: Path
+) -> None:
+    proc = run_cli(
+        "bench",
+        "goals",
+        "--quick",
+        "--tau-bench",
+        str(tau_bench_path),
+        "--data-dir",
+        str(tmp_path),
+        data_dir=tmp_path / "global",
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    head, *rows = _table(proc.stdout)
+    assert head == ["goal", "measured (p50 wall, p50 CPU)", "anchor", "ratio", "goal", "met?"]
+    assert [r[0] for r in rows] == EXPECTED
+    for goal, measured, anchor, ratio, target, met in rows:
+        assert "wall" in measured and "CPU" in measured, (goal, measured)
+        assert anchor not in ("", "-") and target, goal
+        assert "x wall" in ratio and "x CPU" in ratio, (goal, ratio)
+        assert met in ("yes", "no", "CPU only", "wall only", "info"), (goal, met)
+    by_goal = {r[0]: r for r in rows}
+    assert by_goal["recall p50, 100 in 1 tenant"][2].startswith("raw Edge query, same filter")
+    assert by_goal["cold start, 20 lessons"][2].startswith("new process loading the raw Edge")
+    for name in EXPECTED[-3:]:
+        assert by_goal[name][2].startswith("the same agent without hindsight"), by_goal[name]
+    text = proc.stdout
+    assert "load average (1/5/15 min) at start" in text and "CPUs" in text
+    assert "includes the background writer and the review" in text
+    assert list(tmp_path.iterdir()) == []  # every temporary store removed
+
+
+def test_review_row_is_skipped_with_a_note_without_the_file(tmp_path: Path) -> None:
+    from hindsight.bench._goals import GoalSettings, _review_row
+
+    row = _review_row(GoalSettings.quick(), tmp_path / "missing.json", tmp_path, print)
+    assert row["measured"] == "skipped" and row["met"] == "not measured"
+    assert "--tau-bench PATH" in row["note"] and "missing.json" in row["note"]
+
+
+def test_bad_options_are_one_line_errors(tmp_path: Path) -> None:
+    for args in (
+        ("--repeats", "0"),
+        ("--sizes", "10,none"),
+        ("--tau-bench", str(tmp_path / "nope.json")),
+    ):
+        proc = run_cli("bench", "goals", "--quick", *args, data_dir=tmp_path)
+        assert_one_line_error(proc, 2)
+
+
+_BLOCKED = """
+import json, sys
+for name in sys.argv[1:]:
+    sys.modules[name] = None  # the framework is not installed
+from hindsight.bench._goals import capture_plugins
+print(json.dumps([{k: v for k, v in p.items() if k != "fn"} | {"loaded": p["fn"] is not None}
+                  for p in capture_plugins()]))
+"""
+
+
+def _plugins_without(*modules: str) -> dict[str, dict[str, object]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _BLOCKED, *modules],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=cli_env(),
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    return {p["name"]: p for p in json.loads(done.stdout)}
+
+
+def test_a_missing_integration_is_a_row_saying_how_to_install_it() -> None:
+    plugins = _plugins_without("langgraph")
+    assert plugins["langgraph_nodes"]["loaded"] is False
+    assert "not installed: pip install 'hindsight-memory[langgraph]'" in str(
+        plugins["langgraph_nodes"]["note"]
+    )
+    plugins = _plugins_without("langchain_core")
+    for name in ("langchain_handler", "langchain_middleware"):
+        assert plugins[name]["loaded"] is False
+        assert "not installed: pip install 'hindsight-memory[langchain]'" in str(
+            plugins[name]["note"]
+        )
+    assert all(p["loaded"] for p in _plugins_without().values())
+
+
+def test_the_core_finds_the_plugins_by_entry_point_name_only() -> None:
+    """pyproject.toml declares the entry points the core falls back to (same targets)."""
+    import tomllib
+
+    from hindsight.bench._goals import CAPTURE_PLUGINS, ENTRY_POINT_GROUP
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert declared[ENTRY_POINT_GROUP] == {name: target for name, _, _, target in CAPTURE_PLUGINS}
+
+
+def test_the_benchmark_script_parses_its_arguments() -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tests/benchmarks/bench_goals.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(),
+    )
+    assert done.returncode == 0 and "--quick" in done.stdout
