@@ -2,6 +2,8 @@
 and cold start, at several store sizes (issue 10, item 1).
 
 Run with ``hindsight bench`` (docs/cli.md, docs/benchmarks.md) or ``python -m hindsight.bench``.
+Issue 20's goals with their anchors and ratios in one run: ``hindsight bench goals``
+(:mod:`._goals`; the capture rows come from the integrations' ``hindsight.bench`` entry points).
 Numbers are wall-clock on the machine it runs on; tests check their shape, never their values.
 
 May import: the engine (it measures a deployment through :class:`hindsight.Memory`) and

@@ -171,9 +171,12 @@ def _header(cwd: Path) -> dict[str, Any]:
             return ""
         return done.stdout.strip() if done.returncode == 0 else ""
 
+    # an installed package is no checkout: a git repository around site-packages is not ours
+    top = git("rev-parse", "--show-toplevel")
+    ours = (root / "pyproject.toml").is_file() and bool(top) and Path(top).resolve() == root
     return {
-        "commit": git("rev-parse", "HEAD") or "unknown (not a git checkout)",
-        "describe": git("describe", "--always", "--dirty", "--tags") or "unknown",
+        "commit": (ours and git("rev-parse", "HEAD")) or "unknown (not a git checkout)",
+        "describe": (ours and git("describe", "--always", "--dirty", "--tags")) or "unknown",
         "version": __version__,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
@@ -453,8 +456,10 @@ def _capture_rows(s: GoalSettings, parent: Path | None, say: Say) -> list[dict[s
                 target,
                 ("yes" if add["cpu_ms"] <= CAPTURE_GOAL_MS else "no") if is_goal else "info",
                 r,
-                f"{r['what']}; includes the background writer and the review; on the call alone "
-                f"+{path['cpu_ms']:.2f} ms CPU{recall}; {r['runs']} pairs x {r['repeats']} repeats",
+                f"{r['what']}; includes the background writer and the review (wall also "
+                f"includes waiting for them); on the call alone +{path['cpu_ms']:.2f} ms CPU, "
+                f"+{path['wall_ms']:.2f} ms wall{recall}; {r['runs']} pairs x {r['repeats']} "
+                "repeats",
             )
         )
     return rows

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,18 @@ def no_langgraph_router() -> Iterator[None]:
         capture._HOOK.reset(token)
 
 
+def _alone(run: Callable[[], Any]) -> Callable[[], Any]:
+    """``run`` with the LangGraph capture router off: the handler or the middleware alone, as
+    in a process that never imported ``hindsight_langgraph`` (the goals run loads every plugin
+    before measuring)."""
+
+    def alone() -> Any:
+        with no_langgraph_router():
+            return run()
+
+    return alone
+
+
 def seeded_memory(data_dir: Path, seeded: int) -> Memory:
     """An embedded memory in ``data_dir`` holding ``seeded`` lessons of :data:`TENANT`."""
     memory = Memory(data_dir=data_dir, background_review=True)
@@ -105,7 +117,7 @@ def handler_overhead(
 
         result = added_cost(
             lambda: agent.invoke(question),
-            lambda: agent.invoke(question, {"callbacks": [handler]}),
+            _alone(lambda: agent.invoke(question, {"callbacks": [handler]})),
             background=background,
             runs=runs,
             repeats=repeats,
@@ -142,7 +154,7 @@ def middleware_overhead(
 
         result = added_cost(
             lambda: plain.invoke(question),
-            lambda: hooked.invoke(question),
+            _alone(lambda: hooked.invoke(question)),
             background=background,
             runs=runs,
             repeats=repeats,

@@ -9,7 +9,8 @@ Each part is a function of :mod:`hindsight.bench._perf` (also ``hindsight bench 
 ``hindsight bench cold-start``, ``hindsight bench review FILE``); the figures are printed with
 the commit they were measured at. Goals (issue 20): ingest >= 2,000 lessons/s at 10k and
 <= 1.3x slower per 10x of size; cold start <= 1.5x the raw shard; review <= 10 ms CPU per run.
-The capture overhead of the handler, middleware and nodes is bench_capture_overhead.py.
+The capture overhead of the handler, middleware and nodes, and every goal in one table, is
+bench_goals.py.
 """
 
 from __future__ import annotations
