@@ -16,6 +16,9 @@ trigger (:data:`MATCH_WEIGHTS`):
   high, amounts split differently, another id) and the argument is in the call, 1.0;
 * ``other_class``: the argument's class is neither the failed nor the reference's one, 0.8;
 * ``absent``: the call does not pass the argument, 0.6;
+* ``instead``: the check is about another tool, which failed runs did not call where they
+  called this one (a missing-call rule, :attr:`RiskCheck.instead_of`), 0.6: the call only
+  resembles the failure, so the tool's own checks rank first;
 * ``expected``: the argument's class is the one the reference passed (the call already looks
   like what worked), 0.4.
 
@@ -36,7 +39,7 @@ from hindsight.review.contrast import value_class
 
 __all__ = ["MATCH_WEIGHTS", "CheckMatch", "CheckResult", "MatchLevel", "find_checks", "match"]
 
-MatchLevel = Literal["call", "class", "argument", "other_class", "absent", "expected"]
+MatchLevel = Literal["call", "class", "argument", "other_class", "absent", "instead", "expected"]
 
 #: Weight of each match level in a match's score (see the module docstring).
 MATCH_WEIGHTS: dict[str, float] = {
@@ -45,6 +48,7 @@ MATCH_WEIGHTS: dict[str, float] = {
     "argument": 1.0,
     "other_class": 0.8,
     "absent": 0.6,
+    "instead": 0.6,
     "expected": 0.4,
 }
 
@@ -95,7 +99,10 @@ class CheckResult(BaseModel):
 
 def match(check: RiskCheck, args: Mapping[str, Any]) -> tuple[MatchLevel, str | None]:
     """How the arguments ``args`` of a proposed call match ``check``'s conditions: the weakest
-    level over its conditions, and the class of the first conditioned argument present."""
+    level over its conditions, and the class of the first conditioned argument present
+    (``instead`` for a check about another tool, :attr:`RiskCheck.instead_of`)."""
+    if check.instead_of is not None:
+        return "instead", None
     if not check.conditions:
         return "call", None
     levels: list[MatchLevel] = []

@@ -47,6 +47,9 @@ class RiskCheck(BaseModel):
         namespace: the lesson's namespace.
         confidence, trust: the lesson's, in [0, 1].
         sources: the runs the lesson was learned from.
+        instead_of: the tool the advice is about when it is not ``tool``: a missing-call rule
+            triggered by a call failed runs made in place of ``instead_of``
+            (:mod:`hindsight.checks.compile`); ``None`` otherwise.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -66,3 +69,4 @@ class RiskCheck(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
     trust: float = Field(default=1.0, ge=0.0, le=1.0)
     sources: list[str] = Field(default_factory=list)
+    instead_of: str | None = None

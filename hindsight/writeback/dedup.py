@@ -533,8 +533,10 @@ class Deduper:
 def _fold(current: Experience, incoming: Experience, now: Any) -> Experience:
     """The fold of rule 0 and NOOP/MERGE: evidence and confidence
     (:func:`~hindsight.writeback.confidence.folded`), then the values of a lesson's varying
-    part (:func:`~hindsight.writeback.variants.fold_variants`), on the row read under lock."""
-    return variants.fold_variants(confidence.folded(current, incoming, now), incoming)
+    part (:func:`~hindsight.writeback.variants.fold_variants`) and a contrast rule's lists
+    (:func:`~hindsight.writeback.variants.fold_contrast`), on the row read under lock."""
+    folded = variants.fold_variants(confidence.folded(current, incoming, now), incoming)
+    return variants.fold_contrast(folded, incoming)
 
 
 def make_deduper(

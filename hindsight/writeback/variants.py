@@ -25,7 +25,18 @@ from typing import Any
 
 from hindsight.models import Experience
 
-__all__ = ["KEY", "MAX_SHOWN", "SLOT", "fold_variants", "render", "united"]
+__all__ = [
+    "CONTRAST_KEY",
+    "CONTRAST_LISTS",
+    "KEY",
+    "MAX_CONTRAST_VALUES",
+    "MAX_SHOWN",
+    "SLOT",
+    "fold_contrast",
+    "fold_variants",
+    "render",
+    "united",
+]
 
 KEY = "variants"
 """The metadata key of a lesson's varying part."""
@@ -35,6 +46,16 @@ SLOT = "{variants}"
 
 MAX_SHOWN = 3
 """Values named in the text; more are kept in the metadata only (a lesson stays one sentence)."""
+
+CONTRAST_KEY = "contrast"
+"""The metadata key of a contrast rule's difference (:mod:`hindsight.review.contrast`)."""
+
+CONTRAST_LISTS = ("references", "instead")
+"""The lists of a contrast entry united on a fold: the reference call's salient argument
+classes and the state-changing tools failed runs called in place of a missing call."""
+
+MAX_CONTRAST_VALUES = 8
+"""Values kept per contrast list (oldest first): a bound on a lesson's metadata."""
 
 
 def _valid(entry: Any) -> dict[str, Any] | None:
@@ -78,3 +99,27 @@ def fold_variants(folded: Experience, incoming: Experience) -> Experience:
     if entry is None:
         return folded
     return folded.model_copy(update={"metadata": {**folded.metadata, KEY: entry}})
+
+
+def fold_contrast(folded: Experience, incoming: Experience) -> Experience:
+    """``folded`` with the :data:`CONTRAST_LISTS` of ``incoming``'s ``metadata["contrast"]``
+    united into its own (values in order of first appearance, at most
+    :data:`MAX_CONTRAST_VALUES` each), so a missing-call rule learned from several runs keeps
+    every reference and every tool called in its place; unchanged when either has no contrast
+    entry, the entries are about another difference, or nothing is new. The text is not
+    touched (these lists feed the risk checks, :mod:`hindsight.checks.compile`)."""
+    mine, theirs = folded.metadata.get(CONTRAST_KEY), incoming.metadata.get(CONTRAST_KEY)
+    if not isinstance(mine, dict) or not isinstance(theirs, dict):
+        return folded
+    if (mine.get("op"), mine.get("tool")) != (theirs.get("op"), theirs.get("tool")):
+        return folded
+    entry = dict(mine)
+    for name in CONTRAST_LISTS:
+        old, new = mine.get(name), theirs.get(name)
+        if not isinstance(old, list) or not isinstance(new, list):
+            continue
+        values = [v for v in dict.fromkeys([*old, *new]) if isinstance(v, str) and v]
+        entry[name] = values[:MAX_CONTRAST_VALUES]
+    if entry == mine:
+        return folded
+    return folded.model_copy(update={"metadata": {**folded.metadata, CONTRAST_KEY: entry}})

@@ -31,7 +31,14 @@ from hindsight.models import EventStatus, ExperienceKind, Outcome
 from hindsight.ports import Lesson
 from hindsight.review._calls import ToolCall, is_read_only
 from hindsight.review._text import error_text, shorten, tokens
-from hindsight.review.contrast import Action, Diff, diff_actions, readable_class, value_class
+from hindsight.review.contrast import (
+    Action,
+    Diff,
+    changing,
+    diff_actions,
+    readable_class,
+    value_class,
+)
 from hindsight.review.heuristic._templates import Lang, advice_for, render
 from hindsight.review.masking import Masker
 from hindsight.writeback import variants
@@ -426,6 +433,20 @@ def _instead(ctx: Context, diffs: Sequence[Diff]) -> str:
     return render("instead_nothing", ctx.lang)
 
 
+def _instead_tool(ctx: Context, diffs: Sequence[Diff], missing: str) -> str | None:
+    """The state-changing tool the failed run of ``ctx`` called in place of the ``missing``
+    call (the one :func:`_instead` names), or ``None`` when it called none (it stopped after a
+    read, or replied in text). A check of the missing-call rule triggers on it: at decision
+    time the agent is about to call it where successful runs called ``missing``
+    (:mod:`hindsight.checks.compile`)."""
+    extra = next((d.tool for d in diffs if d.op == "extra"), None)
+    if extra is not None:
+        return extra
+    last = ctx.calls[-1].tool if ctx.calls else None
+    changed = [a.tool for a in changing(Action(c.tool, c.args) for c in ctx.calls)]
+    return last if last is not None and last != missing and last in changed else None
+
+
 def _diff_sentence(ctx: Context, diff: Diff, ref: str, instead: str) -> str:
     # A missing or extra call is one lesson per tool across tasks: its arguments, which differ
     # from task to task, stay out of the text (they are in metadata["contrast"]); what a failed
@@ -446,6 +467,27 @@ def _diff_sentence(ctx: Context, diff: Diff, ref: str, instead: str) -> str:
         return render(f"arg_{diff.how}", ctx.lang, tool=diff.tool, key=diff.key, ref=ref)
     what = diff.key.removesuffix("_ids").removesuffix("_id").replace("_", " ") or diff.key
     return render("arg_other", ctx.lang, tool=diff.tool, what=what, key=diff.key, ref=ref)
+
+
+def _contrast_entry(ctx: Context, diff: Diff, diffs: Sequence[Diff]) -> dict[str, Any]:
+    """``metadata["contrast"]`` of a rule (docs/review.md): the difference, and for a missing
+    call the lists write-back unites across runs (:func:`hindsight.writeback.variants.
+    fold_contrast`): ``references``, the salient argument classes of the reference's call, and
+    ``instead``, the state-changing tool the failed run called in its place (also one of the
+    rule's ``tools``, so the decision-time lookup finds it by that tool)."""
+    entry: dict[str, Any] = {
+        "op": diff.op,
+        "tool": diff.tool,
+        "key": diff.key,
+        "how": diff.how,
+        "expected": diff.expected,
+        "actual": diff.actual,
+    }
+    if diff.op == "missing":
+        entry["references"] = [diff.expected] if diff.expected else []
+        other = None if diff.how else _instead_tool(ctx, diffs, diff.tool)
+        entry["instead"] = [other] if other else []
+    return entry
 
 
 def contrast_lessons(
@@ -479,24 +521,18 @@ def contrast_lessons(
             if diff.op == "missing" and not diff.how
             else None
         )
+        entry = _contrast_entry(ctx, diff, diffs)
         lessons.append(
             _lesson(
                 ctx,
                 ExperienceKind.RULE,
                 content,
                 CONTRAST_CLASS_CONFIDENCE if strong else CONTRAST_CONFIDENCE,
-                [diff.tool],
+                [diff.tool, *entry.get("instead", [])],
                 f"contrast:{diff.key_id}",
                 support,
                 sources=[reference_run] if reference_run else [],
-                contrast={
-                    "op": diff.op,
-                    "tool": diff.tool,
-                    "key": diff.key,
-                    "how": diff.how,
-                    "expected": diff.expected,
-                    "actual": diff.actual,
-                },
+                contrast=entry,
                 reference="run" if reference_run else "expected_actions",
                 variants=slot,
             )

@@ -166,8 +166,9 @@ class CheckOut(_Out):
     score: float = Field(description="confidence * trust * match weight, in [0, 1].")
     match: str = Field(
         description="call (about every call), class (the class a failed run passed), "
-        "argument, other_class, absent (the argument is not passed), expected (the class "
-        "that worked)."
+        "argument, other_class, absent (the argument is not passed), instead (about "
+        "another tool, which failed runs did not call where they called this one), expected "
+        "(the class that worked)."
     )
     argument: str | None = Field(description="The argument the condition is about, if any.")
     argument_class: str | None = Field(description="The class of the argument you passed.")
