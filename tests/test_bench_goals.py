@@ -42,6 +42,8 @@ def test_goals_quick_prints_every_row_with_anchor_and_ratio(
         "--quick",
         "--tau-bench",
         str(tau_bench_path),
+        "--ingest-repeats",
+        "2",
         "--data-dir",
         str(tmp_path),
         data_dir=tmp_path / "global",
@@ -64,6 +66,7 @@ def test_goals_quick_prints_every_row_with_anchor_and_ratio(
     text = proc.stdout
     assert "load average (1/5/15 min) at start" in text and "CPUs" in text
     assert "includes the background writer and the review" in text
+    assert "vectors precomputed; medians of 2 stores" in text
     assert list(tmp_path.iterdir()) == []  # every temporary store removed
 
 
@@ -78,6 +81,7 @@ def test_review_row_is_skipped_with_a_note_without_the_file(tmp_path: Path) -> N
 def test_bad_options_are_one_line_errors(tmp_path: Path) -> None:
     for args in (
         ("--repeats", "0"),
+        ("--ingest-repeats", "0"),
         ("--sizes", "10,none"),
         ("--tau-bench", str(tmp_path / "nope.json")),
     ):

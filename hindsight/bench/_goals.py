@@ -96,6 +96,9 @@ class GoalSettings:
     capture_tools: int = 10
     capture_seeded: int = 500
     repeats: int = 5
+    ingest_repeats: int | None = None
+    """Repeats of the ingest rows (each fills a new store to the largest size); None:
+    ``repeats``."""
 
     @classmethod
     def full(cls) -> GoalSettings:
@@ -298,14 +301,15 @@ def _recall_rows(s: GoalSettings, parent: Path | None, say: Say) -> list[dict[st
 def _ingest_rows(s: GoalSettings, parent: Path | None, say: Say) -> list[dict[str, Any]]:
     from hindsight.bench._perf import _slopes, batch_ingest
 
+    ingest_repeats = s.ingest_repeats or s.repeats
     runs = [
         batch_ingest(
             s.ingest_sizes,
             batch=s.ingest_batch,
             parent=parent,
-            progress=_prefixed(say, f"ingest {k + 1}/{s.repeats}"),
+            progress=_prefixed(say, f"ingest {k + 1}/{ingest_repeats}"),
         )
-        for k in range(s.repeats)
+        for k in range(ingest_repeats)
     ]
     sizes = []
     for i, size in enumerate(s.ingest_sizes):
@@ -333,8 +337,9 @@ def _ingest_rows(s: GoalSettings, parent: Path | None, say: Say) -> list[dict[st
                 else "info",
                 row,
                 f"Memory.add_experiences, batches of {s.ingest_batch:,}, guard+dedup on, "
-                f"{runs[0]['embedder']} vectors precomputed; {row['created']} created, "
-                f"{row['merged']} merged, {row['quarantined']} quarantined",
+                f"{runs[0]['embedder']} vectors precomputed; medians of {len(runs)} stores; "
+                f"{row['created']} created, {row['merged']} merged, {row['quarantined']} "
+                "quarantined (last store)",
             )
         )
     for slope in _slopes(sizes):

@@ -132,6 +132,14 @@ def bench_goals(
     repeats: Annotated[
         int | None, typer.Option("--repeats", help="Repeats, medians over them (default 5).")
     ] = None,
+    ingest_repeats: Annotated[
+        int | None,
+        typer.Option(
+            "--ingest-repeats",
+            help="Repeats of the ingest rows, each filling a new store to the largest size "
+            "(default: --repeats).",
+        ),
+    ] = None,
     tau_bench: Annotated[
         Path | None,
         typer.Option(
@@ -157,6 +165,10 @@ def bench_goals(
         if not 1 <= repeats <= 1000:
             raise fail(f"--repeats must be in 1..1000, got {repeats}", 2)
         settings = dataclasses.replace(settings, repeats=repeats)
+    if ingest_repeats is not None:
+        if not 1 <= ingest_repeats <= 1000:
+            raise fail(f"--ingest-repeats must be in 1..1000, got {ingest_repeats}", 2)
+        settings = dataclasses.replace(settings, ingest_repeats=ingest_repeats)
     if tau_bench is not None and not tau_bench.is_file():
         raise fail(f"--tau-bench: {tau_bench} is not a file", 2)
     _check_temp_dir(data_dir)
