@@ -490,6 +490,12 @@ WEEKS_RULE = {
     "contrast": {"op": "arg", "tool": "renew_loan", "key": "weeks", "how": "higher",
                  "expected": "a number", "actual": "a number"},
 }  # fmt: skip
+# failed runs renewed the loan where the reference paid the fine: shown before renew_loan
+FINE_RULE = {
+    "lesson_key": "contrast:missing:pay_fine",
+    "contrast": {"op": "missing", "tool": "pay_fine", "key": "", "how": "", "expected": "",
+                 "actual": "", "references": [], "instead": ["renew_loan"]},
+}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -501,6 +507,8 @@ WEEKS_RULE = {
         # too weak for the gate (score < 0.3): an integration would not show it
         ({"tools": ["renew_loan"], "confidence": 0.2, "metadata": WEEKS_RULE}, 0, 0),
         ({"tools": ["pay_fine"], "confidence": 0.8}, 0, 0),  # about another tool
+        # shown before renew_loan but about pay_fine (instead_of): not about renew_loan's weeks
+        ({"tools": ["pay_fine", "renew_loan"], "confidence": 0.8, "metadata": FINE_RULE}, 0, 0),
     ],
 )
 def test_checks_figure_counts_what_a_check_shown_before_the_call_names(

@@ -375,8 +375,10 @@ def _diff_named(
     """``(tool and class named, tool named)`` for one difference by the checks ``before``
     (tool -> the checks shown before the run's calls of that tool):
 
-    * ``arg``: a check shown before a call of the tool with a condition on the argument whose
-      reference class is the ground truth's (:func:`_named_class`);
+    * ``arg``: a check about the tool shown before a call of it with a condition on the
+      argument whose reference class is the ground truth's (:func:`_named_class`); a check
+      shown there about another tool (a missing-call rule triggered by this call,
+      ``instead_of``) does not count, since the classes its advice names are the other tool's;
     * ``missing`` (the run never called the tool, so no check fires on it): a check shown
       before one of the run's other state-changing calls whose advice names the missing tool
       and one class of the ground truth call's arguments (or it has none);
@@ -384,7 +386,7 @@ def _diff_named(
       first figure; the second counts a check shown before the extra call.
     """
     if diff.op == "arg":
-        on_tool = before.get(diff.tool, [])
+        on_tool = [m for m in before.get(diff.tool, []) if m.check.instead_of is None]
         truth = next(
             (c.args[diff.key] for c in expected if c.tool == diff.tool and diff.key in c.args),
             None,
