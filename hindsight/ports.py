@@ -8,9 +8,9 @@ and a fake of each in :mod:`hindsight.testing`. The SQL store (the source of tru
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -21,6 +21,7 @@ from hindsight._ids import normalize_id
 from hindsight.models import ExperienceKind, Trajectory
 
 __all__ = [
+    "PAYLOAD_VERSION",
     "Clock",
     "Embedder",
     "Lesson",
@@ -28,6 +29,8 @@ __all__ = [
     "VectorHit",
     "VectorIndex",
     "VectorPoint",
+    "epoch_us",
+    "from_epoch_us",
 ]
 
 FloatMatrix = npt.NDArray[np.float32]
@@ -64,12 +67,32 @@ class Embedder(Protocol):
         ...
 
 
+PAYLOAD_VERSION = 1
+"""``payload["score_v"]`` of a point that carries what recall scoring reads (issue 20 item 2;
+:func:`hindsight.store.codec.payload_from_values`): a point without it (written by an older
+hindsight) is scored from its SQL row instead."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def epoch_us(when: datetime) -> int:
+    """``when`` (timezone-aware) as whole microseconds since 1970-01-01 UTC: exact both ways
+    (:func:`from_epoch_us`), unlike a float of seconds."""
+    return (when - _EPOCH) // _MICROSECOND
+
+
+def from_epoch_us(value: int) -> datetime:
+    """The UTC datetime of :func:`epoch_us`."""
+    return _EPOCH + timedelta(microseconds=value)
+
+
 @dataclass(frozen=True, slots=True)
 class VectorPoint:
     """A vector with the payload the index filters on.
 
     ``payload`` always holds ``tenant_id``, ``namespace``, ``task_type`` (or ``None``),
-    ``status``, ``kind`` and ``tags`` (list of strings).
+    ``status``, ``kind`` and ``tags`` (list of strings); the points hindsight writes also
+    carry what recall scoring reads (:func:`hindsight.store.codec.payload_from_values`).
     """
 
     id: str
@@ -79,10 +102,12 @@ class VectorPoint:
 
 @dataclass(frozen=True, slots=True)
 class VectorHit:
-    """One nearest neighbour: the point id and its cosine similarity in [-1, 1]."""
+    """One nearest neighbour: the point id, its cosine similarity in [-1, 1] and the point's
+    payload (``None`` when the index does not return it)."""
 
     id: str
     similarity: float
+    payload: Mapping[str, Any] | None = None
 
 
 @runtime_checkable

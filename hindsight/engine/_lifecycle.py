@@ -125,7 +125,7 @@ class LifecycleMethods:
         """
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         change = check(ConfidenceDelta, delta)
-        return await asyncio.to_thread(
+        return await self._write(
             confidence.adjust, self.store, tenant, eid, change, actor=actor, reason=reason
         )
 

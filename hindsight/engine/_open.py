@@ -225,7 +225,9 @@ def _wire(
         vectors.close()
         raise
     vectors.start_following()  # writes of other processes, within vector_follow_seconds
-    recall = Recall(store, index, embedder, clock, config, consensus=guard is not None)
+    recall = Recall(
+        store, index, embedder, clock, config, consensus=guard is not None, replica=vectors
+    )
     from hindsight.review.groups import TaskGroups
     from hindsight.writeback.dedup import dedup_threshold_of
 

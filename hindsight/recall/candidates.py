@@ -11,7 +11,7 @@ cosine as their similarity when it is higher than their own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,9 +19,15 @@ from typing import Any
 import numpy as np
 
 from hindsight.config import RecallWeights
-from hindsight.models import Experience, ExperienceKind, ExperienceStatus, RecallHit
+from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 from hindsight.ports import VectorIndex
-from hindsight.recall.scoring import Candidate, RecallMode, score_candidates, select_hits
+from hindsight.recall.scoring import (
+    Candidate,
+    RecallMode,
+    ScoreRow,
+    score_candidates,
+    select_hits,
+)
 
 __all__ = [
     "EPISODE_TOP_K",
@@ -53,9 +59,12 @@ class EpisodeQuery:
     tenant_id: str
     namespaces: list[str]
     task_type: str | None
+    payload: bool = False
+    """Score the candidates from their vector payloads (:class:`ScoreRow`) where they carry
+    it; ``False``: from their SQL rows."""
 
 
-def _wanted(exp: Experience, where: EpisodeQuery, episodes: bool) -> bool:
+def _wanted(exp: Experience | ScoreRow, where: EpisodeQuery, episodes: bool) -> bool:
     # Defence in depth: the SQL row decides tenant, status and namespace, not the index.
     return (
         exp.tenant_id == where.tenant_id
@@ -77,7 +86,10 @@ def tier_candidates(where: EpisodeQuery, *, limit: int, episodes: bool) -> list[
     fewer than ``limit`` of them survive the SQL check (tenant, status, namespace, kind) and
     the index had more to give, it asks again for 4x as many (at most 4000). ``task_type`` mode
     (``where.vector is None``): the tier's rows with that task_type, most confident first,
-    similarity 1.0 (MISSION S16), paged the same way.
+    similarity 1.0 (MISSION S16), paged the same way. With ``where.payload`` a candidate's
+    ``experience`` is the :class:`ScoreRow` of its point's payload, and only the points
+    without a usable one are read from SQL (the caller checks the payload was current,
+    :mod:`hindsight.recall.pipeline`).
 
     Returns:
         candidates, nearest (or most confident) first; ``tier`` is the namespace's position.
@@ -95,7 +107,15 @@ def tier_candidates(where: EpisodeQuery, *, limit: int, episodes: bool) -> list[
                 task_type=where.task_type,
                 kinds=_EPISODE_KINDS if episodes else _LESSON_KINDS,
             )
-            rows = where.store.get_experiences(where.tenant_id, [h.id for h in found])
+            rows: dict[str, Experience | ScoreRow] = {}
+            if where.payload:
+                for hit in found:
+                    row = ScoreRow.from_payload(hit.id, hit.payload)
+                    if row is not None:
+                        rows[hit.id] = row
+            missing = [h.id for h in found if h.id not in rows]
+            if missing:
+                rows.update(where.store.get_experiences(where.tenant_id, missing))
             got = len(found)
             for hit in found:
                 exp = rows.get(hit.id)
@@ -191,16 +211,20 @@ def recall_episodes(
     mode: RecallMode = "vector",
     kind_bonus: Mapping[str, float] | None = None,
     candidates: Sequence[Candidate] | None = None,
-) -> list[RecallHit]:
+    score: Callable[..., Sequence[tuple[Candidate, Any]]] = score_candidates,
+) -> list[Any]:
     """The most similar past episodes: at most ``min(top_k, EPISODE_TOP_K)``, scored like
     lessons (:func:`hindsight.recall.score_candidates`, with ``kind_bonus``), under the same
     similarity floor, private namespace first. One episode per run, so no per-source cap
     applies. ``candidates``: the episode tier's candidates when the caller already searched
-    it (at least :func:`episode_limit` of them, nearest first); else searched here."""
+    it (at least :func:`episode_limit` of them, nearest first); else searched here.
+    ``score``: :func:`hindsight.recall.score_candidates` (the hits are :class:`RecallHit` s)
+    or :func:`hindsight.recall.scoring.score_rows` (payload candidates: the hits are
+    :class:`hindsight.recall.scoring.ScoredRow` s whose rows the caller reads)."""
     k = min(top_k, EPISODE_TOP_K)
     if candidates is None:
         candidates = tier_candidates(where, limit=episode_limit(top_k), episodes=True)
-    scored = score_candidates(
+    scored = score(
         candidates,
         weights=weights,
         half_life_days=half_life_days,

@@ -46,7 +46,7 @@ from hindsight._contract import (
 from hindsight._errors import UsageError
 from hindsight.config import MemoryConfig
 from hindsight.guard.after_recall import drop_outliers
-from hindsight.models import Exclusion, RecallHit
+from hindsight.models import Exclusion, Experience, ExperienceStatus, RecallHit
 from hindsight.ports import Clock, Embedder, VectorIndex
 from hindsight.recall.candidates import (
     SITUATION_EPISODES,
@@ -58,7 +58,14 @@ from hindsight.recall.candidates import (
 )
 from hindsight.recall.explain import confidence_floor, near_misses
 from hindsight.recall.result import RecallResult
-from hindsight.recall.scoring import Candidate, RecallMode, score_candidates, select_hits
+from hindsight.recall.scoring import (
+    Candidate,
+    RecallMode,
+    ScoredRow,
+    score_candidates,
+    score_rows,
+    select_hits,
+)
 
 __all__ = ["CANDIDATE_FACTOR", "Recall", "RecallRequest"]
 
@@ -102,6 +109,11 @@ class Recall:
         clock: "now" for recency.
         config: weights, half-life, ``min_confidence`` and ``max_per_source``.
         consensus: run the memory guard's consensus check on the hits (guard on).
+        replica: the :class:`hindsight.store.VectorSync` keeping ``index`` in step with the
+            store (its ``applied()`` position); ``None``: every candidate is read from SQL.
+        score_from_payload: score the candidates from their vector payloads when the replica
+            is current (see :meth:`run`); ``False``: from their SQL rows (the reference the
+            tests compare with).
     """
 
     store: Any
@@ -110,6 +122,8 @@ class Recall:
     clock: Clock
     config: MemoryConfig
     consensus: bool
+    replica: Any = None
+    score_from_payload: bool = True
 
     def request(
         self,
@@ -168,17 +182,40 @@ class Recall:
     def run(self, req: RecallRequest) -> RecallResult:
         """Steps 1-7 of the module docstring; returns the result to render. The reads leave
         pending recall bookkeeping buffered and the usage of step 7 is buffered too
-        (:mod:`hindsight.store.recall_buffer`)."""
-        with self.store.recall_reads():
-            return self._run(req)
+        (:mod:`hindsight.store.recall_buffer`).
 
-    def _run(self, req: RecallRequest) -> RecallResult:
-        vec = None
-        if req.mode == "vector":
-            text = f"{req.query}\nTools: {', '.join(req.tools)}" if req.tools else req.query
-            vec = self.embedder.embed([text])[0]
+        Scoring from the index (issue 20 item 2): the candidates are scored and selected from
+        their points' payloads (:class:`hindsight.recall.scoring.ScoreRow`), and SQL rows are
+        read for the selected hits only, in one transaction with the vector log's head. That
+        answer stands only when the head is the position the replica had applied before the
+        search (every change of a scored field appends to the log, so the payloads then equal
+        the rows) and each hit's row still scores what its payload did; otherwise the recall
+        runs again from the SQL rows of the same candidates, as it did before.
+        """
+        with self.store.recall_reads():
+            vec = None
+            if req.mode == "vector":
+                text = f"{req.query}\nTools: {', '.join(req.tools)}" if req.tools else req.query
+                vec = self.embedder.embed([text])[0]
+            if vec is not None and self.score_from_payload and self.replica is not None:
+                try:
+                    return self._run(req, vec, self.replica.applied())
+                except _Stale:
+                    pass
+            return self._run(req, vec, None)
+
+    def _run(self, req: RecallRequest, vec: Any, at: tuple[Any, int] | None) -> RecallResult:
+        """``at``: the replica's ``(log id, position)`` before the search, to score from the
+        payloads (raises :class:`_Stale` when they may not match the rows); ``None``: from
+        the rows."""
         where = EpisodeQuery(
-            self.index, self.store, vec, req.tenant_id, req.namespaces, req.task_type
+            self.index,
+            self.store,
+            vec,
+            req.tenant_id,
+            req.namespaces,
+            req.task_type,
+            payload=at is not None,
         )
         situation = where.vector is not None and self.config.situation_match
         tier: list[Candidate] = []  # the episode tier, searched once for both uses
@@ -188,8 +225,8 @@ class Recall:
                 limit = max(limit, episode_limit(req.top_k))
             tier = tier_candidates(where, limit=limit, episodes=True)
         near = tier[: max(SITUATION_EPISODES, req.top_k)] if situation else None
-        hits, excluded = self._lessons(req, where, near)
-        episodes = self._episodes(req, where, tier) if req.include_episodes else []
+        hits, excluded = self._lessons(req, where, near, at)
+        episodes = self._episodes(req, where, tier, at) if req.include_episodes else []
         if (hits or episodes) and req.record:
             self.store.buffer_recall(
                 req.tenant_id,
@@ -210,22 +247,40 @@ class Recall:
         )
 
     def _lessons(
-        self, req: RecallRequest, where: EpisodeQuery, near: Sequence[Candidate] | None
+        self,
+        req: RecallRequest,
+        where: EpisodeQuery,
+        near: Sequence[Candidate] | None,
+        at: tuple[Any, int] | None,
     ) -> tuple[list[RecallHit], list[Exclusion]]:
         """Steps 1-5 for the lesson tier (episodes are their own tier); ``near``: the closest
-        episodes for the situation match (``None``: off)."""
+        episodes for the situation match (``None``: off); ``at``: as :meth:`_run`."""
         limit = max(CANDIDATE_FACTOR * req.top_k, 20)
         candidates = tier_candidates(where, limit=limit, episodes=False)
         if near is not None:
             candidates = with_situation(where, candidates, near)
-        scored = score_candidates(candidates, **self._scoring(req))
-        scored, demoted = confidence_floor(scored, self.config.min_confidence)
-        hits, excluded = select_hits(
-            scored,
-            top_k=req.top_k,
-            similarity_floor=req.similarity_floor,
-            max_per_source=self.config.max_per_source,
-        )
+        scoring = self._scoring(req)
+        excluded: list[Exclusion]
+        if at is None:
+            scored = score_candidates(candidates, **scoring)
+            scored, demoted = confidence_floor(scored, self.config.min_confidence)
+            hits, excluded = select_hits(
+                scored,
+                top_k=req.top_k,
+                similarity_floor=req.similarity_floor,
+                max_per_source=self.config.max_per_source,
+            )
+        else:
+            rough, demoted = confidence_floor(
+                score_rows(candidates, **scoring), self.config.min_confidence
+            )
+            picked, excluded = select_hits(
+                rough,
+                top_k=req.top_k,
+                similarity_floor=req.similarity_floor,
+                max_per_source=self.config.max_per_source,
+            )
+            hits = self._rows_of(req, picked, at, scoring)
         excluded = [*excluded, *demoted]
         if req.explain and where.vector is not None:  # close ones a filter kept out
             seen = {h.experience.id for h in hits} | {e.experience_id for e in excluded}
@@ -244,16 +299,63 @@ class Recall:
         return hits, excluded
 
     def _episodes(
-        self, req: RecallRequest, where: EpisodeQuery, tier: Sequence[Candidate]
+        self,
+        req: RecallRequest,
+        where: EpisodeQuery,
+        tier: Sequence[Candidate],
+        at: tuple[Any, int] | None,
     ) -> list[RecallHit]:
-        """Step 6: the most similar past episodes (of ``tier``, the episode tier's candidates)."""
-        return recall_episodes(
+        """Step 6: the most similar past episodes (of ``tier``, the episode tier's
+        candidates); ``at``: as :meth:`_run`."""
+        scoring = self._scoring(req)
+        found = recall_episodes(
             where,
             top_k=req.top_k,
             floor=req.similarity_floor,
             candidates=tier,
-            **self._scoring(req),
+            score=score_candidates if at is None else score_rows,
+            **scoring,
         )
+        return found if at is None else self._rows_of(req, found, at, scoring)
+
+    def _rows_of(
+        self,
+        req: RecallRequest,
+        picked: Sequence[ScoredRow],
+        at: tuple[Any, int],
+        scoring: dict[str, Any],
+    ) -> list[RecallHit]:
+        """The hits of ``picked`` (selected from payload scores) with their SQL rows, scored
+        from the rows (:func:`score_candidates`, the breakdowns), read in one transaction with
+        the vector log's head.
+
+        Raises:
+            _Stale: the head is not ``at`` (a change the replica had not applied when it was
+                searched), or a hit's row is gone, no longer an active lesson of the searched
+                namespaces, or scores other than its payload did.
+        """
+        need = [p.experience.id for p in picked if not isinstance(p.experience, Experience)]
+        rows, head = self.store.get_experiences_at_head(req.tenant_id, need)
+        if head != at:
+            raise _Stale
+        cands: list[Candidate] = []
+        for p in picked:
+            exp = p.experience
+            if not isinstance(exp, Experience):
+                exp = rows.get(exp.id)
+            if (
+                exp is None
+                or exp.status is not ExperienceStatus.ACTIVE
+                or exp.namespace not in req.namespaces
+                or exp.kind is not p.experience.kind
+            ):
+                raise _Stale
+            c = p.candidate
+            cands.append(Candidate(exp, c.similarity, c.tier, c.situation, c.episode_id))
+        hits = [hit for _, hit in score_candidates(cands, **scoring)]
+        if [h.score for h in hits] != [p.score for p in picked]:
+            raise _Stale
+        return hits
 
     def _scoring(self, req: RecallRequest) -> dict[str, Any]:
         return {
@@ -265,6 +367,10 @@ class Recall:
             "mode": req.mode,
             "kind_bonus": self.config.kind_bonus,
         }
+
+
+class _Stale(Exception):
+    """The payloads a recall scored from may not equal the rows: run it again from the rows."""
 
 
 def _mode(mode: Any, query: str, task_type: str | None) -> RecallMode:

@@ -34,17 +34,28 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from hindsight.config import RecallWeights
-from hindsight.models import Exclusion, Experience, ExperienceKind, RecallHit, ScoreBreakdown
+from hindsight.models import (
+    Exclusion,
+    Experience,
+    ExperienceKind,
+    ExperienceStatus,
+    RecallHit,
+    ScoreBreakdown,
+)
+from hindsight.ports import PAYLOAD_VERSION, from_epoch_us
 
 __all__ = [
     "EPISODIC_KINDS",
     "Candidate",
     "RecallMode",
+    "ScoreRow",
+    "ScoredRow",
     "recency_weight",
     "score_candidates",
+    "score_rows",
     "select_hits",
 ]
 
@@ -64,20 +75,165 @@ def recency_weight(age_days: float, half_life_days: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class ScoreRow:
+    """What scoring and selection read of an experience, from its vector payload (issue 20
+    item 2: the candidates are scored from the index; SQL rows are read for the final hits
+    only). The attributes have the names and types of :class:`Experience`'s, so scoring,
+    selection and the SQL checks of the candidates read either."""
+
+    id: str
+    tenant_id: str
+    namespace: str
+    task_type: str | None
+    status: ExperienceStatus
+    kind: ExperienceKind
+    tags: list[str]
+    tools: list[str]
+    confidence: float
+    trust: float
+    updated_at: datetime
+    source_trajectory_ids: list[str]
+
+    @classmethod
+    def from_payload(cls, point_id: str, payload: Mapping[str, Any] | None) -> ScoreRow | None:
+        """The row of a point's payload, or ``None`` when the payload does not carry what
+        scoring reads in this version (:data:`hindsight.store.codec.PAYLOAD_VERSION`: a point
+        written by an older hindsight, or an index that returns no payload)."""
+        if not payload or payload.get("score_v") != PAYLOAD_VERSION:
+            return None
+        try:
+            return cls(
+                point_id,
+                payload["tenant_id"],
+                payload["namespace"],
+                payload["task_type"],
+                ExperienceStatus(payload["status"]),
+                ExperienceKind(payload["kind"]),
+                list(payload["tags"]),
+                list(payload["tools"]),
+                float(payload["confidence"]),
+                float(payload["trust"]),
+                from_epoch_us(int(payload["updated_us"])),
+                list(payload["sources"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """An experience found by the vector index or the task_type query, before scoring.
 
+    ``experience`` is the SQL row, or the :class:`ScoreRow` of the point's payload.
     ``tier`` is the namespace's position (0: the private namespace, 1: the shared one).
     ``similarity`` is the one the score uses; ``situation`` the query's cosine with the
     episode ``episode_id`` of a run the lesson was learned from, when the situation match
     found one (``similarity`` is then at least ``situation``).
     """
 
-    experience: Experience
+    experience: Experience | ScoreRow
     similarity: float
     tier: int
     situation: float | None = None
     episode_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredRow:
+    """A candidate scored from its payload (:func:`score_rows`): ``score`` as the hit of
+    :func:`score_candidates` would have it; what :func:`select_hits` reads of a hit."""
+
+    experience: ScoreRow | Experience
+    score: float
+    candidate: Candidate
+
+
+class _Hit(Protocol):
+    """What :func:`select_hits` and :func:`hindsight.recall.explain.confidence_floor` read of
+    a scored candidate (a :class:`RecallHit` or a :class:`ScoredRow`)."""
+
+    @property
+    def experience(self) -> Any: ...
+
+    @property
+    def score(self) -> float: ...
+
+
+H = TypeVar("H", bound=_Hit)
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    score: float
+    recency: float
+    age_days: float
+    boost: float
+    bonus: float
+    matched: list[str]
+    matched_tools: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Scorer:
+    """The score of the module docstring for one recall's arguments (those of
+    :func:`score_candidates`)."""
+
+    weights: RecallWeights
+    half_life_days: float
+    now: datetime
+    wanted: frozenset[str]
+    wanted_tools: frozenset[str]
+    bonuses: Mapping[str, float]
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        weights: RecallWeights,
+        half_life_days: float,
+        now: datetime,
+        tags: Sequence[str] = (),
+        tools: Sequence[str] = (),
+        kind_bonus: Mapping[str, float] | None = None,
+        mode: RecallMode = "vector",
+    ) -> _Scorer:
+        del mode  # only the breakdown's reasons read it
+        return cls(
+            weights,
+            half_life_days,
+            now,
+            frozenset(t.lower() for t in tags),
+            frozenset(t.lower() for t in tools),
+            kind_bonus or {},
+        )
+
+    def parts(self, cand: Candidate) -> _Parts:
+        """The score of one candidate and its parts."""
+        exp, weights = cand.experience, self.weights
+        age_days = (self.now - exp.updated_at).total_seconds() / 86400.0
+        rec = recency_weight(age_days, self.half_life_days)
+        matched = sorted(self.wanted & {t.lower() for t in exp.tags})
+        matched_tools = sorted(self.wanted_tools & {t.lower() for t in exp.tools})
+        boost = min(TAG_BOOST_MAX, TAG_BOOST * (len(matched) + len(matched_tools)))
+        base = (
+            weights.similarity * cand.similarity
+            + weights.confidence * exp.confidence
+            + weights.recency * rec
+        )
+        bonus = float(self.bonuses.get(ExperienceKind(exp.kind).value, 0.0))
+        score = base * exp.trust + boost + bonus
+        return _Parts(round(score, 6), rec, age_days, boost, bonus, matched, matched_tools)
+
+
+def score_rows(
+    candidates: Sequence[Candidate], **scoring: Any
+) -> list[tuple[Candidate, ScoredRow]]:
+    """:func:`score_candidates` (``scoring``: its keyword arguments) without the breakdowns:
+    ``(candidate, ScoredRow)`` pairs in candidate order, each with the score its
+    :class:`RecallHit` would have (the same computation); for selection before the hits'
+    rows are read."""
+    scorer = _Scorer.of(**scoring)
+    return [(c, ScoredRow(c.experience, scorer.parts(c).score, c)) for c in candidates]
 
 
 def score_candidates(
@@ -93,10 +249,16 @@ def score_candidates(
 ) -> list[tuple[Candidate, RecallHit]]:
     """Score each candidate; returns ``(candidate, hit)`` pairs in candidate order.
     ``kind_bonus``: per kind value (default none; the engine passes
-    ``MemoryConfig.kind_bonus``)."""
-    bonuses = kind_bonus or {}
-    wanted = {t.lower() for t in tags}
-    wanted_tools = {t.lower() for t in tools}
+    ``MemoryConfig.kind_bonus``). Every candidate's ``experience`` must be its SQL row
+    (:class:`Experience`)."""
+    scorer = _Scorer.of(
+        weights=weights,
+        half_life_days=half_life_days,
+        now=now,
+        tags=tags,
+        tools=tools,
+        kind_bonus=kind_bonus,
+    )
     out: list[tuple[Candidate, RecallHit]] = []
     w = {
         "similarity": weights.similarity,
@@ -105,20 +267,11 @@ def score_candidates(
     }
     for cand in candidates:
         exp = cand.experience
-        age_days = (now - exp.updated_at).total_seconds() / 86400.0
-        rec = recency_weight(age_days, half_life_days)
-        matched = sorted(wanted & {t.lower() for t in exp.tags})
-        matched_tools = sorted(wanted_tools & {t.lower() for t in exp.tools})
-        boost = min(TAG_BOOST_MAX, TAG_BOOST * (len(matched) + len(matched_tools)))
-        base = (
-            weights.similarity * cand.similarity
-            + weights.confidence * exp.confidence
-            + weights.recency * rec
-        )
-        bonus = float(bonuses.get(ExperienceKind(exp.kind).value, 0.0))
-        score = base * exp.trust + boost + bonus
-        reasons = [f"tag match: {t}" for t in matched]
-        reasons += [f"tool match: {t}" for t in matched_tools]
+        if not isinstance(exp, Experience):
+            raise TypeError(f"score_candidates needs SQL rows, got {type(exp).__name__}")
+        parts = scorer.parts(cand)
+        reasons = [f"tag match: {t}" for t in parts.matched]
+        reasons += [f"tool match: {t}" for t in parts.matched_tools]
         if mode == "task_type":
             reasons.append(f"exact task_type match: {exp.task_type}")
         if cand.situation is not None and cand.situation >= cand.similarity:
@@ -128,36 +281,37 @@ def score_candidates(
         breakdown = ScoreBreakdown(
             similarity=round(cand.similarity, 6),
             confidence=exp.confidence,
-            recency=round(rec, 6),
+            recency=round(parts.recency, 6),
             trust=exp.trust,
-            boost=boost,
+            boost=parts.boost,
             weights=w,
-            age_days=round(max(0.0, age_days), 4),
+            age_days=round(max(0.0, parts.age_days), 4),
             namespace=exp.namespace,
             mode=mode,
             reasons=reasons,
             situation=None if cand.situation is None else round(cand.situation, 6),
             situation_episode=cand.episode_id,
-            kind_bonus=bonus,
+            kind_bonus=parts.bonus,
         )
-        out.append((cand, RecallHit(experience=exp, score=round(score, 6), breakdown=breakdown)))
+        out.append((cand, RecallHit(experience=exp, score=parts.score, breakdown=breakdown)))
     return out
 
 
 def select_hits(
-    scored: Sequence[tuple[Candidate, RecallHit]],
+    scored: Sequence[tuple[Candidate, H]],
     *,
     top_k: int,
     similarity_floor: float | None,
     max_per_source: float,
-) -> tuple[list[RecallHit], list[Exclusion]]:
+) -> tuple[list[H], list[Exclusion]]:
     """Apply the floor, the namespace order and the per-source cap; keep ``top_k``.
+    ``scored``: the pairs of :func:`score_candidates` (or of :func:`score_rows`).
 
     Returns:
         ``(hits, excluded)``; ``excluded`` names each dropped candidate and the reason.
     """
     excluded: list[Exclusion] = []
-    passing: list[tuple[Candidate, RecallHit]] = []
+    passing: list[tuple[Candidate, H]] = []
     for cand, hit in scored:
         if similarity_floor is not None and cand.similarity < similarity_floor:
             excluded.append(
@@ -180,7 +334,7 @@ def select_hits(
     )
     cap = max(1, math.floor(top_k * max_per_source))
     per_source: dict[str, float] = {}  # hits so far per run, 1/n for a hit of n runs
-    hits: list[RecallHit] = []
+    hits: list[H] = []
     for cand, hit in passing:
         if len(hits) >= top_k:
             excluded.append(

@@ -21,6 +21,7 @@ from hindsight.models import (
     Provenance,
     Trajectory,
 )
+from hindsight.ports import PAYLOAD_VERSION, epoch_us
 from hindsight.store.records import JobState, ReplicaRecord, ReviewJob, VectorChange, VectorOp
 
 __all__ = [
@@ -149,16 +150,38 @@ def experience_from_stored(values: Sequence[Any]) -> Experience:
 def vector_payload(exp: Experience) -> dict[str, Any]:
     """The payload a vector point of ``exp`` carries, as documented on ``VectorPoint``."""
     return payload_from_values(
-        exp.tenant_id, exp.namespace, exp.task_type, exp.status, exp.kind, exp.tags
+        exp.tenant_id,
+        exp.namespace,
+        exp.task_type,
+        exp.status,
+        exp.kind,
+        exp.tags,
+        scoring=(
+            exp.tools,
+            exp.confidence,
+            exp.trust,
+            exp.updated_at,
+            exp.source_trajectory_ids,
+        ),
     )
 
 
 def payload_from_values(
-    tenant_id: str, namespace: str, task_type: str | None, status: Any, kind: Any, tags: Any
+    tenant_id: str,
+    namespace: str,
+    task_type: str | None,
+    status: Any,
+    kind: Any,
+    tags: Any,
+    *,
+    scoring: tuple[Any, float, float, datetime, Any] | None = None,
 ) -> dict[str, Any]:
     """The payload of a vector point from an experience's column values (see
-    :func:`vector_payload`)."""
-    return {
+    :func:`vector_payload`): the filter fields, and with ``scoring`` = ``(tools, confidence,
+    trust, updated_at, source_trajectory_ids)`` what recall scoring reads too - ``tools``,
+    ``confidence``, ``trust``, ``updated_us`` (:func:`epoch_us`), ``sources`` and
+    ``score_v`` (:data:`PAYLOAD_VERSION`)."""
+    payload: dict[str, Any] = {
         "tenant_id": tenant_id,
         "namespace": namespace,
         "task_type": task_type,
@@ -166,6 +189,17 @@ def payload_from_values(
         "kind": ExperienceKind(kind).value,
         "tags": list(tags or ()),
     }
+    if scoring is not None:
+        tools, confidence, trust, updated_at, sources = scoring
+        payload.update(
+            tools=list(tools or ()),
+            confidence=float(confidence),
+            trust=float(trust),
+            updated_us=epoch_us(updated_at),
+            sources=list(sources or ()),
+            score_v=PAYLOAD_VERSION,
+        )
+    return payload
 
 
 #: Trajectory fields that are not plain columns of the ``trajectories`` table: the events

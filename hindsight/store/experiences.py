@@ -41,6 +41,7 @@ from hindsight.store.schema import experience_stamps as _stamps
 from hindsight.store.schema import experiences as _table
 from hindsight.store.schema import recalls, trajectories
 from hindsight.store.trajectories import taught_by_task_group
+from hindsight.store.vector_log import log_head
 
 __all__ = [
     "CREATED_KEY",
@@ -93,6 +94,22 @@ def ids_in_tenant(ids: Sequence[str], tenant: str) -> ColumnElement[bool]:
     filters every row by tenant, but no index matches that expression.
     """
     return and_(_table.c.id.in_(ids), _table.c.tenant_id.concat("") == tenant)
+
+
+_BY_IDS = select(*_COLUMNS).where(
+    ids_in_tenant(bindparam("ids", expanding=True), bindparam("tenant"))  # type: ignore[arg-type]
+)
+"""The rows of some ids in one tenant: built once (building it per call cost as much as
+running it on the recall path)."""
+
+
+def _read_experiences(conn: Connection, tenant: str, wanted: list[str]) -> dict[str, Experience]:
+    """The tenant's rows among the canonical ids ``wanted``, by id (no overlay)."""
+    found: dict[str, Experience] = {}
+    for part in chunks(wanted):
+        for row in conn.execute(_BY_IDS, {"ids": part, "tenant": tenant}):
+            found[row[0]] = experience_from_stored(row)
+    return found
 
 
 def _check_vectors(vectors: Any, count: int) -> npt.NDArray[np.float32] | None:
@@ -291,15 +308,30 @@ class ExperienceStore(StoreCore):
         """
         tenant = validate_tenant(tenant_id)
         wanted = norm_ids(ids)
-        found: dict[str, Experience] = {}
         if not wanted:
-            return found
+            return {}
         with self._stable(), self._tx() as conn:
-            for part in chunks(wanted):
-                query = select(*_COLUMNS).where(ids_in_tenant(part, tenant))
-                for row in conn.execute(query):
-                    found[row[0]] = experience_from_stored(row)
-            return self._overlaid(tenant, found)
+            return self._overlaid(tenant, _read_experiences(conn, tenant, wanted))
+
+    def get_experiences_at_head(
+        self, tenant_id: str, ids: Sequence[Any]
+    ) -> tuple[dict[str, Experience], tuple[str | None, int]]:
+        """:meth:`get_experiences`, then the vector log's ``(log id, head)`` read after the
+        rows in the same transaction (:func:`hindsight.store.vector_log.log_head`): every
+        change the rows show has its log entry at or below that head, so when the head is the
+        position a replica had applied, its payloads show the rows as read here (recall
+        scoring from the index, :mod:`hindsight.recall.pipeline`).
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: an id is not a UUID.
+        """
+        tenant = validate_tenant(tenant_id)
+        wanted = norm_ids(ids)
+        with self._stable(), self._tx() as conn:
+            found = _read_experiences(conn, tenant, wanted) if wanted else {}
+            head = log_head(conn)
+            return self._overlaid(tenant, found), head
 
     def list_experiences(
         self,

@@ -28,7 +28,7 @@ from hindsight.store.records import VectorChange, VectorLogState
 from hindsight.store.schema import experiences as _exp
 from hindsight.store.schema import meta, vector_log
 
-__all__ = ["VectorLogStore", "VectorRow"]
+__all__ = ["VectorLogStore", "VectorRow", "log_head"]
 
 LOG_ID_KEY = "vector_log_id"
 LOG_FLOOR_KEY = "vector_log_floor"
@@ -41,11 +41,32 @@ _PAYLOAD_COLUMNS = (
     _exp.c.status,
     _exp.c.kind,
     _exp.c.tags,
+    _exp.c.tools,
+    _exp.c.confidence,
+    _exp.c.trust,
+    _exp.c.updated_at,
+    _exp.c.source_trajectory_ids,
     _exp.c.embedding,
 )
 
 VectorRow = tuple[str, dict[str, Any], npt.NDArray[np.float32]]
 """``(experience id, vector payload, float32 embedding)`` of a point an index must hold."""
+
+
+_HEAD = select(
+    select(meta.c.value).where(meta.c.key == LOG_ID_KEY).scalar_subquery(),
+    select(meta.c.value).where(meta.c.key == LOG_FLOOR_KEY).scalar_subquery(),
+    select(func.max(vector_log.c.seq)).scalar_subquery(),
+)
+
+
+def log_head(conn: Any) -> tuple[str | None, int]:
+    """``(log id, head)`` of the vector log as :meth:`VectorLogStore.vector_log_state` gives
+    them, in one statement on ``conn``'s transaction (``None`` as the id before the first
+    ``vector_log_state``). Recall compares it with the position its replica had applied when
+    it searched (:mod:`hindsight.recall.pipeline`)."""
+    log_id, floor, head = conn.execute(_HEAD).one()
+    return log_id, max(int(floor or 0), int(head or 0))
 
 
 def _check_count(value: Any, what: str, minimum: int) -> int:
@@ -62,6 +83,13 @@ def _row_point(row: Any) -> VectorRow:
         row["status"],
         row["kind"],
         row["tags"],
+        scoring=(
+            row["tools"],
+            row["confidence"],
+            row["trust"],
+            row["updated_at"],
+            row["source_trajectory_ids"],
+        ),
     )
     return row["id"], payload, vector_from_bytes(row["embedding"])
 

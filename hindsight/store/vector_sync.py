@@ -473,6 +473,14 @@ class VectorSync:
             return done
 
     # -- recall ---------------------------------------------------------------------------
+    def applied(self) -> tuple[str | None, int]:
+        """``(log id, position)``: every log entry up to ``position`` of that log is in the
+        index (read without waiting for a catch-up in progress; the position moves only
+        after the entries it covers were applied). Recall scores from the payloads only when
+        the log's head is still this position after it read its hits' rows
+        (:mod:`hindsight.recall.pipeline`)."""
+        return self.log_id, self.position
+
     def ensure_ready(self) -> None:
         """Before recall: pass when the replica caught up recently; otherwise catch up now,
         and refuse recall when that fails.

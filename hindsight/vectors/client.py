@@ -280,11 +280,11 @@ class QdrantClientVectorIndex:
                 query=scope.vector.tolist(),
                 query_filter=self._scope_filter(scope),
                 limit=scope.limit,
-                with_payload=False,
+                with_payload=True,
                 with_vectors=False,
             )
         )
-        return [VectorHit(str(p.id), clamp_similarity(p.score)) for p in response.points]
+        return [VectorHit(str(p.id), clamp_similarity(p.score), p.payload) for p in response.points]
 
     def count(self, tenant_id: str | None = None) -> int:
         """Exact number of points, of one tenant or (``None``) of all tenants.

@@ -448,12 +448,12 @@ class EdgeVectorIndex:
             query=qe.Query.Nearest(scope.vector.tolist()),
             filter=self._scope_filter(scope),
             params=_SEARCH_PARAMS,
-            with_payload=False,
+            with_payload=True,
             with_vector=False,
         )
         shard = self._live()
         found = self._call(lambda: shard.query(request))
-        return [VectorHit(str(p.id), clamp_similarity(p.score)) for p in found]
+        return [VectorHit(str(p.id), clamp_similarity(p.score), p.payload) for p in found]
 
     def count(self, tenant_id: str | None = None) -> int:
         """Exact number of points, of one tenant or (``None``) of all tenants.

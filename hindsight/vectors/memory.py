@@ -136,9 +136,13 @@ class InMemoryVectorIndex:
             if not ids:
                 return []
             matrix = np.stack([self._vectors[pid] for pid in ids])
+            payloads = [self._payloads[pid] for pid in ids]  # replaced whole, never mutated
         scores = matrix @ query
         order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), ids[i]))
-        return [VectorHit(ids[i], clamp_similarity(scores[i])) for i in order[: scope.limit]]
+        return [
+            VectorHit(ids[i], clamp_similarity(scores[i]), dict(payloads[i]))
+            for i in order[: scope.limit]
+        ]
 
     def count(self, tenant_id: str | None = None) -> int:
         """Exact number of points, of one tenant or (``None``) of all tenants.

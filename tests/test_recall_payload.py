@@ -1,0 +1,390 @@
+"""Recall scores its candidates from the vector payloads (issue 20 item 2).
+
+What scoring reads (confidence, trust, updated_at, kind, namespace, tags, tools, sources,
+status) lives in each point's payload, kept in step through the vector log; SQL rows are read
+for the selected hits only. Checked here against the reference - the same recall scored from
+the SQL rows of the same candidates (``Recall.score_from_payload=False``):
+
+* after any sequence of writes, outcomes, confidence changes, edits, lifecycle changes,
+  deletes and clock moves, both give the same hits (rows, scores, breakdowns), exclusions and
+  episodes, and the payload recall read no candidate row (hypothesis; Edge + SQLite and
+  Edge + PostgreSQL through ``database_url``);
+* the in-memory index and a qdrant-client collection carry the payload too;
+* a payload another process made stale (its write not applied here yet) is never used: the
+  recall sees the new confidence;
+* a store written before this change (points without the scoring payload, schema at 0007)
+  is backfilled when it opens (migration 0008 starts the vector log over, every replica is
+  rebuilt), and before that its points are scored from their rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from qdrant_client import QdrantClient
+
+from hindsight import Memory, NotFoundError, UsageError
+from hindsight.clock import ManualClock
+from hindsight.models import ExperienceKind
+from hindsight.ports import VectorPoint
+from hindsight.recall.pipeline import Recall
+from hindsight.recall.result import RecallResult
+from hindsight.testing import FakeEmbedder, InMemoryVectorIndex
+from hindsight.vectors import QdrantClientVectorIndex
+from tests.helpers import make_memory
+
+WORDS = ["order_query", "refund", "timeout", "cache", "retry", "invoice", "address", "login"]
+TAGS = ["billing", "shipping", "auth"]
+TOOLS = ["order_query", "refund_tool", "login_tool"]
+KINDS = ["rule", "anti_pattern", "improvement", "failure_cause", "key_step"]
+
+
+def _content(words: list[str]) -> str:
+    return "When " + " ".join(words) + " happens, check it before acting."
+
+
+class Reads:
+    """What recalls of ``mem`` did: candidate rows read one by one (``rows``), reads of the
+    hits with the log head (``at_head``) and the pipeline's runs (``runs``: ``True`` from
+    the payloads, ``False`` from the rows)."""
+
+    def __init__(self, mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+        store = mem.aio.store
+        self.rows: list[str] = []
+        self.at_head = 0
+        self.runs: list[bool] = []
+        plain, at_head, run = store.get_experiences, store.get_experiences_at_head, Recall._run
+
+        def get_experiences(tenant: str, ids: Any) -> Any:
+            self.rows += list(ids)
+            return plain(tenant, ids)
+
+        def get_experiences_at_head(tenant: str, ids: Any) -> Any:
+            self.at_head += 1
+            return at_head(tenant, ids)
+
+        def counted_run(recall: Recall, req: Any, vec: Any, at: Any) -> Any:
+            self.runs.append(at is not None)
+            return run(recall, req, vec, at)
+
+        store.get_experiences = get_experiences  # type: ignore[method-assign]
+        store.get_experiences_at_head = get_experiences_at_head  # type: ignore[method-assign]
+        monkeypatch.setattr(Recall, "_run", counted_run)
+
+    def reset(self) -> None:
+        self.rows, self.at_head, self.runs = [], 0, []
+
+
+def _shape(result: RecallResult) -> Any:
+    return (
+        [(h.experience, h.score, h.breakdown) for h in result.hits],
+        result.excluded,
+        [(h.experience, h.score, h.breakdown) for h in result.episodes],
+    )
+
+
+def _searched(mem: Memory, query: str, kw: dict[str, Any]) -> Any:
+    """The lesson-tier points the recall of ``query`` searched (default namespaces)."""
+    vector = mem.aio.embedder.embed([query])[0]
+    kinds = [k.value for k in ExperienceKind if k is not ExperienceKind.EPISODE]
+    return mem.aio.index.search(
+        vector, tenant_id=kw["tenant_id"], namespaces=["default", "shared"], limit=20, kinds=kinds
+    )
+
+
+def _from_rows(mem: Memory, run: Callable[[], RecallResult]) -> RecallResult:
+    """``run()`` with the recall scoring every candidate from its SQL row (the reference)."""
+    fast = mem.aio._recall
+    mem.aio._recall = dataclasses.replace(fast, score_from_payload=False)
+    try:
+        return run()
+    finally:
+        mem.aio._recall = fast
+
+
+def assert_same_as_rows(
+    mem: Memory, reads: Reads, query: str, *, expect: str = "payload", **kw: Any
+) -> RecallResult:
+    """The recall of ``query`` equals the rows-scored one, and it ran as ``expect`` says:
+    ``payload`` - once, from the payloads, no candidate row read one by one; ``stale`` - from
+    the payloads, then (the head moved) again from the rows; ``old`` - once, every candidate
+    read from SQL (points without the scoring payload)."""
+
+    def run() -> RecallResult:
+        return mem.recall(query, record=False, risk_checks=False, **kw)
+
+    reads.reset()
+    fast = run()
+    assert reads.runs == ([True, False] if expect == "stale" else [True]), reads.runs
+    if expect == "payload" and not kw.get("explain"):  # explain reads its near misses
+        assert reads.rows == [], reads.rows
+    if expect == "old":  # every candidate read from SQL, as before the change
+        assert sorted(reads.rows) == sorted(h.id for h in _searched(mem, query, kw)), reads.rows
+    slow = _from_rows(mem, run)
+    assert _shape(fast) == _shape(slow)
+    return fast
+
+
+# -- the property -----------------------------------------------------------------------------
+_ids = st.integers(0, 30)
+OPS = st.one_of(
+    st.tuples(
+        st.just("add"),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+        st.sampled_from(KINDS),
+        st.lists(st.sampled_from(TAGS), max_size=2),
+        st.lists(st.sampled_from(TOOLS), max_size=2),
+        st.floats(0.05, 0.95),
+        st.sampled_from(["default", "shared", "other"]),
+    ),
+    st.tuples(st.just("confidence"), _ids, st.sampled_from([-0.3, -0.1, 0.1, 0.25])),
+    st.tuples(st.just("outcome"), st.lists(_ids, min_size=1, max_size=3), st.booleans()),
+    st.tuples(
+        st.just("edit"),
+        _ids,
+        st.lists(st.sampled_from(TAGS), max_size=2),
+        st.lists(st.sampled_from(TOOLS), max_size=2),
+        st.sampled_from(KINDS),
+    ),
+    st.tuples(st.just("archive"), _ids),
+    st.tuples(st.just("restore"), _ids),
+    st.tuples(st.just("wrong"), _ids),
+    st.tuples(st.just("delete"), _ids),
+    st.tuples(st.just("tick"), st.sampled_from([0.5, 3.0, 40.0])),
+)
+QUERIES = st.tuples(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    st.lists(st.sampled_from(TAGS), max_size=1),
+    st.lists(st.sampled_from(TOOLS), max_size=1),
+    st.integers(1, 6),
+)
+
+
+def _apply(
+    mem: Memory, clock: ManualClock, tenant: str, ids: list[str], op: tuple[Any, ...]
+) -> None:
+    name = op[0]
+    pick = (lambda i: ids[i % len(ids)]) if ids else None
+    try:
+        if name == "add":
+            _, words, kind, tags, tools, conf, ns = op
+            exp = mem.add_experience(
+                _content(words),
+                tenant_id=tenant,
+                kind=kind,
+                tags=tags,
+                tools=tools,
+                confidence=conf,
+                namespace=ns,
+            )
+            ids.append(exp.id)
+        elif pick is None:
+            return
+        elif name == "confidence":
+            mem.adjust_confidence(pick(op[1]), op[2], tenant_id=tenant)
+        elif name == "outcome":
+            run = str(uuid.uuid4())
+            mem.record_recall(run, [pick(i) for i in op[1]], tenant_id=tenant)
+            mem.record_outcome(run, op[2], tenant_id=tenant)
+        elif name == "edit":
+            _, i, tags, tools, kind = op
+            mem.edit_experience(pick(i), tenant_id=tenant, tags=tags, tools=tools, kind=kind)
+        elif name == "archive":
+            mem.archive(pick(op[1]), tenant_id=tenant)
+        elif name == "restore":
+            mem.restore(pick(op[1]), tenant_id=tenant)
+        elif name == "wrong":
+            mem.mark_wrong(pick(op[1]), tenant_id=tenant)
+        elif name == "delete":
+            mem.delete_experience(pick(op[1]), tenant_id=tenant)
+        elif name == "tick":
+            clock.advance(days=op[1])
+    except (UsageError, NotFoundError):
+        pass  # not allowed in that state (archiving an archived lesson ...): nothing changed
+
+
+@pytest.fixture
+def edge_memory(tmp_path: Path, database_url: str) -> Iterator[tuple[Memory, ManualClock]]:
+    clock = ManualClock()
+    mem = make_memory(tmp_path, database_url, clock=clock, embedder=FakeEmbedder(32))
+    try:
+        yield mem, clock
+    finally:
+        mem.close()
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    ops=st.lists(OPS, min_size=1, max_size=14), queries=st.lists(QUERIES, min_size=1, max_size=3)
+)
+def test_payload_recall_equals_rows_recall_after_any_history(
+    edge_memory: tuple[Memory, ManualClock],
+    monkeypatch: pytest.MonkeyPatch,
+    ops: list[tuple[Any, ...]],
+    queries: list[Any],
+) -> None:
+    mem, clock = edge_memory
+    tenant = f"t-{uuid.uuid4().hex[:8]}"  # a fresh tenant per example, one store for all
+    ids: list[str] = []
+    with monkeypatch.context() as patch:
+        reads = Reads(mem, patch)
+        _check_history(mem, clock, reads, tenant, ids, ops, queries)
+
+
+def _check_history(
+    mem: Memory,
+    clock: ManualClock,
+    reads: Reads,
+    tenant: str,
+    ids: list[str],
+    ops: list[tuple[Any, ...]],
+    queries: list[Any],
+) -> None:
+    for op in ops:
+        _apply(mem, clock, tenant, ids, op)
+    for words, tags, tools, top_k in queries:
+        assert_same_as_rows(
+            mem, reads, " ".join(words), tenant_id=tenant, tags=tags, tools=tools, top_k=top_k
+        )
+        assert_same_as_rows(
+            mem,
+            reads,
+            " ".join(words),
+            tenant_id=tenant,
+            namespace=["other", "default"],
+            top_k=top_k,
+            explain=True,
+            include_episodes=True,
+        )
+
+
+# -- every backend ----------------------------------------------------------------------------
+def _qdrant_index() -> Any:
+    return QdrantClientVectorIndex("http://qdrant.test:6333", 32, client=QdrantClient(":memory:"))
+
+
+@pytest.mark.parametrize(
+    "make_index",
+    [lambda: InMemoryVectorIndex(32), _qdrant_index],
+    ids=["memory", "qdrant-client"],
+)
+def test_every_index_returns_the_scoring_payload(
+    tmp_path: Path, make_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock()
+    with Memory(
+        data_dir=tmp_path,
+        index=make_index(),
+        embedder=FakeEmbedder(32),
+        clock=clock,
+        background_review=False,
+    ) as mem:
+        reads = Reads(mem, monkeypatch)
+        a = mem.add_experience(_content(["refund", "cache"]), tenant_id="t", tags=["billing"])
+        mem.add_experience(_content(["refund", "timeout"]), tenant_id="t", tools=["refund_tool"])
+        clock.advance(days=10)
+        mem.adjust_confidence(a.id, 0.3, tenant_id="t")
+        hits = assert_same_as_rows(mem, reads, "refund cache", tenant_id="t", tags=["billing"])
+        assert hits.hits[0].experience.id == a.id
+        assert hits.hits[0].breakdown.confidence == pytest.approx(a.confidence + 0.3)
+
+
+# -- a stale payload is never used --------------------------------------------------------------
+def test_a_change_another_process_made_is_seen_before_this_replica_applies_it(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sql = (
+        f"sqlite:///{tmp_path / 'shared.db'}" if database_url.startswith("sqlite") else database_url
+    )
+    clock = ManualClock()
+    opened = [
+        Memory(
+            data_dir=tmp_path / name,
+            database_url=sql,
+            embedder=FakeEmbedder(32),
+            clock=clock,
+            background_review=False,
+            vector_follow_seconds=3600,
+        )
+        for name in ("a", "b")
+    ]
+    a, b = opened
+    try:
+        first = a.add_experience(_content(["login", "retry"]), tenant_id="t", confidence=0.9)
+        second = a.add_experience(_content(["login", "cache"]), tenant_id="t", confidence=0.1)
+        b.aio.sync_vectors()
+        reads = Reads(b, monkeypatch)
+        before = assert_same_as_rows(b, reads, "login", tenant_id="t")
+        assert [h.experience.id for h in before.hits] == [first.id, second.id]
+        a.adjust_confidence(first.id, -0.5, tenant_id="t")  # b's replica has not applied it
+        a.adjust_confidence(second.id, 0.7, tenant_id="t")
+        assert b.aio.vectors.applied()[1] < b.aio.store.vector_log_state().head
+        after = assert_same_as_rows(b, reads, "login", tenant_id="t", expect="stale")
+        assert [h.experience.id for h in after.hits] == [second.id, first.id]
+        now = a.get_experience(second.id, tenant_id="t").confidence
+        assert after.hits[0].breakdown.confidence == now == pytest.approx(0.8)
+        b.aio.sync_vectors()  # caught up: the payloads answer again
+        assert_same_as_rows(b, reads, "login", tenant_id="t")
+    finally:
+        for mem in opened:
+            mem.close()
+
+
+# -- a store written before this change ----------------------------------------------------------
+def _old_payloads(mem: Memory) -> None:
+    """Make every point carry what hindsight wrote before issue 20 item 2 (filter fields only)."""
+    store, index = mem.aio.store, mem.aio.index
+    old = ("tenant_id", "namespace", "task_type", "status", "kind", "tags")
+    rows = store.vector_rows("", 10_000)
+    index.upsert([VectorPoint(e, vec, {k: p[k] for k in old}) for e, p, vec in rows])
+
+
+def test_points_without_the_scoring_payload_are_scored_from_their_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Memory(data_dir=tmp_path, embedder=FakeEmbedder(32), background_review=False) as mem:
+        for words in (["refund"], ["refund", "cache"], ["refund", "invoice"]):
+            mem.add_experience(_content(words), tenant_id="t", tags=["billing"])
+        _old_payloads(mem)
+        reads = Reads(mem, monkeypatch)
+        assert_same_as_rows(mem, reads, "refund cache", tenant_id="t", expect="old")
+
+
+def test_a_store_written_before_the_change_is_backfilled_when_it_opens(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from alembic import command
+
+    from hindsight.store.migrate import alembic_config
+
+    mem = make_memory(tmp_path, database_url, embedder=FakeEmbedder(32))
+    try:
+        for words in (["address"], ["address", "retry"], ["address", "login"]):
+            mem.add_experience(_content(words), tenant_id="t")
+        _old_payloads(mem)  # the Edge shard as the older hindsight left it
+        with mem.aio.store._tx(write=True) as conn:
+            command.downgrade(alembic_config(conn), "0007_experience_stamps")
+    finally:
+        mem.close()
+    mem = make_memory(tmp_path, database_url, embedder=FakeEmbedder(32))
+    try:
+        assert mem.aio.vectors.rebuilt is not None
+        assert "started over" in mem.aio.vectors.rebuilt["reason"]
+        hits = mem.aio.index.search(
+            FakeEmbedder(32).embed(["address"])[0], tenant_id="t", namespaces=["default"], limit=10
+        )
+        assert len(hits) == 3 and all(h.payload and h.payload["score_v"] == 1 for h in hits)
+        assert_same_as_rows(mem, Reads(mem, monkeypatch), "address retry", tenant_id="t")
+    finally:
+        mem.close()
