@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from hindsight import Memory
@@ -87,5 +88,44 @@ def test_the_migration_gives_existing_tenants_a_stamp_and_goes_down(
         mem.add_experience("Before calling cancel_order, read it back.", tenant_id="acme",
                            tools=["cancel_order"], confidence=0.7)  # fmt: skip
         assert _stamp(store, "acme") == start + 1 and len(_checked(mem)) == 2  # triggers back
+    finally:
+        mem.close()
+
+
+def test_checks_are_compiled_once_per_lesson_version_and_again_after_a_write(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hindsight.checks import lookup
+
+    compiled: list[str] = []
+    real = lookup.compile_checks
+
+    def spy(exp: Any, asked: Any = ()) -> Any:
+        compiled.append(exp.id)
+        return real(exp, asked)
+
+    monkeypatch.setattr(lookup, "compile_checks", spy)
+    mem = make_memory(tmp_path / "one", database_url)
+    try:
+        first = mem.add_experience(RULE, tenant_id="acme", tools=["cancel_order"],
+                                   confidence=0.8)  # fmt: skip
+        second = mem.add_experience("Before calling cancel_order, read the order back.",
+                                    tenant_id="acme", tools=["cancel_order"],
+                                    confidence=0.6)  # fmt: skip
+        assert _checked(mem) == [(first.id, 0.8), (second.id, 0.6)]
+        assert sorted(compiled) == sorted([first.id, second.id])
+        for _ in range(3):  # nothing written: neither read again nor compiled again
+            assert _checked(mem) == [(first.id, 0.8), (second.id, 0.6)]
+        assert len(compiled) == 2
+        mem.adjust_confidence(first.id, 0.1, tenant_id="acme", reason="test", actor="test")
+        assert _checked(mem) == [(first.id, 0.9), (second.id, 0.6)]  # the new confidence
+        assert len(compiled) == 4  # the write gave new lesson objects: compiled again
+        edited = "Before calling cancel_order, confirm the order id."
+        mem.edit_experience(second.id, tenant_id="acme", content=edited)
+        found = mem.check_action("cancel_order", {}, tenant_id="acme", record=False)
+        assert [m.check.advice for m in found.checks][1] == edited
+        # what a lookup returns without validation is what validation would give
+        again = type(found).model_validate(found.model_dump())
+        assert again == found and again.model_dump_json() == found.model_dump_json()
     finally:
         mem.close()

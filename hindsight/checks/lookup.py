@@ -28,6 +28,8 @@ unconditional check count fully, a weaker match is kept but ranked lower.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -54,6 +56,40 @@ MATCH_WEIGHTS: dict[str, float] = {
 
 #: Lessons read per lookup (most confident first).
 MAX_CANDIDATES = 200
+
+#: Compiled lessons kept in memory (see :class:`_Compiled`).
+COMPILED_CACHE_SIZE = 65_536
+
+
+class _Compiled:
+    """``(lesson object, tool) -> its checks``, LRU, thread-safe: a lookup answered from the
+    store's cache (:meth:`hindsight.store.SqlStore.experiences_about_tool`) gets back the same
+    lesson objects while nothing of the tenant changed, so their checks are compiled once, not
+    on every call. Keyed by the object itself (identity, held so its id is not reused), never
+    by its id: a new version, a confidence change or any other write gives new objects."""
+
+    def __init__(self, size: int = COMPILED_CACHE_SIZE) -> None:
+        self.size = size
+        self.items: OrderedDict[tuple[int, str], tuple[Any, list[RiskCheck]]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def checks(self, exp: Any, tool: str) -> list[RiskCheck]:
+        key = (id(exp), tool)
+        with self.lock:
+            found = self.items.get(key)
+            if found is not None and found[0] is exp:
+                self.items.move_to_end(key)
+                return found[1]
+        checks = compile_checks(exp, asked=[tool])
+        with self.lock:
+            self.items[key] = (exp, checks)
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return checks
+
+
+_COMPILED = _Compiled()
 
 
 class CheckMatch(BaseModel):
@@ -97,10 +133,14 @@ class CheckResult(BaseModel):
         return list(dict.fromkeys(m.check.lesson_id for m in self.checks))
 
 
-def match(check: RiskCheck, args: Mapping[str, Any]) -> tuple[MatchLevel, str | None]:
+def match(
+    check: RiskCheck, args: Mapping[str, Any], classes: dict[str, str] | None = None
+) -> tuple[MatchLevel, str | None]:
     """How the arguments ``args`` of a proposed call match ``check``'s conditions: the weakest
     level over its conditions, and the class of the first conditioned argument present
-    (``instead`` for a check about another tool, :attr:`RiskCheck.instead_of`)."""
+    (``instead`` for a check about another tool, :attr:`RiskCheck.instead_of`).
+    ``classes``: argument -> class, filled and reused across the checks of one call (the
+    arguments' classes are computed once per call, not once per check)."""
     if check.instead_of is not None:
         return "instead", None
     if not check.conditions:
@@ -111,7 +151,12 @@ def match(check: RiskCheck, args: Mapping[str, Any]) -> tuple[MatchLevel, str | 
         if cond.key not in args:
             levels.append("absent")
             continue
-        cls = value_class(cond.key, args[cond.key])
+        if classes is None:
+            cls = value_class(cond.key, args[cond.key])
+        else:
+            cls = classes.get(cond.key) or classes.setdefault(
+                cond.key, value_class(cond.key, args[cond.key])
+            )
         seen = seen if seen is not None else cls
         if cond.how != "class":
             levels.append("argument")
@@ -148,11 +193,12 @@ def find_checks(
         limit=MAX_CANDIDATES,
     )
     order = {ns: i for i, ns in enumerate(namespaces)}
-    found: list[CheckMatch] = []
+    found: list[tuple[float, RiskCheck, MatchLevel, str | None]] = []
+    classes: dict[str, str] = {}
     for exp in lessons:
         if exp.confidence < min_confidence:
             continue
-        for check in compile_checks(exp, asked=[tool]):
+        for check in _COMPILED.checks(exp, tool):
             if check.tool != tool:
                 continue
             if (
@@ -161,11 +207,15 @@ def find_checks(
                 and check.task_type != task_type
             ):
                 continue
-            level, cls = match(check, args)
+            level, cls = match(check, args, classes)
             score = round(check.confidence * check.trust * MATCH_WEIGHTS[level], 4)
-            found.append(CheckMatch(check=check, score=score, match=level, argument_class=cls))
+            found.append((score, check, level, cls))
             break
-    found.sort(
-        key=lambda m: (-m.score, -m.check.confidence, order.get(m.check.namespace, 0), m.check.id)
-    )
-    return CheckResult(tool=tool, checks=found[:top_k])
+    found.sort(key=lambda m: (-m[0], -m[1].confidence, order.get(m[1].namespace, 0), m[1].id))
+    # only the shown matches become objects; their fields are computed here, in range (a
+    # score is a product of numbers in [0, 1]), so they are not validated again
+    shown = [
+        CheckMatch.model_construct(check=check, score=score, match=level, argument_class=cls)
+        for score, check, level, cls in found[:top_k]
+    ]
+    return CheckResult.model_construct(tool=tool, checks=shown)

@@ -140,6 +140,10 @@ def _check_experiences(items: Any) -> list[Experience]:
 ABOUT_TOOL_CACHE_SIZE = 4096
 
 
+#: The tenant's change counter (migration 0007), one primary-key read; built once.
+_STAMP_OF_TENANT = select(_stamps.c.stamp).where(_stamps.c.tenant_id == bindparam("tenant"))
+
+
 class _AboutToolCache:
     """``(tenant, tool, namespaces, kinds, limit) -> (tenant stamp, experiences)``, LRU,
     thread-safe."""
@@ -760,9 +764,24 @@ class ExperienceStore(StoreCore):
         if cache is None:
             cache = self._about_tool_cache = _AboutToolCache()
         key = (tenant, tool, tuple(namespaces), tuple(kinds), int(limit))
-        stamp_query = select(_stamps.c.stamp).where(_stamps.c.tenant_id == tenant)
+        with self._stable():  # the overlay sees each pending recall once
+            with self._tx() as conn:
+                # the stamp first: a write committed after it makes the next lookup miss
+                stamp = int(conn.execute(_STAMP_OF_TENANT, {"tenant": tenant}).scalar() or 0)
+                cached = cache.get(key, stamp)
+                if cached is not None:
+                    return self._overlaid_list(tenant, list(cached))
+                # the query is built on a miss only (building it costs as much as the hit)
+                query = self._about_tool_query(tenant, tool, namespaces, kinds, limit)
+                rows = [experience_from_row(row) for row in conn.execute(query).mappings()]
+            cache.put(key, stamp, rows)
+            return self._overlaid_list(tenant, list(rows))
+
+    def _about_tool_query(
+        self, tenant: str, tool: str, namespaces: Sequence[str], kinds: Sequence[str], limit: int
+    ) -> Any:
         pattern = "%" + tool.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        query = (
+        return (
             select(*_COLUMNS)
             .where(
                 _table.c.tenant_id == tenant,
@@ -775,16 +794,6 @@ class ExperienceStore(StoreCore):
             .order_by(_table.c.confidence.desc(), _table.c.updated_at.desc(), _table.c.id)
             .limit(limit)
         )
-        with self._stable():  # the overlay sees each pending recall once
-            with self._tx() as conn:
-                # the stamp first: a write committed after it makes the next lookup miss
-                stamp = int(conn.execute(stamp_query).scalar() or 0)
-                cached = cache.get(key, stamp)
-                if cached is not None:
-                    return self._overlaid_list(tenant, list(cached))
-                rows = [experience_from_row(row) for row in conn.execute(query).mappings()]
-            cache.put(key, stamp, rows)
-            return self._overlaid_list(tenant, list(rows))
 
     def experiences_of_runs(
         self,

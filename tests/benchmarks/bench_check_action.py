@@ -18,10 +18,14 @@ for ``--calls`` calls on random tools, two ways:
 * **after a write**: an experience of the tenant is updated before each call (its confidence),
   so every call reads the database again: the worst case.
 
-Reports p50 / p95 / mean wall time (``time.perf_counter``) and CPU time of the process
-(``time.process_time``: ``Memory`` runs the call on its background loop thread, so the calling
-thread's own CPU time would miss it; other threads of the process count too) per call, in
-milliseconds, and the checks returned per call.
+Each way runs ``--repeats`` times (default 5) over fresh random calls; reports, per call in
+milliseconds, the **median over the repeats** of each repeat's p50 and p95 (and their range),
+for wall time (``time.perf_counter``) and CPU time of the process (``time.process_time``:
+the sync ``Memory.check_action`` runs on the calling thread, but other threads of the process,
+such as the recall-bookkeeping flush, count too), and the checks returned per call. Also prints
+the lookup's cache hits and misses, so a run where the cache did not work is visible.
+
+    python tests/benchmarks/bench_check_action.py --repeats 5
 """
 
 from __future__ import annotations
@@ -76,34 +80,52 @@ def lessons(tenant: str, n: int, tools: int, rng: random.Random) -> list[Experie
     return out
 
 
-def percentiles(values: list[float]) -> str:
-    values = sorted(values)
-    p50 = values[len(values) // 2]
-    p95 = values[min(len(values) - 1, int(len(values) * 0.95))]
-    return (
-        f"p50 {p50 * 1e3:.3f} ms, p95 {p95 * 1e3:.3f} ms, "
-        f"mean {statistics.fmean(values) * 1e3:.3f} ms"
-    )
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank, ``q`` in [0, 1])."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def summary(runs: list[list[float]]) -> str:
+    """Median over the repeats of each repeat's p50 and p95, with their range, in ms."""
+    parts = []
+    for name, q in (("p50", 0.5), ("p95", 0.95)):
+        per_run = [percentile(r, q) * 1e3 for r in runs]
+        parts.append(
+            f"{name} {statistics.median(per_run):.3f} ms "
+            f"(repeats {min(per_run):.3f}..{max(per_run):.3f})"
+        )
+    return ", ".join(parts)
 
 
 def timed(
-    mem: Memory, calls: int, tools: int, rng: random.Random, before: Callable[[], None]
+    mem: Memory,
+    calls: int,
+    tools: int,
+    rng: random.Random,
+    before: Callable[[], None],
+    repeats: int,
 ) -> None:
-    wall: list[float] = []
-    cpu: list[float] = []
+    walls: list[list[float]] = []
+    cpus: list[list[float]] = []
     found = 0
-    for _ in range(calls):
-        tool = f"tool_{rng.randrange(tools)}"
-        args = {"cabin": rng.choice(CLASSES), "passengers": 1}
-        before()
-        w0, c0 = time.perf_counter(), time.process_time()
-        result = mem.check_action(tool, args, tenant_id=TENANT, record=False)
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-        found += len(result.checks)
-    print(f"  wall: {percentiles(wall)}")
-    print(f"  cpu:  {percentiles(cpu)}")
-    print(f"  checks per call: {found / calls:.2f}")
+    for _ in range(repeats):
+        wall: list[float] = []
+        cpu: list[float] = []
+        for _ in range(calls):
+            tool = f"tool_{rng.randrange(tools)}"
+            args = {"cabin": rng.choice(CLASSES), "passengers": 1}
+            before()
+            w0, c0 = time.perf_counter(), time.process_time()
+            result = mem.check_action(tool, args, tenant_id=TENANT, record=False)
+            cpu.append(time.process_time() - c0)
+            wall.append(time.perf_counter() - w0)
+            found += len(result.checks)
+        walls.append(wall)
+        cpus.append(cpu)
+    print(f"  wall: {summary(walls)}")
+    print(f"  cpu:  {summary(cpus)}")
+    print(f"  checks per call: {found / (calls * repeats):.2f}")
 
 
 def main() -> None:
@@ -113,6 +135,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     rng = random.Random(args.seed)
     folder = Path(tempfile.mkdtemp(prefix="hindsight-bench-checks-"))
@@ -127,14 +150,15 @@ def main() -> None:
                 for start in range(0, len(items), 1000):
                     store.add_experiences(items[start : start + 1000], None)
             victim = store.list_experiences(TENANT, limit=1)[0]
-            for _ in range(50):  # warm-up (imports, caches, prepared statements)
-                mem.check_action("tool_0", {"cabin": "economy"}, tenant_id=TENANT, record=False)
+            for t in range(args.tools):  # warm-up: imports, every tool's lookup cached
+                mem.check_action(f"tool_{t}", {"cabin": "economy"}, tenant_id=TENANT,
+                                 record=False)  # fmt: skip
             print(
                 f"check_action at {args.lessons} lessons ({args.tools} tools), "
-                f"{args.calls} calls, {store.url.split(':')[0]}:"
+                f"{args.calls} calls x {args.repeats} repeats, {store.url.split(':')[0]}:"
             )
             print("warm (no write between calls):")
-            timed(mem, args.calls, args.tools, rng, lambda: None)
+            timed(mem, args.calls, args.tools, rng, lambda: None, args.repeats)
             step = [0.0]
 
             def write() -> None:
@@ -142,7 +166,10 @@ def main() -> None:
                 store.adjust_confidence(TENANT, victim.id, step[0], reason="bench", actor="bench")
 
             print("after a write (every call reads the database):")
-            timed(mem, args.calls, args.tools, rng, write)
+            timed(mem, args.calls, args.tools, rng, write, args.repeats)
+            cache = store._about_tool_cache
+            if cache is not None:
+                print(f"lookup cache: {cache.hits} hits, {cache.misses} misses")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
