@@ -301,10 +301,15 @@ class ExperienceStore(StoreCore):
             raise NotFoundError(f"experience {eid} not found in tenant {tenant!r}")
         return found[eid]
 
-    def get_experiences(self, tenant_id: str, ids: Sequence[Any]) -> dict[str, Experience]:
+    def get_experiences(
+        self, tenant_id: str, ids: Sequence[Any], *, pending_recalls: bool = True
+    ) -> dict[str, Experience]:
         """The tenant's experiences among ``ids``, by canonical id; absent ids are left out.
 
         Primary-key lookups without the embedding column (the recall hot path).
+        ``pending_recalls=False``: the rows as stored, without the recall counters still
+        buffered in this process (a cache of rows adds them on each use:
+        :meth:`with_pending_recalls`).
 
         Raises:
             TenantRequiredError: empty or missing tenant.
@@ -315,7 +320,8 @@ class ExperienceStore(StoreCore):
         if not wanted:
             return {}
         with self._stable(), self._tx() as conn:
-            return self._overlaid(tenant, _read_experiences(conn, tenant, wanted))
+            found = _read_experiences(conn, tenant, wanted)
+            return self._overlaid(tenant, found) if pending_recalls else found
 
     def get_experiences_at_head(
         self, tenant_id: str, ids: Sequence[Any]
@@ -336,6 +342,36 @@ class ExperienceStore(StoreCore):
             found = _read_experiences(conn, tenant, wanted) if wanted else {}
             head = log_head(conn)
             return self._overlaid(tenant, found), head
+
+    def with_pending_recalls(
+        self, tenant_id: str, found: dict[str, Experience]
+    ) -> dict[str, Experience]:
+        """A copy of ``found`` (the tenant's experiences by id, as stored) with the recall
+        counters still buffered in this process added, as :meth:`get_experiences` returns
+        them; the experiences of ``found`` are not changed."""
+        return self._overlaid(validate_tenant(tenant_id), dict(found))
+
+    def experience_stamp(self, tenant_id: str, *, lock: bool = False) -> int | None:
+        """The tenant's change stamp (``experience_stamps``: bumped by database triggers on
+        every insert, update and delete of its experiences, by any process), ``None`` when the
+        tenant has no stamp row yet (no experience was ever written).
+
+        ``lock=True`` inside :meth:`batch`: no other transaction can write the tenant's
+        experiences until the batch commits (PostgreSQL: the stamp row is locked ``FOR
+        UPDATE``; SQLite: the batch's write transaction already excludes other writers), so a
+        stamp read at the end of the batch differs from this one only by the batch's own
+        writes.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+        """
+        tenant = validate_tenant(tenant_id)
+        query = select(_stamps.c.stamp).where(_stamps.c.tenant_id == tenant)
+        if lock and self.backend == "postgresql":
+            query = query.with_for_update()
+        with self._tx() as conn:
+            value = conn.execute(query).scalar()
+        return None if value is None else int(value)
 
     def list_experiences(
         self,

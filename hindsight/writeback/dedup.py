@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -72,10 +73,12 @@ __all__ = [
     "DEFAULT_DEDUP_THRESHOLD",
     "ESTABLISHED_HELPED",
     "ESTABLISHED_SUPPORT",
+    "WORKING_SET_ROWS",
     "Decision",
     "Deduper",
     "Op",
     "RowCache",
+    "WorkingSet",
     "decide",
     "dedup_threshold_of",
     "make_deduper",
@@ -188,20 +191,129 @@ def _shares_key(exp: Experience, pending: Sequence[tuple[Experience, Any]]) -> b
     )
 
 
+WORKING_SET_ROWS = 16_384
+"""Rows a :class:`WorkingSet` keeps per tenant (least recently used dropped first): every
+neighbour of a 10k-lesson tenant, a few KB each."""
+WORKING_SET_TENANTS = 8
+"""Tenants a :class:`WorkingSet` keeps rows of (least recently written dropped first)."""
+
+
+class WorkingSet:
+    """The decoded rows dedup and the guard read, kept from one write batch to the next, per
+    tenant, in step with the store (issue 20 item 4).
+
+    A batch of a tenant whose experiences nobody changed since this process's previous batch
+    reads no neighbour row from SQL twice. Kept exact by the tenant's change stamp
+    (:meth:`SqlStore.experience_stamp`, bumped by database triggers on every insert, update
+    and delete by any process or code path): :meth:`begin`, inside the batch's write
+    transaction, reads and locks the stamp and drops the tenant's rows when it moved since
+    :meth:`end` of the previous batch; rows the batch itself changes are dropped as it changes
+    them (:meth:`RowCache.forget`); :meth:`end` records the stamp after the batch's writes
+    (nobody else could write in between); :meth:`abort` (a rolled back batch) drops them all.
+    Stored rows are kept without the recall counters buffered in this process; those are
+    added on every use (:meth:`SqlStore.with_pending_recalls`).
+
+    Not thread-safe: used under the :class:`Deduper`'s write lock.
+
+    Args:
+        store: the SQL store.
+        rows: rows kept per tenant (:data:`WORKING_SET_ROWS`).
+        tenants: tenants kept (:data:`WORKING_SET_TENANTS`).
+    """
+
+    def __init__(
+        self, store: SqlStore, *, rows: int = WORKING_SET_ROWS, tenants: int = WORKING_SET_TENANTS
+    ) -> None:
+        self._store = store
+        self.rows = rows
+        self.tenants = tenants
+        self._kept: OrderedDict[str, OrderedDict[str, Experience | None]] = OrderedDict()
+        self._stamps: dict[str, int] = {}
+        self._open: dict[str, bool] = {}
+        self.hits = 0
+        """Rows served from memory (for tests and profiles)."""
+        self.misses = 0
+        """Rows read from SQL."""
+
+    def begin(self, tenants: Sequence[str]) -> None:
+        """Start a batch writing ``tenants`` (inside its write transaction, before any read):
+        the rows of a tenant whose stamp moved since the previous :meth:`end` are dropped."""
+        self._open = {}
+        for tenant in dict.fromkeys(tenants):
+            stamp = self._store.experience_stamp(tenant, lock=True)
+            if stamp is None or self._stamps.pop(tenant, None) != stamp:
+                self._kept.pop(tenant, None)
+            self._open[tenant] = stamp is not None
+
+    def end(self) -> None:
+        """The batch wrote everything (inside its transaction, after its last write): its
+        tenants' rows are current at the stamp read now (until :meth:`abort`)."""
+        for tenant, locked in self._open.items():
+            stamp = self._store.experience_stamp(tenant) if locked else None
+            if stamp is not None and tenant in self._kept:
+                self._stamps[tenant] = stamp
+
+    def abort(self) -> None:
+        """The batch failed (rolled back, also after :meth:`end`): drop its tenants' rows."""
+        for tenant in self._open:
+            self._kept.pop(tenant, None)
+            self._stamps.pop(tenant, None)
+        self._open.clear()
+
+    def get(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Experience | None]:
+        """The kept rows among ``ids`` (``None``: known to be absent), as stored; nothing for
+        a tenant the current batch did not :meth:`begin`."""
+        kept = self._kept.get(tenant_id) if tenant_id in self._open else None
+        if not kept:
+            return {}
+        out = {i: kept[i] for i in ids if i in kept}
+        for i in out:
+            kept.move_to_end(i)
+        self.hits += len(out)
+        return out
+
+    def put(self, tenant_id: str, rows: dict[str, Experience | None]) -> None:
+        """Keep rows read from SQL (inside the batch) of a tenant :meth:`begin` opened."""
+        if tenant_id not in self._open or not rows:
+            return
+        self.misses += len(rows)
+        kept = self._kept.get(tenant_id)
+        if kept is None:
+            kept = self._kept[tenant_id] = OrderedDict()
+        self._kept.move_to_end(tenant_id)
+        kept.update(rows)
+        while len(kept) > self.rows:
+            kept.popitem(last=False)
+        while len(self._kept) > self.tenants:
+            gone, _ = self._kept.popitem(last=False)
+            self._stamps.pop(gone, None)
+
+    def forget(self, tenant_id: str, ids: Sequence[str]) -> None:
+        """Drop rows the batch changed."""
+        kept = self._kept.get(tenant_id)
+        if kept:
+            for i in ids:
+                kept.pop(i, None)
+
+
 class RowCache:
     """Experiences read from SQL at most once per write batch (issue 10).
 
     The guard's conflict neighbours and the dedup candidates of every lesson of a batch are
     read through one cache: one query per tenant for the ids not seen yet, instead of one per
     lesson and per check. :meth:`forget` drops rows a decision of the batch changed, so the
-    next lesson reads them fresh, exactly as when each lesson read its own rows.
+    next lesson reads them fresh, exactly as when each lesson read its own rows. With a
+    :class:`WorkingSet`, rows kept from earlier batches are not read again either.
 
     Args:
         store: the SQL store (``get_experiences``).
+        working: the memory's :class:`WorkingSet` (its :meth:`~WorkingSet.begin` called for
+            the batch's tenants), or ``None``.
     """
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlStore, working: WorkingSet | None = None) -> None:
         self._store = store
+        self._working = working
         self._rows: dict[tuple[str, str], Experience | None] = {}
         self._wanted: dict[str, list[str]] = {}
 
@@ -217,7 +329,23 @@ class RowCache:
         """
         wanted = [*ids, *self._wanted.pop(tenant_id, ())]
         missing = [i for i in dict.fromkeys(wanted) if (tenant_id, i) not in self._rows]
-        if missing:
+        if missing and self._working is not None:
+            stored = self._working.get(tenant_id, missing)
+            if stored:
+                missing = [i for i in missing if i not in stored]
+            read = (
+                self._store.get_experiences(tenant_id, missing, pending_recalls=False)
+                if missing
+                else {}
+            )
+            fresh = {i: read.get(i) for i in missing}
+            self._working.put(tenant_id, fresh)
+            stored.update(fresh)
+            present = {i: e for i, e in stored.items() if e is not None}
+            found = self._store.with_pending_recalls(tenant_id, present)
+            for i in stored:
+                self._rows[(tenant_id, i)] = found.get(i)
+        elif missing:
             found = self._store.get_experiences(tenant_id, missing)
             for i in missing:
                 self._rows[(tenant_id, i)] = found.get(i)
@@ -232,6 +360,8 @@ class RowCache:
         """Drop cached rows (they changed); the next :meth:`get` reads them again."""
         for i in ids:
             self._rows.pop((tenant_id, i), None)
+        if self._working is not None:
+            self._working.forget(tenant_id, ids)
 
 
 class Deduper:
@@ -266,6 +396,9 @@ class Deduper:
         self._sync = sync
         self.judge = judge
         self.guard = guard
+        self.working_set: WorkingSet | None = WorkingSet(store)
+        """The rows kept between batches (:class:`WorkingSet`); ``None`` reads every batch's
+        rows from SQL."""
         self._lock = threading.Lock()
 
     # -- candidates ------------------------------------------------------------------------
@@ -403,21 +536,31 @@ class Deduper:
         out: list[tuple[str, Experience]] = []
         with self._lock:
             self._sync()
-            rows = RowCache(self.store)
+            working = self.working_set
+            rows = RowCache(self.store, working)
             hits = [
                 self.search(exp, vec) if exp.status is ExperienceStatus.ACTIVE else []
                 for exp, vec in zip(experiences, vectors, strict=True)
             ]
-            with self.store.batch():
-                for exp, found in zip(experiences, hits, strict=True):
-                    rows.want(exp.tenant_id, [h.id for h in found])
-                if screen is not None:  # reads its neighbours and the candidates in one query
-                    experiences = list(screen(rows))
-                    if len(experiences) != len(vectors):
-                        raise ValueError("the screen must return one experience per vector")
-                for exp in experiences:
-                    rows.get(exp.tenant_id, [])
-                out = self._decide_all(experiences, vectors, hits, rows)
+            try:
+                with self.store.batch():
+                    if working is not None:  # rows kept from earlier batches, if still exact
+                        working.begin([exp.tenant_id for exp in experiences])
+                    for exp, found in zip(experiences, hits, strict=True):
+                        rows.want(exp.tenant_id, [h.id for h in found])
+                    if screen is not None:  # its neighbours and the candidates in one query
+                        experiences = list(screen(rows))
+                        if len(experiences) != len(vectors):
+                            raise ValueError("the screen must return one experience per vector")
+                    for exp in experiences:
+                        rows.get(exp.tenant_id, [])
+                    out = self._decide_all(experiences, vectors, hits, rows)
+                    if working is not None:
+                        working.end()
+            except BaseException:
+                if working is not None:
+                    working.abort()
+                raise
             self._sync()
         return out
 
@@ -433,6 +576,7 @@ class Deduper:
         batch: dict[tuple[str, str, str | None, str], list[tuple[Experience, Any]]] = {}
         pending: list[tuple[Experience, Any]] = []
         for exp, vec, found in zip(experiences, vectors, hits, strict=True):
+            rows.forget(exp.tenant_id, [exp.id])  # about to be written (a kept "absent" goes)
             if exp.status is not ExperienceStatus.ACTIVE:
                 pending.append((exp, vec))  # quarantined by the guard: stored as is
                 out.append(("quarantined", exp))
