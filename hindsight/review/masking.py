@@ -27,6 +27,7 @@ classes already and are kept, as are single digits (counts such as "3 bags").
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -137,6 +138,11 @@ def is_phrase_class(value: str, masker: Masker | None = None) -> bool:
     return masker.mask(text) == text and not set(text.split()) & masker.personal
 
 
+VALUE_PATTERNS_CACHED = 4096
+"""Compiled value patterns kept (least recently used dropped; values are at most 200
+characters, so a few MB at most)."""
+
+
 @dataclass
 class Masker:
     """Masks the values of one or several runs in a text (see the module docstring).
@@ -223,11 +229,7 @@ class Masker:
                 cls = self.values[value]
                 if cls not in PERSONAL_KEYS and not set(cls.split("_")) & PERSON_WORDS:
                     cls = self.word_id_class(value) or cls
-                # Word boundaries only where the value starts/ends with an ASCII word character:
-                # CJK text has no spaces between words.
-                edge_l = r"(?<![\w<])" if _ascii_word(value[:1]) else ""
-                edge_r = r"(?![\w>])" if _ascii_word(value[-1:]) else ""
-                pats.append((re.compile(edge_l + re.escape(value) + edge_r, re.IGNORECASE), cls))
+                pats.append((_value_pattern(value), cls))
             self._patterns = pats
         return self._patterns
 
@@ -263,6 +265,18 @@ class Masker:
             return "<amount>" if _MONEY_WORDS.search(before) else "<number>"
 
         return _NUMBER.sub(number, out)
+
+
+@functools.lru_cache(maxsize=VALUE_PATTERNS_CACHED)
+def _value_pattern(value: str) -> re.Pattern[str]:
+    """The pattern masking ``value`` (case-insensitive), compiled once per value: the runs of
+    a task group and both masks of one review share most values, and one review compiles far
+    more patterns than ``re``'s own cache (512) keeps."""
+    # Word boundaries only where the value starts/ends with an ASCII word character:
+    # CJK text has no spaces between words.
+    edge_l = r"(?<![\w<])" if _ascii_word(value[:1]) else ""
+    edge_r = r"(?![\w>])" if _ascii_word(value[-1:]) else ""
+    return re.compile(edge_l + re.escape(value) + edge_r, re.IGNORECASE)
 
 
 def _ascii_word(char: str) -> bool:

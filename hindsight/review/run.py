@@ -109,7 +109,12 @@ class ReviewRun:
         written: list[str] = []
         episode: tuple[Lesson, str] | None = None
         errors: list[BaseException] = []
-        for part in review_parts(self.reviewer):
+        parts = review_parts(self.reviewer)
+        # One part and no LLM judge: its lessons and the episode go in one write (one guard
+        # pass, one transaction, one vector sync; the same decisions: the episode is of its
+        # own dedup scope, never folded and never a conflict neighbour, and it comes last).
+        together = len(parts) == 1 and getattr(self.writeback.screen, "judge", None) is None
+        for part in parts:
             try:
                 lessons = await _review_part(part, traj, deadline, self.timeout)
             except Exception as exc:
@@ -124,14 +129,18 @@ class ReviewRun:
                 if key and key not in seen:
                     seen.add(key)
                     kept.append(lesson)
-            if kept:
-                exps = await asyncio.to_thread(self.write_lessons, traj, kept, part.name)
-                written.extend(e.id for e in exps)
-                written.extend(e.id for e in self._experiences(traj, kept, part.name))
+            if together:
+                ids = await asyncio.to_thread(self._write_all, traj, kept, part.name, episode)
+                written.extend(ids)
+            elif kept:
+                stored, wanted = await asyncio.to_thread(self._write_lessons, traj, kept, part.name)
+                written.extend(e.id for e in stored)
+                written.extend(e.id for e in wanted)
         if not errors:
-            eid = await asyncio.to_thread(self._write_episode, traj, episode)
-            if eid is not None:
-                written.append(eid)
+            if not together:
+                eid = await asyncio.to_thread(self._write_episode, traj, episode)
+                if eid is not None:
+                    written.append(eid)
             try:
                 await self._contrast(traj, deadline)
             except Exception as exc:
@@ -178,8 +187,16 @@ class ReviewRun:
     ) -> list[Experience]:
         """Turn lessons into experiences and store them (idempotent per trajectory).
         ``reviewer``: the name recorded on them (default: the memory's reviewer)."""
-        exps = self._experiences(traj, lessons, reviewer or self.reviewer.name)
-        return self.writeback.write(exps, trajectory=traj) if exps else []
+        return self._write_lessons(traj, lessons, reviewer or self.reviewer.name)[0]
+
+    def _write_lessons(
+        self, traj: Trajectory, lessons: Sequence[Lesson], reviewer: str
+    ) -> tuple[list[Experience], list[Experience]]:
+        """:meth:`write_lessons`, returning ``(stored now, every experience of the lessons)``:
+        the second list has the stable ids of those an earlier review stored (one conversion
+        of the lessons, not one for the write and one for the ids)."""
+        exps = self._experiences(traj, lessons, reviewer)
+        return (self.writeback.write(exps, trajectory=traj) if exps else []), exps
 
     def _experiences(
         self, traj: Trajectory, lessons: Sequence[Lesson], reviewer: str
@@ -194,22 +211,52 @@ class ReviewRun:
             now=self.clock.now(),
         )
 
+    def _write_all(
+        self,
+        traj: Trajectory,
+        lessons: Sequence[Lesson],
+        reviewer: str,
+        given: tuple[Lesson, str] | None,
+    ) -> list[str]:
+        """The lessons of a one-part review and the run's episode in one write: returns the
+        ids :meth:`__call__` collects, in the order the two writes would give (the lessons
+        stored now, every lesson's stable id, then the episode's)."""
+        exps = self._experiences(traj, lessons, reviewer) if lessons else []
+        eid, episode = self._episode(traj, given)
+        todo = [*exps, *([episode] if episode is not None else [])]
+        stored = self.writeback.write(todo, trajectory=traj) if todo else []
+        # A lesson is never stored as (or folded into) an episode: the episode's scope is its
+        # own kind.
+        ids = [e.id for e in stored if e.kind is not ExperienceKind.EPISODE]
+        ids.extend(e.id for e in exps)
+        return ids if eid is None else [*ids, eid]
+
     def _write_episode(self, traj: Trajectory, given: tuple[Lesson, str] | None) -> str | None:
         """Write the episode of ``traj`` unless it is stored already: ``given`` is the
         reviewer's own summary and that reviewer's name, else the summary is
         :func:`summarize_episode`. Returns its id, or ``None`` for a run without reviewable
         content (case C05)."""
+        eid, exp = self._episode(traj, given)
+        if exp is not None:
+            self.writeback.write([exp], trajectory=traj)  # trajectory: the guard's taint check
+        return eid
+
+    def _episode(
+        self, traj: Trajectory, given: tuple[Lesson, str] | None
+    ) -> tuple[str | None, Experience | None]:
+        """``(id, experience)`` of ``traj``'s episode for :meth:`_write_episode`: ``(id,
+        None)`` when it is stored already, ``(None, None)`` when there is none to write."""
         if not has_reviewable_content(traj):
-            return None
+            return None, None
         eid = episode_id(traj.id)
         if self.store.get_experiences(traj.tenant_id, [eid]):
-            return eid
+            return eid, None
         if given is not None:
             content, source, meta = given[0].content, given[1], dict(given[0].metadata)
         else:
             content, source, meta = summarize_episode(traj), "trajectory", {}
         if not content.strip():
-            return None
+            return None, None
         exp = episode_experience(
             traj,
             content,
@@ -219,5 +266,4 @@ class ReviewRun:
             now=self.clock.now(),
             metadata=meta,
         )
-        self.writeback.write([exp], trajectory=traj)  # trajectory: the guard's taint check
-        return eid
+        return eid, exp
