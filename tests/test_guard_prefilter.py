@@ -175,3 +175,21 @@ def test_vocab_placeholders_keep_a_need() -> None:
     """Every built-in rule is gated (none runs on every text)."""
     assert default_guard()._gate().always == ()
     assert VOCAB  # the vocabularies the rules expand
+
+
+def test_gate_finds_literals_that_start_where_a_longer_one_does() -> None:
+    from hindsight.guard.prefilter import Gate
+
+    gate = Gate(
+        [
+            [frozenset({"do not"})],
+            [frozenset({"do"}), frozenset({"ship"})],
+            [frozenset({"not s"})],
+            [None],
+        ]
+    )
+    assert gate.passing("do not ship it") == [0, 1, 2, 3]
+    assert gate.passing("do note: shipping") == [0, 1, 3]
+    assert gate.passing("dot, shipping") == [1, 3]
+    assert gate.passing("nothing") == [3]
+    assert gate.always == (3,)

@@ -207,8 +207,33 @@ def _minimal(literals: frozenset[str]) -> tuple[str, ...]:
     return tuple(kept)
 
 
+def _trie_pattern(literals: Iterable[str]) -> str:
+    """A regex matching, at a position, the longest of ``literals`` that starts there (a
+    trie: one branch per next character, the shorter literal tried last)."""
+    trie: dict[str, Any] = {}
+    for lit in literals:
+        node = trie
+        for char in lit:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def render(node: dict[str, Any]) -> str:
+        branches = [re.escape(c) + render(child) for c, child in sorted(node.items()) if c]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if "" in node:  # a literal ends here: a longer one first, then this one
+            return "(?:" + body + ")?"
+        return body
+
+    return render(trie)
+
+
 class Gate:
     """Which of a guard's compiled rules can fire on a normalized text.
+
+    One pass of one regex (a trie of every literal of every rule, tried at each position)
+    finds the literals the text contains; a rule passes when each of its needs has one.
 
     Args:
         needs: per rule, in rule order, the needs of its patterns (trigger, anchor, each
@@ -217,23 +242,38 @@ class Gate:
     """
 
     def __init__(self, needs: Sequence[Sequence[Need]]) -> None:
-        self._needs = tuple(
-            tuple(sorted((_minimal(n) for n in rule if n is not None), key=len)) for rule in needs
-        )
-        literals = sorted(
-            {lit for rule in self._needs for n in rule for lit in n}, key=lambda s: (-len(s), s)
-        )
-        self.always = tuple(i for i, rule in enumerate(self._needs) if not rule)
+        kept = [[_minimal(n) for n in rule if n is not None] for rule in needs]
+        self.always = tuple(i for i, rule in enumerate(kept) if not rule)
         """Rules that run on every text (no usable need)."""
-        self._any = re.compile("|".join(map(re.escape, literals))) if literals else None
+        # each need gets an id; a literal satisfies the needs it belongs to
+        self._rules: list[tuple[int, ...]] = []
+        satisfies: dict[str, set[int]] = {}
+        count = 0
+        for rule in kept:
+            ids = []
+            for n in rule:
+                ids.append(count)
+                for lit in n:
+                    satisfies.setdefault(lit, set()).add(count)
+                count += 1
+            self._rules.append(tuple(ids))
+        literals = sorted(satisfies)
+        # the regex reports the longest literal at a position; the shorter ones starting
+        # there are its prefixes
+        self._found: dict[str, frozenset[int]] = {}
+        for lit in literals:
+            met: set[int] = set()
+            for end in range(1, len(lit) + 1):
+                met |= satisfies.get(lit[:end], set())
+            self._found[lit] = frozenset(met)
+        self._scan = re.compile(f"(?=({_trie_pattern(literals)}))") if literals else None
 
     def passing(self, text: str) -> list[int]:
         """Indexes of the rules that may fire on ``text`` (a lower-case text: see the module
         docstring), in rule order."""
-        if self._any is None or self._any.search(text) is None:
-            return list(self.always)  # one pass: no literal of any rule is in the text
-        return [
-            i
-            for i, rule in enumerate(self._needs)
-            if all(any(lit in text for lit in n) for n in rule)
-        ]
+        met: set[int] = set()
+        if self._scan is not None:
+            found = self._found
+            for longest in {m.group(1) for m in self._scan.finditer(text)}:
+                met |= found[longest]
+        return [i for i, ids in enumerate(self._rules) if all(n in met for n in ids)]
