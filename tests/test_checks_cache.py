@@ -96,6 +96,7 @@ def test_checks_are_compiled_once_per_lesson_version_and_again_after_a_write(
     tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from hindsight.checks import lookup
+    from hindsight.checks.compile import COMPILED_KINDS as KINDS
 
     compiled: list[str] = []
     real = lookup.compile_checks
@@ -124,7 +125,12 @@ def test_checks_are_compiled_once_per_lesson_version_and_again_after_a_write(
         mem.edit_experience(second.id, tenant_id="acme", content=edited)
         found = mem.check_action("cancel_order", {}, tenant_id="acme", record=False)
         assert [m.check.advice for m in found.checks][1] == edited
-        # what a lookup returns without validation is what validation would give
+        # what a lookup returns without validation is what validation would give: the rows
+        about = mem.aio.store.experiences_about_tool(
+            "acme", "cancel_order", namespaces=["default"], kinds=[k.value for k in KINDS]
+        )
+        assert about and about == [mem.get_experience(e.id, tenant_id="acme") for e in about]
+        # and the matches
         again = type(found).model_validate(found.model_dump())
         assert again == found and again.model_dump_json() == found.model_dump_json()
     finally:

@@ -809,7 +809,8 @@ class ExperienceStore(StoreCore):
                     return self._overlaid_list(tenant, list(cached))
                 # the query is built on a miss only (building it costs as much as the hit)
                 query = self._about_tool_query(tenant, tool, namespaces, kinds, limit)
-                rows = [experience_from_row(row) for row in conn.execute(query).mappings()]
+                # the rows were validated on their way in: read without validating again
+                rows = [experience_from_stored(row) for row in conn.execute(query)]
             cache.put(key, stamp, rows)
             return self._overlaid_list(tenant, list(rows))
 
