@@ -247,10 +247,7 @@ class WriteScreen:
         up (active, of an advice kind; ``None`` for the others), reading all their rows with
         one ``fetch`` per tenant (issue 10: one query per batch instead of one per lesson)."""
         rows = np.asarray(vectors, dtype=np.float32)
-        ids: list[list[str] | None] = [
-            self._neighbour_ids(exp, rows[i]) if self._looks_up(exp) else None
-            for i, exp in enumerate(exps)
-        ]
+        ids = self._neighbour_ids_many(exps, rows)
         wanted: dict[str, list[str]] = {}
         for exp, found in zip(exps, ids, strict=True):
             wanted.setdefault(exp.tenant_id, []).extend(found or ())
@@ -269,10 +266,41 @@ class WriteScreen:
             and exp.kind in ADVICE_KINDS
         )
 
+    def _neighbour_ids_many(
+        self, exps: Sequence[Experience], rows: npt.NDArray[np.float32]
+    ) -> list[list[str] | None]:
+        """:meth:`_neighbour_ids` of each experience that :meth:`check` looks up (``None`` for
+        the others): one batched query per tenant and namespace when the index has
+        ``search_many`` (Qdrant Edge), else one query each."""
+        out: list[list[str] | None] = [None] * len(exps)
+        groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        for i, exp in enumerate(exps):
+            if self._looks_up(exp):
+                groups.setdefault((exp.tenant_id, self._namespaces(exp)), []).append(i)
+        many = getattr(self.index, "search_many", None)
+        for (tenant, namespaces), where in groups.items():
+            if many is None or len(where) == 1:
+                for i in where:
+                    out[i] = self._neighbour_ids(exps[i], rows[i])
+                continue
+            found = many(
+                rows[where],
+                tenant_id=tenant,
+                namespaces=list(namespaces),
+                limit=CONFLICT_NEIGHBOURS + 2,
+            )
+            for i, hits in zip(where, found, strict=True):
+                skip = {exps[i].id, exps[i].parent_id}
+                out[i] = [h.id for h in hits if h.id not in skip]
+        return out
+
+    def _namespaces(self, exp: Experience) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([exp.namespace, self.shared_namespace]))
+
     def _neighbour_ids(self, exp: Experience, vector: npt.ArrayLike | None) -> list[str]:
         if vector is None:
             vector = self.embedder.embed([exp.content])[0]
-        namespaces = list(dict.fromkeys([exp.namespace, self.shared_namespace]))
+        namespaces = list(self._namespaces(exp))
         hits = self.index.search(
             np.asarray(vector, dtype=np.float32),
             tenant_id=exp.tenant_id,

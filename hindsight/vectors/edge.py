@@ -455,6 +455,51 @@ class EdgeVectorIndex:
         found = self._call(lambda: shard.query(request))
         return [VectorHit(str(p.id), clamp_similarity(p.score), p.payload) for p in found]
 
+    def search_many(
+        self,
+        vectors: FloatMatrix,
+        *,
+        tenant_id: str,
+        namespaces: Sequence[str],
+        limit: int,
+        task_type: str | None = None,
+        statuses: Sequence[str] = ("active",),
+        kinds: Sequence[str] | None = None,
+    ) -> list[list[VectorHit]]:
+        """:meth:`search` of each row of ``vectors`` (shape ``(n, dimension)``) with the same
+        filter, as one planned batch (``EdgeShard.query_batch``: one pass over the segments
+        for all of them, the same hits as one :meth:`search` per row). The write path screens
+        a batch of lessons this way (issue 20 item 4).
+
+        Raises:
+            As :meth:`search`.
+        """
+        scopes = [
+            check_search(
+                self.dimension, row, tenant_id, namespaces, limit, task_type, statuses, kinds
+            )
+            for row in vectors
+        ]
+        if not scopes or scopes[0].empty:
+            return [[] for _ in scopes]
+        requests = [
+            qe.QueryRequest(
+                limit=scope.limit,
+                query=qe.Query.Nearest(scope.vector.tolist()),
+                filter=self._scope_filter(scope),
+                params=_SEARCH_PARAMS,
+                with_payload=True,
+                with_vector=False,
+            )
+            for scope in scopes
+        ]
+        shard = self._live()
+        found = self._call(lambda: shard.query_batch(qe.QueryBatchRequest(requests)))
+        return [
+            [VectorHit(str(p.id), clamp_similarity(p.score), p.payload) for p in points]
+            for points in found
+        ]
+
     def count(self, tenant_id: str | None = None) -> int:
         """Exact number of points, of one tenant or (``None``) of all tenants.
 
