@@ -44,6 +44,7 @@ WORDS = ["order_query", "refund", "timeout", "cache", "retry", "invoice", "addre
 TAGS = ["billing", "shipping", "auth"]
 TOOLS = ["order_query", "refund_tool", "login_tool"]
 KINDS = ["rule", "anti_pattern", "improvement", "failure_cause", "key_step"]
+ADDED_KINDS = [*KINDS, "episode"]  # episodes: their own tier (include_episodes=True)
 
 
 def _content(words: list[str]) -> str:
@@ -138,7 +139,7 @@ OPS = st.one_of(
     st.tuples(
         st.just("add"),
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
-        st.sampled_from(KINDS),
+        st.sampled_from(ADDED_KINDS),
         st.lists(st.sampled_from(TAGS), max_size=2),
         st.lists(st.sampled_from(TOOLS), max_size=2),
         st.floats(0.05, 0.95),
