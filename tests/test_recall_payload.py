@@ -63,9 +63,9 @@ class Reads:
         self.runs: list[bool] = []
         plain, at_head, run = store.get_experiences, store.get_experiences_at_head, Recall._run
 
-        def get_experiences(tenant: str, ids: Any) -> Any:
+        def get_experiences(tenant: str, ids: Any, **kw: Any) -> Any:
             self.rows += list(ids)
-            return plain(tenant, ids)
+            return plain(tenant, ids, **kw)
 
         def get_experiences_at_head(tenant: str, ids: Any) -> Any:
             self.at_head += 1
