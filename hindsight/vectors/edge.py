@@ -108,6 +108,10 @@ def _has_shard(path: Path) -> bool:
     return (path / _CONFIG_FILE).exists() or (segments.is_dir() and any(segments.iterdir()))
 
 
+def _hits(points: Sequence[Any]) -> list[VectorHit]:
+    return [VectorHit(str(p.id), clamp_similarity(p.score), p.payload) for p in points]
+
+
 def _batches(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -443,7 +447,12 @@ class EdgeVectorIndex:
         )
         if scope.empty:
             return []
-        request = qe.QueryRequest(
+        request = self._request(scope)
+        shard = self._live()
+        return _hits(self._call(lambda: shard.query(request)))
+
+    def _request(self, scope: Any) -> qe.QueryRequest:
+        return qe.QueryRequest(
             limit=scope.limit,
             query=qe.Query.Nearest(scope.vector.tolist()),
             filter=self._scope_filter(scope),
@@ -451,9 +460,6 @@ class EdgeVectorIndex:
             with_payload=True,
             with_vector=False,
         )
-        shard = self._live()
-        found = self._call(lambda: shard.query(request))
-        return [VectorHit(str(p.id), clamp_similarity(p.score), p.payload) for p in found]
 
     def search_many(
         self,
@@ -482,23 +488,9 @@ class EdgeVectorIndex:
         ]
         if not scopes or scopes[0].empty:
             return [[] for _ in scopes]
-        requests = [
-            qe.QueryRequest(
-                limit=scope.limit,
-                query=qe.Query.Nearest(scope.vector.tolist()),
-                filter=self._scope_filter(scope),
-                params=_SEARCH_PARAMS,
-                with_payload=True,
-                with_vector=False,
-            )
-            for scope in scopes
-        ]
+        batch = qe.QueryBatchRequest([self._request(scope) for scope in scopes])
         shard = self._live()
-        found = self._call(lambda: shard.query_batch(qe.QueryBatchRequest(requests)))
-        return [
-            [VectorHit(str(p.id), clamp_similarity(p.score), p.payload) for p in points]
-            for points in found
-        ]
+        return [_hits(points) for points in self._call(lambda: shard.query_batch(batch))]
 
     def count(self, tenant_id: str | None = None) -> int:
         """Exact number of points, of one tenant or (``None``) of all tenants.
