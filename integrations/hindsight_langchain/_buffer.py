@@ -338,10 +338,13 @@ class EventBuffer:
         source: Provenance,
         metadata: Mapping[str, Any] | None = None,
         close_open: bool = True,
+        ended_at: datetime | None = None,
     ) -> Trajectory:
         """The validated trajectory (events in capture order). ``close_open``: give the tool
         calls still open a failed result first (the run is over); False for a snapshot of a
-        run that goes on (a paused part), which leaves the buffer unchanged.
+        run that goes on (a paused part), which leaves the buffer unchanged. ``ended_at``:
+        when the run ended (default: now; given when the trajectory is built later, off the
+        agent's path).
 
         Raises:
             TenantRequiredError: the scope has no tenant.
@@ -368,7 +371,7 @@ class EventBuffer:
             outcome=outcome,
             source=source,
             started_at=self.started_at,
-            ended_at=utcnow(),
+            ended_at=ended_at or utcnow(),
             events=events,
             metadata=_object({**self.metadata, **(metadata or {})}),
             system_prompt=self.first_system_prompt,

@@ -163,19 +163,27 @@ class Engine:
         return future
 
     def submit_later(
-        self, build: Callable[[], tuple[Trajectory, Any, PendingWrite] | None]
+        self,
+        build: Callable[[], tuple[Trajectory, Any, PendingWrite] | None],
+        *,
+        handed: tuple[str, Any] | None = None,
     ) -> concurrent.futures.Future[Any]:
         """Hand the writer a run it builds itself, off the agent's path: ``build()`` returns
-        ``(trajectory, key, write)`` or ``None`` (nothing to store)."""
+        ``(trajectory, key, write)`` or ``None`` (nothing to store). ``handed``: the run's
+        ``(trajectory id, key)`` when known now: recorded as handed over now
+        (``last_trajectory_id`` names it as soon as the run ends), not once built."""
 
         made_write: list[PendingWrite] = []
+        if handed is not None:
+            self._handed(*handed)
 
         def make() -> PendingWrite | None:
             made = build()
             if made is None:
                 return None
             traj, key, write = made
-            self._handed(traj.id, key)
+            if handed is None:
+                self._handed(traj.id, key)
             made_write.append(write)
             return write
 

@@ -41,6 +41,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -54,7 +55,7 @@ from langgraph.types import Command
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, RecallResult, Trajectory
 from hindsight._ids import new_id
 from hindsight.capture.outcome import detect_outcome
-from hindsight.models import EventType
+from hindsight.models import EventType, utcnow
 from hindsight.service.client import AsyncHindsightClient, HindsightClient
 from hindsight_langchain._buffer import EventBuffer, OutcomeFn, judge_outcome
 from hindsight_langchain._convert import (
@@ -827,10 +828,16 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         return True
 
     def _trajectory(
-        self, invoke: _Invoke, *, incomplete: bool = False, paused: bool = False
+        self,
+        invoke: _Invoke,
+        *,
+        incomplete: bool = False,
+        paused: bool = False,
+        ended_at: datetime | None = None,
     ) -> Trajectory | None:
         """The trajectory of ``invoke`` so far (``paused``: a snapshot of an invoke waiting
-        for a resume, stored unreviewed; the invoke stays open)."""
+        for a resume, stored unreviewed; the invoke stays open; ``ended_at``: when it ended,
+        default now)."""
         if not self._store:
             return None
         try:
@@ -857,6 +864,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                     source=self._source,
                     metadata=extra,
                     close_open=not paused,
+                    ended_at=ended_at,
                 )
             if invoke.outcome is None and invoke.error is None and not (paused or incomplete):
                 traj = traj.model_copy(update={"outcome": detect_outcome(traj)})
@@ -865,25 +873,55 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             self._engine.fail(f"could not build trajectory {invoke.buffer.trajectory_id}", exc)
             return None
 
-    def _hand_over(self, invoke: _Invoke, traj: Trajectory) -> Any:
+    def _recalled(self, invoke: _Invoke) -> list[str]:
+        """The experience ids to record as seen by ``invoke``'s model (once per invoke)."""
         with self._lock:
             recalled = invoke.recalled_ids if invoke.seen and not invoke.recorded else []
             invoke.recorded = invoke.recorded or bool(recalled)
+        return list(recalled)
+
+    def _hand_over(self, invoke: _Invoke, traj: Trajectory) -> Any:
+        recalled = self._recalled(invoke)
         return self._engine.submit(traj, invoke.thread_id, merge=True, recalled=recalled)
+
+    def _hand_over_ended(self, invoke: _Invoke, *, incomplete: bool) -> Any:
+        """Hand the ended ``invoke`` to the writer, which builds and validates its trajectory
+        off the agent's path: on the path only the open tool calls are closed and the end
+        time taken (what the trajectory would have held if built now). The future, or
+        ``None`` when nothing is stored."""
+        if not self._store:
+            return None
+        if invoke.scope.tenant_id is None:  # cannot be stored: say so now (logged, counted)
+            self._trajectory(invoke, incomplete=incomplete)
+            return None
+        with self._lock:
+            invoke.buffer.close_open()
+            ended_at = utcnow()
+        recalled = self._recalled(invoke)
+
+        def build() -> tuple[Trajectory, Any, Any] | None:
+            traj = self._trajectory(invoke, incomplete=incomplete, ended_at=ended_at)
+            if traj is None:
+                return None
+            write = self._engine.write(traj, merge=True, recalled=tuple(recalled))
+            return traj, invoke.thread_id, write
+
+        handed = (invoke.buffer.trajectory_id, invoke.thread_id)
+        return self._engine.submit_later(build, handed=handed)
 
     def _finish(self, invoke: _Invoke, *, incomplete: bool = False) -> None:
         if not self._end(invoke):
             return
-        traj = self._trajectory(invoke, incomplete=incomplete)
-        if traj is not None:
-            self._engine.end(self._hand_over(invoke, traj))
+        future = self._hand_over_ended(invoke, incomplete=incomplete)
+        if future is not None:
+            self._engine.end(future)
 
     async def _afinish(self, invoke: _Invoke, *, incomplete: bool = False) -> None:
         if not self._end(invoke):
             return
-        traj = self._trajectory(invoke, incomplete=incomplete)
-        if traj is not None:
-            await self._engine.aend(self._hand_over(invoke, traj))
+        future = self._hand_over_ended(invoke, incomplete=incomplete)
+        if future is not None:
+            await self._engine.aend(future)
 
     def _pause(self, invoke: _Invoke) -> None:
         """Store what ``invoke`` captured so far as a paused part (it waits for a resume, in

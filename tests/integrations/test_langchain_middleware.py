@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 from tests.integrations import langchain_support  # noqa: F401  (skips without LangChain)
@@ -123,6 +124,39 @@ def test_second_run_prompt_ends_with_the_lesson_of_the_first_failure() -> None:
     assert middleware.errors == 0
 
 
+def test_the_trajectory_is_built_off_the_agents_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20: the end of a run only closes its open calls and takes the end time; the
+    writer builds and validates the trajectory, which holds what a build at the end held."""
+    from hindsight_langchain._buffer import EventBuffer
+
+    built_on: list[int] = []
+    build = EventBuffer.build
+
+    def recording(self: EventBuffer, *args: Any, **kwargs: Any) -> Any:
+        built_on.append(threading.get_ident())
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(EventBuffer, "build", recording)
+    mem = memory()
+    agent, _, middleware = support_agent(mem, write_wait=0)
+    with pytest.raises(TimeoutError, match="carrier API timed out"):
+        agent.invoke({"messages": [("user", "Where is my parcel A1?")]})
+    returned = datetime.now(UTC)
+    tid = middleware.last_trajectory_id  # named as soon as the run ended
+    assert tid is not None
+    assert middleware.wait(timeout=30)
+    traj = stored(mem, tid)
+    assert built_on and threading.get_ident() not in built_on
+    assert traj.ended_at is not None and traj.ended_at <= returned
+    assert traj.ended_at >= max(e.timestamp for e in traj.events)
+    assert traj.outcome is Outcome.FAILURE and "TimeoutError" in traj.metadata["error"]
+    assert tool_steps(traj) == [
+        ("tool_call", "carrier_status", None),
+        ("tool_result", "carrier_status", "timeout"),
+    ]
+    assert middleware.stored == 1 and middleware.errors == 0
+
+
 def test_async_agent_with_async_memory() -> None:
     mem = memory(reviewer=HeuristicReviewer())
     agent, model, middleware = support_agent(mem.aio)
@@ -148,6 +182,8 @@ def test_a_run_that_was_misled_lowers_confidence() -> None:
     agent, model, middleware = support_agent(mem)
     with pytest.raises(TimeoutError):
         agent.invoke({"messages": [("user", "Where is my parcel A1?")]})
+    assert middleware.wait(timeout=30)  # the run (and its recall outcome) is written in the
+    # background; the agent waits at most write_wait (0.05 s) for it
     assert exp.content in system_prompt_of(model.prompts[0])
     after = mem.get_experience(exp.id, tenant_id=TENANT)
     assert after.misled_count == 1 and after.confidence == pytest.approx(
@@ -392,6 +428,7 @@ def test_concurrent_invokes_on_separate_threads() -> None:
         t.start()
     for t in threads:
         t.join()
+    assert middleware.wait(timeout=30)  # written in the background (write_wait is a bound)
     assert not failures and middleware.errors == 0
     assert all_trajectories(mem) == 6
     for i in range(6):
