@@ -761,14 +761,27 @@ class _HandlerBase:
         trajectory and its events get (default: the root run id). ``None`` when ``run_id`` is
         not an open root run of this handler, or the trajectory cannot be built (logged,
         counted)."""
+        group = self.detach_group(run_id, trajectory_id=trajectory_id)
+        return None if group is None else self.trajectory_of(group)
+
+    def detach_group(self, run_id: UUID, *, trajectory_id: str | None = None) -> Group | None:
+        """The first half of :meth:`detach`: the root run ``run_id``'s captured group, taken
+        out of the handler (the caller owns it; no later callback reaches it), its open tool
+        calls closed now; :meth:`trajectory_of` builds it later (off the agent's path)."""
         capture = self._capture
         with capture.lock:
             group = capture.tree.detach(run_id)
-        if group is None:
-            return None
-        if trajectory_id is not None:
-            group.buffer.trajectory_id = trajectory_id
-        return capture.trajectory(group)
+            if group is None:
+                return None
+            if trajectory_id is not None:
+                group.buffer.trajectory_id = trajectory_id
+            group.buffer.close_open()
+        return group
+
+    def trajectory_of(self, group: Group) -> Trajectory | None:
+        """The second half of :meth:`detach`: the trajectory of a group :meth:`detach_group`
+        took (``None``, logged and counted, when it cannot be built)."""
+        return self._capture.trajectory(group)
 
 
 class HindsightCallbackHandler(_HandlerBase, BaseCallbackHandler):

@@ -226,6 +226,34 @@ class TrajectoryCapture:
                 self.engine.fail(f"could not snapshot trajectory {self.trajectory_id}", exc)
                 return None
 
+    def close_later(self) -> Callable[[], Trajectory | None] | None:
+        """:meth:`close` in two steps: now the capture is closed (its later callbacks are
+        dropped) and its events taken out of the handler, open tool calls closed; the returned
+        callable builds and validates the trajectory (off the agent's path: the background
+        writer calls it; ``None`` from it as from :meth:`close`). ``None`` when already
+        taken."""
+        tid = self.trajectory_id
+        with self.lock:
+            if self.closed:
+                return None
+            self.closed = True
+            try:
+                group = self.handler.detach_group(self.anchor, trajectory_id=tid)
+            except Exception as exc:
+                self.engine.fail(f"could not take the events of trajectory {tid}", exc)
+                group = None
+
+        def build() -> Trajectory | None:
+            if group is None:
+                return None
+            try:
+                return self.handler.trajectory_of(group)
+            except Exception as exc:
+                self.engine.fail(f"could not take the events of trajectory {tid}", exc)
+                return None
+
+        return build
+
     def close(self) -> Trajectory | None:
         """Take what was captured (``None`` when already taken or nothing was captured); the
         trajectory's later callbacks are dropped."""
@@ -442,6 +470,12 @@ class CaptureRouter(BaseCallbackHandler):
         """Close ``capture`` and return what it captured (see :meth:`TrajectoryCapture.close`)."""
         self._release(capture)
         return capture.close()
+
+    def take_later(self, capture: TrajectoryCapture) -> Callable[[], Trajectory | None] | None:
+        """Close ``capture`` now, build what it captured later
+        (:meth:`TrajectoryCapture.close_later`)."""
+        self._release(capture)
+        return capture.close_later()
 
     def open_captures(self) -> list[TrajectoryCapture]:
         """The paused trajectories waiting for a resume."""

@@ -14,10 +14,12 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from hindsight import Outcome, Trajectory, UsageError
 from hindsight._ids import new_id
 from hindsight.capture.outcome import detect_outcome, judge
+from hindsight.models import utcnow
 from hindsight_langgraph._capture import (
     TrajectoryCapture,
     _hand_over,
     _seen_metadata,
+    _warn_unseen,
     begin_run,
     capture_of,
     router,
@@ -104,6 +106,16 @@ class _ReflectSpec:
         capture = capture_of(config)
         if capture is None or capture.closed:
             capture = self._resumed_here(state, config, messages)
+        return self._built(state, config, verdict, messages, capture)
+
+    def _built(
+        self,
+        state: Any,
+        config: RunnableConfig,
+        verdict: Outcome | None,
+        messages: list[BaseMessage],
+        capture: TrajectoryCapture | None,
+    ) -> tuple[Trajectory, TrajectoryCapture | None]:
         part = None
         if capture is not None:
             part = router().take(capture)
@@ -139,6 +151,49 @@ class _ReflectSpec:
         if capture is not None:
             return _hand_over(capture, traj)
         return self.engine.submit(traj, traj.metadata.get("thread_id"), merge=True)
+
+    def finish(self, state: Any, config: RunnableConfig) -> Any:
+        """Hand the run's trajectory to the writer; returns the write's future (``None``:
+        nothing handed). On the agent's path only what depends on the graph's state and
+        capture: the verdict, the final answer, the capture closed and its events taken out of
+        the handler, the end time, the recalled ids; the writer builds and validates the
+        trajectory (:meth:`trajectory`'s, with that end time). A run not captured in this
+        process is built here (its tenant is checked at once)."""
+        verdict = self.verdict(state)
+        messages: list[BaseMessage] = read_messages(state, self.messages_key)
+        capture = capture_of(config)
+        if capture is None or capture.closed:
+            capture = self._resumed_here(state, config, messages)
+        if capture is None:
+            return self.hand_over(*self._built(state, config, verdict, messages, None))
+        take = router().take_later(capture)
+        ended_at = utcnow()
+        extra = _seen_metadata(capture)
+        answer, turn = final_answer(messages), current_turn(messages)
+        _warn_unseen(capture)
+        recalled = tuple(capture.attributable())
+        engine, run = self.engine, capture
+
+        def build() -> tuple[Trajectory, Any, Any] | None:
+            try:
+                part = take() if take is not None else None
+                traj = assemble(
+                    run,
+                    part,
+                    outcome=verdict or Outcome.UNKNOWN,
+                    answer=answer,
+                    messages=turn if part is None else (),
+                    metadata=extra,
+                    ended_at=ended_at,
+                )
+                if verdict is None:
+                    traj = traj.model_copy(update={"outcome": detect_outcome(traj)})
+            except Exception as exc:
+                engine.fail("could not finish this run's trajectory", exc)
+                return None
+            return traj, run.thread_id, engine.write(traj, merge=True, recalled=recalled)
+
+        return engine.submit_later(build, handed=(run.trajectory_id, run.thread_id))
 
 
 def create_reflect_node(
@@ -219,8 +274,7 @@ def create_reflect_node(
 
     def build(state: Any, config: RunnableConfig) -> Any:
         try:
-            traj, capture = spec.trajectory(state, config)
-            return spec.hand_over(traj, capture)
+            return spec.finish(state, config)
         except (UsageError, KeyError):  # the graph's configuration: say so
             raise
         except Exception as exc:  # memory is an aid: never fail the graph's answer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import (
@@ -55,15 +56,20 @@ def assemble(
     answer: str = "",
     messages: Sequence[BaseMessage] = (),
     metadata: Mapping[str, Any] | None = None,
+    ended_at: datetime | None = None,
 ) -> Trajectory:
     """The trajectory of ``capture`` (a :class:`~hindsight_langgraph._capture.TrajectoryCapture`)
     from the handler's ``part``.
 
     Its events get the capture's trajectory id; the user's request is added first when the
     handler saw none, the final ``answer`` last when given and missing; without any captured
-    part the events come from ``messages`` (:func:`events_from_messages`).
+    part the events come from ``messages`` (:func:`events_from_messages`). ``ended_at``:
+    when the run ended (default: now), also the time of the request and answer events added
+    here.
     """
     tid = capture.trajectory_id
+    # Events added here are stamped when the run ended (now, unless built later).
+    at: dict[str, Any] = {"timestamp": ended_at} if ended_at is not None else {}
     if part is not None:
         events = [
             e if e.trajectory_id == tid else e.model_copy(update={"trajectory_id": tid})
@@ -80,10 +86,13 @@ def assemble(
         and not any(e.event_type is EventType.USER_MESSAGE for e in events)
     ):
         events.insert(
-            0, Event(trajectory_id=tid, event_type=EventType.USER_MESSAGE, content=capture.task)
+            0,
+            Event(trajectory_id=tid, event_type=EventType.USER_MESSAGE, content=capture.task, **at),
         )
     if answer and not any(e.event_type is EventType.FINAL_ANSWER for e in events):
-        events.append(Event(trajectory_id=tid, event_type=EventType.FINAL_ANSWER, content=answer))
+        events.append(
+            Event(trajectory_id=tid, event_type=EventType.FINAL_ANSWER, content=answer, **at)
+        )
     meta: dict[str, Any] = dict(part.metadata) if part is not None else {}
     meta.pop("root_run_id", None)
     meta.update(
@@ -115,7 +124,7 @@ def assemble(
         tags=capture.tags,
         outcome=outcome,
         started_at=part.started_at if part is not None else utcnow(),
-        ended_at=utcnow(),
+        ended_at=ended_at or utcnow(),
         events=events,
         metadata=meta,
         system_prompt=system_prompt,

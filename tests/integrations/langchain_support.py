@@ -175,3 +175,21 @@ def lessons(*texts: str) -> ScriptedReviewer:
     return ScriptedReviewer(
         [Lesson(kind="rule", content=t, confidence=0.8, tools=["carrier_status"]) for t in texts]  # type: ignore[arg-type]
     )
+
+
+def record_build_threads(monkeypatch: Any) -> list[int]:
+    """The thread ids ``EventBuffer.build`` (building and validating a captured trajectory)
+    runs on from now on, in call order (the build itself unchanged)."""
+    import threading
+
+    from hindsight_langchain._buffer import EventBuffer
+
+    threads: list[int] = []
+    build = EventBuffer.build
+
+    def recording(self: EventBuffer, *args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.get_ident())
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(EventBuffer, "build", recording)
+    return threads

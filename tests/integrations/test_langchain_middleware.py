@@ -32,6 +32,7 @@ from tests.integrations.langchain_support import (
     closing,  # noqa: F401  (autouse fixture)
     get_order,
     memory,
+    record_build_threads,
     steps,
     stored,
     tool_steps,
@@ -127,16 +128,7 @@ def test_second_run_prompt_ends_with_the_lesson_of_the_first_failure() -> None:
 def test_the_trajectory_is_built_off_the_agents_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 20: the end of a run only closes its open calls and takes the end time; the
     writer builds and validates the trajectory, which holds what a build at the end held."""
-    from hindsight_langchain._buffer import EventBuffer
-
-    built_on: list[int] = []
-    build = EventBuffer.build
-
-    def recording(self: EventBuffer, *args: Any, **kwargs: Any) -> Any:
-        built_on.append(threading.get_ident())
-        return build(self, *args, **kwargs)
-
-    monkeypatch.setattr(EventBuffer, "build", recording)
+    built_on = record_build_threads(monkeypatch)
     mem = memory()
     agent, _, middleware = support_agent(mem, write_wait=0)
     with pytest.raises(TimeoutError, match="carrier API timed out"):

@@ -41,6 +41,7 @@ from langgraph_support import (
 
 from hindsight import Lesson, TenantRequiredError, UsageError
 from hindsight.testing import ScriptedReviewer
+from tests.integrations.langchain_support import record_build_threads
 
 LESSON = "order_query times out at peak hours: retry once, then use order_query_cached"
 
@@ -312,6 +313,34 @@ def test_reflect_stores_the_captured_steps_and_queues_the_review() -> None:
     assert mem.flush(timeout=30)
     learned = mem.list_experiences(tenant_id=TENANT)
     assert [e.content for e in learned if e.kind.value == "rule"] == [lesson.content]
+
+
+def test_reflect_builds_the_trajectory_off_the_graphs_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 20: the reflect node closes the capture and takes the end time; the background
+    writer builds and validates the trajectory, which holds what a build in the node held."""
+    import threading
+    from datetime import UTC, datetime
+
+    built_on = record_build_threads(monkeypatch)
+    mem = memory()
+    model = react_model(ai("", call("order_query", {"order_id": "slow-1"})), ai("Sorry."))
+    builder = agent_graph(model, state=HindsightState)
+    wire(builder, mem, write_wait=0)
+    out = builder.compile().invoke({"messages": [HumanMessage("Where is order slow-1?")]})
+    returned = datetime.now(UTC)
+    traj = read(mem, out["trajectory_id"], tenant_id=TENANT)
+    assert built_on and threading.get_ident() not in built_on
+    assert traj.ended_at is not None and traj.ended_at <= returned
+    assert traj.ended_at >= max(e.timestamp for e in traj.events)
+    assert tool_steps(traj) == [
+        ("tool_call", "order_query", None),
+        ("tool_result", "order_query", "timeout"),
+    ]
+    kinds = [s[0] for s in steps(traj)]
+    assert kinds[0] == "user_message" and kinds[-1] == "final_answer"
+    assert traj.outcome.value == "failure"
 
 
 @pytest.mark.parametrize(
