@@ -262,3 +262,41 @@ def test_run_start_risks_are_attributed_with_the_hits() -> None:
         assert result.risk_lesson_ids
         updated = {e.id for e in mem.record_outcome(tid, False, tenant_id="acme")}
         assert set(result.risk_lesson_ids) <= updated
+
+
+def test_one_check_per_subject_before_a_second_of_any() -> None:
+    """Three lessons about one argument (its class, its amounts, which value) and one about
+    another: the top 2 show one of each, best first; the rest follow when top_k leaves room."""
+    from hindsight.checks.lookup import diversify
+
+    assert diversify(["a1", "a2", "b1", "a3", "c1"], lambda x: x[0]) == [
+        "a1", "b1", "c1", "a2", "a3",
+    ]  # fmt: skip
+    with test_memory() as mem:
+
+        def rule(text: str, key: str, how: str, confidence: float) -> str:
+            contrast = {"op": "arg", "tool": "book_trip", "key": key, "how": how,
+                        "expected": "certificate", "actual": "gift_card"}  # fmt: skip
+            return mem.add_experience(
+                text, tenant_id="acme", kind=ExperienceKind.RULE, tools=["book_trip"],
+                confidence=confidence, metadata={"contrast": contrast},
+            ).id  # fmt: skip
+
+        pay = [
+            rule("Before calling book_trip, check payment_methods: gift card vs certificate.",
+                 "payment_methods", "class", 0.9),
+            rule("Before calling book_trip, check the amounts in payment_methods.",
+                 "payment_methods", "amounts", 0.88),
+            rule("Before calling book_trip, confirm which payment the user means.",
+                 "payment_methods", "other", 0.86),
+        ]  # fmt: skip
+        guests = rule("Before calling book_trip, confirm which guests the user means.",
+                      "guests", "other", 0.6)  # fmt: skip
+        args = {"payment_methods": [{"payment_id": "gift_card_8190333"}], "guests": ["x"]}
+        two = mem.check_action("book_trip", args, tenant_id="acme", top_k=2)
+        assert [m.check.lesson_id for m in two.checks] == [pay[0], guests]
+        assert [m.match for m in two.checks] == ["class", "argument"]
+        four = mem.check_action("book_trip", args, tenant_id="acme", top_k=4)
+        assert [m.check.lesson_id for m in four.checks] == [pay[0], guests, pay[1], pay[2]]
+        assert four.checks[1].score < four.checks[2].score  # a second subject before a better
+        # second match of the first subject

@@ -24,14 +24,21 @@ trigger (:data:`MATCH_WEIGHTS`):
 
 The weights are ours (an ordering, not a measurement): an exact class match and an
 unconditional check count fully, a weaker match is kept but ranked lower.
+
+**One check per subject first.** Several lessons about the same argument (one per way it went
+wrong: its class, its amounts, which value) would fill the ``top_k`` and hide a check about
+another argument. The best match of each subject - the argument of its condition, the tool a
+missing-call check is about, or the lesson itself for a check about every call - is shown
+before any second match of a subject (:func:`diversify`); within each pass the order is the
+score's. Nothing is dropped: the second matches follow when ``top_k`` leaves room.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +47,8 @@ from hindsight.checks.model import RiskCheck
 from hindsight.review.contrast import value_class
 
 __all__ = ["MATCH_WEIGHTS", "CheckMatch", "CheckResult", "MatchLevel", "find_checks", "match"]
+
+_T = TypeVar("_T")
 
 MatchLevel = Literal["call", "class", "argument", "other_class", "absent", "instead", "expected"]
 
@@ -169,6 +178,29 @@ def match(
     return min(levels, key=lambda level: MATCH_WEIGHTS[level]), seen
 
 
+def _subject(check: RiskCheck) -> str:
+    """What a check is about, for :func:`diversify`: its first condition's argument, else the
+    tool a missing-call check is about, else the check itself (a check about every call)."""
+    if check.conditions:
+        return f"arg:{check.conditions[0].key}"
+    if check.instead_of:
+        return f"tool:{check.instead_of}"
+    return f"check:{check.id}"
+
+
+def diversify(ranked: Sequence[_T], subject: Callable[[_T], str]) -> list[_T]:
+    """``ranked`` with the first item of each subject first, then the others, each pass in
+    its order (stable): ``[a1, a2, b1] -> [a1, b1, a2]`` for subjects ``a`` and ``b``."""
+    seen: set[str] = set()
+    first: list[_T] = []
+    rest: list[_T] = []
+    for item in ranked:
+        key = subject(item)
+        (rest if key in seen else first).append(item)
+        seen.add(key)
+    return first + rest
+
+
 def find_checks(
     store: Any,
     tenant_id: str,
@@ -212,6 +244,7 @@ def find_checks(
             found.append((score, check, level, cls))
             break
     found.sort(key=lambda m: (-m[0], -m[1].confidence, order.get(m[1].namespace, 0), m[1].id))
+    found = diversify(found, lambda m: _subject(m[1]))
     # only the shown matches become objects; their fields are computed here, in range (a
     # score is a product of numbers in [0, 1]), so they are not validated again
     shown = [
