@@ -69,3 +69,51 @@ def test_an_undecidable_conflict_is_marked_and_lowers_the_older(
         block = mem.recall("on-call checkout", tenant_id="t", similarity_floor=-1.0).render()
         [page] = [line for line in block.splitlines() if "on-call" in line]
         assert "conflicts with" not in page
+
+
+# Pairs that differ only in what they are about: the tool, or (with the reviewer's keys) the
+# argument or the error. Each is two lessons, never a conflict, a supersede or a merge.
+OTHER_SUBJECTS = [
+    (("Before calling book_trip, check passengers against the user's request.",
+      {"tools": ["book_trip"]}),
+     ("Before calling pay_order, check passengers against the user's request.",
+      {"tools": ["pay_order"]})),
+    (("Use a timeout of 30 s for order_query", {"tools": ["order_query"]}),
+     ("Use a timeout of 60 s for invoice_query", {"tools": ["invoice_query"]})),
+    (("Always retry order_query after a 502", {"tools": ["order_query"]}),
+     ("Never retry invoice_query after a 502", {"tools": ["invoice_query"]})),
+    (("Before calling book_trip, check cabin against the user's request.",
+      {"tools": ["book_trip"], "metadata": {"lesson_key": "contrast:arg:book_trip:cabin:class"}}),
+     ("Before calling book_trip, check passengers against the user's request.",
+      {"tools": ["book_trip"],
+       "metadata": {"lesson_key": "contrast:arg:book_trip:passengers:class"}})),
+    (("Set retry=3 for the payments client", {"tools": ["payments_client"]}),
+     ("Set retry=5 for the orders client", {"tools": ["orders_client"]})),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "new"), OTHER_SUBJECTS)
+def test_lessons_about_other_subjects_are_neither_conflicts_nor_updates(
+    tmp_path: Path, database_url: str, old: tuple[str, dict], new: tuple[str, dict]
+) -> None:
+    with make_memory(tmp_path / "data", database_url) as mem:
+        older = mem.add_experience(old[0], tenant_id="t", **old[1])
+        newer = mem.add_experience(new[0], tenant_id="t", **new[1])
+        got = mem.get_experience(older.id, tenant_id="t")
+        assert newer.id != older.id and newer.content == new[0]
+        assert got.status is ExperienceStatus.ACTIVE and got.version == older.version
+        assert got.confidence == older.confidence
+        assert "conflicts_with" not in got.metadata and "conflicts_with" not in newer.metadata
+        block = mem.recall(old[0], tenant_id="t", similarity_floor=-1.0).render()
+        assert old[0] in block and new[0] in block and "conflicts with" not in block
+
+
+@pytest.mark.parametrize(("old", "new"), CONFLICTS)
+def test_a_conflict_about_one_tool_stays_a_conflict(
+    tmp_path: Path, database_url: str, old: str, new: str
+) -> None:
+    """Naming the same tool (or a tool list that overlaps) keeps the rules' effect."""
+    with make_memory(tmp_path / "data", database_url) as mem:
+        older = mem.add_experience(old, tenant_id="t", tools=["order_query", "billing"])
+        newer = mem.add_experience(new, tenant_id="t", tools=["order_query"])
+        assert newer.metadata["conflicts_with"] == [older.id]

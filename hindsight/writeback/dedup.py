@@ -12,7 +12,10 @@
 
 Each other new active experience is compared with the closest active experiences of the same
 **scope** (tenant, namespace, task_type, kind): up to :data:`CANDIDATES` neighbours from the
-vector index plus those written earlier in the same batch. The first rule that applies wins:
+vector index plus those written earlier in the same batch. A neighbour about another subject
+(:func:`different_subjects`: another lesson key, or no tool in common) is passed over past
+rule 1: lessons about two tools or two arguments are two lessons, not one lesson with other
+values. The first rule that applies wins:
 
 1. **NOOP** - same text up to case, whitespace and punctuation
    (:func:`~hindsight.writeback.text.dedup_key`): no new row; the existing one gets the new
@@ -135,6 +138,19 @@ def _established(exp: Experience) -> bool:
     return exp.support_count >= ESTABLISHED_SUPPORT or exp.helped_count >= ESTABLISHED_HELPED
 
 
+def different_subjects(a: Experience, b: Experience) -> bool:
+    """Whether ``a`` and ``b`` are lessons about different things, so that no rule past the
+    exact-text one relates them: both carry a ``metadata["lesson_key"]`` and the keys differ
+    (a reviewer's key names the tool, argument or error a lesson is about), or both name
+    ``tools`` and share none. "Before calling book_trip, check passengers" and "Before
+    calling pay_order, check cabin" differ only in their subjects: other lessons, not one
+    lesson with other values, and neither may lower, supersede or merge the other."""
+    key_a, key_b = a.metadata.get("lesson_key"), b.metadata.get("lesson_key")
+    if isinstance(key_a, str) and isinstance(key_b, str) and key_a and key_b:
+        return key_a != key_b
+    return bool(a.tools) and bool(b.tools) and not set(a.tools) & set(b.tools)
+
+
 def decide(
     new: Experience, candidates: Sequence[tuple[Experience, float]], threshold: float
 ) -> Decision:
@@ -149,6 +165,8 @@ def decide(
             return Decision(Op.NOOP, cand, sim, "same text up to case/space/punctuation")
     episodic = kind in EPISODIC
     for cand, sim in candidates[:RULE_CANDIDATES]:
+        if different_subjects(cand, new):
+            continue
         if cannot_align(cand.content, new.content):
             # Not the same specifics, not aligned, not an update: only the polarity test of
             # a close pair can apply (the same outcome as with the full comparison below).
