@@ -7,10 +7,12 @@ when this class is first used.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
@@ -34,6 +36,28 @@ _T = TypeVar("_T")
 
 _BATCH = 512
 _SCROLL_PAGE = 2048
+
+
+_LOCKS_GUARD = threading.Lock()
+
+
+def _local_lock(client: Any) -> AbstractContextManager[Any]:
+    """A lock shared by every user of one local-mode client (``:memory:``), else none.
+
+    qdrant-client's local mode is plain Python over numpy arrays, not safe for a search on
+    one thread while another upserts (seen as "index 5 is out of bounds for axis 0 with size
+    5" when replicas of one process shared a client: a follower thread applied the vector log
+    while a recall searched). A server client needs no lock."""
+    if type(getattr(client, "_client", None)).__name__ != "QdrantLocal":
+        return nullcontext()
+    lock = getattr(client, "_hindsight_lock", None)
+    if lock is None:
+        with _LOCKS_GUARD:
+            lock = getattr(client, "_hindsight_lock", None)
+            if lock is None:
+                lock = threading.RLock()
+                client._hindsight_lock = lock
+    return cast(AbstractContextManager[Any], lock)
 
 
 class QdrantClientVectorIndex:
@@ -107,7 +131,8 @@ class QdrantClientVectorIndex:
         if self._closed:
             raise StoreError(f"the vector index {self._where()} is closed")
         try:
-            return fn()
+            with _local_lock(self._client):
+                return fn()
         except (StoreError, UsageError):
             raise
         except Exception as err:

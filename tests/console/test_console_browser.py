@@ -471,5 +471,7 @@ def test_trajectories_list_filters_and_pages(
     page.click("details summary >> text=system prompt")
     assert page.inner_text("[data-system-prompt]") == "You are the billing agent. <b>Be brief.</b>"
     page.click("[data-task-key] a >> nth=0")
+    page.wait_for_url(re.compile(r"/trajectories\?task_key=refunds-7"))  # count() does not wait
+    page.wait_for_load_state()
     assert page.locator("tr[data-run]").count() == 1
     assert page_errors == []
