@@ -22,7 +22,7 @@ from hindsight.models import ExperienceStatus
 from hindsight.ports import Clock
 from hindsight.store.connect import BEGIN_OPTION, EngineInfo
 from hindsight.store.records import VectorOp
-from hindsight.store.schema import vector_log
+from hindsight.store.schema import experience_stamps, vector_log
 
 __all__ = ["StoreCore", "chunks", "keyset_after", "norm_ids", "norm_statuses"]
 
@@ -271,6 +271,28 @@ class StoreCore:
         SQLite the write transaction is the lock)."""
         if self._info.backend == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_VECTOR_LOG_LOCK})
+
+    def _lock_tenants(self, conn: Connection, tenants: Iterable[str]) -> None:
+        """PostgreSQL: lock the change-stamp rows (``experience_stamps``) of ``tenants`` in
+        sorted order, the first lock of every transaction that writes experiences.
+
+        Every write of a tenant's experiences updates its stamp row (a trigger), so the stamp
+        row is the tenant's write lock anyway; taking it before any experience row keeps one
+        lock order (stamps by tenant, then rows) in every transaction. Without it, one
+        transaction holding an experience row and waiting for the stamp, and another holding
+        the stamp and waiting for that row, deadlocked (PostgreSQL aborts one of them).
+        A tenant with no stamp row yet has no experiences to lock. SQLite: nothing to do (one
+        writer at a time)."""
+        if self._info.backend != "postgresql":
+            return
+        wanted = sorted(set(tenants))
+        for part in chunks(wanted):
+            conn.execute(
+                select(experience_stamps.c.tenant_id)
+                .where(experience_stamps.c.tenant_id.in_(part))
+                .order_by(experience_stamps.c.tenant_id)
+                .with_for_update()
+            ).all()
 
     def _upsert_insert(self, table: Table) -> Any:
         """This backend's ``INSERT`` construct, which has ``on_conflict_do_nothing/update``."""

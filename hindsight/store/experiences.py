@@ -218,6 +218,7 @@ class ExperienceStore(StoreCore):
             NotFoundError: an experience learned from runs that are all gone (forgotten while
                 their review was in flight): a forgotten run must not teach again.
         """
+        self._lock_tenants(conn, (e.tenant_id for e in items))
         self._check_sources_alive(conn, items)
         for part in chunks([e.id for e in items]):
             taken = conn.execute(select(_table.c.id).where(_table.c.id.in_(part)).limit(1)).first()
@@ -533,6 +534,7 @@ class ExperienceStore(StoreCore):
         Raises:
             NotFoundError: no experience with this id in this tenant.
         """
+        self._lock_tenants(conn, [exp.tenant_id])
         row = experience_row(exp)
         del row["id"], row["tenant_id"]
         if vector is not None:
@@ -579,6 +581,7 @@ class ExperienceStore(StoreCore):
     ) -> list[Any]:
         """Inside a write transaction: :meth:`set_status` for canonical ids; returns the rows
         (as they were before) of the experiences that changed."""
+        self._lock_tenants(conn, [tenant])
         position = {exp_id: i for i, exp_id in enumerate(wanted)}
         changed: list[Any] = []
         for part in chunks(wanted):
@@ -683,6 +686,7 @@ class ExperienceStore(StoreCore):
             by_tenant: dict[str, set[str]] = {}
             for item in batch:
                 by_tenant.setdefault(item.tenant_id, set()).update(item.ids)
+            self._lock_tenants(conn, by_tenant)
             alive: set[tuple[str, str]] = set()
             for tenant, ids in by_tenant.items():
                 for part in chunks(sorted(ids)):

@@ -60,6 +60,7 @@ class ForgetStore(StoreCore):
         now = self._now()
         if everything:
             with self._tx(write=True) as conn:
+                self._lock_tenants(conn, [tenant])
                 count = int(
                     conn.execute(
                         select(func.count())
@@ -78,9 +79,11 @@ class ForgetStore(StoreCore):
             if not ids:
                 raise UsageError(f"experience_ids is empty: nothing to forget ({_FILTER_HELP})")
             with self._tx(write=True) as conn:
+                self._lock_tenants(conn, [tenant])
                 return self._hard_delete(conn, tenant, ids, now)
         tid = normalize_id(trajectory_id, "trajectory id")
         with self._tx(write=True) as conn:
+            self._lock_tenants(conn, [tenant])
             sourced = list(
                 conn.execute(
                     select(experiences.c.id).where(

@@ -102,6 +102,9 @@ class LifecycleStore(StoreCore):
             )
 
     def _locked_rows(self, conn: Connection, tenant: str, ids: Sequence[str]) -> dict[str, Any]:
+        """The rows of the tenant's experiences among ``ids``, locked ``FOR UPDATE`` after the
+        tenant's stamp row (:meth:`_lock_tenants`: one lock order everywhere)."""
+        self._lock_tenants(conn, [tenant])
         found: dict[str, Any] = {}
         for part in chunks(list(ids)):
             query = (
@@ -531,6 +534,11 @@ class LifecycleStore(StoreCore):
         (maintenance: ``hindsight reembed``). No vector-log entries: the caller starts a new
         log (:meth:`restart_vector_log`), so every index is rebuilt."""
         with self._tx(write=True) as conn:
+            tenants: set[str] = set()
+            for part in chunks(list(vectors)):
+                query = select(_table.c.tenant_id).where(_table.c.id.in_(part)).distinct()
+                tenants.update(conn.execute(query).scalars())
+            self._lock_tenants(conn, tenants)
             for exp_id, vec in vectors.items():
                 conn.execute(
                     update(_table)

@@ -257,7 +257,7 @@ class WorkingSet:
         """Start a batch writing ``tenants`` (inside its write transaction, before any read):
         the rows of a tenant whose stamp moved since the previous :meth:`end` are dropped."""
         self._open = {}
-        for tenant in dict.fromkeys(tenants):
+        for tenant in sorted(set(tenants)):  # sorted: the store's one lock order
             stamp = self._store.experience_stamp(tenant, lock=True)
             if stamp is None or self._stamps.pop(tenant, None) != stamp:
                 self._kept.pop(tenant, None)
@@ -562,8 +562,13 @@ class Deduper:
             ]
             try:
                 with self.store.batch():
+                    # the tenants' stamp rows first (one lock order, see SqlStore._lock_tenants)
+                    tenants = sorted({exp.tenant_id for exp in experiences})
                     if working is not None:  # rows kept from earlier batches, if still exact
-                        working.begin([exp.tenant_id for exp in experiences])
+                        working.begin(tenants)
+                    else:
+                        for tenant in tenants:
+                            self.store.experience_stamp(tenant, lock=True)
                     for exp, found in zip(experiences, hits, strict=True):
                         rows.want(exp.tenant_id, [h.id for h in found])
                     if screen is not None:  # its neighbours and the candidates in one query

@@ -13,8 +13,10 @@ processes. Prints ``PAUSED`` or ``DONE <answer>``.
 
 from __future__ import annotations
 
+import os
 import pickle
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ class FileSaver(InMemorySaver):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
+        self.save_lock = threading.Lock()
         if path.exists():
             storage, writes, blobs = pickle.loads(path.read_bytes())
             self.storage.update(storage)
@@ -49,21 +52,29 @@ class FileSaver(InMemorySaver):
             self.blobs.update(blobs)
 
     def _save(self) -> None:
+        """Write the tables whole (a temporary file renamed over the old one). LangGraph calls
+        ``put`` and ``put_writes`` from several threads: each change and its save run under
+        one lock, so the last file written holds every change (unlocked, an older snapshot
+        could be written last and the pending approval's writes were lost under load)."""
         data = (
             {k: {n: dict(c) for n, c in v.items()} for k, v in self.storage.items()},
             dict(self.writes),
             dict(self.blobs),
         )
-        self.path.write_bytes(pickle.dumps(data))
+        part = self.path.with_suffix(".part")
+        part.write_bytes(pickle.dumps(data))
+        os.replace(part, self.path)
 
     def put(self, *args: Any, **kwargs: Any) -> Any:
-        out = super().put(*args, **kwargs)
-        self._save()
+        with self.save_lock:
+            out = super().put(*args, **kwargs)
+            self._save()
         return out
 
     def put_writes(self, *args: Any, **kwargs: Any) -> None:
-        super().put_writes(*args, **kwargs)
-        self._save()
+        with self.save_lock:
+            super().put_writes(*args, **kwargs)
+            self._save()
 
 
 @tool
