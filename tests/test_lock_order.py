@@ -71,14 +71,14 @@ def test_a_writer_holding_the_stamp_and_one_holding_a_row_never_deadlock(
 ) -> None:
     with make_memory(tmp_path, database_url, background_review=False) as mem:
         x = mem.add_experience("Retry order_query once when it times out", tenant_id=TENANT)
-        y = mem.add_experience("Check the cabin before update_reservation_flights", tenant_id=TENANT)
+        y = mem.add_experience("Check the cabin before changing flights", tenant_id=TENANT)
         store: SqlStore = mem.aio.store
         errors: list[BaseException] = []
 
         def run_second() -> None:
             try:
                 SECOND[second](store, y.id)
-            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            except BaseException as exc:  # reported by the assertion below
                 errors.append(exc)
 
         worker = threading.Thread(target=run_second)

@@ -37,6 +37,7 @@ CHUNK = 500
 #: before its commit: log entries get their ``seq`` in commit order (see :meth:`StoreCore._tx`).
 _PG_VECTOR_LOG_LOCK = 0x68737663
 _LOG_KEY = "hindsight_vector_log"
+LOCKED_TENANTS = "hindsight_locked_tenants"  # tenants whose stamp rows this transaction holds
 
 #: Set while a recall reads (:meth:`StoreCore.recall_reads`): its transactions leave the
 #: pending recall bookkeeping buffered (:mod:`hindsight.store.recall_buffer`).
@@ -226,6 +227,7 @@ class StoreCore:
                     conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
                 changes: list[dict[str, Any]] = []
                 conn.info[_LOG_KEY] = changes
+                conn.info[LOCKED_TENANTS] = set()
                 try:
                     with conn.begin():
                         yield conn
@@ -234,6 +236,7 @@ class StoreCore:
                             conn.execute(insert(vector_log), changes)
                 finally:
                     conn.info.pop(_LOG_KEY, None)
+                    conn.info.pop(LOCKED_TENANTS, None)
         except DataError as exc:
             raise UsageError(
                 f"the database refused a value of this request: {_one_line(exc)}"
@@ -281,11 +284,13 @@ class StoreCore:
         lock order (stamps by tenant, then rows) in every transaction. Without it, one
         transaction holding an experience row and waiting for the stamp, and another holding
         the stamp and waiting for that row, deadlocked (PostgreSQL aborts one of them).
-        A tenant with no stamp row yet has no experiences to lock. SQLite: nothing to do (one
-        writer at a time)."""
+        A tenant with no stamp row yet has no experiences to lock. A tenant already locked in
+        this transaction is not locked again. SQLite: nothing to do (one writer at a time)."""
         if self._info.backend != "postgresql":
             return
-        wanted = sorted(set(tenants))
+        held: set[str] = conn.info.setdefault(LOCKED_TENANTS, set())
+        wanted = sorted(set(tenants) - held)
+        held.update(wanted)
         for part in chunks(wanted):
             conn.execute(
                 select(experience_stamps.c.tenant_id)

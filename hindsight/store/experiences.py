@@ -17,6 +17,7 @@ from hindsight._errors import NotFoundError, TenantRequiredError, UsageError
 from hindsight._ids import normalize_id, validate_tenant
 from hindsight.models import Experience, ExperienceStatus
 from hindsight.store._base import (
+    LOCKED_TENANTS,
     StoreCore,
     chunks,
     keyset_after,
@@ -372,6 +373,8 @@ class ExperienceStore(StoreCore):
             query = query.with_for_update()
         with self._tx() as conn:
             value = conn.execute(query).scalar()
+            if lock and self.backend == "postgresql":  # held now: not locked again
+                conn.info.setdefault(LOCKED_TENANTS, set()).add(tenant)
         return None if value is None else int(value)
 
     def list_experiences(
