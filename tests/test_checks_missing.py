@@ -163,3 +163,83 @@ def test_fold_contrast_unites_lists_and_leaves_anything_else_alone() -> None:
     ):
         assert variants.fold_contrast(_exp(base), _exp(other)).metadata == {"contrast": base}
     assert variants.fold_contrast(_exp(base), _exp(base)).metadata == {"contrast": base}
+
+
+# -- several missing-call rules on one hand-off: the call's own words pick the first -----------
+HANDOFF = "escalate_to_human"
+MISSING = {
+    "update_order_address": {"order_id": "A1", "address": "12 Main St"},
+    "cancel_order": {"order_id": "A1"},
+    "refund_order": {"order_id": "A1", "amount": 20},
+}
+
+
+@pytest.fixture(scope="module")
+def handoff_memory() -> Any:
+    """Three failed runs handed off to a human where each expected action was another call:
+    three missing-call rules, each triggered by the hand-off."""
+    with test_memory() as mem:
+        for i, (tool, args) in enumerate(MISSING.items()):
+            mem.store_episode(
+                _run(f"70{i}", [(HANDOFF, {"summary": "customer needs help"})],
+                     expected=[(tool, args)])  # fmt: skip
+            )
+        assert mem.flush(timeout=60)
+        yield mem
+
+
+def _instead_order(mem: Memory, args: dict[str, Any]) -> list[str | None]:
+    found = mem.check_action(HANDOFF, args, tenant_id="acme", record=False, top_k=20)
+    return [m.check.instead_of for m in found.checks if m.check.instead_of is not None]
+
+
+@pytest.mark.parametrize(
+    ("summary", "first"),
+    [
+        ("The customer wants the delivery address of order B2 changed", "update_order_address"),
+        ("Customer asks for new addresses on two orders", "update_order_address"),
+        ("Please REFUND the order, the item arrived broken", "refund_order"),
+        ("They want refunds for both items", "refund_order"),
+        ("Customer wants to cancel, policy unclear", "cancel_order"),
+    ],
+)
+def test_the_call_text_puts_the_missing_tool_it_names_first(
+    handoff_memory: Memory, summary: str, first: str
+) -> None:
+    plain = _instead_order(handoff_memory, {})
+    assert sorted(plain, key=str) == sorted(MISSING)  # three rules, all on the hand-off
+    for args in ({"summary": summary}, {"ticket": {"notes": [summary]}}):  # nested text too
+        ordered = _instead_order(handoff_memory, args)
+        assert ordered[0] == first
+        assert sorted(ordered, key=str) == sorted(plain, key=str)  # reordered, nothing lost
+        rest = [t for t in plain if t != first]
+        assert [t for t in ordered if t != first] == rest  # the others keep the score order
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {},
+        {"summary": ""},
+        {"summary": "The order needs a human"},  # "order": a word every one of them shares
+        {"summary": "客户想修改订单的收货地址"},  # no English word of a tool name
+        {"count": 3, "flag": True},
+    ],
+)
+def test_a_call_naming_none_of_them_keeps_the_score_order(
+    handoff_memory: Memory, args: dict[str, Any]
+) -> None:
+    found = handoff_memory.check_action(HANDOFF, args, tenant_id="acme", record=False, top_k=20)
+    scores = [m.score for m in found.checks if m.check.instead_of is not None]
+    assert len(scores) == 3 and scores == sorted(scores, reverse=True)
+    assert _instead_order(handoff_memory, args) == _instead_order(handoff_memory, {})
+
+
+def test_scores_do_not_change_with_the_order(handoff_memory: Memory) -> None:
+    plain = handoff_memory.check_action(HANDOFF, {}, tenant_id="acme", record=False, top_k=20)
+    named = handoff_memory.check_action(
+        HANDOFF, {"summary": "refund it"}, tenant_id="acme", record=False, top_k=20
+    )
+    assert {m.check.id: m.score for m in plain.checks} == {
+        m.check.id: m.score for m in named.checks
+    }

@@ -31,10 +31,15 @@ another argument. The best match of each subject - the argument of its condition
 missing-call check is about, or the lesson itself for a check about every call - is shown
 before any second match of a subject (:func:`diversify`); within each pass the order is the
 score's. Nothing is dropped: the second matches follow when ``top_k`` leaves room.
+
+**Missing-call checks the call names first** (:func:`named_first`): among the ``instead``
+matches, those whose tool's name words appear in the call's own free text (a hand-off's
+summary) take their places first; scores are unchanged.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -49,6 +54,7 @@ from hindsight.review.contrast import value_class
 __all__ = ["MATCH_WEIGHTS", "CheckMatch", "CheckResult", "MatchLevel", "find_checks", "match"]
 
 _T = TypeVar("_T")
+_M = TypeVar("_M", bound=tuple[Any, ...])  # a match under way: (score, check, level, class)
 
 MatchLevel = Literal["call", "class", "argument", "other_class", "absent", "instead", "expected"]
 
@@ -188,6 +194,72 @@ def _subject(check: RiskCheck) -> str:
     return f"check:{check.id}"
 
 
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _stem(word: str) -> str:
+    """A word's rough English singular, lower case (``passengers`` -> ``passenger``,
+    ``addresses`` -> ``address``, ``deliveries`` -> ``delivery``): enough to match a tool
+    name's words in free text, not a stemmer."""
+    word = word.lower()
+    if len(word) <= 3:
+        return word
+    if word.endswith("sses"):
+        return word[:-2]
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def _text_words(value: Any, out: set[str], depth: int = 0) -> set[str]:
+    """The stemmed words of every string inside ``value`` (mappings and lists, a few levels)."""
+    if isinstance(value, str):
+        out.update(_stem(w) for w in _WORD.findall(value))
+    elif depth < 4 and isinstance(value, Mapping):
+        for item in value.values():
+            _text_words(item, out, depth + 1)
+    elif depth < 4 and isinstance(value, (list, tuple)):
+        for item in value:
+            _text_words(item, out, depth + 1)
+    return out
+
+
+def named_first(found: list[_M], args: Mapping[str, Any]) -> list[_M]:
+    """``found`` with its missing-call matches (``instead``) reordered among their own places:
+    those whose tool the call's own text names come first.
+
+    A missing-call check says "a failed run called this tool where it should have called
+    ``instead_of``"; several such checks can trigger on one tool (a hand-off to a human, a
+    cancellation) and score alike. When the proposed call carries free text (a hand-off's
+    summary, a note), the words of that text tell which of the missing tools the run is about:
+    each word of a missing tool's name found in the text counts ``1 / n``, ``n`` the number of
+    the call's missing-call checks whose tool names that word (a word every one of them shares,
+    like ``reservation``, tells nothing). Higher counts first, then the score order; every other
+    match keeps its place, and no score changes. A call with no text changes nothing."""
+    places = [i for i, m in enumerate(found) if m[1].instead_of is not None]
+    if len(places) < 2:
+        return found
+    said = _text_words(dict(args), set())
+    if not said:
+        return found
+    tools = {found[i][1].instead_of or "" for i in places}
+    words = {t: {_stem(w) for w in _WORD.findall(t)} for t in tools}
+    shared: dict[str, int] = {}
+    for ws in words.values():
+        for w in ws:
+            shared[w] = shared.get(w, 0) + 1
+    named = {t: sum(1 / shared[w] for w in ws & said) for t, ws in words.items()}
+    if not any(named.values()):
+        return found
+    ordered = sorted(
+        (found[i] for i in places), key=lambda m: -named[m[1].instead_of or ""]
+    )  # stable: equal counts keep the score order
+    out = list(found)
+    for i, m in zip(places, ordered, strict=True):
+        out[i] = m
+    return out
+
+
 def diversify(ranked: Sequence[_T], subject: Callable[[_T], str]) -> list[_T]:
     """``ranked`` with the first item of each subject first, then the others, each pass in
     its order (stable): ``[a1, a2, b1] -> [a1, b1, a2]`` for subjects ``a`` and ``b``."""
@@ -244,6 +316,7 @@ def find_checks(
             found.append((score, check, level, cls))
             break
     found.sort(key=lambda m: (-m[0], -m[1].confidence, order.get(m[1].namespace, 0), m[1].id))
+    found = named_first(found, args)
     found = diversify(found, lambda m: _subject(m[1]))
     # only the shown matches become objects; their fields are computed here, in range (a
     # score is a product of numbers in [0, 1]), so they are not validated again
