@@ -180,10 +180,8 @@ def handoff_memory() -> Any:
     three missing-call rules, each triggered by the hand-off."""
     with test_memory() as mem:
         for i, (tool, args) in enumerate(MISSING.items()):
-            mem.store_episode(
-                _run(f"70{i}", [(HANDOFF, {"summary": "customer needs help"})],
-                     expected=[(tool, args)])  # fmt: skip
-            )
+            handoff = [(HANDOFF, {"summary": "customer needs help"})]
+            mem.store_episode(_run(f"70{i}", handoff, expected=[(tool, args)]))
         assert mem.flush(timeout=60)
         yield mem
 
