@@ -152,3 +152,43 @@ def test_a_crash_loses_only_bookkeeping(tmp_path: Path, database_url: str) -> No
         assert store.recalled_ids(tenant, run) == []
     finally:
         store.close()
+
+
+def test_a_reader_waits_for_a_batch_another_thread_is_writing(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Found in CI: the background flusher had taken a batch (so nothing was "pending") but
+    not committed it, and an outcome reported meanwhile read the run's recall log without it:
+    the recalled lesson was never credited. A batch in flight still counts as pending, so the
+    outcome's transaction waits for it."""
+    import threading
+
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    with make_memory(tmp_path, database_url) as mem:
+        ids = _seed(mem, tenant)
+        buffer = mem.aio.store._recall_buffer
+        started, release = threading.Event(), threading.Event()
+        write = buffer._write
+
+        def held_write(batch: list) -> None:  # the flusher's write, held until released
+            started.set()
+            assert release.wait(30)
+            write(batch)
+
+        buffer._write, buffer.seconds, buffer.rows = held_write, 3600.0, 1
+        run = str(uuid.uuid4())
+        hits = mem.recall("order query timeout", tenant_id=tenant, top_k=1, trajectory_id=run)
+        assert [h.experience.id for h in hits.hits] == [ids[0]]
+        assert started.wait(30), "the flusher never took the batch"
+        assert buffer.pending  # taken, not written: still pending
+        reported: list[object] = []
+        outcome = threading.Thread(
+            target=lambda: reported.append(mem.record_outcome(run, True, tenant_id=tenant))
+        )
+        outcome.start()
+        outcome.join(0.5)
+        assert outcome.is_alive()  # waits for the batch in flight
+        release.set()
+        outcome.join(30)
+        assert not outcome.is_alive() and not buffer.pending
+        assert mem.get_experience(ids[0], tenant_id=tenant).helped_count == 1

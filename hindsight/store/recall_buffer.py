@@ -82,6 +82,7 @@ class RecallBuffer:
         self.seconds = seconds
         self._pending: list[PendingRecall] = []
         self._count = 0
+        self._in_flight = 0  # batches taken from _pending and not written yet
         self._since = 0.0
         self._cond = threading.Condition()
         self._flushing = threading.RLock()  # held while a batch is taken and written
@@ -92,8 +93,11 @@ class RecallBuffer:
 
     @property
     def pending(self) -> bool:
-        """Whether any bookkeeping waits to be written (a cheap, lock-free look)."""
-        return bool(self._pending)
+        """Whether any bookkeeping is not in the database yet: queued, or in a batch being
+        written right now (a cheap, lock-free look). A transaction that sees it flushes first
+        (:meth:`flush` waits for a batch in flight), so a reader never misses a recall whose
+        batch another thread took but has not committed yet."""
+        return bool(self._pending) or self._in_flight > 0
 
     def writing_here(self) -> bool:
         """Whether this thread is writing a batch right now (its transaction must not flush)."""
@@ -130,8 +134,13 @@ class RecallBuffer:
         with self._flushing:
             with self._cond:
                 batch, self._pending, self._count = self._pending, [], 0
-            if batch:
-                self._write_batch(batch)
+                self._in_flight += 1
+            try:
+                if batch:
+                    self._write_batch(batch)
+            finally:
+                with self._cond:
+                    self._in_flight -= 1
             return len(batch)
 
     @contextmanager
