@@ -26,6 +26,8 @@ INVOICE = "When get_invoice returns 429, wait one second and retry."
 INVOICE_EDITED = "When get_invoice returns 429, wait two seconds and retry."
 RETRY = "Retry the payment API at most retry=3 times."
 RETRY_NEW = "Retry the payment API at most retry=5 times; 3 failed."
+PANDAS = "Run the export_report job with pandas 1.5 installed."
+PANDAS_OTHER = "Run the export_report job with pandas 2.1 installed."  # a conflict (values)
 FILLER = synthetic_lessons(120)
 STATUSES = ["active", "archived", "superseded", "quarantined"]
 
@@ -118,10 +120,10 @@ def test_batches_with_the_working_set_equal_batches_without(
                 two.add_experience(FILLER[70] + " Check twice.", tenant_id=tenant)
 
     try:
-        batch([CONFIRM, INVOICE, RETRY, *FILLER[:40]])
+        batch([CONFIRM, INVOICE, RETRY, PANDAS, *FILLER[:40]])
         change(1)
         hits = working.hits
-        batch([AGAINST, INVOICE_EDITED, RETRY_NEW, FILLER[3], *FILLER[40:70]])
+        batch([AGAINST, INVOICE_EDITED, RETRY_NEW, PANDAS_OTHER, FILLER[3], *FILLER[40:70]])
         batch([*FILLER[70:90], FILLER[41], FILLER[42].upper()])  # nothing changed in between
         assert working.hits > hits  # rows of the earlier batch served from memory
         change(2)

@@ -89,6 +89,27 @@ OTHER_SUBJECTS = [
        "metadata": {"lesson_key": "contrast:arg:book_trip:passengers:class"}})),
     (("Set retry=3 for the payments client", {"tools": ["payments_client"]}),
      ("Set retry=5 for the orders client", {"tools": ["orders_client"]})),
+    # no tools list (a lesson written by hand, or by a model): the code names of the text
+    (("When create_address rejected an unknown payment method, ask the user for the id.", {}),
+     ("When sync_order rejected an unknown payment method, ask the user for the id.", {})),
+    (("When cancel_refund lost the session after a redirect, wait one second and retry.", {}),
+     ("When sync_refund lost the session after a redirect, wait one second and retry.", {})),
+    (("Always retry orderQuery after a 502", {}), ("Never retry invoiceQuery after a 502", {})),
+    (("Set retry_count to 3 for the payments client", {}),
+     ("Set timeout_ms to 3 for the payments client", {})),
+    (("调用 book_trip 之前，先核对乘客人数。", {}), ("调用 pay_order 之前，先核对乘客人数。", {})),
+    (("Before calling book_trip, check passengers.", {"tools": ["book_trip"]}),
+     ("Before calling pay_order, check passengers.", {})),
+]  # fmt: skip
+
+# The same subject with another value: still a conflict (or an update) without a tools list,
+# also when the names differ only by a version digit.
+SAME_SUBJECT_OTHER_VALUE = [
+    ("Run the export_report job with pandas 1.5 installed.",
+     "Run the export_report job with pandas 2.1 installed."),
+    ("Always retry order_query after a 502", "Never retry order_query after a 502"),
+    ("Call the orders_v1 endpoint for refunds over 100 dollars.",
+     "Call the orders_v2 endpoint for refunds over 100 dollars."),
 ]  # fmt: skip
 
 
@@ -117,3 +138,17 @@ def test_a_conflict_about_one_tool_stays_a_conflict(
         older = mem.add_experience(old, tenant_id="t", tools=["order_query", "billing"])
         newer = mem.add_experience(new, tenant_id="t", tools=["order_query"])
         assert newer.metadata["conflicts_with"] == [older.id]
+
+
+@pytest.mark.parametrize(("old", "new"), SAME_SUBJECT_OTHER_VALUE)
+def test_text_naming_the_same_code_name_with_other_values_still_conflicts(
+    tmp_path: Path, database_url: str, old: str, new: str
+) -> None:
+    with make_memory(tmp_path / "data", database_url) as mem:
+        older = mem.add_experience(old, tenant_id="t")
+        newer = mem.add_experience(new, tenant_id="t")
+        got = mem.get_experience(older.id, tenant_id="t")
+        related = newer.metadata.get("conflicts_with") == [older.id] or (
+            got.status is ExperienceStatus.SUPERSEDED
+        )
+        assert related, (newer.metadata, got.status)

@@ -13,9 +13,10 @@
 Each other new active experience is compared with the closest active experiences of the same
 **scope** (tenant, namespace, task_type, kind): up to :data:`CANDIDATES` neighbours from the
 vector index plus those written earlier in the same batch. A neighbour about another subject
-(:func:`different_subjects`: another lesson key, or no tool in common) is passed over past
-rule 1: lessons about two tools or two arguments are two lessons, not one lesson with other
-values. The first rule that applies wins:
+(:func:`different_subjects`: another lesson key, or no tool or code name in common; or an
+aligned change that replaces one code name with another, :func:`changes_subject`) is passed
+over past rule 1: lessons about two tools or two arguments are two lessons, not one lesson
+with other values. The first rule that applies wins:
 
 1. **NOOP** - same text up to case, whitespace and punctuation
    (:func:`~hindsight.writeback.text.dedup_key`): no new row; the existing one gets the new
@@ -51,6 +52,7 @@ invalid judgement falls back to these rules. Nothing here ever deletes a row.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -138,17 +140,61 @@ def _established(exp: Experience) -> bool:
     return exp.support_count >= ESTABLISHED_SUPPORT or exp.helped_count >= ESTABLISHED_HELPED
 
 
+#: A code name in free text: ``snake_case`` (``get_order``, ``payment_id``) or ``camelCase``
+#: (``getOrder``), not inside a longer ASCII word (next to Chinese text too); the names tools
+#: and arguments have.
+_CODE_NAME = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+[0-9]*(?:[A-Z][a-z0-9]+)+)"
+    r"(?![A-Za-z0-9_-])"
+)
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _code_name(text: str) -> str:
+    """A code name up to its digits (``order_v1`` and ``order_v2`` are one name, another
+    version of it), lower case."""
+    return _DIGITS.sub("", text).lower()
+
+
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
+def named_code(text: str) -> frozenset[str]:
+    """The code names (:data:`_CODE_NAME`, up to digits) a lesson's text names."""
+    return frozenset(_code_name(m) for m in _CODE_NAME.findall(text))
+
+
+def _subjects(exp: Experience) -> frozenset[str]:
+    """What a lesson is about: its ``tools``, else the code names its text names."""
+    if exp.tools:
+        return frozenset(_code_name(t) for t in exp.tools)
+    return named_code(exp.content)
+
+
 def different_subjects(a: Experience, b: Experience) -> bool:
     """Whether ``a`` and ``b`` are lessons about different things, so that no rule past the
     exact-text one relates them: both carry a ``metadata["lesson_key"]`` and the keys differ
-    (a reviewer's key names the tool, argument or error a lesson is about), or both name
-    ``tools`` and share none. "Before calling book_trip, check passengers" and "Before
-    calling pay_order, check cabin" differ only in their subjects: other lessons, not one
-    lesson with other values, and neither may lower, supersede or merge the other."""
+    (a reviewer's key names the tool, argument or error a lesson is about), or both are about
+    tools or arguments (their ``tools``, or for a lesson without ``tools`` the code names its
+    text names, :func:`named_code`) and share none. "Before calling book_trip, check
+    passengers" and "Before calling pay_order, check cabin" differ only in their subjects:
+    other lessons, not one lesson with other values, and neither may lower, supersede or merge
+    the other."""
     key_a, key_b = a.metadata.get("lesson_key"), b.metadata.get("lesson_key")
     if isinstance(key_a, str) and isinstance(key_b, str) and key_a and key_b:
         return key_a != key_b
-    return bool(a.tools) and bool(b.tools) and not set(a.tools) & set(b.tools)
+    subjects_a, subjects_b = _subjects(a), _subjects(b)
+    return bool(subjects_a) and bool(subjects_b) and not subjects_a & subjects_b
+
+
+def changes_subject(changes: Sequence[tuple[str, str]]) -> bool:
+    """Whether an aligned change replaces one code name with another (``create_address ->
+    sync_order``, ``retry_count -> timeout_ms``): the same sentence about another tool or
+    argument is another lesson, not the lesson with other values. A name that differs only in
+    its digits (``order_v1 -> order_v2``) is a value."""
+    for old, new in changes:
+        before, after = named_code(old), named_code(new)
+        if before and after and not before & after:
+            return True
+    return False
 
 
 def decide(
@@ -174,6 +220,8 @@ def decide(
                 return Decision(Op.CONFLICT, cand, sim, "same subject, opposite polarity")
             continue
         diff = compare_texts(cand.content, new.content)
+        if changes_subject(diff.value_changes):
+            continue  # the same sentence about another tool or argument: another lesson
         close = sim >= threshold or diff.aligned or diff.same_specifics
         if not episodic and close and _opposite(cand.content, new.content):
             return Decision(Op.CONFLICT, cand, sim, "same subject, opposite polarity")
