@@ -22,7 +22,12 @@ CONFLICTS = [
      "Deploy with helm chart v3 for the billing service"),
     ("Use a timeout of 30 s for order_query", "Use a timeout of 60 s for order_query"),
     ("Always retry order_query after a 502", "Never retry order_query after a 502"),
-]
+    # a code name in the text, the same one on both sides (or only its digits differ)
+    ("Run the export_report job with pandas 1.5 installed.",
+     "Run the export_report job with pandas 2.1 installed."),
+    ("Call the orders_v1 endpoint for refunds over 100 dollars.",
+     "Call the orders_v2 endpoint for refunds over 100 dollars."),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("old", "new"), UPDATES)
@@ -102,15 +107,6 @@ OTHER_SUBJECTS = [
      ("Before calling pay_order, check passengers.", {})),
 ]  # fmt: skip
 
-# The same subject with another value: still a conflict (or an update) without a tools list,
-# also when the names differ only by a version digit.
-SAME_SUBJECT_OTHER_VALUE = [
-    ("Run the export_report job with pandas 1.5 installed.",
-     "Run the export_report job with pandas 2.1 installed."),
-    ("Always retry order_query after a 502", "Never retry order_query after a 502"),
-    ("Call the orders_v1 endpoint for refunds over 100 dollars.",
-     "Call the orders_v2 endpoint for refunds over 100 dollars."),
-]  # fmt: skip
 
 
 @pytest.mark.parametrize(("old", "new"), OTHER_SUBJECTS)
@@ -139,16 +135,3 @@ def test_a_conflict_about_one_tool_stays_a_conflict(
         newer = mem.add_experience(new, tenant_id="t", tools=["order_query"])
         assert newer.metadata["conflicts_with"] == [older.id]
 
-
-@pytest.mark.parametrize(("old", "new"), SAME_SUBJECT_OTHER_VALUE)
-def test_text_naming_the_same_code_name_with_other_values_still_conflicts(
-    tmp_path: Path, database_url: str, old: str, new: str
-) -> None:
-    with make_memory(tmp_path / "data", database_url) as mem:
-        older = mem.add_experience(old, tenant_id="t")
-        newer = mem.add_experience(new, tenant_id="t")
-        got = mem.get_experience(older.id, tenant_id="t")
-        related = newer.metadata.get("conflicts_with") == [older.id] or (
-            got.status is ExperienceStatus.SUPERSEDED
-        )
-        assert related, (newer.metadata, got.status)
