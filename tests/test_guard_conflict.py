@@ -1,4 +1,4 @@
-"""The guard's conflict rule on honest review output (issue 5 follow-up, MISSION S8).
+"""The guard's conflict rule on honest review output (docs/security.md, the conflict layer).
 
 Same advice learned from different runs is not a conflict (dedup merges it), episodes are never
 conflict-tested (but still checked for injection / exfiltration), and opposite advice about the
@@ -221,10 +221,26 @@ def _review(mem, task: str) -> list[Experience]:  # type: ignore[no-untyped-def]
     return [e for e in rows if traj.id in e.source_trajectory_ids and e.kind is ExperienceKind.RULE]
 
 
+PARAPHRASE = (
+    "When search_direct_flight returns an empty list, check the travel date before searching "
+    "again.",
+    "If search_direct_flight returns an empty list, check the travel date before you search again.",
+)
+"""The same advice in other words, with the same meaning-bearing tokens: folded into one."""
+
+
 @pytest.mark.parametrize(
     ("first", "second", "merged"),
-    # the hash embedder puts the Chinese pair below its dedup threshold: two rows, no flag
-    [(*SAME_ADVICE[0], True), (*SAME_ADVICE[8], True), (*SAME_ADVICE[10], False)],
+    # The hash embedder puts the Chinese pair below its dedup threshold: two rows, no flag.
+    # Pairs 0 and 8 say the same advice, but one has a negation ("no flights" / "an empty
+    # list") or a count ("timed out twice") the other has not: two rows, never one folded
+    # into the other (docs/lifecycle.md#dedup-on-write-hindsightwritebackdedup).
+    [
+        (*PARAPHRASE, True),
+        (*SAME_ADVICE[0], False),
+        (*SAME_ADVICE[8], False),
+        (*SAME_ADVICE[10], False),
+    ],
 )
 def test_same_advice_of_a_later_run_is_stored_and_deduped_not_quarantined(
     tmp_path: Path, database_url: str, first: str, second: str, merged: bool

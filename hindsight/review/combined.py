@@ -8,34 +8,33 @@ same task (:meth:`CombinedReviewer.contrast`).
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 
 from hindsight._errors import UsageError
 from hindsight.config import MemoryConfig
 from hindsight.models import ExpectedAction, Trajectory
 from hindsight.ports import Lesson, Reviewer
+from hindsight.writeback.text import dedup_key
 
 __all__ = ["REVIEWER_CHOICES", "CombinedReviewer", "content_key", "make_reviewer"]
 
 REVIEWER_CHOICES = ("heuristic", "llm", "both")
 """Values of the ``reviewer`` setting (env ``HINDSIGHT_REVIEWER`` / ``REVIEWER``)."""
 
-_END_PUNCT = " \t\r\n.。!！?？,，;；:："
-
 
 def content_key(text: str) -> str:
-    """The key two lessons are duplicates by: NFKC, case-folded, whitespace folded, end
-    punctuation stripped (``"Retry once."`` and ``"retry  once"`` are one lesson)."""
-    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-    return folded.strip(_END_PUNCT)
+    """The key two lessons are duplicates by: the text up to case, whitespace and prose
+    punctuation (:func:`hindsight.writeback.text.dedup_key`, the write-back's own test of the
+    same text: ``"Retry once."`` and ``"retry  once"`` are one lesson, ``"x > 5"`` and
+    ``"x < 5"`` or ``"x²"`` and ``"x2"`` are two)."""
+    return dedup_key(text)
 
 
 class CombinedReviewer:
     """Several reviewers on one trajectory, their lessons concatenated without duplicates.
 
-    Two lessons are duplicates when their contents are equal after NFKC normalisation,
-    case folding, whitespace folding and stripping end punctuation; the first one (in ``parts``
+    Two lessons are duplicates when their contents are equal up to case, whitespace and
+    prose punctuation (:func:`content_key`); the first one (in ``parts``
     order) is kept. Only the first episode summary is kept.
 
     The engine runs the parts one by one itself (:mod:`hindsight.review.run`), so that one
@@ -83,7 +82,7 @@ class CombinedReviewer:
     async def contrast(
         self, failed: Trajectory, reference: Trajectory | list[ExpectedAction]
     ) -> list[Lesson]:
-        """Every part's contrastive lessons (issue 15, item 3), in part order, duplicates
+        """Every part's contrastive lessons (docs/review.md), in part order, duplicates
         dropped as in :meth:`review`: each part that has a ``contrast(failed, reference)``
         method compares ``failed`` with ``reference`` (a successful run of the same task, or
         the expected actions); parts without one are skipped, and so is the heuristic

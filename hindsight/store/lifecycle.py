@@ -1,5 +1,6 @@
-"""Store side of the write-back lifecycle (issue 4): audited confidence changes, run outcomes
-counted once, versions with rollback, audited status changes and the dedup write operations.
+"""Store side of the write-back lifecycle (docs/lifecycle.md): audited confidence changes, run
+outcomes counted once, versions with rollback, audited status changes and the dedup write
+operations.
 
 Every method here does its reads and writes in **one transaction**, so concurrent writers
 (threads or processes) never lose an update: confidence moves with ``confidence = old +
@@ -37,6 +38,16 @@ from hindsight.store.schema import recalls, review_jobs
 __all__ = ["AuditEntry", "LifecycleStore", "OutcomeChange", "VersionEntry"]
 
 _COLUMNS = [_table.c[name] for name in EXPERIENCE_FIELDS]
+
+
+def folded_entry(incoming: Experience, stored_text: str) -> dict[str, Any]:
+    """The reason of a fold's ``support`` audit row: ``{"from": id, "sources": [run ids]}``
+    and ``"content"``, the incoming text exactly as sent, when the stored text is another
+    (a paraphrase merged, a lesson folded on its lesson key)."""
+    entry: dict[str, Any] = {"from": incoming.id, "sources": incoming.source_trajectory_ids}
+    if incoming.content != stored_text:
+        entry["content"] = incoming.content
+    return entry
 
 
 def _clamp(value: float) -> float:
@@ -609,8 +620,10 @@ class LifecycleStore(StoreCore):
         so concurrent folds never lose one another. With ``merge=True`` this is a new version
         (``content``/``vector`` may replace the text, e.g. an LLM's merged wording); otherwise
         (an exact duplicate) only audit rows are written: ``confidence`` (old, new) and
-        ``support`` (old and new ``support_count``, with the incoming id and sources). A fold
-        that changes nothing (the same run or source again) writes nothing.
+        ``support`` (old and new ``support_count``, with :func:`folded_entry`: the incoming
+        id, its sources and, when it differs from the stored text, its text, so that no
+        folded text is lost). A fold that changes nothing (the same run or source again)
+        writes nothing.
 
         Raises:
             NotFoundError: the target is gone.
@@ -644,7 +657,7 @@ class LifecycleStore(StoreCore):
                     "support",
                     current.support_count,
                     new.support_count,
-                    json.dumps({"from": incoming.id, "sources": incoming.source_trajectory_ids}),
+                    json.dumps(folded_entry(incoming, new.content)),
                 ),
             ]
             if merge:
@@ -684,8 +697,8 @@ class LifecycleStore(StoreCore):
         ``incoming.metadata["supersedes"]`` names it. ``conflict=<id>``: both stay active,
         ``incoming.metadata["conflicts_with"]`` names the older one and, with ``demote``, the
         older one gets the lowered evidence and confidence ``demote`` returns and
-        ``metadata["conflicts_with"]`` naming the newer one, as a new version (issue 18 item 6:
-        the rendered block marks both).
+        ``metadata["conflicts_with"]`` naming the newer one, as a new version (the rendered
+        block marks both, docs/lifecycle.md).
 
         Raises:
             UsageError: the id exists already, or both/neither link given.

@@ -1,12 +1,14 @@
-"""Dedup on write: add, fold into an existing lesson, merge, supersede or flag a conflict
-(MISSION S3, issue 4 item 1). The rules and their numbers are in docs/lifecycle.md.
+"""Dedup on write: add, fold into an existing lesson, merge, supersede or flag a conflict, so
+that one lesson learned many times is one experience with all its evidence. The rules and their
+numbers are in docs/lifecycle.md#dedup-on-write-hindsightwritebackdedup.
 
-0. **Same lesson key** (issue 15) - a new active lesson whose ``metadata["lesson_key"]``
-   equals that of an active experience of the same tenant and namespace (the oldest, if
-   several; one written earlier in the same batch counts) is folded into it before any
-   similarity test: no new row, a new version (``merge``), its text unchanged (unless the
-   lesson has one varying part and the new one brings another value of it:
-   :mod:`hindsight.writeback.variants`), sources and evidence united, confidence recomputed
+0. **Same lesson key** (a reviewer's identity of a lesson across runs, docs/review.md) - a
+   new active lesson whose ``metadata["lesson_key"]`` equals that of an active experience of
+   the same tenant and namespace (the oldest, if several; one written earlier in the same
+   batch counts) is folded into it before any similarity test: no new row, a new version
+   (``merge``), its text unchanged (unless the lesson has one varying part and the new one
+   brings another value of it: :mod:`hindsight.writeback.variants`; the folded text is kept
+   in the audit log), sources and evidence united, confidence recomputed
    (:func:`hindsight.writeback.confidence.folded`).
    Quarantined, archived or superseded experiences are never the target.
 
@@ -18,17 +20,22 @@ aligned change that replaces one code name with another, :func:`changes_subject`
 over past rule 1: lessons about two tools or two arguments are two lessons, not one lesson
 with other values. The first rule that applies wins:
 
-1. **NOOP** - same text up to case, whitespace and punctuation
-   (:func:`~hindsight.writeback.text.dedup_key`): no new row; the existing one gets the new
+1. **NOOP** - same text up to case, whitespace and prose punctuation
+   (:func:`~hindsight.writeback.text.dedup_key`: operators, signs and other meaning-bearing
+   marks count, :mod:`hindsight.writeback.meaning`): no new row; the existing one gets the new
    sources and evidence (:func:`hindsight.writeback.confidence.folded`: the same run never
    counts twice) and ``support_count + 1`` when a run not seen before supports it.
 2. **CONFLICT** (negation) - similar texts of opposite polarity ("always X" / "never X"):
    added, ``metadata["conflicts_with"]`` of each names the other; both stay recallable, the
    rendered block marks both, and the older one's confidence is lowered (the newer one's runs
    count half against it: :func:`hindsight.writeback.confidence.contradicted`).
-3. **MERGE** - cosine >= the embedder's ``dedup_threshold`` and the same specifics (numbers,
-   versions, identifiers, names): folded like NOOP, written as a new version of the existing
-   experience with both sources linked.
+3. **MERGE** - cosine >= the embedder's ``dedup_threshold``, the same specifics (numbers,
+   versions, identifiers, names) and the same meaning-bearing tokens
+   (:func:`~hindsight.writeback.meaning.meaning_change` is ``None``: operators, signs,
+   numbers, negations, units, comparatives, opposites): folded like NOOP, written as a new
+   version of the existing experience with both sources linked; the folded text is kept in
+   the audit log. A close pair that differs in a meaning-bearing token goes on to the next
+   rules: two lessons, or a supersede or a conflict (both texts stored).
 4. **SUPERSEDE** - the same statement with 1-2 values changed and evidence that the newer one
    corrects the older (the value sits in a setting slot like ``retry=3`` / ``is 100/min``, or
    the newer text names the old value or a correction word): added; the older one becomes
@@ -46,7 +53,9 @@ two runs never supersede or conflict with each other (rules 2, 4, 5 do not apply
 
 When an LLM judge is configured (:mod:`hindsight.writeback.judge`), it decides between ADD /
 UPDATE (= supersede) / MERGE / NOOP for every non-exact case that has a candidate; a failed or
-invalid judgement falls back to these rules. Nothing here ever deletes a row.
+invalid judgement falls back to these rules, and so does a MERGE or NOOP of two texts that
+differ in a meaning-bearing token (a merged wording that changes one is not used). Nothing
+here ever deletes a row.
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ from hindsight.ports import Embedder, FloatMatrix, VectorHit, VectorIndex
 from hindsight.store import SqlStore
 from hindsight.writeback import confidence, variants
 from hindsight.writeback.decision import Decision, Op
+from hindsight.writeback.meaning import meaning_change
 from hindsight.writeback.text import TEXT_CACHE_SIZE, cannot_align, compare_texts, dedup_key
 
 if TYPE_CHECKING:
@@ -93,7 +103,7 @@ log = logging.getLogger("hindsight")
 
 DEFAULT_DEDUP_THRESHOLD = 0.92
 """Cosine above which two lessons are near-duplicates when the embedder documents none
-(issue 4: ~0.92 for real embedders; hash 0.8 and all-MiniLM-L6-v2 0.9 are documented on their
+(about 0.92 for real embedders; hash 0.8 and all-MiniLM-L6-v2 0.9 are documented on their
 classes)."""
 ESTABLISHED_SUPPORT = 3
 """An older lesson learned from this many runs is not superseded by one newer run."""
@@ -127,7 +137,7 @@ def dedup_threshold_of(embedder: Any) -> float:
 
 
 _key = lru_cache(maxsize=TEXT_CACHE_SIZE)(dedup_key)
-""":func:`dedup_key`, remembered: a stored lesson is a candidate of many new ones (issue 10)."""
+""":func:`dedup_key`, remembered: a stored lesson is a candidate of many new ones."""
 
 
 def _opposite(older: str, newer: str) -> bool:
@@ -208,8 +218,11 @@ def decide(
     key = _key(new.content)
     for cand, sim in candidates:
         if _key(cand.content) == key:
-            return Decision(Op.NOOP, cand, sim, "same text up to case/space/punctuation")
+            return Decision(
+                Op.NOOP, cand, sim, "same text up to case, whitespace and prose punctuation"
+            )
     episodic = kind in EPISODIC
+    unlike: str | None = None  # the first close pair kept apart by a meaning-bearing token
     for cand, sim in candidates[:RULE_CANDIDATES]:
         if different_subjects(cand, new):
             continue
@@ -226,9 +239,12 @@ def decide(
         if not episodic and close and _opposite(cand.content, new.content):
             return Decision(Op.CONFLICT, cand, sim, "same subject, opposite polarity")
         if diff.same_specifics and sim >= threshold:
-            return Decision(
-                Op.MERGE, cand, sim, f"near-duplicate (cosine {sim:.3f} >= {threshold:.2f})"
-            )
+            change = meaning_change(cand.content, new.content)
+            if change is None:
+                return Decision(
+                    Op.MERGE, cand, sim, f"near-duplicate (cosine {sim:.3f} >= {threshold:.2f})"
+                )
+            unlike = unlike or f"not a near-duplicate of {cand.id}: {change}"
         if episodic:
             continue
         changed = ", ".join(f"{a} -> {b}" for a, b in diff.value_changes)
@@ -243,7 +259,7 @@ def decide(
             return Decision(Op.SUPERSEDE, cand, sim, f"newer values ({changed})")
         if diff.aligned:
             return Decision(Op.CONFLICT, cand, sim, f"same statement, other values ({changed})")
-    return Decision(Op.ADD, reason="different lesson")
+    return Decision(Op.ADD, reason=unlike or "different lesson")
 
 
 def _shares_key(exp: Experience, pending: Sequence[tuple[Experience, Any]]) -> bool:
@@ -266,7 +282,8 @@ WORKING_SET_TENANTS = 8
 
 class WorkingSet:
     """The decoded rows dedup and the guard read, kept from one write batch to the next, per
-    tenant, in step with the store (issue 20 item 4).
+    tenant, in step with the store (the batch write: docs/lifecycle.md, "Adding lessons in a
+    batch").
 
     A batch of a tenant whose experiences nobody changed since this process's previous batch
     reads no neighbour row from SQL twice. Kept exact by the tenant's change stamp
@@ -363,7 +380,7 @@ class WorkingSet:
 
 
 class RowCache:
-    """Experiences read from SQL at most once per write batch (issue 10).
+    """Experiences read from SQL at most once per write batch (the write path's reads).
 
     The guard's conflict neighbours and the dedup candidates of every lesson of a batch are
     read through one cache: one query per tenant for the ids not seen yet, instead of one per
@@ -442,7 +459,7 @@ class Deduper:
         embedder: its ``dedup_threshold`` is used (default 0.92), and it embeds merged texts.
         sync: brings the vector index up to date (called at the end of each write).
         judge: optional LLM judge (:class:`hindsight.writeback.judge.Judge`).
-        guard: optional check run on a merged text before it is written (issue 5).
+        guard: optional check run on a merged text before it is written (docs/security.md).
     """
 
     def __init__(
@@ -537,7 +554,14 @@ class Deduper:
         if ExperienceKind(exp.kind).value in NEVER_FOLDED:
             return ruled
         judged = self.judge.decide(exp, cands[:RULE_CANDIDATES])
-        return judged if judged is not None else ruled
+        if judged is None:
+            return ruled
+        if judged.op in (Op.NOOP, Op.MERGE) and judged.target is not None:
+            change = meaning_change(judged.target.content, exp.content)
+            if change is not None:  # the judge may not fold what means something else
+                log.info("hindsight: judge's %s overruled (%s)", judged.op.value, change)
+                return ruled
+        return judged
 
     def same_key(self, exp: Experience) -> Decision | None:
         """Rule 0: a MERGE into the active experience of ``exp``'s tenant and namespace with
@@ -587,11 +611,11 @@ class Deduper:
         Args:
             experiences: the candidates, one row of ``vectors`` each.
             vectors: their embeddings, shape ``(len(experiences), dimension)``.
-            screen: the memory guard's step for the batch (issue 5), run first under this
+            screen: the memory guard's step for the batch (docs/security.md), run first under this
                 write's lock with the index freshly synced; given the batch's
                 :class:`RowCache`, returns the experiences to write in the same order
                 (possibly quarantined). The write path (:meth:`WriteBack.write`) passes it
-                so that the guard and dedup read each neighbour row once (issue 10).
+                so that the guard and dedup read each neighbour row once.
 
         The index is queried for every lesson before the screen and the first decision
         (nothing is synced in between, so the hits are those a query at decision time would
@@ -731,6 +755,13 @@ class Deduper:
             entry = variants.united(target, incoming)  # rule 0: another value of its one part
             text = variants.render(entry) if entry is not None else ""
         if decision.op is not Op.MERGE or not text or text == target.content:
+            return None, None
+        if decision.by == "judge" and meaning_change(target.content, text) is not None:
+            log.warning(
+                "hindsight: the judge's merged text for %s changes a meaning-bearing token; "
+                "merged without rewording",
+                target.id,
+            )
             return None, None
         vector = self.embedder.embed([text])[0]
         if self.guard is not None:

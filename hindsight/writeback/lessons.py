@@ -1,4 +1,5 @@
-"""Lessons to experiences (MISSION S3, S8): the metadata every reviewed lesson is stored with.
+"""Lessons to experiences: the metadata every reviewed lesson is stored with (docs/concepts.md,
+docs/security.md#layer-2-provenance-trust).
 
 :func:`lessons_to_experiences` builds experiences from a reviewer's lessons with their
 metadata (source trajectory, task_type, tools, trust, reviewer, embedding model), with ids that
@@ -25,6 +26,7 @@ from hindsight.guard.screening import check_user_metadata
 from hindsight.models import Experience, ExperienceKind, Provenance, Trajectory
 from hindsight.ports import Lesson
 from hindsight.writeback.confidence import SUPPORT_KEY, check_support
+from hindsight.writeback.text import dedup_key
 
 __all__ = [
     "ADD_FIELDS",
@@ -35,8 +37,8 @@ __all__ = [
 ]
 
 PROVENANCE_TRUST: Mapping[Provenance, float] = {p: TRUST_WEIGHTS[p.value] for p in Provenance}
-"""Trust weight of a lesson by where its evidence came from (MISSION S8: system 1.0 > user 0.9
-> tool 0.6 > unknown 0.5); the same numbers as :data:`hindsight.guard.TRUST_WEIGHTS`, which is
+"""Trust weight of a lesson by where its evidence came from (docs/security.md: system 1.0 > user
+0.9 > tool 0.6 > unknown 0.5); the same numbers as :data:`hindsight.guard.TRUST_WEIGHTS`, which is
 the one source of truth. Multiplied with the trajectory's own ``trust``, used as a factor at
 recall."""
 
@@ -45,8 +47,8 @@ _WS = re.compile(r"\s+")
 
 def normalize_content(text: str) -> str:
     """The matching form of a lesson's text: Unicode NFKC with runs of whitespace folded to
-    one space, stripped. Used for ids and keys only; stored text is kept exactly as given
-    (issue 18)."""
+    one space, stripped. Used for keys only; stored text is kept exactly as given
+    (docs/concepts.md, "Stored exactly")."""
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
 
 
@@ -60,9 +62,11 @@ def lessons_to_experiences(
 ) -> list[Experience]:
     """One experience per lesson of ``traj``, with a deterministic id.
 
-    The id is derived from (trajectory, reviewer, kind, normalised content:
-    :func:`normalize_content`), so reviewing the same trajectory again yields the same ids and
-    nothing is stored twice. The stored content is the lesson's text as the reviewer wrote it,
+    The id is derived from (trajectory, reviewer, kind, the content up to case, whitespace and
+    prose punctuation: :func:`hindsight.writeback.text.dedup_key`), so reviewing the same
+    trajectory again yields the same ids and nothing is stored twice, while two lessons of one
+    review that differ in a meaning-bearing mark (``x²`` / ``x2``, ``>`` / ``<``) get two
+    ids. The stored content is the lesson's text as the reviewer wrote it,
     without surrounding whitespace (never NFKC-folded: "x²" stays "x²"). Lessons whose content
     is blank are skipped.
 
@@ -73,7 +77,7 @@ def lessons_to_experiences(
     ``trust = traj.trust * initial_trust(sources)``. ``source_trajectory_ids`` is the
     reviewed run followed by the lesson's extra ``sources``, in order, without repeats.
 
-    Evidence (issue 15): the lesson's ``metadata["support"]`` (checked,
+    Evidence (docs/review.md): the lesson's ``metadata["support"]`` (checked,
     :func:`hindsight.writeback.confidence.check_support`), or when it gives none, each source
     run as supporting evidence (role ``source``). The reviewed run's entries get the lesson's
     ``trust``; the write path weighs the other runs (:meth:`WriteBack.write`); a trust given
@@ -92,7 +96,7 @@ def lessons_to_experiences(
         sources = evidence.sources(content)
         trust = round(traj.trust * initial_trust(sources), 4)
         provenance = Provenance(max(sources, key=lambda s: TRUST_WEIGHTS[s]))
-        exp_id = stable_id(traj.id, reviewer, lesson.kind.value, key.lower())
+        exp_id = stable_id(traj.id, reviewer, lesson.kind.value, dedup_key(content))
         source_ids = list(dict.fromkeys([traj.id, *lesson.sources]))
         given = lesson.metadata.get(SUPPORT_KEY)
         support = (

@@ -3,8 +3,9 @@
 The write-back rules (:mod:`hindsight.writeback.dedup`) need three facts about a pair of
 lessons that an embedding alone does not give:
 
-* whether they are the **same text** up to case, whitespace and punctuation
-  (:func:`dedup_key`);
+* whether they are the **same text** up to case, whitespace and prose punctuation
+  (:func:`dedup_key`; operators, signs and other meaning-bearing marks count,
+  :mod:`hindsight.writeback.meaning`);
 * their **specifics**: numbers, versions, identifiers (``book_reservation``, ``HAT039``,
   ``retry=3``'s ``3``) and named entities (``Helm``, ``Terraform``), which make two otherwise
   similar lessons *different* lessons (:func:`specifics`);
@@ -22,6 +23,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+from hindsight.writeback.meaning import exact_key
 
 __all__ = [
     "TEXT_CACHE_SIZE",
@@ -41,8 +44,6 @@ _TOKEN = re.compile(
     r"|[\u3400-\u4dbf\u4e00-\u9fff]+"
     r"|[^\sA-Za-z0-9\u3400-\u4dbf\u4e00-\u9fff]"
 )
-_PUNCT = re.compile(r"[^\w\s]|_", re.UNICODE)
-_WS = re.compile(r"\s+")
 _SENTENCE_END = {".", "!", "?", ";", ":", "\n", "。", "！", "？", "；", "："}
 _CORRECTION = frozenset(
     {
@@ -57,19 +58,18 @@ _SLOT_KEYS = {"=", ":", "is", "are", "was", "were", "version", "v", "@"}
 TEXT_CACHE_SIZE = 16384
 """Texts whose tokens :func:`compare_texts` remembers (least recently used go first). Dedup
 compares each new lesson with up to 5 stored neighbours, and the same stored lessons are
-neighbours of many new ones (issue 10: at 10k lessons a 4,096-entry cache missed one lookup in
-four). Tokens are shared between texts, so an entry is a few hundred bytes plus its counts."""
+neighbours of many new ones (at 10k lessons a 4,096-entry cache missed one lookup in four).
+Tokens are shared between texts, so an entry is a few hundred bytes plus its counts."""
 
 
 def dedup_key(text: str) -> str:
-    """The text folded for exact-duplicate detection.
+    """The text folded for exact-duplicate detection: :func:`hindsight.writeback.meaning.exact_key`.
 
-    Unicode NFKC, case folded, every punctuation mark (and ``_``) turned into a space, runs of
-    whitespace collapsed: ``"Retry  order_query ONCE."`` and ``"retry order query once"``
-    have the same key.
+    Case, whitespace and prose punctuation are folded (``"Retry  order_query ONCE."`` and
+    ``"retry order query once"`` have the same key); operators, signs, symbols and the
+    other meaning-bearing marks are kept (``"latency > 5 s"`` and ``"latency < 5 s"`` do not).
     """
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return _WS.sub(" ", _PUNCT.sub(" ", folded)).strip()
+    return exact_key(text)
 
 
 def tokenize(text: str) -> list[str]:
@@ -207,8 +207,8 @@ class TextDiff:
 def cannot_align(older: str, newer: str) -> bool:
     """True when :func:`compare_texts` ``(older, newer)`` is sure to find the two texts
     neither with the same specifics, nor :attr:`~TextDiff.aligned`, nor an
-    :attr:`~TextDiff.is_update`, decided without aligning them (issue 10: the alignment was
-    most of dedup's time).
+    :attr:`~TextDiff.is_update`, decided without aligning them (the alignment was most of
+    dedup's time).
 
     The bound: a wording token of one text (not specific) that occurs more often in it than
     in the other text at all cannot sit in an ``equal`` block of the alignment, so it counts
