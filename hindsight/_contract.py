@@ -39,7 +39,15 @@ from hindsight._errors import HindsightError, UsageError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
 from hindsight._paging import BAD_CURSOR, MAX_CURSOR
 from hindsight._text import clean_text, refuse_invalid
-from hindsight.models import ExperienceStatus, Outcome, validate_task_key
+from hindsight.models import (
+    PROVENANCE_SPELLINGS,
+    ExperienceKind,
+    ExperienceStatus,
+    Outcome,
+    Provenance,
+    provenance_of,
+    validate_task_key,
+)
 
 __all__ = [
     "EXPERIENCE_ORDERS",
@@ -50,6 +58,7 @@ __all__ = [
     "ExperienceId",
     "ExperienceOrder",
     "Importance",
+    "Kind",
     "Labels",
     "Limit",
     "Namespace",
@@ -60,6 +69,7 @@ __all__ = [
     "OutcomeFilter",
     "Query",
     "SimilarityFloor",
+    "Source",
     "Status",
     "Success",
     "TaskKey",
@@ -115,9 +125,9 @@ _INTEGER_TEXT = re.compile(r"[+-]?\d+")
 
 
 def integer(value: Any, name: str, low: int, high: int) -> int:
-    """The one integer rule of every interface (issue 18 item 2): an ``int``, a float with
-    no fraction (``5.0``) or a string of digits (``"5"``, as a CLI argument or a query
-    parameter arrives), from ``low`` to ``high``; never a boolean.
+    """The one integer rule of every interface (docs/concepts.md, the input contract): an
+    ``int``, a float with no fraction (``5.0``) or a string of digits (``"5"``, as a CLI
+    argument or a query parameter arrives), from ``low`` to ``high``; never a boolean.
 
     Raises:
         UsageError: ``<name> must be an integer from <low> to <high>, got <value>``.
@@ -136,10 +146,10 @@ _NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def number(value: Any, name: str, low: float, high: float) -> float:
-    """The one rule for a bounded real number on every interface (issue 18 item 2): an
-    ``int`` or ``float`` or a string of a decimal number (``"0.5"``, ``"-0.2"``, ``"1e-1"``,
-    as a CLI argument or a query parameter arrives), finite, from ``low`` to ``high``; never a
-    boolean, NaN or infinity.
+    """The one rule for a bounded real number on every interface (docs/concepts.md, the input
+    contract): an ``int`` or ``float`` or a string of a decimal number (``"0.5"``, ``"-0.2"``,
+    ``"1e-1"``, as a CLI argument or a query parameter arrives), finite, from ``low`` to
+    ``high``; never a boolean, NaN or infinity.
 
     Raises:
         UsageError: ``<name> must be a number from <low> to <high>, got <value>``.
@@ -276,6 +286,29 @@ def _as_of(value: Any) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+def _source(value: Any) -> Provenance:
+    if value is None:
+        return Provenance.USER
+    try:
+        return provenance_of(value)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def _kind(value: Any) -> ExperienceKind:
+    if isinstance(value, str):
+        try:
+            return ExperienceKind(value.strip().lower())
+        except ValueError:
+            pass
+    names = ", ".join(k.value for k in ExperienceKind)
+    raise UsageError(f"kind must be one of {names}, got {value!r:.40}")
+
+
+SOURCE_SPELLINGS = (*(p.value for p in Provenance), *PROVENANCE_SPELLINGS)
+"""Every accepted spelling of a source (:data:`hindsight.models.PROVENANCE_SPELLINGS`)."""
+
+
 # -- the types ---------------------------------------------------------------------------------
 
 TenantId = Annotated[str, PlainValidator(validate_tenant, json_schema_input_type=str)]
@@ -289,7 +322,7 @@ Namespace = Annotated[str, PlainValidator(validate_namespace, json_schema_input_
 Namespaces = Annotated[list[str], PlainValidator(_namespaces, json_schema_input_type=list[str])]
 """One namespace or several in priority order (duplicates dropped); at least one."""
 ExperienceId = Annotated[str, PlainValidator(_experience_id, json_schema_input_type=str)]
-"""An experience id: any UUID form (case C03), as the canonical lower-case string."""
+"""An experience id: any UUID form (braces, upper case), as the canonical lower-case string."""
 TrajectoryId = Annotated[str, PlainValidator(_trajectory_id, json_schema_input_type=str)]
 """A trajectory id: any UUID form, as the canonical lower-case string."""
 Query = Annotated[str, PlainValidator(_query, json_schema_input_type=str)]
@@ -350,6 +383,24 @@ Labels = Annotated[list[str], PlainValidator(_labels, json_schema_input_type=lis
 """Tags or tools: strings (one string is a list of one)."""
 Limit = Annotated[int, PlainValidator(_limit, json_schema_input_type=_range(1, 10000) | None)]
 """How many rows a list returns: 1 to 10000 (``None``: :data:`DEFAULT_LIMIT`, 100)."""
+Source = Annotated[
+    Provenance,
+    PlainValidator(
+        _source,
+        json_schema_input_type=Literal[SOURCE_SPELLINGS] | None,
+    ),
+]
+"""Where a lesson or run came from: ``system``, ``user``, ``tool``, ``unknown`` or another
+spelling of one (``tool_output``, ``web``, ``""`` ...: docs/security.md#layer-2-provenance-trust),
+any case; ``None`` is ``user``, the default."""
+Kind = Annotated[
+    ExperienceKind,
+    PlainValidator(
+        _kind,
+        json_schema_input_type=Literal[tuple(k.value for k in ExperienceKind)],
+    ),
+]
+"""What a lesson is about: one of :class:`hindsight.models.ExperienceKind` (any case)."""
 Status = Annotated[ExperienceStatus, PlainValidator(_status, json_schema_input_type=str)]
 """An experience status by its name (``active``, ``archived``, ...)."""
 Success = Annotated[bool, PlainValidator(_success, json_schema_input_type=bool)]

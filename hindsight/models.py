@@ -1,4 +1,4 @@
-"""The data model: events, trajectories, experiences and recall hits (MISSION S1-S5, S13).
+"""The data model: events, trajectories, experiences and recall hits (docs/concepts.md).
 
 All timestamps are timezone-aware UTC. A naive ``datetime`` given to any model is taken to be
 UTC already (it is not converted from local time); an aware one is converted to UTC.
@@ -6,8 +6,10 @@ UTC already (it is not converted from local time); an aware one is converted to 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -27,6 +29,7 @@ from hindsight._text import FREE_JSON_KEYS, clean_json, refuse_invalid, warning_
 
 __all__ = [
     "NAME_FIELDS",
+    "PROVENANCE_SPELLINGS",
     "AddResult",
     "Event",
     "EventStatus",
@@ -43,6 +46,8 @@ __all__ = [
     "ScoreBreakdown",
     "Trajectory",
     "content_to_text",
+    "provenance_of",
+    "source_error",
     "utcnow",
 ]
 
@@ -66,7 +71,8 @@ def content_to_text(value: Any) -> str:
 
     ``None`` -> ``""``; a string is kept as is; a list of content parts (OpenAI / LangChain
     style ``{"type": "text", "text": ...}`` or plain strings) is joined with newlines, skipping
-    parts without text; any other value is JSON-ish ``str()``-ed. Used for case C05.
+    parts without text; any other value is JSON-ish ``str()``-ed. Used to tell an empty run
+    (nothing to review) from one with content.
     """
     if value is None:
         return ""
@@ -92,7 +98,7 @@ Text = Annotated[str, BeforeValidator(content_to_text)]
 
 
 class EventType(StrEnum):
-    """Kinds of trajectory events (MISSION S1)."""
+    """Kinds of trajectory events (docs/concepts.md#trajectories-and-events-s1)."""
 
     USER_MESSAGE = "user_message"
     MODEL_THOUGHT = "model_thought"
@@ -122,19 +128,84 @@ class Outcome(StrEnum):
     UNKNOWN = "unknown"
 
 
+PROVENANCE_SPELLINGS: Mapping[str, str] = MappingProxyType(
+    {
+        "operator": "system",
+        "admin": "system",
+        "developer": "system",
+        "human": "user",
+        "user_message": "user",
+        "tool_output": "tool",
+        "tool_result": "tool",
+        "tool_call": "tool",
+        "observation": "tool",
+        "external": "unknown",
+        "web": "unknown",
+        "import": "unknown",
+        "": "unknown",
+    }
+)
+"""The other accepted spellings of a source, mapped to its name (case and surrounding
+whitespace ignored; the empty string is ``unknown``): the table of
+docs/security.md#layer-2-provenance-trust, the one table the API and the guard
+(:data:`hindsight.guard.SOURCE_ALIASES`) accept."""
+
+
 class Provenance(StrEnum):
-    """Where the evidence for a run or lesson came from (MISSION S8, provenance trust)."""
+    """Where the evidence for a run or lesson came from (provenance trust,
+    docs/security.md#layer-2-provenance-trust). ``Provenance("tool_output")`` is ``TOOL``:
+    every spelling of :data:`PROVENANCE_SPELLINGS` and any case are accepted."""
 
     SYSTEM = "system"
     USER = "user"
     TOOL = "tool"
     UNKNOWN = "unknown"
 
+    @classmethod
+    def _missing_(cls, value: object) -> Provenance | None:
+        if not isinstance(value, str):
+            return None
+        key = value.strip().lower()
+        key = PROVENANCE_SPELLINGS.get(key, key)
+        return next((member for member in cls if member.value == key), None)
+
+
+def source_error(value: object) -> str:
+    """The one-line error for a ``source`` that is not a provenance, on every interface."""
+    names = ", ".join(p.value for p in Provenance)
+    spellings = ", ".join(k for k in PROVENANCE_SPELLINGS if k)
+    return (
+        f"source must be one of {names}, or another spelling of one ({spellings}; empty "
+        f"for unknown), got {value!r:.60}"
+    )
+
+
+def provenance_of(value: object) -> Provenance:
+    """``value`` as a :class:`Provenance` (any spelling of :data:`PROVENANCE_SPELLINGS`).
+
+    Raises:
+        ValueError: :func:`source_error` (not a string, or no spelling of a source).
+    """
+    if isinstance(value, str):
+        try:
+            return Provenance(value)
+        except ValueError:
+            pass
+    raise ValueError(source_error(value))
+
+
+def _source(value: Any) -> Any:
+    return Provenance.USER if value is None else provenance_of(value)
+
+
+SourceField = Annotated[Provenance, BeforeValidator(_source)]
+"""A model field holding a :class:`Provenance`: any spelling, ``None`` for ``user``."""
+
 
 class ExperienceKind(StrEnum):
-    """What a lesson is about; one per answer of the review (MISSION S2).
+    """What a lesson is about; one per answer of the review (docs/review.md).
 
-    ``episode`` is not a lesson but the short summary of one run (episodic memory, MISSION S4):
+    ``episode`` is not a lesson but the short summary of one run (episodic memory):
     every review writes one per trajectory; recall leaves episodes out unless asked for them
     (``include_episodes``).
     """
@@ -211,7 +282,7 @@ class _Model(InputModel):
 
 
 class Event(_Model):
-    """One structured step of a run (MISSION S1).
+    """One structured step of a run (docs/concepts.md#trajectories-and-events-s1).
 
     ``latency_ms`` is in milliseconds; ``tool_args`` is the parsed argument object of a tool
     call. ``content`` accepts ``None`` (stored as ``""``) and lists of content parts.
@@ -251,7 +322,7 @@ class ExpectedAction(_Model):
 
 
 class OutcomeEvidence(_Model):
-    """Why a run got its outcome, as far as the environment or caller says (issue 15).
+    """Why a run got its outcome, as far as the environment or caller says (docs/review.md).
 
     ``reason``: a short human-readable reason (e.g. ``"reward 0.0; r_actions 0.0"`` built
     from a benchmark's reward breakdown, or the caller's words); ``expected_actions``: the
@@ -315,12 +386,13 @@ def _prompt_text(value: Any) -> str | None:
 
 
 class Trajectory(_Model):
-    """A whole run: its task, its ordered events and its outcome (episodic memory, S4).
+    """A whole run: its task, its ordered events and its outcome (episodic memory).
 
     ``reward`` is the environment's reward when there is one (e.g. tau-bench's 0.0/1.0).
-    ``trust`` in [0,1] weighs the lessons learned from it at recall (S8).
+    ``trust`` in [0,1] weighs the lessons learned from it at recall
+    (docs/security.md#layer-2-provenance-trust).
 
-    Context for the review (issue 15): ``system_prompt`` is the run's full system prompt /
+    Context for the review (docs/concepts.md): ``system_prompt`` is the run's full system prompt /
     policy (the store keeps each distinct text once per tenant); ``evidence`` says why the run
     got its outcome (:class:`OutcomeEvidence`); ``task_key`` groups runs of the same task (a
     benchmark's task id, the caller's own key; non-blank, at most 200 characters); runs
@@ -335,7 +407,7 @@ class Trajectory(_Model):
     tags: list[str] = Field(default_factory=list)
     outcome: Outcome = Outcome.UNKNOWN
     reward: float | None = None
-    source: Provenance = Provenance.USER
+    source: SourceField = Provenance.USER
     trust: float = Field(default=1.0, ge=0.0, le=1.0)
     started_at: UtcDatetime = Field(default_factory=utcnow)
     ended_at: UtcDatetime | None = None
@@ -354,14 +426,14 @@ class Trajectory(_Model):
         return normalize_id(value, "trajectory id")
 
     def is_empty(self) -> bool:
-        """True when no event carries any content, tool name or status (case C05)."""
+        """True when no event carries any content, tool name or status (stored, never reviewed)."""
         return not any(
             e.content.strip() or e.tool_name or e.status is not None for e in self.events
         )
 
 
 class Experience(_Model):
-    """A lesson abstracted from one or more runs (semantic memory, S3/S4).
+    """A lesson abstracted from one or more runs (semantic memory).
 
     ``confidence``, ``importance`` and ``trust`` are in [0,1]. ``version`` starts at 1 and
     ``parent_id`` points to the version it replaced. Counters: ``recall_count`` (times
@@ -380,7 +452,7 @@ class Experience(_Model):
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
     trust: float = Field(default=1.0, ge=0.0, le=1.0)
-    provenance: Provenance = Provenance.USER
+    provenance: SourceField = Provenance.USER
     source_trajectory_ids: list[str] = Field(default_factory=list)
     status: ExperienceStatus = ExperienceStatus.ACTIVE
     version: int = Field(default=1, ge=1)
@@ -410,11 +482,11 @@ class Experience(_Model):
         text = value.strip()
         if not text or text.lower() in {"none", "null", "n/a"}:
             raise ValueError("experience content must be a non-empty lesson")
-        return value  # stored exactly as sent (issue 18): blank is checked, never trimmed
+        return value  # stored exactly as sent (docs/concepts.md): blank is checked, never trimmed
 
 
 class ScoreBreakdown(_Model):
-    """Why an experience was recalled (MISSION S13).
+    """Why an experience was recalled (docs/concepts.md#explanations-s13).
 
     ``score = w_similarity*similarity + w_confidence*confidence + w_recency*recency``,
     multiplied by ``trust``, plus ``boost`` (tag / tool matches) and ``kind_bonus`` (per kind,
@@ -449,7 +521,7 @@ class RecallHit(_Model):
 
 
 class AddResult(BaseModel):
-    """What ``add_experiences`` did with one item of a batch (issue 20).
+    """What ``add_experiences`` did with one item of a batch (docs/lifecycle.md).
 
     ``index``: the item's position in the input (0-based); ``id``: the experience that now
     holds it (the new row, or the existing one it was folded into); ``result``:

@@ -1,4 +1,5 @@
-"""The public batch write (issue 20 item 4): ``add_experiences`` on SQLite and PostgreSQL.
+"""The public batch write (docs/lifecycle.md, adding lessons in a batch): ``add_experiences``
+on SQLite and PostgreSQL.
 
 A batch gives the same results as the same items added one by one, merges duplicates inside
 the batch, is validated as a whole before anything is written, is written in one SQL
@@ -89,7 +90,9 @@ def test_batch_equals_one_by_one(tmp_path: Path, database_url: str) -> None:
             result = (
                 "quarantined"
                 if exp.status.value == "quarantined"
-                else "merged" if exp.id in seen else "created"
+                else "merged"
+                if exp.id in seen
+                else "created"
             )
             seen.add(exp.id)
             singles.append((result, exp.content))
@@ -154,17 +157,16 @@ def test_batch_stays_in_its_tenant(tmp_path: Path, database_url: str) -> None:
     [
         ({"content": ""}, "item 2: content:"),
         ({"content": "x", "confidence": 1.5}, "item 2: confidence must be a number from 0 to 1"),
-        ({"content": "x", "kind": "nonsense"}, "item 2: kind: must be one of"),
-        ({"content": "x", "source": 3}, "item 2: source: must be one of"),
+        ({"content": "x", "kind": "nonsense"}, "item 2: kind must be one of"),
+        ({"content": "x", "source": 3}, "item 2: source must be one of"),
+        ({"content": "x", "source": "usr"}, "item 2: source must be one of"),
         ({"content": "x", "tools": "refund"}, "item 2: tools: must be a list"),
         ({"content": "x", "tenant_id": "other"}, "item 2: 'tenant_id': unknown field"),
         ({"kind": "rule"}, "item 2: content: field required"),
         ("just text", "item 2: must be an object"),
     ],
 )
-def test_an_invalid_item_refuses_the_whole_batch(
-    tmp_path: Path, bad: Any, message: str
-) -> None:
+def test_an_invalid_item_refuses_the_whole_batch(tmp_path: Path, bad: Any, message: str) -> None:
     with make_memory(tmp_path / "v", f"sqlite:///{tmp_path / 'v.db'}") as mem:
         items = [{"content": "Lesson one."}, {"content": "Lesson two."}, bad]
         with pytest.raises(UsageError) as err:

@@ -1,4 +1,5 @@
-"""Capture without a framework: a recorder that turns calls into structured events (S1).
+"""Capture without a framework: a recorder that turns calls into structured events
+(docs/concepts.md#trajectories-and-events-s1).
 
 ``with memory.record("book a flight", tenant_id="acme") as run:`` (or ``async with`` on
 :class:`hindsight.AsyncMemory`) collects events in memory; leaving the block stores the
@@ -14,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
+from hindsight._contract import Source, check
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
 from hindsight.capture.ingest._common import expected_action
@@ -107,7 +109,7 @@ class RunRecorder:
         self._task = task
         self._task_type = task_type
         self._tags = list(tags)
-        self._source = Provenance(source)
+        self._source = check(Source, source)
         self._metadata = dict(metadata or {})
         self._events: list[Event] = []
         self._outcome: Outcome = Outcome.UNKNOWN

@@ -1,6 +1,7 @@
-"""The lesson-lifecycle methods of :class:`hindsight.AsyncMemory` (issues 4 and 5): what happens
-to a lesson after it is written - confidence from outcomes and by hand, edits, history and
-rollback, restore, archive, maintenance, the human audit and quarantine review - and the doctor.
+"""The lesson-lifecycle methods of :class:`hindsight.AsyncMemory` (docs/lifecycle.md,
+docs/security.md): what happens to a lesson after it is written - confidence from outcomes and
+by hand, edits, history and rollback, restore, archive, maintenance, the human audit and
+quarantine review - and the doctor.
 
 A mixin of the facade, kept in its own module so the facade stays short: each method checks its
 arguments and runs the write-back (or ops) function that does the work in a worker thread, the
@@ -21,6 +22,7 @@ from hindsight._contract import (
     Cursor,
     ExperienceId,
     Importance,
+    Kind,
     Limit,
     Namespace,
     Success,
@@ -76,7 +78,8 @@ class LifecycleMethods:
     async def record_outcome(
         self, trajectory_id: Any, success: bool, *, tenant_id: str
     ) -> list[Experience]:
-        """Credit or blame the experiences the run ``trajectory_id`` recalled (MISSION S3).
+        """Credit or blame the experiences the run ``trajectory_id`` recalled
+        (docs/concepts.md#experiences-and-confidence-s3).
 
         The run becomes evidence of each one: a success adds ``OUTCOME_WEIGHT`` (1.0) to its
         supporting mass and 1 to ``helped_count``, a failure to its contradicting mass and
@@ -114,8 +117,8 @@ class LifecycleMethods:
         actor: str = "user",
     ) -> Experience:
         """Add ``delta`` (in [-1, 1]) to an experience's confidence, clamped to [0, 1]; the
-        change is written to the audit trail with ``actor`` and ``reason`` (MISSION S7
-        ``adjust_confidence(experience_id, delta)``). It is kept as an offset over the
+        change is written to the audit trail with ``actor`` and ``reason`` (the
+        ``adjust_confidence`` tool of MCP and HTTP). It is kept as an offset over the
         evidence-based value, so later evidence moves the confidence from where it was set
         (:func:`hindsight.writeback.confidence.adjusted`). Returns the experience.
 
@@ -153,7 +156,7 @@ class LifecycleMethods:
         ``metadata`` replaces your own keys; the guard's keys are kept. Returns the new
         version.
 
-        The guard's state is not editable (issue 17 item 4): ``trust``, ``provenance``,
+        The guard's state is not editable (docs/security.md): ``trust``, ``provenance``,
         ``status`` and the metadata keys of
         :data:`~hindsight.guard.screening.GUARD_METADATA_KEYS` (quarantine reasons, approvals,
         verdicts, evidence) change only through :meth:`approve`, :meth:`reject` and
@@ -168,7 +171,7 @@ class LifecycleMethods:
             versions.edited_fields_check(other)
         changes = {
             "content": content,
-            "kind": kind,
+            "kind": None if kind is None else check(Kind, kind),
             "task_type": task_type,
             "tools": tools,
             "tags": tags,
@@ -285,7 +288,7 @@ class LifecycleMethods:
         as_of: datetime | str | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
-        """Run the periodic jobs for one tenant: dedup, archive, compression (MISSION S12).
+        """Run the periodic jobs for one tenant: dedup, archive, compression (docs/lifecycle.md).
 
         Args:
             tenant_id: the tenant.
@@ -309,8 +312,8 @@ class LifecycleMethods:
     async def audit_sample(
         self, *, tenant_id: str, size: int = 20, seed: int | None = None
     ) -> list[Experience]:
-        """A random sample of the tenant's active experiences for a human audit (MISSION S12:
-        ~20)."""
+        """A random sample of the tenant's active experiences for a human audit (about 20,
+        docs/console.md)."""
         tenant = self._scope(tenant_id)
         return await asyncio.to_thread(audit.sample, self.store, tenant, size, seed=seed)
 
@@ -330,7 +333,7 @@ class LifecycleMethods:
         self, *, tenant_id: str, size: int = audit.DEFAULT_SAMPLE, seed: int | None = None
     ) -> dict[str, Any]:
         """Draw a reproducible random sample of ``size`` (1..1000, default 20) active lessons
-        for a human audit and save it as an audit run (MISSION S12; episodes left out). The
+        for a human audit and save it as an audit run (docs/console.md; episodes left out). The
         same ``seed`` over the same active lessons draws the same sample; ``None`` picks one
         (saved with the run).
 
@@ -465,7 +468,7 @@ class LifecycleMethods:
     async def doctor(
         self, *, repair: bool = False, progress: Callable[[str], None] | None = None
     ) -> list[Finding]:
-        """Check SQL against vectors, the embedding model and the review queue (MISSION S11);
+        """Check SQL against vectors, the embedding model and the review queue (docs/deploy.md);
         repair what can be repaired when ``repair=True``. Operator tool (whole store)."""
         self._check_open()
         parts = (self.store, self.index, self.embedder, self.clock, self.vectors)

@@ -1,8 +1,8 @@
-"""Provenance trust weights (issue 5, item 2; MISSION S8 "at write").
+"""Provenance trust weights (docs/security.md#layer-2-provenance-trust).
 
 Every experience records where its evidence came from; the weight below becomes the
-experience's initial ``trust`` and multiplies its recall score. The order follows the mission
-(system > normal user > unknown) and puts tool output between user and unknown: tool output is
+experience's initial ``trust`` and multiplies its recall score. The order is system > normal
+user > unknown, with tool output between user and unknown: tool output is
 produced by the run itself but its content is controlled by whatever the tool read (a web page,
 an e-mail, a ticket), which is exactly where injected instructions come from.
 
@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from hindsight.models import PROVENANCE_SPELLINGS
+
 __all__ = [
     "SOURCE_ALIASES",
     "TRUST_WEIGHTS",
@@ -36,23 +38,9 @@ TRUST_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
 )
 """Trust weight per canonical source (the values of :class:`hindsight.models.Provenance`)."""
 
-SOURCE_ALIASES: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "operator": "system",
-        "admin": "system",
-        "developer": "system",
-        "human": "user",
-        "user_message": "user",
-        "tool_output": "tool",
-        "tool_result": "tool",
-        "tool_call": "tool",
-        "observation": "tool",
-        "external": "unknown",
-        "web": "unknown",
-        "import": "unknown",
-    }
-)
-"""Other spellings accepted for a source, mapped to the canonical name."""
+SOURCE_ALIASES: Final[Mapping[str, str]] = PROVENANCE_SPELLINGS
+"""Other spellings accepted for a source, mapped to the canonical name: the one table of
+:data:`hindsight.models.PROVENANCE_SPELLINGS`, which the API accepts too."""
 
 
 def canonical_source(source: str | None) -> str:
@@ -91,6 +79,6 @@ def initial_trust(sources: Iterable[str | None]) -> float:
 def trust_mass(experience: Any) -> float:
     """The support mass the conflict test weighs when nothing better is known: the
     experience's ``trust`` alone (its most trusted evidence). Support counts are left out on
-    purpose: repeating a claim must not buy weight (issue 17 item 3); the engine passes the
+    purpose: repeating a claim must not buy weight; the engine passes the
     write-back's trust-weighted mass of distinct sources instead when it has one."""
     return float(experience.trust)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._contract import Confidence, Importance, check, validation_message
+from hindsight._contract import Confidence, Importance, Kind, Source, check, validation_message
 from hindsight._errors import UsageError
 from hindsight._ids import stable_id
 from hindsight.guard import TRUST_WEIGHTS, initial_trust
@@ -155,12 +155,12 @@ def manual_experience(
         UsageError: an argument is invalid (one-line reason), or ``metadata`` uses a key
             reserved for the guard.
     """
+    prov, what = check(Source, source), check(Kind, kind)
     try:
-        prov = Provenance(source)
         return Experience(
             tenant_id=tenant_id,
             namespace=namespace,
-            kind=ExperienceKind(kind),
+            kind=what,
             content=content,
             task_type=task_type,
             tools=list(tools),
@@ -227,13 +227,6 @@ def manual_experiences(
         for name in ("tools", "tags"):
             if isinstance(item.get(name), str | bytes):
                 raise UsageError(f"item {index}: {name}: must be a list of strings, not a string")
-        for name, enum in (("kind", ExperienceKind), ("source", Provenance)):
-            values = {e.value for e in enum}
-            if name in item and (not isinstance(item[name], str) or item[name] not in values):
-                raise UsageError(
-                    f"item {index}: {name}: must be one of {', '.join(e.value for e in enum)}, "
-                    f"got {item[name]!r:.80}"
-                )
         try:
             out.append(
                 manual_experience(

@@ -17,8 +17,10 @@ from hindsight._contract import (
     Confidence,
     ConfidenceDelta,
     Importance,
+    Kind,
     OptionalTopK,
     SimilarityFloor,
+    Source,
     TokenBudget,
 )
 from hindsight._paging import Page
@@ -76,7 +78,7 @@ class EpisodeBody(_Body):
     format: Literal["auto", "trajectory", "openai", "tau-bench", "events"] = "auto"
     namespace: str = Field(default="default", min_length=1, max_length=200)
     task_type: str | None = Field(default=None, min_length=1, max_length=200)
-    review: bool = Field(default=True, description="Queue the post-hoc review (MISSION S2).")
+    review: bool = Field(default=True, description="Queue the post-hoc review.")
     merge: bool = Field(
         default=False,
         description="One run stored in parts (paused at an interrupt, resumed later): merge "
@@ -149,7 +151,7 @@ class CheckResponse(BaseModel):
 
 class RecallResponse(BaseModel):
     """A :class:`hindsight.RecallResult` plus its rendered block (``rendered``: the
-    system-prompt tail, MISSION S6) and whether rendering was cut to the budget."""
+    system-prompt tail, docs/concepts.md) and whether rendering was cut to the budget."""
 
     query: str
     tenant_id: str
@@ -169,13 +171,13 @@ class AddExperienceBody(_Body):
 
     content: str = Field(min_length=1, max_length=100_000)
     namespace: str = "default"
-    kind: ExperienceKind = ExperienceKind.RULE
+    kind: Kind = ExperienceKind.RULE
     task_type: str | None = None
     tools: list[str] = Field(default_factory=list, max_length=100)
     tags: list[str] = Field(default_factory=list, max_length=100)
     confidence: Confidence = 0.5
     importance: Importance = 0.5
-    source: Provenance = Provenance.USER
+    source: Source = Provenance.USER
     metadata: dict[str, Any] | None = None
 
 
@@ -202,7 +204,7 @@ class EditExperienceBody(_Body):
 
     confidence_delta: ConfidenceDelta | None = None
     content: str | None = Field(default=None, min_length=1, max_length=100_000)
-    kind: ExperienceKind | None = None
+    kind: Kind | None = None
     task_type: str | None = None
     tools: list[str] | None = None
     tags: list[str] | None = None

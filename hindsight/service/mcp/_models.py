@@ -1,4 +1,4 @@
-"""Output shapes of the MCP tools (issue 9, MISSION S7).
+"""Output shapes of the MCP tools (docs/mcp.md).
 
 Each tool's return annotation is one of these pydantic models, so the SDK publishes it as the
 tool's ``outputSchema`` and returns it as ``structuredContent`` (plus the same JSON as text for
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hindsight._contract import Confidence, Importance
+from hindsight._contract import Confidence, Importance, Kind, Source
 from hindsight.checks import CheckMatch
-from hindsight.models import AddResult, Experience, RecallHit
+from hindsight.models import AddResult, Experience, ExperienceKind, Provenance, RecallHit
 from hindsight.store import TrajectorySummary
 
 __all__ = [
@@ -107,7 +107,7 @@ class RescanResult(_Out):
 
 
 class ScoreOut(_Out):
-    """Why an experience was recalled (MISSION S13): ``score = (0.6*similarity +
+    """Why an experience was recalled (docs/concepts.md): ``score = (0.6*similarity +
     0.3*confidence + 0.1*recency) * trust + boost + kind_bonus`` with the configured weights;
     ``similarity`` is at least ``situation`` (the situation match, docs/concepts.md)."""
 
@@ -127,8 +127,8 @@ class ScoreOut(_Out):
 
 class HitOut(ExperienceOut):
     """A recalled experience with its final score and the breakdown of that score: the hit
-    shape of every interface (``experience``, ``score``, ``breakdown``; issue 19), plus the
-    experience's fields flat and ``why`` (= ``breakdown``), the shape before issue 19."""
+    shape of every interface (``experience``, ``score``, ``breakdown``), plus the
+    experience's fields flat and ``why`` (= ``breakdown``), the older shape, kept."""
 
     experience: ExperienceOut = Field(description="The recalled experience.")
     score: float
@@ -153,7 +153,7 @@ class RecallOut(_Out):
     episodes: list[HitOut] = Field(description="Similar past runs (include_episodes only).")
     rendered: str = Field(
         description="The hits as one delimited block for the tail of a system prompt "
-        "(MISSION S6); empty when nothing was recalled."
+        "(docs/concepts.md); empty when nothing was recalled."
     )
     truncated: bool = Field(description="The block was cut to fit its token budget.")
 
@@ -238,14 +238,18 @@ class LessonIn(_Out):
     """One lesson of ``add_experiences``."""
 
     content: str = Field(min_length=1, max_length=100_000, description="The lesson, as stored.")
-    kind: str = Field(default="rule", description="rule, improvement, anti_pattern, ...")
+    kind: Kind = Field(
+        default=ExperienceKind.RULE, description="rule, improvement, anti_pattern, ..."
+    )
     task_type: str | None = Field(default=None, description="Class of task it applies to.")
     tools: list[str] = Field(default_factory=list, description="Tools it is about.")
     tags: list[str] = Field(default_factory=list, description="Context tags.")
     confidence: Confidence = Field(default=0.5, description="How sure, 0..1.")
     importance: Importance = Field(default=0.5, description="How much it matters, 0..1.")
-    source: str = Field(
-        default="user", description="Where it comes from: system, user, tool or unknown."
+    source: Source = Field(
+        default=Provenance.USER,
+        description="Where it comes from: system, user, tool or unknown, or another spelling "
+        "of one (tool_output, web, ...; empty for unknown).",
     )
 
 
