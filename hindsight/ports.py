@@ -29,6 +29,7 @@ __all__ = [
     "VectorHit",
     "VectorIndex",
     "VectorPoint",
+    "WritableVectorIndex",
     "epoch_us",
     "from_epoch_us",
 ]
@@ -49,7 +50,7 @@ class Embedder(Protocol):
 
     Attributes:
         name: stable model identifier recorded in the store, e.g. ``"hash-384"``; opening a
-            store with another name or dimension fails (case C07).
+            store with another name or dimension fails (EmbedderMismatchError).
         dimension: vector length.
         similarity_floor: default minimum cosine similarity for vector recall with this model.
     """
@@ -68,8 +69,8 @@ class Embedder(Protocol):
 
 
 PAYLOAD_VERSION = 1
-"""``payload["score_v"]`` of a point that carries what recall scoring reads (issue 20 item 2;
-:func:`hindsight.store.codec.payload_from_values`): a point without it (written by an older
+"""``payload["score_v"]`` of a point that carries what recall scoring reads
+(:func:`hindsight.store.codec.payload_from_values`): a point without it (written by an older
 hindsight) is scored from its SQL row instead."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -112,21 +113,17 @@ class VectorHit:
 
 @runtime_checkable
 class VectorIndex(Protocol):
-    """Stores vectors with payloads; every search is scoped to one tenant (MISSION S9)."""
+    """Nearest-neighbour search over experience embeddings; every search is scoped to one
+    tenant (docs/concepts.md#tenants-and-namespaces-s9). What recall, dedup, the guard and
+    the review read.
+
+    Two kinds implement it: an index *in* the SQL store (pgvector: its points are the
+    experience rows themselves, written in their transactions; ``hindsight.store.pgvector``)
+    and an index kept apart from it (:class:`WritableVectorIndex`), which the store's vector
+    outbox writes after each commit (``hindsight.store.outbox``).
+    """
 
     dimension: int
-
-    def upsert(self, points: Sequence[VectorPoint]) -> None:
-        """Insert or replace points by id (idempotent)."""
-        ...
-
-    def delete(self, ids: Sequence[str]) -> None:
-        """Delete points by id; unknown ids are ignored (idempotent)."""
-        ...
-
-    def set_status(self, ids: Sequence[str], status: str) -> None:
-        """Set the ``status`` payload of the given points."""
-        ...
 
     def search(
         self,
@@ -152,6 +149,29 @@ class VectorIndex(Protocol):
         """Number of points, of one tenant or (``None``, maintenance only) of all tenants."""
         ...
 
+    def close(self) -> None:
+        """Flush and release files, connections and locks."""
+        ...
+
+
+@runtime_checkable
+class WritableVectorIndex(VectorIndex, Protocol):
+    """A :class:`VectorIndex` kept apart from the SQL store (Qdrant Edge, a Qdrant server, an
+    in-process index): it holds its own copy of each point (vector and payload), written by
+    the store's vector outbox after the SQL commit."""
+
+    def upsert(self, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points by id (idempotent)."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete points by id; unknown ids are ignored (idempotent)."""
+        ...
+
+    def set_status(self, ids: Sequence[str], status: str) -> None:
+        """Set the ``status`` payload of the given points."""
+        ...
+
     def all_ids(self) -> set[str]:
         """Every point id in the index (maintenance: consistency checks and repair)."""
         ...
@@ -160,16 +180,13 @@ class VectorIndex(Protocol):
         """Delete every point of ``tenant_id``; refuses an empty tenant."""
         ...
 
-    def close(self) -> None:
-        """Flush and release files and locks."""
-        ...
-
 
 class Lesson(BaseModel):
     """One lesson a reviewer drew from a trajectory, before it becomes an Experience.
 
-    ``confidence`` in [0,1] is the reviewer's self-assessment (MISSION S3). ``sources`` are
-    trajectory ids the lesson was also drawn from besides the reviewed run (a contrastive
+    ``confidence`` in [0,1] is the reviewer's self-assessment
+    (docs/concepts.md#experiences-and-confidence-s3). ``sources`` are trajectory ids the
+    lesson was also drawn from besides the reviewed run (a contrastive
     lesson names the run it was compared with); write-back stores them after the reviewed
     run in ``Experience.source_trajectory_ids``, without repeats. Each is a trajectory id in
     any UUID spelling, stored canonical (a non-UUID is a validation error).
@@ -194,10 +211,10 @@ class Lesson(BaseModel):
 
 @runtime_checkable
 class Reviewer(Protocol):
-    """Post-hoc review (MISSION S2): a finished trajectory in, lessons out.
+    """Post-hoc review (docs/concepts.md#review-s2): a finished trajectory in, lessons out.
 
     ``name`` is recorded on each experience (e.g. ``"heuristic"``). An empty or content-free
-    trajectory must yield ``[]`` without calling any model (case C05).
+    trajectory must yield ``[]`` without calling any model.
     """
 
     name: str

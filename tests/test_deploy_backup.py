@@ -1,6 +1,7 @@
-"""``hindsight backup`` / ``hindsight restore`` for real on SQLite and PostgreSQL (issue 9
-part 3): store lessons and a run, back up, change or wipe the store, restore, and find them
-again through recall, with one vector per live experience rebuilt from SQL."""
+"""``hindsight backup`` / ``hindsight restore`` for real on SQLite and PostgreSQL: store
+lessons and a run, back up, change or wipe the store, restore, and find them again through
+recall, with one vector per live experience (rebuilt from SQL for the Edge shard; in the
+restored rows with pgvector)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from hindsight import Memory
 from hindsight.ops.backup import rebuild_index
@@ -82,7 +85,7 @@ def _check_restored(
         assert _counts(mem) == expected
         stats = mem.stats()
         assert stats["vectors"] == expected["live"]  # SQL count == vector count
-        assert stats["vectors_lag"] == 0
+        assert stats["vectors_pending"] == 0
 
 
 def test_backup_wipe_restore_recall(database_url: str, tmp_path: Path) -> None:
@@ -143,7 +146,7 @@ def test_sqlite_backup_while_the_store_is_open(tmp_path: Path) -> None:
         made = cli_json("backup", str(tmp_path / "live.db"), data_dir=data)
         assert made["experiences"] == want["experiences"] + 1
         proc = run_cli("restore", str(tmp_path / "live.db"), "--force", data_dir=data)
-        assert "in use by another live process" in assert_one_line_error(proc)  # C09
+        assert "in use by another live process" in assert_one_line_error(proc)  # one process a dir
     with sqlite3.connect(tmp_path / "live.db") as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # one file
@@ -206,6 +209,41 @@ def test_kind_mismatch_and_missing_pg_dump(database_url: str, tmp_path: Path) ->
     )  # fmt: skip
     assert "pg_dump not found on PATH" in assert_one_line_error(no_pg)
     assert not list(tmp_path.glob("*none.dump*"))
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_an_owner_who_is_not_a_superuser_backs_up_and_restores(
+    database_url: str, tmp_path: Path
+) -> None:
+    """As in most deployments, hindsight's role owns its database but not the pgvector
+    extension (a superuser created it): the restore leaves the extension alone (only its owner
+    may drop it) and recreates everything else."""
+    admin = sa.engine.make_url(database_url)
+    role, name = f"hs_owner_{uuid.uuid4().hex[:8]}", f"hs_owned_{uuid.uuid4().hex[:8]}"
+    engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f'CREATE ROLE "{role}" LOGIN'))
+        conn.execute(sa.text(f'CREATE DATABASE "{name}" OWNER "{role}"'))
+    ops = sa.create_engine(admin.set(database=name), isolation_level="AUTOCOMMIT")
+    with ops.connect() as conn:  # the DBA's part
+        conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS vector"))
+    ops.dispose()
+    owned = admin.set(database=name, username=role).render_as_string(hide_password=False)
+    try:
+        data = tmp_path / "data"
+        tid, want = _fill(data, owned)
+        env = _store_env(owned)
+        cli_json("backup", str(tmp_path / "owned.dump"), data_dir=data, **env)
+        done = run_cli("forget", "--all", "--tenant", "acme", "--json", data_dir=data, **env)
+        assert done.returncode == 0, done.stderr
+        report = cli_json("restore", str(tmp_path / "owned.dump"), "--force", data_dir=data, **env)
+        assert (report["experiences"], report["points"]) == (want["experiences"], want["live"])
+        _check_restored(data, owned, tid, want)
+    finally:
+        with engine.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            conn.execute(sa.text(f'DROP ROLE IF EXISTS "{role}"'))
+        engine.dispose()
 
 
 def test_rebuild_index_removes_orphans_and_skips_deleted(tmp_path: Path) -> None:

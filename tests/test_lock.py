@@ -1,4 +1,4 @@
-"""One live process per embedded data dir (case C09): DataDirLock."""
+"""One live process per embedded data dir: DataDirLock."""
 
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ def test_a_server_holding_the_lock_is_pointed_at_by_its_own_url(
     )
     message = DataDirLock(data)._locked_message()
     assert f"HTTP API at {url}/v1" in message and f"MCP at {url}/mcp" in message
-    assert "VECTOR_DB_URL" not in message  # the server is the way to share, here
+    assert "DATABASE_URL" not in message  # the server is the way to share, here
 
 
 def test_a_holder_that_is_not_a_server_gets_the_general_advice(tmp_path: Path) -> None:

@@ -1,20 +1,20 @@
-"""Recall scores its candidates from the vector payloads (issue 20 item 2).
+"""Recall scores its candidates from the vector payloads.
 
 What scoring reads (confidence, trust, updated_at, kind, namespace, tags, tools, sources,
-status) lives in each point's payload, kept in step through the vector log; SQL rows are read
-for the selected hits only. Checked here against the reference - the same recall scored from
-the SQL rows of the same candidates (``Recall.score_from_payload=False``):
+status) comes with each hit: built from the row by the same query with pgvector, from the
+point's payload (kept in step through the vector outbox) with an index kept apart from SQL;
+SQL rows are read for the selected hits only. Checked here against the reference - the same
+recall scored from the SQL rows of the same candidates (``Recall.score_from_payload=False``):
 
 * after any sequence of writes, outcomes, confidence changes, edits, lifecycle changes,
   deletes and clock moves, both give the same hits (rows, scores, breakdowns), exclusions and
   episodes, and the payload recall read no candidate row (hypothesis; Edge + SQLite and
-  Edge + PostgreSQL through ``database_url``);
+  pgvector through ``database_url``);
 * the in-memory index and a qdrant-client collection carry the payload too;
-* a payload another process made stale (its write not applied here yet) is never used: the
-  recall sees the new confidence;
-* a store written before this change (points without the scoring payload, schema at 0007)
-  is backfilled when it opens (migration 0008 starts the vector log over, every replica is
-  rebuilt), and before that its points are scored from their rows.
+* a payload another process has not applied yet (its write committed, its outbox pending) is
+  never used for a hit: the recall sees the new confidence;
+* a store written before the scoring payload (points without it, schema at 0007) is
+  rebuilt when it opens, and before that its points are scored from their rows.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from hindsight.models import ExperienceKind
 from hindsight.ports import VectorPoint
 from hindsight.recall.pipeline import Recall
 from hindsight.recall.result import RecallResult
+from hindsight.store import vector_payload
 from hindsight.testing import FakeEmbedder, InMemoryVectorIndex
 from hindsight.vectors import QdrantClientVectorIndex
 from tests.helpers import make_memory
@@ -52,35 +53,39 @@ def _content(words: list[str]) -> str:
 
 
 class Reads:
-    """What recalls of ``mem`` did: candidate rows read one by one (``rows``), reads of the
-    hits with the log head (``at_head``) and the pipeline's runs (``runs``: ``True`` from
-    the payloads, ``False`` from the rows)."""
+    """What recalls of ``mem`` did: candidate rows read one by one (``rows``: the hits' rows
+    are read in one call, ``hit_reads``) and the pipeline's runs (``runs``: ``True`` from the
+    payloads, ``False`` from the rows)."""
 
     def __init__(self, mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
         store = mem.aio.store
         self.rows: list[str] = []
-        self.at_head = 0
         self.runs: list[bool] = []
-        plain, at_head, run = store.get_experiences, store.get_experiences_at_head, Recall._run
+        plain, run, rows_of = store.get_experiences, Recall._run, Recall._rows_of
+        self._in_hits = False
 
         def get_experiences(tenant: str, ids: Any, **kw: Any) -> Any:
-            self.rows += list(ids)
+            if not self._in_hits:
+                self.rows += list(ids)
             return plain(tenant, ids, **kw)
 
-        def get_experiences_at_head(tenant: str, ids: Any) -> Any:
-            self.at_head += 1
-            return at_head(tenant, ids)
+        def counted_run(recall: Recall, req: Any, vec: Any, payload: bool) -> Any:
+            self.runs.append(payload)
+            return run(recall, req, vec, payload)
 
-        def counted_run(recall: Recall, req: Any, vec: Any, at: Any) -> Any:
-            self.runs.append(at is not None)
-            return run(recall, req, vec, at)
+        def hits_rows(recall: Recall, *args: Any) -> Any:
+            self._in_hits = True
+            try:
+                return rows_of(recall, *args)
+            finally:
+                self._in_hits = False
 
         store.get_experiences = get_experiences  # type: ignore[method-assign]
-        store.get_experiences_at_head = get_experiences_at_head  # type: ignore[method-assign]
         monkeypatch.setattr(Recall, "_run", counted_run)
+        monkeypatch.setattr(Recall, "_rows_of", hits_rows)
 
     def reset(self) -> None:
-        self.rows, self.at_head, self.runs = [], 0, []
+        self.rows, self.runs = [], []
 
 
 def _shape(result: RecallResult) -> Any:
@@ -115,8 +120,8 @@ def assert_same_as_rows(
 ) -> RecallResult:
     """The recall of ``query`` equals the rows-scored one, and it ran as ``expect`` says:
     ``payload`` - once, from the payloads, no candidate row read one by one; ``stale`` - from
-    the payloads, then (the head moved) again from the rows; ``old`` - once, every candidate
-    read from SQL (points without the scoring payload)."""
+    the payloads, then (a hit's row did not match its payload) again from the rows; ``old`` -
+    once, every candidate read from SQL (points without the scoring payload)."""
 
     def run() -> RecallResult:
         return mem.recall(query, record=False, risk_checks=False, **kw)
@@ -301,22 +306,25 @@ def test_every_index_returns_the_scoring_payload(
         assert hits.hits[0].breakdown.confidence == pytest.approx(a.confidence + 0.3)
 
 
-# -- a stale payload is never used --------------------------------------------------------------
-def test_a_change_another_process_made_is_seen_before_this_replica_applies_it(
-    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+# -- a stale payload is never used for a hit ------------------------------------------------------
+def test_a_change_not_applied_to_a_shared_index_yet_is_seen_for_the_hits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sql = (
-        f"sqlite:///{tmp_path / 'shared.db'}" if database_url.startswith("sqlite") else database_url
-    )
+    """Two memories on one SQL store and one shared collection (as two servers on a Qdrant
+    server): ``a`` commits two confidence changes whose outbox rows are not applied yet (the
+    moment between its commit and its apply); ``b``'s recall, scored from the old payloads,
+    checks its hits against their rows and answers from the rows."""
+    sql = f"sqlite:///{tmp_path / 'shared.db'}"
+    client = QdrantClient(":memory:")
     clock = ManualClock()
     opened = [
         Memory(
             data_dir=tmp_path / name,
             database_url=sql,
+            index=QdrantClientVectorIndex("http://qdrant.test:6333", 32, client=client),
             embedder=FakeEmbedder(32),
             clock=clock,
             background_review=False,
-            vector_follow_seconds=3600,
         )
         for name in ("a", "b")
     ]
@@ -324,31 +332,37 @@ def test_a_change_another_process_made_is_seen_before_this_replica_applies_it(
     try:
         first = a.add_experience(_content(["login", "retry"]), tenant_id="t", confidence=0.9)
         second = a.add_experience(_content(["login", "cache"]), tenant_id="t", confidence=0.1)
-        b.aio.sync_vectors()
         reads = Reads(b, monkeypatch)
         before = assert_same_as_rows(b, reads, "login", tenant_id="t")
         assert [h.experience.id for h in before.hits] == [first.id, second.id]
-        a.adjust_confidence(first.id, -0.5, tenant_id="t")  # b's replica has not applied it
-        a.adjust_confidence(second.id, 0.7, tenant_id="t")
-        assert b.aio.vectors.applied()[1] < b.aio.store.vector_log_state().head
+        with monkeypatch.context() as held:  # a's outbox rows stay pending
+            held.setattr(a.aio._parts.vectors, "sync", lambda: 0)
+            a.adjust_confidence(first.id, -0.5, tenant_id="t")
+            a.adjust_confidence(second.id, 0.7, tenant_id="t")
+        assert b.aio.vectors.status()["pending"] == 2
         after = assert_same_as_rows(b, reads, "login", tenant_id="t", expect="stale")
         assert [h.experience.id for h in after.hits] == [second.id, first.id]
         now = a.get_experience(second.id, tenant_id="t").confidence
         assert after.hits[0].breakdown.confidence == now == pytest.approx(0.8)
-        b.aio.sync_vectors()  # caught up: the payloads answer again
+        b.aio.sync_vectors()  # b applies a's pending rows: the payloads answer again
+        assert b.aio.vectors.status()["pending"] == 0
         assert_same_as_rows(b, reads, "login", tenant_id="t")
     finally:
         for mem in opened:
             mem.close()
 
 
-# -- a store written before this change ----------------------------------------------------------
+# -- a store written before the scoring payload --------------------------------------------------
 def _old_payloads(mem: Memory) -> None:
-    """Make every point carry what hindsight wrote before issue 20 item 2 (filter fields only)."""
+    """Make every point carry what hindsight wrote before the scoring payload (filter fields
+    only)."""
     store, index = mem.aio.store, mem.aio.index
     old = ("tenant_id", "namespace", "task_type", "status", "kind", "tags")
-    rows = store.vector_rows("", 10_000)
-    index.upsert([VectorPoint(e, vec, {k: p[k] for k in old}) for e, p, vec in rows])
+    rows = store.list_experiences("t", limit=10_000)
+    vectors = store.get_vectors([e.id for e in rows])
+    index.upsert(
+        [VectorPoint(e.id, vectors[e.id], {k: vector_payload(e)[k] for k in old}) for e in rows]
+    )
 
 
 def test_points_without_the_scoring_payload_are_scored_from_their_rows(
@@ -362,9 +376,12 @@ def test_points_without_the_scoring_payload_are_scored_from_their_rows(
         assert_same_as_rows(mem, reads, "refund cache", tenant_id="t", expect="old")
 
 
-def test_a_store_written_before_the_change_is_backfilled_when_it_opens(
+def test_a_store_written_before_the_change_is_rebuilt_when_it_opens(
     tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A store at schema 0007 (reached by the downgrades of 0009 and 0008) opens again at the
+    head: with an index kept apart (SQLite: Edge) the index is rebuilt, its points carry the
+    scoring payload; with pgvector the payload is the row."""
     from alembic import command
 
     from hindsight.store.migrate import alembic_config
@@ -373,15 +390,19 @@ def test_a_store_written_before_the_change_is_backfilled_when_it_opens(
     try:
         for words in (["address"], ["address", "retry"], ["address", "login"]):
             mem.add_experience(_content(words), tenant_id="t")
-        _old_payloads(mem)  # the Edge shard as the older hindsight left it
+        if database_url.startswith("sqlite"):
+            _old_payloads(mem)  # the Edge shard as the older hindsight left it
         with mem.aio.store._tx(write=True) as conn:
             command.downgrade(alembic_config(conn), "0007_experience_stamps")
     finally:
         mem.close()
     mem = make_memory(tmp_path, database_url, embedder=FakeEmbedder(32))
     try:
-        assert mem.aio.vectors.rebuilt is not None
-        assert "started over" in mem.aio.vectors.rebuilt["reason"]
+        if database_url.startswith("sqlite"):
+            assert mem.aio.vectors.rebuilt is not None
+            assert "were kept in another index" in mem.aio.vectors.rebuilt["reason"]
+        else:
+            assert mem.aio.vectors.status()["kind"] == "pgvector"
         hits = mem.aio.index.search(
             FakeEmbedder(32).embed(["address"])[0], tenant_id="t", namespaces=["default"], limit=10
         )

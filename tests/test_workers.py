@@ -1,5 +1,5 @@
 """Review workers outside the agent's process and the job-store methods behind the jobs CLI
-(issue 3 item 7: ``hindsight jobs``, ``hindsight jobs retry``, ``hindsight worker``)."""
+(``hindsight jobs``, ``hindsight jobs retry``, ``hindsight worker``)."""
 
 from __future__ import annotations
 
@@ -229,13 +229,12 @@ def test_worker_processes_share_a_postgres_queue_without_any_lock(
     """Two `hindsight worker` processes at once on one PostgreSQL queue: neither takes the
     data-dir lock, and FOR UPDATE SKIP LOCKED gives every job to exactly one of them."""
     n = 24
-    settings = {"database_url": database_url, "vector_db_url": ":memory:"}
+    settings = {"database_url": database_url}
     with Memory(data_dir=tmp_path / "agent", background_review=False, **settings) as mem:
         for i in range(n):
             mem.store_episode(trajectory("acme", f"order {i} timed out", tool=f"tool_{i}"))
     env = _env(
         DATABASE_URL=database_url,
-        VECTOR_DB_URL=":memory:",
         HINDSIGHT_DATA_DIR=str(tmp_path / "worker-data"),
     )
     procs = [_cli("worker", "--once", "--concurrency", "2", "--json", env=env) for _ in range(2)]

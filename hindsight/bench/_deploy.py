@@ -95,8 +95,7 @@ def open_deployment(
 def purge_tenant(mem: Any, tenant: str) -> None:
     """Delete every row and vector of ``tenant`` (a benchmark tenant on a shared deployment):
     ``forget(everything=True)``, then any row left in a table with a ``tenant_id`` column
-    (versions, audit, outcomes), once the vector index is synced. The vector log keeps its
-    entries (other replicas still have to apply the forget; compaction removes them)."""
+    (versions, audit, outcomes), once the vector index is synced."""
     from hindsight.store.schema import metadata
 
     store = mem.aio.store
@@ -104,5 +103,5 @@ def purge_tenant(mem: Any, tenant: str) -> None:
     mem.aio.sync_vectors()  # applies the forget to the vector index
     with store._tx(write=True) as conn:
         for table in reversed(metadata.sorted_tables):
-            if "tenant_id" in table.c and table.name != "vector_log":
+            if "tenant_id" in table.c:
                 conn.execute(delete(table).where(table.c.tenant_id == tenant))

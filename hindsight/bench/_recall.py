@@ -134,10 +134,10 @@ def _raw_query(mem: Any, tenant: str) -> Callable[[Any], Any]:
     limit as :meth:`EdgeVectorIndex.search` builds for it (built once), request per query."""
     import qdrant_edge as qe
 
+    from hindsight._vector_contract import check_search
     from hindsight.recall.candidates import _LESSON_KINDS
     from hindsight.recall.pipeline import CANDIDATE_FACTOR
     from hindsight.vectors import EdgeVectorIndex
-    from hindsight.vectors._common import check_search
     from hindsight.vectors.edge import _SEARCH_PARAMS
 
     index = mem.aio.index

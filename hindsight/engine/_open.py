@@ -1,12 +1,13 @@
 """Opening a memory: the components a :class:`~hindsight.MemoryConfig` names, wired together.
 
 Order (each step may fail; what was opened before is closed again): the embedder, the data-dir
-lock (embedded stores, case C09), the SQL store, the embedder check against the store (case
-C07), the vector index, the reviewer, the vector sync, the guard, the write path and its
-deduper, the catch-up of the vector index with the store's vector log (a replica: it applies
-what it missed, or is rebuilt from SQL when new, empty or copied without its position) and the
-thread that follows the log while the memory is open, and the two stages that run on them:
-recall (:class:`~hindsight.recall.pipeline.Recall`) and the reviews
+lock (embedded stores: one process per data dir), the SQL store, the embedder check against
+the store (a store built with another model is refused), the vector index (pgvector in a
+PostgreSQL store, or an index kept apart from SQL), the reviewer, the vector sync, the guard,
+the write path and its deduper, bringing an index kept apart up to date with the store (its
+pending outbox rows applied, or rebuilt from SQL when new, switched or of another size;
+:mod:`hindsight.store.outbox`), and the two stages that run on them: recall
+(:class:`~hindsight.recall.pipeline.Recall`) and the reviews
 (:class:`~hindsight.review.runner.ReviewRunner`, on the memory's background loop).
 """
 
@@ -25,10 +26,10 @@ from hindsight._runtime import BackgroundLoop
 from hindsight.config import MemoryConfig
 from hindsight.guard import Guard
 from hindsight.guard.screening import WriteScreen
-from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex
+from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex, WritableVectorIndex
 from hindsight.recall.pipeline import Recall
 from hindsight.review.runner import ReviewRunner
-from hindsight.store.vector_sync import VectorSync
+from hindsight.store.outbox import VectorSync
 from hindsight.writeback import WriteBack
 from hindsight.writeback.confidence import supporting_mass
 from hindsight.writeback.dedup import Deduper, make_deduper
@@ -78,9 +79,7 @@ class Components:
     lock: Any = None
 
     def close(self) -> None:
-        """Stop following the vector log, close the index and the store, release the
-        data-dir lock (errors logged)."""
-        self.vectors.close()
+        """Close the index and the store, release the data-dir lock (errors logged)."""
         _release(self.index, self.store, self.lock)
 
 
@@ -99,7 +98,7 @@ def check_embedder(store: Any, embedder: Embedder, sql_url: str) -> None:
     """Record the embedder on a new store; refuse another one on an existing store.
 
     Raises:
-        EmbedderMismatchError: the store was built with another model or dimension (C07).
+        EmbedderMismatchError: the store was built with another model or dimension.
     """
     name, dim = embedder.name, embedder.dimension
     stored_name = store.get_meta("embedding_model")
@@ -154,19 +153,41 @@ def open_components(
             store = SqlStore(config.sql_url(), clock=clock)
         check_embedder(store, embedder, config.sql_url())
         if index is None:
-            from hindsight.vectors import open_vector_index
-
-            index = open_vector_index(
-                config.vector_db_url,
-                data_dir=Path(config.data_dir),
-                dimension=embedder.dimension,
-                api_key=config.vector_db_api_key,
-            )
+            index = _open_index(config, store, embedder.dimension)
         opened = index
         return _wire(config, clock, runtime, embedder, store, index, reviewer, lock)
     except BaseException:
         _release(opened, store, lock)
         raise
+
+
+def _open_index(config: MemoryConfig, store: Any, dimension: int) -> VectorIndex:
+    """The index ``VECTOR_DB_URL`` names on ``store``: unset on PostgreSQL, pgvector in the
+    store; a Qdrant server; on SQLite the embedded Edge shard or an in-process index.
+
+    Raises:
+        UsageError: an in-process index on PostgreSQL (each process would have its own).
+    """
+    url = (config.vector_db_url or "").strip()
+    if store.backend == "postgresql":
+        if not url:
+            from hindsight.store.pgvector import PgVectorIndex
+
+            return PgVectorIndex(store, dimension)
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(
+                f"VECTOR_DB_URL={url!r:.60} is an index inside one process, and a PostgreSQL "
+                "store is shared by processes: leave VECTOR_DB_URL unset (pgvector in "
+                "PostgreSQL) or point it at a Qdrant server (docs/deploy.md)"
+            )
+    from hindsight.vectors import open_vector_index
+
+    return open_vector_index(
+        url or None,
+        data_dir=Path(config.data_dir),
+        dimension=dimension,
+        api_key=config.vector_db_api_key,
+    )
 
 
 def _wire(
@@ -183,7 +204,15 @@ def _wire(
         from hindsight.review import make_reviewer
 
         reviewer = make_reviewer(config)  # heuristic | llm | both (docs/review.md)
-    vectors = VectorSync(store, index, clock, follow_interval=config.vector_follow_seconds)
+    if isinstance(index, WritableVectorIndex):
+        vectors = VectorSync(store, index)  # kept apart from SQL: follows the outbox
+    elif store.backend == "postgresql":
+        vectors = VectorSync(store, None)  # pgvector: the points are the rows
+    else:
+        raise UsageError(
+            f"the vector index {type(index).__name__} cannot be written, so it must be the SQL "
+            "store itself (pgvector), and this store is not on PostgreSQL"
+        )
     from hindsight.guard.rules_file import guard_from_file, guard_layers
 
     layers = guard_layers(config.guard_layers)
@@ -208,7 +237,7 @@ def _wire(
         guard=guard,
         clock=clock,
         shared_namespace=config.shared_namespace,
-        support=supporting_mass,  # evidence, not counts, settles a conflict (issue 17)
+        support=supporting_mass,  # evidence, not counts, settles a conflict (docs/security.md)
         judge=judge,
     )
     writeback = WriteBack(store, embedder, vectors.sync, screen=screen)
@@ -216,18 +245,11 @@ def _wire(
     def guard_merged(exp: Any, vector: Any) -> Any:
         return writeback.guard_experience(exp, vector=vector)
 
-    # issue 4: write step 2, dedup / supersede
+    # write step 2, dedup / supersede (docs/lifecycle.md)
     deduper = make_deduper(config, store, index, embedder, vectors.sync, guard_merged)
     writeback.dedup = deduper
-    try:
-        vectors.open()  # catch up from the index's position in the vector log, or rebuild it
-    except BaseException:
-        vectors.close()
-        raise
-    vectors.start_following()  # writes of other processes, within vector_follow_seconds
-    recall = Recall(
-        store, index, embedder, clock, config, consensus=guard is not None, replica=vectors
-    )
+    vectors.open()  # pending outbox rows applied, or the index rebuilt from SQL
+    recall = Recall(store, index, embedder, clock, config, consensus=guard is not None)
     from hindsight.review.groups import TaskGroups
     from hindsight.writeback.dedup import dedup_threshold_of
 

@@ -1,13 +1,14 @@
-"""The async facade: capture -> review -> write-back -> recall (MISSION S1-S6).
+"""The async facade: capture -> review -> write-back -> recall (docs/concepts.md).
 
 :class:`AsyncMemory` checks each call's arguments (:mod:`hindsight._contract`) and hands the
 work to the stage that owns it: capture (:mod:`hindsight.capture`), review
 (:class:`~hindsight.review.runner.ReviewRunner`), write-back (:mod:`hindsight.writeback`),
 recall (:class:`~hindsight.recall.pipeline.Recall`), the guard (:mod:`hindsight.guard`).
 :class:`hindsight.Memory` is its sync twin. The SQL store is the source of truth; the vector
-index is a replica of its vector log (:mod:`hindsight.store.vector_sync`), so a crash between
-the two writes is repaired on the next open and other processes' writes arrive within
-``vector_follow_seconds``.
+index is pgvector in a PostgreSQL store (written in the transaction of each row), or an index
+kept apart from SQL that follows it through the vector outbox
+(:mod:`hindsight.store.outbox`: applied after each write, so a crash between the two writes is
+repaired at the next write or open).
 """
 
 from __future__ import annotations
@@ -125,8 +126,8 @@ class AsyncMemory(LifecycleMethods):
     and may raise:
 
     Raises:
-        EmbedderMismatchError: the store was built with another embedding model (case C07).
-        StoreLockedError: another live process owns the embedded data dir (case C09).
+        EmbedderMismatchError: the store was built with another embedding model.
+        StoreLockedError: another live process owns the embedded data dir.
         UsageError: invalid configuration.
 
     Args:
@@ -187,7 +188,8 @@ class AsyncMemory(LifecycleMethods):
 
     @property
     def _lock(self) -> Any:
-        """The data-dir lock this memory holds (an embedded store, case C09), or ``None``."""
+        """The data-dir lock this memory holds (an embedded store: one process per data dir),
+        or ``None``."""
         return self._parts.lock
 
     # -- opening / closing ----------------------------------------------------------------
@@ -260,17 +262,16 @@ class AsyncMemory(LifecycleMethods):
 
     # -- vectors follow SQL ---------------------------------------------------------------
     def sync_vectors(self) -> int:
-        """Apply the vector-log entries the index has not applied yet; returns how many.
-
-        Called after every write of this memory (read-your-writes), at open, and every
-        ``vector_follow_seconds`` by the follower thread (other processes' writes).
+        """Apply the pending vector-outbox rows to an index kept apart from SQL (every
+        process's); returns how many. Called after every write of this memory
+        (read-your-writes) and at open; 0 with pgvector (the vectors are the rows).
         """
         return self._parts.vectors.sync()
 
     @property
     def vectors(self) -> Any:
-        """The replica of the vector log this memory's index is
-        (:class:`hindsight.store.vector_sync.VectorSync`: ``status()``, ``sync()``)."""
+        """How this memory's index follows the store
+        (:class:`hindsight.store.outbox.VectorSync`: ``status()``, ``sync()``)."""
         return self._parts.vectors
 
     # -- capture ----------------------------------------------------------------------------
@@ -319,7 +320,7 @@ class AsyncMemory(LifecycleMethods):
         """Store a finished trajectory and queue its post-hoc review (S2) in the background.
 
         Idempotent: storing a trajectory whose id exists changes nothing, unless ``merge``.
-        Empty trajectories (no content anywhere) are stored but never reviewed (case C05);
+        Empty trajectories (no content anywhere) are stored but never reviewed;
         a paused one (``metadata["paused"] is True``: a run waiting at an interrupt) is
         stored but reviewed only once its end is merged into it.
 
@@ -500,7 +501,7 @@ class AsyncMemory(LifecycleMethods):
     async def add_experiences(
         self, items: Sequence[Mapping[str, Any]], *, tenant_id: str
     ) -> list[AddResult]:
-        """Store a batch of lessons directly (no review): the public batch write (issue 20).
+        """Store a batch of lessons directly (no review): the public batch write.
 
         Each item is a mapping with :meth:`add_experience`'s arguments but ``tenant_id``
         (:data:`hindsight.writeback.lessons.ADD_FIELDS`: ``content`` required; ``namespace``,
@@ -562,13 +563,13 @@ class AsyncMemory(LifecycleMethods):
         record: bool = True,
         risk_checks: bool = True,
     ) -> RecallResult:
-        """Recall the experiences most useful for ``query`` (MISSION S5, S13, S16).
+        """Recall the experiences most useful for ``query`` (docs/concepts.md#recall-s5).
 
         Args:
             query: the task or latest user message (may be empty in ``task_type`` mode).
-            tenant_id: required; ``None``/``""``/non-strings are refused (case C17).
+            tenant_id: required; ``None``/``""``/non-strings are refused.
             namespace: the private namespace (or several, in priority order), searched
-                first; then ``config.shared_namespace`` when ``include_shared`` (MISSION S9).
+                first; then ``config.shared_namespace`` when ``include_shared``.
             task_type: exact filter on task_type.
             tags: soft boost, +0.05 per matching tag (tags and tools together max +0.15).
             tools: the tools the asking agent has; they are added to the text that is
@@ -581,7 +582,7 @@ class AsyncMemory(LifecycleMethods):
             trajectory_id: the run asking, recorded for outcome attribution.
             token_budget: budget of :meth:`RecallResult.render` (default 2000 tokens).
             include_episodes: also recall the most similar past episodes (run summaries,
-                MISSION S4) into ``RecallResult.episodes``: at most
+                docs/concepts.md#memory-layers-s4) into ``RecallResult.episodes``: at most
                 ``min(top_k, EPISODE_TOP_K)`` (3), ranked like lessons, rendered after the
                 lessons in their own section with their own share of the budget
                 (:mod:`hindsight.recall.candidates`). Episodes are never among ``hits``.
@@ -595,7 +596,7 @@ class AsyncMemory(LifecycleMethods):
                 which call :meth:`record_recall` once the model was seen to receive the block,
                 so lessons the model never saw are never credited or blamed). Default ``True``.
             risk_checks: with ``tools``, also render the risk checks of those tools at the top
-                of the block as "before you call X: ..." lines (MISSION S15, docs/checks.md):
+                of the block as "before you call X: ..." lines (docs/checks.md):
                 at most ``RISK_BUDGET_SHARE`` (a quarter) of ``token_budget``, two checks per
                 tool, the lessons behind them in ``RecallResult.risk_lesson_ids`` (recorded
                 for outcome attribution like hits). Default ``True``.
@@ -674,7 +675,7 @@ class AsyncMemory(LifecycleMethods):
         return result.model_copy(update={"risk_section": section, "risk_lesson_ids": ids})
 
     def _recall_ready(self, request: Any) -> RecallResult:
-        self._parts.vectors.ensure_ready()  # ReplicaUnavailableError: one line, no stale answer
+        self._parts.vectors.ensure_ready()  # VectorIndexBehindError: one line, no stale answer
         return self._recall.run(request)
 
     async def record_recall(
@@ -703,7 +704,7 @@ class AsyncMemory(LifecycleMethods):
             return 0
         return int(self.store.record_recall(tenant, ids, self.clock.now(), tid))
 
-    # -- decision-time risk checks (issue 16) --------------------------------------------------
+    # -- decision-time risk checks (docs/checks.md) -------------------------------------------
     async def check_action(
         self,
         tool: str,
@@ -717,7 +718,7 @@ class AsyncMemory(LifecycleMethods):
         trajectory_id: str | None = None,
         record: bool = True,
     ) -> CheckResult:
-        """The risk checks matching a proposed call ``tool(**args)`` (MISSION S15, issue 16).
+        """The risk checks matching a proposed call ``tool(**args)`` (docs/checks.md).
 
         Checks are compiled from the tenant's active lessons about ``tool`` in ``namespace``
         (and ``config.shared_namespace`` when ``include_shared``): exact lookup by tool name,
@@ -809,7 +810,7 @@ class AsyncMemory(LifecycleMethods):
     async def distill(
         self, *, tenant_id: str, min_sources: int = MIN_SOURCES, dry_run: bool = False
     ) -> dict[str, Any]:
-        """Distil shared rules from the lessons of the tenant's agents (MISSION S14, issue 16):
+        """Distil shared rules from the lessons of the tenant's agents (docs/checks.md):
         a lesson learned in at least ``min_sources`` distinct namespaces is written once to
         ``config.shared_namespace`` through the memory guard, with provenance to every source
         lesson (:mod:`hindsight.checks.distill` documents the offline method). Idempotent: a
@@ -964,7 +965,7 @@ class AsyncMemory(LifecycleMethods):
 
     # -- reading and deleting -------------------------------------------------------------------
     async def get_experience(self, experience_id: Any, *, tenant_id: str) -> Experience:
-        """The experience with this id (any UUID form, case C03).
+        """The experience with this id (any UUID form).
 
         Raises:
             NotFoundError: no such experience in this tenant.
@@ -1110,7 +1111,7 @@ class AsyncMemory(LifecycleMethods):
         """Soft-delete an experience: never recalled again, row kept for audit, vector removed.
 
         Raises:
-            NotFoundError: no such (non-deleted) experience in this tenant (case C03).
+            NotFoundError: no such (non-deleted) experience in this tenant.
         """
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         if not await self._write(self.store.delete_experiences, tenant, [eid]):
@@ -1129,7 +1130,7 @@ class AsyncMemory(LifecycleMethods):
 
         Raises:
             UsageError: no filter given, or more than one (an empty filter is never "all").
-            TenantRequiredError: missing or empty tenant (case C02).
+            TenantRequiredError: missing or empty tenant.
         """
         tenant = self._scope(tenant_id)
         target = forget_filter(experience_id, trajectory_id, everything)
@@ -1166,25 +1167,23 @@ class AsyncMemory(LifecycleMethods):
 
     async def stats(self, *, tenant_id: str | None = None) -> dict[str, Any]:
         """Counts of trajectories, events, experiences (by status/kind) and jobs, the points
-        of the vector index and its ``vectors_lag`` (vector-log entries this process has not
-        applied yet; 0 when up to date).
+        of the vector index and ``vectors_pending``: vector-outbox rows not applied yet to an
+        index kept apart from SQL (0 when up to date, always 0 with pgvector).
 
         ``tenant_id=None`` reports the whole store (operators only; the CLI ``stats``), with
-        ``replicas``: every registered vector index (kind, location, host, position, lag,
-        running, last error; see :func:`hindsight.store.vector_sync.replica_rows`).
+        ``vector_index``: where the vectors are searched (``pgvector``, ``edge``, ``qdrant
+        <url> collection <name>``, ``memory``).
         """
         self._check_open()
         tenant = check(OptionalTenantId, tenant_id)
         data: dict[str, Any] = await asyncio.to_thread(self.store.stats, tenant)
         data["vectors"] = await asyncio.to_thread(self.index.count, tenant)
         status = await asyncio.to_thread(self._parts.vectors.status)
-        data["vectors_lag"] = status["lag"]
+        data["vectors_pending"] = status["pending"]
         data["embedding_model"] = self.embedder.name
         data["embedding_dimension"] = self.embedder.dimension
         if tenant is None:
-            from hindsight.store.vector_sync import replica_rows
-
-            data["replicas"] = await asyncio.to_thread(replica_rows, self.store, self.clock.now())
+            data["vector_index"] = status["kind"]
         return data
 
 

@@ -1,21 +1,23 @@
-"""``hindsight doctor``: find and repair what makes "recalled nothing" (MISSION S11).
+"""``hindsight doctor``: find and repair what makes "recalled nothing" (docs/troubleshooting.md).
 
 Checks, each a :class:`Finding` with a count, a message and whether ``--repair`` fixed it:
 
-* ``vector_replicas``: this process's vector index against the store's vector log (its lag:
-  changes committed in SQL and not applied yet; what was rebuilt from SQL when it was opened,
-  and why) and every other registered replica (other processes' indexes, a shared Qdrant
-  collection): running or not seen for a while, its lag, its last error, and whether a
-  caught-up replica holds another number of points than SQL says (divergent). Repair: apply
-  the log (a divergent index of this process is rebuilt by the checks below).
+* ``vector_index``: where the vectors are searched. pgvector: its version, PostgreSQL's and
+  the HNSW index (nothing can lag: the vectors are the rows). An index kept apart from SQL:
+  the vector-outbox rows not applied yet (a writer that died between its commit and its
+  apply, or a process that cannot reach the index: pending for over
+  :data:`STALE_PENDING_SECONDS`), its last error, what was rebuilt when it was opened. Both:
+  every process of the store must use the same index (``meta.vector_index``). Repair: apply
+  the outbox.
 * ``embedding_model``: the store's recorded model vs the open embedder, rows embedded with
   another model (an interrupted ``hindsight reembed``), rows without a stored embedding.
   Repair: embed the missing ones; a model change needs ``hindsight reembed`` (not a repair).
-* ``missing_vectors``: experiences (not deleted) whose point is not in the index. Repair:
-  rewrite them from the stored embeddings.
-* ``orphan_points``: points with no experience, or of a deleted one. Repair: delete them.
-* ``payload_mismatch``: a point whose payload (tenant, namespace, task_type, status) differs
-  from its row, so filters find it where they should not, or miss it. Repair: rewrite it.
+* ``missing_vectors``, ``orphan_points``, ``payload_mismatch`` (an index kept apart from SQL;
+  pgvector has nothing to compare): experiences (not deleted) whose point is not in the
+  index (repair: rewrite them from the stored embeddings); points with no experience, or of
+  a deleted one (repair: delete them); a point whose payload (tenant, namespace, task_type,
+  status) differs from its row, so filters find it where they should not, or miss it
+  (repair: rewrite it).
 * ``stuck_jobs``: review jobs ``running`` with an expired lease (their worker died). Repair:
   back to ``pending``.
 
@@ -26,16 +28,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from hindsight.models import ExperienceStatus
-from hindsight.ports import Clock, Embedder, VectorIndex, VectorPoint
+from hindsight.ports import Clock, Embedder, VectorIndex, VectorPoint, WritableVectorIndex
 from hindsight.store import vector_payload
+from hindsight.store.outbox import INDEX_KEY
 
 __all__ = ["Finding", "diagnose"]
 
+STALE_PENDING_SECONDS = 60.0
+"""Outbox rows older than this are reported: every write applies its own at once."""
 PAYLOAD_CHECK_LIMIT = 20_000
 """Points whose payload is probed (one filtered search each); beyond it the check samples."""
 _SHOW = 20
@@ -61,55 +67,45 @@ def _points(rows: list[Any], vectors: dict[str, Any]) -> list[VectorPoint]:
     return [VectorPoint(r.id, vectors[r.id], vector_payload(r)) for r in rows if r.id in vectors]
 
 
-def _replicas_finding(store: Any, vectors: Any, clock: Clock, repair: bool) -> Finding:
-    """The ``vector_replicas`` check (see the module docstring)."""
-    from hindsight.store.vector_sync import replica_rows
-
-    mine = vectors.status()
+def _index_finding(store: Any, index: Any, clock: Clock, vectors: Any, repair: bool) -> Finding:
+    """The ``vector_index`` check (see the module docstring)."""
     fixed = 0
-    if repair and (mine["lag"] or mine["last_error"]):
+    if repair and vectors.index is not None:
         try:
             fixed = vectors.sync()
         except Exception as exc:  # reported below through last_error
             del exc
-        mine = vectors.status()
-    expected = store.count_vector_rows()
+    mine = vectors.status()
     problems: list[str] = []
     notes: list[str] = []
-    if mine["last_error"]:
-        problems.append(f"this process's index cannot catch up: {mine['last_error']}")
-    elif mine["lag"]:
-        problems.append(f"this process's index is {mine['lag']} change(s) behind the log")
-    done = mine["rebuilt"]
-    if done and (done["points"] or done["removed"]):
-        notes.append(
-            f"rebuilt from SQL when opened ({done['reason']}): {done['points']} point(s) "
-            f"written, {done['removed']} removed"
+    recorded = store.get_meta(INDEX_KEY)
+    if recorded != mine["kind"]:
+        problems.append(
+            f"the store's vectors are kept in {recorded or 'no index yet'}, this process uses "
+            f"{mine['kind']}: every process must run with the same VECTOR_DB_URL"
         )
-    ids: list[str] = []
-    others = [r for r in replica_rows(store, clock.now()) if r["id"] != mine["id"]]
-    for r in others:
-        where = f"{r['kind']} {r['location']} on {r['host']}"
-        if not r["running"]:
-            behind = "" if r["lag"] is None else f", {r['lag']} change(s) behind"
-            seen = r["last_seen"]
-            notes.append(f"{where}: not seen since {seen}{behind} (catches up when opened)")
-        elif r["last_error"]:
-            problems.append(f"{where} cannot catch up: {r['last_error']}")
-            ids.append(r["id"])
-        elif r["lag"] is None:
-            problems.append(f"{where} follows another vector log (not restarted since a restore?)")
-            ids.append(r["id"])
-        elif r["divergent"]:
-            problems.append(f"{where} holds {r['points']} point(s), SQL {expected}: divergent")
-            ids.append(r["id"])
-    running = 1 + sum(1 for r in others if r["running"])
-    head = (
-        f"{running} running replica(s) of the vector log (head {mine['head']}); this "
-        f"process: {mine['kind']}, position {mine['position']}, lag {mine['lag']}"
-    )
+    if vectors.index is None:
+        head = index.describe() if hasattr(index, "describe") else mine["kind"]
+    else:
+        head = f"{mine['kind']}, kept apart from SQL: {mine['pending']} outbox row(s) pending"
+        oldest = mine["oldest_pending"]
+        if oldest is not None:
+            age = (clock.now() - datetime.fromisoformat(oldest)).total_seconds()
+            if age > STALE_PENDING_SECONDS:
+                problems.append(
+                    f"outbox rows pending for {age:.0f} s (a writer died after its commit, or "
+                    "a process cannot reach the index): run `hindsight doctor --repair`"
+                )
+        if mine["last_error"]:
+            problems.append(f"the index cannot be brought up to date: {mine['last_error']}")
+        done = mine["rebuilt"]
+        if done and (done["points"] or done["removed"]):
+            notes.append(
+                f"rebuilt from SQL when opened ({done['reason']}): {done['points']} point(s) "
+                f"written, {done['removed']} removed"
+            )
     message = "; ".join([head, *problems, *notes])
-    return Finding("vector_replicas", not problems, len(problems), message, ids[:_SHOW], fixed)
+    return Finding("vector_index", not problems, len(problems), message, [], fixed)
 
 
 def diagnose(
@@ -123,13 +119,13 @@ def diagnose(
     progress: Callable[[str], None] | None = None,
 ) -> list[Finding]:
     """Run every check on an open memory's components (``vectors``: its
-    :class:`~hindsight.store.vector_sync.VectorSync`); repair when asked."""
+    :class:`~hindsight.store.outbox.VectorSync`); repair when asked."""
     say = progress or (lambda _msg: None)
     findings: list[Finding] = []
     sync = vectors.sync
 
-    say("vector replicas")
-    findings.append(_replicas_finding(store, vectors, clock, repair))
+    say("vector index")
+    findings.append(_index_finding(store, index, clock, vectors, repair))
 
     say("embedding model")
     rows = store.all_experiences()
@@ -170,6 +166,8 @@ def diagnose(
         )
     )
 
+    if not isinstance(index, WritableVectorIndex):  # pgvector: the points are the rows
+        return [*findings, _stuck_jobs(store, clock, repair)]
     say("vectors")
     points = index.all_ids()
     expected = {r.id: r for r in live if r.id in vectors}
@@ -243,18 +241,18 @@ def diagnose(
         )
     )
 
-    say("jobs")
+    return [*findings, _stuck_jobs(store, clock, repair)]
+
+
+def _stuck_jobs(store: Any, clock: Clock, repair: bool) -> Finding:
     now = clock.now()
     stuck = store.expired_leases(now)
     released = store.release_expired_leases(now) if (repair and stuck) else 0
-    findings.append(
-        Finding(
-            "stuck_jobs",
-            not stuck,
-            len(stuck),
-            f"{len(stuck)} review job(s) running with an expired lease" if stuck else "none",
-            stuck[:_SHOW],
-            released,
-        )
+    return Finding(
+        "stuck_jobs",
+        not stuck,
+        len(stuck),
+        f"{len(stuck)} review job(s) running with an expired lease" if stuck else "none",
+        stuck[:_SHOW],
+        released,
     )
-    return findings

@@ -1,5 +1,5 @@
-"""``hindsight reembed``: rebuild every vector with another embedding model (MISSION S11 "an
-embedding model change needs a batch re-embed"; case C07; issue 4 item 6).
+"""``hindsight reembed``: rebuild every vector with another embedding model (a store refuses
+to open with another model than it was built with; docs/lifecycle.md).
 
 Opening a store with another model than it was built with raises
 :class:`~hindsight.EmbedderMismatchError` naming this command. :func:`reembed` works on the
@@ -7,9 +7,11 @@ closed store (it takes the data-dir lock itself):
 
 1. marks the store ``reembed_in_progress`` (in ``meta``),
 2. embeds every experience (all tenants, every status, so a restore or rollback later finds
-   its vector) with the new model, in batches of :data:`BATCH`, and stores the embeddings,
-3. starts a new vector log (every other process's index rebuilds itself at its next catch-up),
-   recreates the vector index for the new dimension (the embedded Qdrant Edge shard folder is
+   its vector) with the new model, in batches of :data:`BATCH`, and stores each batch's
+   embeddings with their model name in one transaction (with pgvector, after dropping the
+   HNSW index of the old dimension: a row never is without its vector),
+3. PostgreSQL with pgvector: builds the HNSW index of the new dimension; an index kept apart
+   from SQL: recreates it for the new dimension (the embedded Qdrant Edge shard folder is
    replaced; a Qdrant server collection is dropped and created again) and writes one point
    per experience that is not deleted,
 4. records the new model and dimension in ``meta`` and clears the mark.
@@ -86,7 +88,7 @@ def reembed(
     from hindsight._lock import DataDirLock
     from hindsight.embedders import make_embedder
     from hindsight.store import SqlStore
-    from hindsight.store.vector_sync import VectorSync
+    from hindsight.store.outbox import VectorSync
 
     new = embedder or make_embedder(spec, api_base=config.llm_base_url, api_key=config.llm_api_key)
     lock = None
@@ -101,6 +103,11 @@ def reembed(
             "dimension": store.get_meta("embedding_dimension"),
         }
         store.set_meta("reembed_in_progress", new.name)
+        if config.vectors_in_sql():
+            from hindsight.store.pgvector import drop_hnsw
+
+            with store._tx(write=True) as conn:
+                drop_hnsw(conn)
         rows = store.all_experiences()
         total = len(rows)
         done = 0
@@ -111,14 +118,17 @@ def reembed(
             done += len(part)
             if progress is not None:
                 progress(done, total)
-        # Every vector changed without log entries: a new log makes every other replica
-        # (other processes' indexes) rebuild at its next catch-up; this one is rebuilt now.
-        store.restart_vector_log()
-        index = _open_index(config, new.dimension)
-        try:
-            points = VectorSync(store, index).rebuild(f"re-embedded with {new.name}")
-        finally:
-            index.close()
+        if config.vectors_in_sql():
+            from hindsight.store.pgvector import PgVectorIndex
+
+            points = PgVectorIndex(store, new.dimension).count(None)
+        else:
+            index = _open_index(config, new.dimension)
+            try:
+                store.clear_vector_outbox()  # the rebuild writes every point
+                points = VectorSync(store, index).rebuild(f"re-embedded with {new.name}")
+            finally:
+                index.close()
         store.set_meta("embedding_model", new.name)
         store.set_meta("embedding_dimension", str(new.dimension))
         store.set_meta("reembed_in_progress", "")

@@ -1,4 +1,4 @@
-"""The recall pipeline, in order (MISSION S5, S13, S16):
+"""The recall pipeline, in order (docs/concepts.md#recall-s5):
 
 1. **candidates** - the query (plus the asking agent's tools) is embedded and the nearest
    active lessons of the tenant's namespaces are fetched (:func:`.candidates.tier_candidates`,
@@ -109,11 +109,8 @@ class Recall:
         clock: "now" for recency.
         config: weights, half-life, ``min_confidence`` and ``max_per_source``.
         consensus: run the memory guard's consensus check on the hits (guard on).
-        replica: the :class:`hindsight.store.VectorSync` keeping ``index`` in step with the
-            store (its ``applied()`` position); ``None``: every candidate is read from SQL.
-        score_from_payload: score the candidates from their vector payloads when the replica
-            is current (see :meth:`run`); ``False``: from their SQL rows (the reference the
-            tests compare with).
+        score_from_payload: score the candidates from their vector payloads (see :meth:`run`);
+            ``False``: from their SQL rows (the reference the tests compare with).
     """
 
     store: Any
@@ -122,7 +119,6 @@ class Recall:
     clock: Clock
     config: MemoryConfig
     consensus: bool
-    replica: Any = None
     score_from_payload: bool = True
 
     def request(
@@ -184,30 +180,31 @@ class Recall:
         pending recall bookkeeping buffered and the usage of step 7 is buffered too
         (:mod:`hindsight.store.recall_buffer`).
 
-        Scoring from the index (issue 20 item 2): the candidates are scored and selected from
-        their points' payloads (:class:`hindsight.recall.scoring.ScoreRow`), and SQL rows are
-        read for the selected hits only, in one transaction with the vector log's head. That
-        answer stands only when the head is the position the replica had applied before the
-        search (every change of a scored field appends to the log, so the payloads then equal
-        the rows) and each hit's row still scores what its payload did; otherwise the recall
-        runs again from the SQL rows of the same candidates, as it did before.
+        Scoring from the index: the candidates are scored and selected from their points'
+        payloads (:class:`hindsight.recall.scoring.ScoreRow`), and SQL rows are read for the
+        selected hits only. With pgvector a payload is the row itself, read by the search; an
+        index kept apart from SQL gets every change of a scored field through the vector
+        outbox right after its commit (:mod:`hindsight.store.outbox`), so a payload lags its
+        row only while a write is between its commit and its apply (the recall then answers as
+        if it came just before that write). The answer stands when each hit's row still scores
+        what its payload did; otherwise the recall runs again from the SQL rows of the same
+        candidates.
         """
         with self.store.recall_reads():
             vec = None
             if req.mode == "vector":
                 text = f"{req.query}\nTools: {', '.join(req.tools)}" if req.tools else req.query
                 vec = self.embedder.embed([text])[0]
-            if vec is not None and self.score_from_payload and self.replica is not None:
+            if vec is not None and self.score_from_payload:
                 try:
-                    return self._run(req, vec, self.replica.applied())
+                    return self._run(req, vec, True)
                 except _Stale:
                     pass
-            return self._run(req, vec, None)
+            return self._run(req, vec, False)
 
-    def _run(self, req: RecallRequest, vec: Any, at: tuple[Any, int] | None) -> RecallResult:
-        """``at``: the replica's ``(log id, position)`` before the search, to score from the
-        payloads (raises :class:`_Stale` when they may not match the rows); ``None``: from
-        the rows."""
+    def _run(self, req: RecallRequest, vec: Any, payload: bool) -> RecallResult:
+        """``payload``: score from the payloads (raises :class:`_Stale` when a hit's row does not
+        match its payload); ``False``: from the rows."""
         where = EpisodeQuery(
             self.index,
             self.store,
@@ -215,7 +212,7 @@ class Recall:
             req.tenant_id,
             req.namespaces,
             req.task_type,
-            payload=at is not None,
+            payload=payload,
         )
         situation = where.vector is not None and self.config.situation_match
         tier: list[Candidate] = []  # the episode tier, searched once for both uses
@@ -225,8 +222,8 @@ class Recall:
                 limit = max(limit, episode_limit(req.top_k))
             tier = tier_candidates(where, limit=limit, episodes=True)
         near = tier[: max(SITUATION_EPISODES, req.top_k)] if situation else None
-        hits, excluded = self._lessons(req, where, near, at)
-        episodes = self._episodes(req, where, tier, at) if req.include_episodes else []
+        hits, excluded = self._lessons(req, where, near, payload)
+        episodes = self._episodes(req, where, tier, payload) if req.include_episodes else []
         if (hits or episodes) and req.record:
             self.store.buffer_recall(
                 req.tenant_id,
@@ -251,17 +248,17 @@ class Recall:
         req: RecallRequest,
         where: EpisodeQuery,
         near: Sequence[Candidate] | None,
-        at: tuple[Any, int] | None,
+        payload: bool,
     ) -> tuple[list[RecallHit], list[Exclusion]]:
         """Steps 1-5 for the lesson tier (episodes are their own tier); ``near``: the closest
-        episodes for the situation match (``None``: off); ``at``: as :meth:`_run`."""
+        episodes for the situation match (``None``: off); ``payload``: as :meth:`_run`."""
         limit = max(CANDIDATE_FACTOR * req.top_k, 20)
         candidates = tier_candidates(where, limit=limit, episodes=False)
         if near is not None:
             candidates = with_situation(where, candidates, near)
         scoring = self._scoring(req)
         excluded: list[Exclusion]
-        if at is None:
+        if not payload:
             scored = score_candidates(candidates, **scoring)
             scored, demoted = confidence_floor(scored, self.config.min_confidence)
             hits, excluded = select_hits(
@@ -280,7 +277,7 @@ class Recall:
                 similarity_floor=req.similarity_floor,
                 max_per_source=self.config.max_per_source,
             )
-            hits = self._rows_of(req, picked, at, scoring)
+            hits = self._rows_of(req, picked, scoring)
         excluded = [*excluded, *demoted]
         if req.explain and where.vector is not None:  # close ones a filter kept out
             seen = {h.experience.id for h in hits} | {e.experience_id for e in excluded}
@@ -303,46 +300,37 @@ class Recall:
         req: RecallRequest,
         where: EpisodeQuery,
         tier: Sequence[Candidate],
-        at: tuple[Any, int] | None,
+        payload: bool,
     ) -> list[RecallHit]:
         """Step 6: the most similar past episodes (of ``tier``, the episode tier's
-        candidates); ``at``: as :meth:`_run`."""
+        candidates); ``payload``: as :meth:`_run`."""
         scoring = self._scoring(req)
         found = recall_episodes(
             where,
             top_k=req.top_k,
             floor=req.similarity_floor,
             candidates=tier,
-            score=score_candidates if at is None else score_rows,
+            score=score_rows if payload else score_candidates,
             **scoring,
         )
-        return found if at is None else self._rows_of(req, found, at, scoring)
+        return self._rows_of(req, found, scoring) if payload else found
 
     def _rows_of(
-        self,
-        req: RecallRequest,
-        picked: Sequence[ScoredRow],
-        at: tuple[Any, int],
-        scoring: dict[str, Any],
+        self, req: RecallRequest, picked: Sequence[ScoredRow], scoring: dict[str, Any]
     ) -> list[RecallHit]:
         """The hits of ``picked`` (selected from payload scores) with their SQL rows, scored
-        from the rows (:func:`score_candidates`, the breakdowns), read in one transaction with
-        the vector log's head.
+        from the rows (:func:`score_candidates`, the breakdowns).
 
         Raises:
-            _Stale: the head is not ``at`` (a change the replica had not applied when it was
-                searched), or a hit's row is gone, no longer an active lesson of the searched
+            _Stale: a hit's row is gone, no longer an active lesson of the searched
                 namespaces, or scores other than its payload did.
         """
         need = [p.experience.id for p in picked if not isinstance(p.experience, Experience)]
-        rows, head = self.store.get_experiences_at_head(req.tenant_id, need)
-        if head != at:
-            raise _Stale
+        rows: dict[str, Experience] = self.store.get_experiences(req.tenant_id, need)
         cands: list[Candidate] = []
         for p in picked:
-            exp = p.experience
-            if not isinstance(exp, Experience):
-                exp = rows.get(exp.id)
+            seen = p.experience
+            exp = seen if isinstance(seen, Experience) else rows.get(seen.id)
             if (
                 exp is None
                 or exp.status is not ExperienceStatus.ACTIVE
@@ -375,7 +363,7 @@ class _Stale(Exception):
 
 def _mode(mode: Any, query: str, task_type: str | None) -> RecallMode:
     """The recall mode asked for, or the default: ``task_type`` for an empty query with a
-    task_type (MISSION S16), else ``vector``.
+    task_type (docs/concepts.md#exact-task_type-mode-s16), else ``vector``.
 
     Raises:
         UsageError: an unknown mode, an empty query in vector mode, task_type mode without a

@@ -1,7 +1,7 @@
 """The SQL store (source of truth): trajectories, events, experiences with their embeddings,
-review jobs, recall records, versions and audit, and the vector log that every vector index
-follows as a replica (:mod:`.vector_sync` applies it to whatever
-:class:`~hindsight.ports.VectorIndex` it is given, from that index's own position).
+review jobs, recall records, versions and audit. On PostgreSQL the embeddings are pgvector
+columns that recall searches (:mod:`.pgvector`); an index kept apart from SQL follows the store
+through the vector outbox (:mod:`.outbox`).
 Persistence only: what to write, and when, is decided by the stages that call it.
 
 May import: the foundation only (``models``, ``ports``, ``clock``, ``_ids``, ``_errors``).
@@ -14,25 +14,13 @@ May import: the foundation only (``models``, ``ports``, ``clock``, ``_ids``, ``_
 """
 
 from hindsight.store.codec import vector_payload
-from hindsight.store.records import (
-    JobState,
-    ReplicaRecord,
-    ReviewJob,
-    TrajectorySummary,
-    VectorChange,
-    VectorLogState,
-    VectorOp,
-)
+from hindsight.store.records import JobState, ReviewJob, TrajectorySummary
 from hindsight.store.sql_store import SqlStore
 
 __all__ = [
     "JobState",
-    "ReplicaRecord",
     "ReviewJob",
     "SqlStore",
     "TrajectorySummary",
-    "VectorChange",
-    "VectorLogState",
-    "VectorOp",
     "vector_payload",
 ]

@@ -10,7 +10,7 @@ from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, text, type_coerce
+from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, type_coerce
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
@@ -21,8 +21,7 @@ from hindsight._ids import normalize_id
 from hindsight.models import ExperienceStatus
 from hindsight.ports import Clock
 from hindsight.store.connect import BEGIN_OPTION, EngineInfo
-from hindsight.store.records import VectorOp
-from hindsight.store.schema import experience_stamps, vector_log
+from hindsight.store.schema import experience_stamps, vector_outbox
 
 __all__ = ["StoreCore", "chunks", "keyset_after", "norm_ids", "norm_statuses"]
 
@@ -33,10 +32,7 @@ _CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 #: Most ids bound in one ``IN (...)`` list (PostgreSQL allows 65535 parameters per statement).
 CHUNK = 500
 
-#: PostgreSQL advisory lock taken by each transaction that appends to the vector log, just
-#: before its commit: log entries get their ``seq`` in commit order (see :meth:`StoreCore._tx`).
-_PG_VECTOR_LOG_LOCK = 0x68737663
-_LOG_KEY = "hindsight_vector_log"
+_OUTBOX_KEY = "hindsight_vector_outbox"  # outbox rows this transaction inserts before it commits
 LOCKED_TENANTS = "hindsight_locked_tenants"  # tenants whose stamp rows this transaction holds
 
 #: Set while a recall reads (:meth:`StoreCore.recall_reads`): its transactions leave the
@@ -63,7 +59,7 @@ def keyset_after(
 
     Keyset paging: ``(a, b, id) after (x, y, z)`` is ``a > x OR (a = x AND (b > y OR (b = y AND
     id > z)))`` with ``<`` for descending columns, so rows written or deleted elsewhere in the
-    order never shift the next page (issue 18 item 5).
+    order never shift the next page (docs/concepts.md#paging-with-cursors).
     """
     if key is None:
         return None
@@ -133,6 +129,9 @@ class StoreCore:
     _lock: threading.RLock
     _closed: bool
     _recall_buffer: Any = None
+    _vector_outbox: bool = True
+    """Whether writes queue vector-outbox rows (:mod:`.outbox`): an index kept apart from SQL
+    follows the store; ``False`` when the vectors are in the store itself (pgvector)."""
 
     @contextmanager
     def recall_reads(self) -> Iterator[None]:
@@ -196,12 +195,8 @@ class StoreCore:
         waiting) and ``BEGIN IMMEDIATE`` guards against other processes. The in-memory
         database is one shared connection, so every transaction takes the lock there.
 
-        Vector-log entries queued by :meth:`_log_vector_changes` are inserted last, right
-        before the commit. On PostgreSQL that insert first takes a transaction-level advisory
-        lock, held until the commit: two transactions never interleave between taking their
-        ``seq`` and committing, so ``seq`` order is commit order and a reader that saw ``seq``
-        N has seen every change before it (SQLite has one writer at a time anyway). Taken
-        last, the lock never waits on a row lock, so it adds no deadlock.
+        Vector-outbox rows queued by :meth:`_note_vector_changes` are inserted last, right
+        before the commit (one statement per transaction).
 
         Raises:
             StoreError: the store is closed or the database failed.
@@ -226,16 +221,15 @@ class StoreCore:
                 if write and sqlite_db:
                     conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
                 changes: list[dict[str, Any]] = []
-                conn.info[_LOG_KEY] = changes
+                conn.info[_OUTBOX_KEY] = changes
                 conn.info[LOCKED_TENANTS] = set()
                 try:
                     with conn.begin():
                         yield conn
-                        if changes:
-                            self._lock_vector_log(conn)
-                            conn.execute(insert(vector_log), changes)
+                        if changes and self._vector_outbox:
+                            conn.execute(insert(vector_outbox), changes)
                 finally:
-                    conn.info.pop(_LOG_KEY, None)
+                    conn.info.pop(_OUTBOX_KEY, None)
                     conn.info.pop(LOCKED_TENANTS, None)
         except DataError as exc:
             raise UsageError(
@@ -249,11 +243,12 @@ class StoreCore:
     @contextmanager
     def batch(self) -> Iterator[None]:
         """One write transaction for everything this thread does with the store inside the
-        ``with`` block (the public batch write, issue 20): every write and read of the block
-        runs on the same connection, committed together at the end or rolled back together on
-        any error; vector-log entries are inserted once, just before the commit. The vector
-        index is brought up to date by the caller after the block (the log only repairs
-        crashes). Nested ``batch()`` blocks join the outer one.
+        ``with`` block (the public batch write, ``add_experiences``): every write and read of
+        the block runs on the same connection, committed together at the end or rolled back
+        together on any error; vector-outbox rows are inserted once, just before the commit.
+        An index kept apart from SQL is brought up to date by the caller after the block
+        (:meth:`hindsight.store.outbox.VectorSync.sync`). Nested ``batch()`` blocks join the
+        outer one.
 
         Raises:
             StoreError, UsageError: as :meth:`_tx`.
@@ -268,12 +263,6 @@ class StoreCore:
                 yield
             finally:
                 local.conn = None
-
-    def _lock_vector_log(self, conn: Connection) -> None:
-        """Take the vector-log lock until the end of ``conn``'s transaction (PostgreSQL; on
-        SQLite the write transaction is the lock)."""
-        if self._info.backend == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_VECTOR_LOG_LOCK})
 
     def _lock_tenants(self, conn: Connection, tenants: Iterable[str]) -> None:
         """PostgreSQL: lock the change-stamp rows (``experience_stamps``) of ``tenants`` in
@@ -317,15 +306,13 @@ class StoreCore:
         return select(items.c.value).where(items.c.value == value).exists()
 
     @staticmethod
-    def _log_vector_changes(
-        conn: Connection,
-        now: datetime,
-        items: Sequence[tuple[VectorOp, str | None, str]],
+    def _note_vector_changes(
+        conn: Connection, now: datetime, tenant: str, ids: Iterable[str]
     ) -> None:
-        """Queue vector-log entries ``(op, experience_id, tenant_id)`` of this transaction;
-        :meth:`_tx` inserts them just before it commits."""
-        if items:
-            conn.info[_LOG_KEY].extend(
-                {"op": op.value, "experience_id": exp_id, "tenant_id": tenant, "created_at": now}
-                for op, exp_id, tenant in items
-            )
+        """Queue vector-outbox rows for the experiences ``ids`` of ``tenant``, changed in this
+        transaction (written, re-embedded, status or scored fields changed, deleted);
+        :meth:`_tx` inserts them just before it commits, unless the vectors are in the store
+        itself."""
+        conn.info[_OUTBOX_KEY].extend(
+            {"experience_id": exp_id, "tenant_id": tenant, "created_at": now} for exp_id in ids
+        )

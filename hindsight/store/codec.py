@@ -1,4 +1,4 @@
-"""Conversions between the pydantic models and SQL rows, and embeddings to and from bytes."""
+"""Conversions between the pydantic models and SQL rows (embeddings: :class:`.types.Embedding`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import ValidationError
 
 from hindsight._errors import UsageError
@@ -22,13 +20,13 @@ from hindsight.models import (
     Trajectory,
 )
 from hindsight.ports import PAYLOAD_VERSION, epoch_us
-from hindsight.store.records import JobState, ReplicaRecord, ReviewJob, VectorChange, VectorOp
+from hindsight.store.records import JobState, ReviewJob
 
 __all__ = [
     "EXPERIENCE_FIELDS",
+    "PAYLOAD_COLUMNS",
     "TASK_KEY_EXPLICIT",
     "TASK_KEY_INTENT",
-    "change_from_row",
     "checked",
     "event_rows",
     "experience_from_row",
@@ -37,19 +35,15 @@ __all__ = [
     "job_from_row",
     "lesson_key_hash",
     "payload_from_values",
+    "payload_of_row",
     "prompt_sha256",
-    "replica_from_row",
     "trajectory_from_rows",
     "trajectory_row",
-    "vector_from_bytes",
     "vector_payload",
-    "vector_to_bytes",
 ]
 
 #: Experience fields, in model order; each is a column of the ``experiences`` table.
 EXPERIENCE_FIELDS: tuple[str, ...] = tuple(Experience.model_fields)
-
-_VECTOR_DTYPE = np.dtype("<f4")
 
 
 def _plain(data: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +106,7 @@ def experience_from_stored(values: Sequence[Any]) -> Experience:
 
     Every row was validated on its way in (:func:`checked`), so re-running the model's
     validators (UUID parsing, tenant and namespace checks) on the way out only costs time:
-    this is the write path's and recall's row reader (issue 10; ~7x faster than
+    this is the write path's and recall's row reader (~7x faster than
     :func:`experience_from_row`). Enums, numbers and containers are still converted to the
     model's types, so the result equals :func:`experience_from_row`'s field by field; a
     value that does not convert (a row edited by hand) falls back to full validation, which
@@ -162,6 +156,42 @@ def vector_payload(exp: Experience) -> dict[str, Any]:
             exp.trust,
             exp.updated_at,
             exp.source_trajectory_ids,
+        ),
+    )
+
+
+PAYLOAD_COLUMNS = (
+    "id",
+    "tenant_id",
+    "namespace",
+    "task_type",
+    "status",
+    "kind",
+    "tags",
+    "tools",
+    "confidence",
+    "trust",
+    "updated_at",
+    "source_trajectory_ids",
+)
+"""The ``experiences`` columns a vector point's payload is made of (:func:`payload_of_row`)."""
+
+
+def payload_of_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload of a vector point from a row with :data:`PAYLOAD_COLUMNS`."""
+    return payload_from_values(
+        row["tenant_id"],
+        row["namespace"],
+        row["task_type"],
+        row["status"],
+        row["kind"],
+        row["tags"],
+        scoring=(
+            row["tools"],
+            row["confidence"],
+            row["trust"],
+            row["updated_at"],
+            row["source_trajectory_ids"],
         ),
     )
 
@@ -260,16 +290,6 @@ def trajectory_from_rows(
     return Trajectory.model_validate(data)
 
 
-def vector_to_bytes(vector: npt.ArrayLike) -> bytes:
-    """A 1-D vector as little-endian float32 bytes."""
-    return np.ascontiguousarray(vector, dtype=_VECTOR_DTYPE).tobytes()
-
-
-def vector_from_bytes(blob: bytes) -> npt.NDArray[np.float32]:
-    """The float32 vector stored in ``blob`` (a new, writable array)."""
-    return np.frombuffer(blob, dtype=_VECTOR_DTYPE).astype(np.float32)
-
-
 def job_from_row(row: Mapping[Any, Any]) -> ReviewJob:
     """A :class:`ReviewJob` from a ``review_jobs`` row."""
     return ReviewJob(
@@ -285,31 +305,4 @@ def job_from_row(row: Mapping[Any, Any]) -> ReviewJob:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         lost_leases=int(row.get("lost_leases") or 0),
-    )
-
-
-def change_from_row(row: Mapping[Any, Any]) -> VectorChange:
-    """A :class:`VectorChange` from a ``vector_log`` row."""
-    return VectorChange(
-        seq=int(row["seq"]),
-        op=VectorOp(row["op"]),
-        experience_id=row["experience_id"],
-        tenant_id=row["tenant_id"],
-    )
-
-
-def replica_from_row(row: Mapping[Any, Any]) -> ReplicaRecord:
-    """A :class:`ReplicaRecord` from a ``vector_replicas`` row."""
-    return ReplicaRecord(
-        id=row["id"],
-        kind=row["kind"],
-        location=row["location"],
-        host=row["host"],
-        pid=int(row["pid"]),
-        log_id=row["log_id"],
-        position=int(row["position"]),
-        points=None if row["points"] is None else int(row["points"]),
-        started_at=row["started_at"],
-        last_seen=row["last_seen"],
-        last_error=row["last_error"],
     )

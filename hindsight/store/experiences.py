@@ -32,17 +32,13 @@ from hindsight.store.codec import (
     experience_from_stored,
     experience_row,
     lesson_key_hash,
-    vector_from_bytes,
-    vector_to_bytes,
 )
 from hindsight.store.recall_buffer import PendingRecall
-from hindsight.store.records import VectorOp
 from hindsight.store.schema import experience_sources as _links
 from hindsight.store.schema import experience_stamps as _stamps
 from hindsight.store.schema import experiences as _table
 from hindsight.store.schema import recalls, trajectories
 from hindsight.store.trajectories import taught_by_task_group
-from hindsight.store.vector_log import log_head
 
 __all__ = [
     "CREATED_KEY",
@@ -182,12 +178,12 @@ class ExperienceStore(StoreCore):
     def add_experiences(
         self, experiences: Sequence[Experience], vectors: npt.ArrayLike | None
     ) -> None:
-        """Insert new experiences with their embeddings, and log one vector ``upsert`` each.
+        """Insert new experiences with their embeddings (one transaction).
 
         Args:
             experiences: the experiences; their ids must be new (and unique in the batch).
             vectors: ``None`` (no embeddings) or a float array of shape ``(n, dimension)``,
-                row ``i`` the embedding of ``experiences[i]``; stored as float32 bytes.
+                row ``i`` the embedding of ``experiences[i]``; stored as float32.
 
         Raises:
             UsageError: wrong types, a shape mismatch, NaN values, or an id that already exists
@@ -204,7 +200,7 @@ class ExperienceStore(StoreCore):
         rows = []
         for i, exp in enumerate(items):
             row = experience_row(exp)
-            row["embedding"] = None if array is None else vector_to_bytes(array[i])
+            row["embedding"] = None if array is None else array[i]
             rows.append(row)
         now = self._now()
         with self._tx(write=True) as conn:
@@ -213,7 +209,7 @@ class ExperienceStore(StoreCore):
     def _insert_experience_rows(
         self, conn: Connection, items: list[Experience], rows: list[dict[str, Any]], now: datetime
     ) -> None:
-        """Inside a write transaction: insert checked rows and log their vector upserts.
+        """Inside a write transaction: insert checked rows (and their vector-outbox rows).
 
         Raises:
             NotFoundError: an experience learned from runs that are all gone (forgotten while
@@ -233,7 +229,9 @@ class ExperienceStore(StoreCore):
         ]
         if links:
             conn.execute(insert(_links), links)
-        self._log_vector_changes(conn, now, [(VectorOp.UPSERT, e.id, e.tenant_id) for e in items])
+        for tenant in dict.fromkeys(e.tenant_id for e in items):
+            ids = [e.id for e in items if e.tenant_id == tenant]
+            self._note_vector_changes(conn, now, tenant, ids)
 
     def _sync_source_links(self, conn: Connection, exp: Experience) -> None:
         """Inside a write transaction: make ``exp``'s rows of ``experience_sources`` equal
@@ -325,26 +323,6 @@ class ExperienceStore(StoreCore):
             found = _read_experiences(conn, tenant, wanted)
             return self._overlaid(tenant, found) if pending_recalls else found
 
-    def get_experiences_at_head(
-        self, tenant_id: str, ids: Sequence[Any]
-    ) -> tuple[dict[str, Experience], tuple[str | None, int]]:
-        """:meth:`get_experiences`, then the vector log's ``(log id, head)`` read after the
-        rows in the same transaction (:func:`hindsight.store.vector_log.log_head`): every
-        change the rows show has its log entry at or below that head, so when the head is the
-        position a replica had applied, its payloads show the rows as read here (recall
-        scoring from the index, :mod:`hindsight.recall.pipeline`).
-
-        Raises:
-            TenantRequiredError: empty or missing tenant.
-            UsageError: an id is not a UUID.
-        """
-        tenant = validate_tenant(tenant_id)
-        wanted = norm_ids(ids)
-        with self._stable(), self._tx() as conn:
-            found = _read_experiences(conn, tenant, wanted) if wanted else {}
-            head = log_head(conn)
-            return self._overlaid(tenant, found), head
-
     def with_pending_recalls(
         self, tenant_id: str, found: dict[str, Experience]
     ) -> dict[str, Experience]:
@@ -396,7 +374,7 @@ class ExperienceStore(StoreCore):
         Order: ``confidence`` descending, then ``updated_at`` descending, then id
         (:data:`EXPERIENCE_ORDER`); ``order="created"``: oldest created first, then id
         (:data:`CREATED_ORDER`). Used by the exact task_type recall mode, which needs no
-        vectors (MISSION S16).
+        vectors (docs/concepts.md#exact-task_type-mode-s16).
 
         Args:
             tenant_id: the tenant (required).
@@ -488,7 +466,7 @@ class ExperienceStore(StoreCore):
             return int(conn.execute(query).scalar_one())
 
     def get_vectors(self, ids: Sequence[Any]) -> dict[str, npt.NDArray[np.float32]]:
-        """Stored embeddings by experience id, for vector-log replay and index repair (internal).
+        """Stored embeddings by experience id (internal: the guard's consensus, index repair).
 
         Not tenant-scoped: ids come from the store itself. Ids without an embedding or row
         are left out.
@@ -503,16 +481,16 @@ class ExperienceStore(StoreCore):
                 query = select(_table.c.id, _table.c.embedding).where(
                     _table.c.id.in_(part), _table.c.embedding.is_not(None)
                 )
-                for exp_id, blob in conn.execute(query):
-                    found[exp_id] = vector_from_bytes(blob)
+                for exp_id, vector in conn.execute(query):
+                    found[exp_id] = vector
         return found
 
     def update_experience(self, exp: Experience, *, vector: npt.ArrayLike | None = None) -> None:
         """Replace the stored fields of ``exp`` (matched by id within ``exp.tenant_id``).
 
-        Every field is written as given (the caller sets ``updated_at``, ``version`` ...).
-        The vector log gets an ``upsert`` so the vector payload follows, or a ``delete`` when
-        the new status is ``deleted``.
+        Every field is written as given (the caller sets ``updated_at``, ``version`` ...), in
+        one transaction with the embedding (and the vector-outbox row of an index kept apart
+        from SQL, so its point follows).
 
         Args:
             exp: the new state of an existing experience.
@@ -532,7 +510,7 @@ class ExperienceStore(StoreCore):
     def _update_experience_row(
         self, conn: Connection, exp: Experience, vector: npt.ArrayLike | None, now: datetime
     ) -> None:
-        """Inside a write transaction: replace the row of a checked ``exp``, log its vector op.
+        """Inside a write transaction: replace the row of a checked ``exp``.
 
         Raises:
             NotFoundError: no experience with this id in this tenant.
@@ -543,8 +521,7 @@ class ExperienceStore(StoreCore):
         if vector is not None:
             array = _check_vectors(np.asarray(vector, dtype=np.float32).reshape(1, -1), 1)
             assert array is not None
-            row["embedding"] = vector_to_bytes(array[0])
-        op = VectorOp.DELETE if exp.status is ExperienceStatus.DELETED else VectorOp.UPSERT
+            row["embedding"] = array[0]
         result = conn.execute(
             update(_table)
             .where(_table.c.id == exp.id, _table.c.tenant_id == exp.tenant_id)
@@ -553,14 +530,14 @@ class ExperienceStore(StoreCore):
         if result.rowcount != 1:
             raise NotFoundError(f"experience {exp.id} not found in tenant {exp.tenant_id!r}")
         self._sync_source_links(conn, exp)
-        self._log_vector_changes(conn, now, [(op, exp.id, exp.tenant_id)])
+        self._note_vector_changes(conn, now, exp.tenant_id, [exp.id])
 
     def set_status(self, tenant_id: str, ids: Sequence[Any], status: str) -> int:
         """Set the status of the tenant's experiences among ``ids``; bumps ``updated_at``.
 
-        Vector log: ``set_status`` for the vector payload; ``delete`` when the new status is
-        ``deleted``; ``upsert`` when an experience comes back from ``deleted`` (its vector
-        was removed and is rebuilt from the stored embedding).
+        Recall filters on the status in the same transaction (pgvector); an index kept apart
+        from SQL follows through the vector outbox (a ``deleted`` experience's point is
+        removed, and written again from the stored embedding when it comes back).
 
         Returns:
             How many experiences changed (ids of other tenants, unknown ids and experiences
@@ -609,16 +586,8 @@ class ExperienceStore(StoreCore):
                 )
                 .values(status=new, updated_at=now)
             )
-            ops: list[tuple[VectorOp, str | None, str]] = []
-            rows.sort(key=lambda r: position[r["id"]])  # the log in the caller's order
-            for row in rows:
-                if new == _DELETED:
-                    ops.append((VectorOp.DELETE, row["id"], tenant))
-                elif row["status"] == _DELETED:
-                    ops.append((VectorOp.UPSERT, row["id"], tenant))
-                else:
-                    ops.append((VectorOp.SET_STATUS, row["id"], tenant))
-            self._log_vector_changes(conn, now, ops)
+            rows.sort(key=lambda r: position[r["id"]])  # in the caller's order
+            self._note_vector_changes(conn, now, tenant, [r["id"] for r in rows])
             changed += rows
         return changed
 
@@ -747,7 +716,7 @@ class ExperienceStore(StoreCore):
         self, tenant_id: str, namespace: str, lesson_key: str
     ) -> Experience | None:
         """The oldest ``active`` experience of ``tenant_id`` and ``namespace`` whose
-        ``metadata["lesson_key"]`` is ``lesson_key`` (issue 15: the one a new lesson with that
+        ``metadata["lesson_key"]`` is ``lesson_key`` (the one a new lesson with that
         key folds into), or ``None``. An index lookup (``lesson_key_hash``).
 
         Raises:
@@ -786,7 +755,7 @@ class ExperienceStore(StoreCore):
         """The tenant's ``active`` experiences of ``kinds`` in ``namespaces`` that are about the
         tool ``tool``: its name is in their ``tools``, or (for lessons written without a tools
         list, e.g. by a model) in their text. Most confident first, at most ``limit``. Exact
-        lookups, no vectors (the risk checks of issue 16, :mod:`hindsight.checks`).
+        lookups, no vectors (the risk checks, :mod:`hindsight.checks`, docs/checks.md).
 
         Cached per store: a lookup is answered from memory while the tenant's stamp
         (``experience_stamps``, bumped by database triggers on every write of the tenant's

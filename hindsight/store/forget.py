@@ -12,7 +12,6 @@ from hindsight._errors import UsageError
 from hindsight._ids import normalize_id, validate_tenant
 from hindsight.store._base import StoreCore, chunks, norm_ids
 from hindsight.store.audit_schema import audit_runs, audit_verdicts
-from hindsight.store.records import VectorOp
 from hindsight.store.schema import events, experiences, recalls, review_jobs, trajectories
 from hindsight.store.trajectories import drop_orphan_prompts
 
@@ -32,8 +31,9 @@ class ForgetStore(StoreCore):
         trajectory_id: Any | None = None,
         everything: bool = False,
     ) -> int:
-        """Hard delete (rows gone, no audit trail) within one tenant; vectors follow via the
-        vector log. Other tenants are never touched.
+        """Hard delete (rows gone, no audit trail) within one tenant, vectors included (in the
+        same transaction with pgvector; an index kept apart from SQL follows through the vector
+        outbox). Other tenants are never touched.
 
         Args:
             tenant_id: the tenant (required; never "all").
@@ -69,10 +69,15 @@ class ForgetStore(StoreCore):
                     ).scalar_one()
                 )
                 tables = (audit_verdicts, audit_runs, recalls, review_jobs, events)
-                for table in (*tables, trajectories, experiences):
+                for table in (*tables, trajectories):
                     conn.execute(delete(table).where(table.c.tenant_id == tenant))
+                gone = conn.execute(
+                    delete(experiences)
+                    .where(experiences.c.tenant_id == tenant)
+                    .returning(experiences.c.id)
+                ).scalars()
+                self._note_vector_changes(conn, now, tenant, list(gone))
                 drop_orphan_prompts(conn, tenant, None)
-                self._log_vector_changes(conn, now, [(VectorOp.DELETE_TENANT, None, tenant)])
             return count
         if experience_ids is not None:
             ids = norm_ids(experience_ids)
@@ -121,5 +126,5 @@ class ForgetStore(StoreCore):
                 .where(experiences.c.tenant_id == tenant, experiences.c.id.in_(part))
                 .returning(experiences.c.id)
             ).scalars()
-        self._log_vector_changes(conn, now, [(VectorOp.DELETE, i, tenant) for i in removed])
+        self._note_vector_changes(conn, now, tenant, removed)
         return len(removed)

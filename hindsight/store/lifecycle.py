@@ -28,7 +28,6 @@ from hindsight.store.codec import (
     checked,
     experience_from_row,
     experience_row,
-    vector_to_bytes,
 )
 from hindsight.store.lifecycle_schema import experience_audit, experience_versions, outcomes
 from hindsight.store.records import JobState
@@ -388,7 +387,7 @@ class LifecycleStore(StoreCore):
     ) -> list[str]:
         """Set the status of the tenant's experiences among ``ids`` and audit each change.
 
-        Vectors follow through the vector log as with ``set_status``. ``only_from`` restricts the
+        Vectors follow as with ``set_status``. ``only_from`` restricts the
         change to experiences currently in one of these statuses (others are left alone).
 
         Returns:
@@ -541,21 +540,25 @@ class LifecycleStore(StoreCore):
                 last = page[-1].id
 
     def set_embeddings(self, vectors: dict[str, Any], model: str) -> None:
-        """Replace stored embeddings (``{id: 1-D vector}``) and their ``embedding_model``
-        (maintenance: ``hindsight reembed``). No vector-log entries: the caller starts a new
-        log (:meth:`restart_vector_log`), so every index is rebuilt."""
+        """Replace stored embeddings (``{id: 1-D vector}``) and their ``embedding_model``, one
+        transaction (maintenance: ``hindsight reembed``; with pgvector the HNSW index of the
+        old dimension must be dropped first, :func:`hindsight.store.pgvector.drop_hnsw`)."""
         with self._tx(write=True) as conn:
             tenants: set[str] = set()
             for part in chunks(list(vectors)):
                 query = select(_table.c.tenant_id).where(_table.c.id.in_(part)).distinct()
                 tenants.update(conn.execute(query).scalars())
             self._lock_tenants(conn, tenants)
+            now = self._now()
             for exp_id, vec in vectors.items():
-                conn.execute(
+                tenant = conn.execute(
                     update(_table)
                     .where(_table.c.id == exp_id)
-                    .values(embedding=vector_to_bytes(vec), embedding_model=model)
-                )
+                    .values(embedding=vec, embedding_model=model)
+                    .returning(_table.c.tenant_id)
+                ).scalar()
+                if tenant is not None:
+                    self._note_vector_changes(conn, now, tenant, [exp_id])
 
     def expired_leases(self, now: datetime) -> list[str]:
         """Ids of review jobs ``running`` whose lease expired before ``now`` (their worker
@@ -714,7 +717,7 @@ class LifecycleStore(StoreCore):
         item = checked(incoming.model_copy(update={"metadata": meta}))
         now = self._now()
         row = experience_row(item)
-        row["embedding"] = vector_to_bytes(vector)
+        row["embedding"] = vector
         with self._tx(write=True) as conn:
             old_row = self._locked_rows(conn, tenant, [other]).get(other)
             self._insert_experience_rows(conn, [item], [row], now)  # type: ignore[attr-defined]

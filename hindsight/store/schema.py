@@ -3,7 +3,7 @@
 The database itself is created and upgraded only by the Alembic migrations in
 ``hindsight/store/migrations``; a test checks that the migrated database matches these tables.
 Every table that holds user data has a ``tenant_id`` column so that every query can be scoped by
-it (MISSION S9).
+it (tenant isolation, docs/concepts.md#tenants-and-namespaces-s9).
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    LargeBinary,
     MetaData,
     String,
     Table,
     Text,
 )
 
-from hindsight.store.types import AutoIncrement, Json, UtcDateTime
+from hindsight.store.types import AutoIncrement, Embedding, Json, UtcDateTime
 
 __all__ = [
     "events",
@@ -35,8 +34,7 @@ __all__ = [
     "recalls",
     "review_jobs",
     "trajectories",
-    "vector_log",
-    "vector_replicas",
+    "vector_outbox",
 ]
 
 metadata = MetaData(
@@ -76,7 +74,7 @@ trajectories = Table(
     Column("metadata", Json, nullable=False),
     Column("event_count", Integer, nullable=False),
     Column("stored_at", UtcDateTime, nullable=False),
-    # Issue 15 (migration 0004): the run's system prompt lives in ``prompts`` (one row per
+    # Migration 0004: the run's system prompt lives in ``prompts`` (one row per
     # distinct text per tenant), the outcome evidence as JSON, the task group key and where it
     # came from ("explicit": caller / source; "intent": assigned by the review).
     Column("system_prompt_sha256", String(64), nullable=True),
@@ -88,7 +86,7 @@ trajectories = Table(
 )
 
 #: System prompts / policies, stored once per distinct text per tenant (content-addressed by
-#: the SHA-256 hex digest of the UTF-8 text; issue 15). Never shared across tenants: forgetting
+#: the SHA-256 hex digest of the UTF-8 text). Never shared across tenants: forgetting
 #: a tenant's runs removes the prompts no run of that tenant references any more.
 prompts = Table(
     "prompts",
@@ -153,9 +151,10 @@ experiences = Table(
     Column("embedding_model", String, nullable=True),
     Column("reviewer", String, nullable=False),
     Column("metadata", Json, nullable=False),
-    # float32 little-endian bytes of the embedding, so vectors can be rebuilt without re-embedding
-    Column("embedding", LargeBinary, nullable=True),
-    # SHA-256 hex of ``metadata["lesson_key"]`` (issue 15, migration 0003): the write path
+    # the embedding (pgvector ``vector`` on PostgreSQL, float32 bytes on SQLite): the vector
+    # recall searches on PostgreSQL, and what an index kept apart from SQL is rebuilt from
+    Column("embedding", Embedding, nullable=True),
+    # SHA-256 hex of ``metadata["lesson_key"]`` (migration 0003): the write path
     # folds a lesson into the active experience of its tenant and namespace with the same key.
     # Not a model field: written from the metadata on every insert and update (codec).
     Column("lesson_key_hash", String(64), nullable=True),
@@ -164,7 +163,7 @@ experiences = Table(
     Index(None, "tenant_id", "lesson_key_hash"),
 )
 
-# A per-tenant change counter of ``experiences`` (issue 16, migration 0007): bumped by database
+# A per-tenant change counter of ``experiences`` (migration 0007): bumped by database
 # triggers on every insert, update and delete of a tenant's experience, whatever process or
 # code path writes it, so an in-process cache of reads (the decision-time risk checks,
 # ``SqlStore.experiences_about_tool``) knows with one primary-key read whether it is still
@@ -181,9 +180,9 @@ experience_sources = Table(
     "experience_sources",
     metadata,
     # One row per (experience, source run): ``Experience.source_trajectory_ids`` as a table,
-    # so "the lessons these runs taught" is an index lookup (recall's situation match, issue
-    # 15). Kept equal to the JSON column on every insert and update of an experience; goes
-    # with the experience when it is hard-deleted (ON DELETE CASCADE).
+    # so "the lessons these runs taught" is an index lookup (recall's situation match,
+    # docs/concepts.md#recall-s5). Kept equal to the JSON column on every insert and update
+    # of an experience; goes with the experience when it is hard-deleted (ON DELETE CASCADE).
     Column(
         "experience_id",
         ID,
@@ -195,39 +194,20 @@ experience_sources = Table(
     Index(None, "tenant_id", "trajectory_id"),
 )
 
-# The ordered log of vector changes (issue 22): one row per change of what the vector index
-# must hold, written in the transaction of the change, in commit order (``seq`` grows with
-# commits: see StoreCore._tx). Every vector index is a replica that applies it from its own
-# position; no consumer deletes rows (only compaction, of rows older than the retention).
-vector_log = Table(
-    "vector_log",
+# The vector outbox: one row per change of what a vector index kept apart from SQL (Qdrant
+# Edge, a Qdrant server) must hold, written in the transaction of the change and deleted once
+# applied (the transactional outbox pattern). Applying an entry makes the point of
+# ``experience_id`` match its row as it is then (written, rewritten or removed), so entries
+# are applied in any order, and again, with the same result (hindsight.store.outbox). Not
+# written when the vectors are in PostgreSQL itself (pgvector).
+vector_outbox = Table(
+    "vector_outbox",
     metadata,
     Column("seq", AutoIncrement, primary_key=True, autoincrement=True),
-    Column("op", String(16), nullable=False),
-    Column("experience_id", ID, nullable=True),
+    Column("experience_id", ID, nullable=False),
     Column("tenant_id", TENANT, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
-)
-
-# The replicas of the vector log: one row per vector index that follows it (an embedded Qdrant
-# Edge shard, an in-process index, a Qdrant server collection), with its position and when it
-# was last seen; a shared collection's apply lease (one applier at a time).
-vector_replicas = Table(
-    "vector_replicas",
-    metadata,
-    Column("id", String(400), primary_key=True),
-    Column("kind", String(32), nullable=False),
-    Column("location", Text, nullable=False),
-    Column("host", String(200), nullable=False),
-    Column("pid", Integer, nullable=False),
-    Column("log_id", String(36), nullable=False),
-    Column("position", BigInteger, nullable=False),
-    Column("points", BigInteger, nullable=True),
-    Column("started_at", UtcDateTime, nullable=False),
-    Column("last_seen", UtcDateTime, nullable=False),
-    Column("last_error", Text, nullable=True),
-    Column("lease_owner", String(200), nullable=True),
-    Column("lease_expires_at", UtcDateTime, nullable=True),
+    Index(None, "experience_id"),
 )
 
 review_jobs = Table(

@@ -1,5 +1,5 @@
 """The SQL store: the source of truth of hindsight (trajectories, experiences with their
-embeddings, jobs, the vector log and its replicas)."""
+embeddings, jobs, the vector outbox)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from hindsight.store.experiences import ExperienceStore
 from hindsight.store.forget import ForgetStore
 from hindsight.store.jobs import JobStore
 from hindsight.store.lifecycle import LifecycleStore
+from hindsight.store.outbox import INDEX_KEY, OutboxStore
 from hindsight.store.recall_buffer import RecallBuffer
 from hindsight.store.records import JobState
-from hindsight.store.replicas import ReplicaStore
 from hindsight.store.schema import (
     events,
     experiences,
@@ -36,7 +36,6 @@ from hindsight.store.schema import (
     trajectories,
 )
 from hindsight.store.trajectories import TrajectoryStore
-from hindsight.store.vector_log import VectorLogStore
 
 __all__ = ["SqlStore"]
 
@@ -58,8 +57,7 @@ class SqlStore(
     ExperienceStore,
     LifecycleStore,
     ForgetStore,
-    VectorLogStore,
-    ReplicaStore,
+    OutboxStore,
     JobStore,
     BrowseStore,
     AuditStore,
@@ -96,8 +94,17 @@ class SqlStore(
                 if self._info.backend == "sqlite":
                     conn.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
                 with conn.begin():
+                    if self._info.backend == "postgresql":
+                        from hindsight.store.pgvector import ensure_pgvector
+
+                        ensure_pgvector(conn)  # the embedding column's type
                     if migrate.needs_upgrade(conn):  # Alembic is imported only then
                         migrate.upgrade(conn)
+                    index = conn.execute(select(meta.c.value).where(meta.c.key == INDEX_KEY))
+                    self._vector_outbox = index.scalar() != "pgvector"
+        except StoreError as exc:  # pgvector missing: one line saying what to run
+            self._info.engine.dispose()
+            raise StoreError(f"cannot open the SQL store {self.url}: {exc}") from None
         except SQLAlchemyError as exc:
             self._info.engine.dispose()
             raise StoreError(f"cannot open the SQL store {self.url}: {_one_line(exc)}") from exc
@@ -169,7 +176,7 @@ class SqlStore(
             conn.execute(stmt)
 
     def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
-        """Counts for the CLI ``stats`` command and diagnostics (MISSION S11).
+        """Counts for the CLI ``stats`` command and diagnostics (docs/cli.md).
 
         Args:
             tenant_id: one tenant, or ``None`` for the whole store (an empty string is refused).

@@ -5,12 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, Integer, TypeDecorator
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import JSON, BigInteger, DateTime, Integer, LargeBinary, TypeDecorator
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
-__all__ = ["AutoIncrement", "Json", "UtcDateTime"]
+__all__ = ["AutoIncrement", "Embedding", "Json", "UtcDateTime"]
+
+_LE_FLOAT32 = np.dtype("<f4")
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -48,3 +52,40 @@ Json: TypeEngine[Any] = JSON(none_as_null=True).with_variant(JSONB(none_as_null=
 
 #: An auto-incrementing integer key: ``bigint`` (identity) on PostgreSQL, SQLite's rowid alias.
 AutoIncrement: TypeEngine[int] = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Embedding(TypeDecorator[npt.NDArray[np.float32]]):
+    """An embedding: a 1-D float32 numpy array in Python.
+
+    PostgreSQL: pgvector's ``vector`` type (no fixed dimension in the column; the HNSW index
+    is built on ``embedding::vector(d)`` for the store's dimension, :mod:`.pgvector`), bound
+    and read through the ``pgvector`` package's SQLAlchemy type. SQLite: little-endian float32
+    bytes.
+    """
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from pgvector.sqlalchemy import VECTOR
+
+            return dialect.type_descriptor(VECTOR())
+        return dialect.type_descriptor(LargeBinary())
+
+    def process_bind_param(self, value: Any | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        array = np.ascontiguousarray(value, dtype=_LE_FLOAT32)
+        if array.ndim != 1:
+            raise TypeError(f"an embedding is 1-dimensional, got shape {array.shape}")
+        return array if dialect.name == "postgresql" else array.tobytes()
+
+    def process_result_value(
+        self, value: Any | None, dialect: Dialect
+    ) -> npt.NDArray[np.float32] | None:
+        if value is None:
+            return None
+        if isinstance(value, bytes | bytearray | memoryview):
+            return np.frombuffer(value, dtype=_LE_FLOAT32).astype(np.float32)
+        return np.asarray(value, dtype=np.float32)

@@ -1,4 +1,5 @@
-"""Vector indexes behind :class:`hindsight.ports.VectorIndex`.
+"""Vector indexes kept apart from the SQL store (:class:`hindsight.ports.WritableVectorIndex`);
+on PostgreSQL the default is pgvector in the store itself (:mod:`hindsight.store.pgvector`).
 
 * :class:`EdgeVectorIndex`: the embedded default, a Qdrant Edge shard in ``<data_dir>/vectors``.
 * :class:`QdrantClientVectorIndex`: ``qdrant-client`` against a Qdrant server/cluster, or its
@@ -11,8 +12,8 @@ Every implementation scopes each search to one tenant, refuses an empty tenant
 :func:`open_vector_index` picks one from ``VECTOR_DB_URL``. A new index implements the port
 and gets a branch in :func:`open_vector_index` (docs/architecture.md).
 
-May import: the foundation only. The store's vector log is applied to an index by
-:mod:`hindsight.store.vector_sync`; no vector index knows the store.
+May import: the foundation only. The store's vector outbox is applied to an index by
+:mod:`hindsight.store.outbox`; no vector index knows the store.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hindsight._errors import UsageError
-from hindsight.ports import VectorIndex
+from hindsight.ports import WritableVectorIndex
 from hindsight.vectors.edge import EdgeVectorIndex
 from hindsight.vectors.memory import InMemoryVectorIndex
 
@@ -52,7 +53,7 @@ def open_vector_index(
     data_dir: Path,
     dimension: int,
     api_key: str | None = None,
-) -> VectorIndex:
+) -> WritableVectorIndex:
     """Open the vector index that ``vector_db_url`` (``VECTOR_DB_URL``) names.
 
     ========================  ===============================================================

@@ -19,8 +19,7 @@ from qdrant_client import models as qm
 
 from hindsight._errors import EmbedderMismatchError, StoreError, UsageError
 from hindsight._ids import validate_tenant
-from hindsight.ports import FloatMatrix, VectorHit, VectorPoint
-from hindsight.vectors._common import (
+from hindsight._vector_contract import (
     FILTER_FIELDS,
     SearchScope,
     check_dimension,
@@ -29,6 +28,7 @@ from hindsight.vectors._common import (
     check_search,
     clamp_similarity,
 )
+from hindsight.ports import FloatMatrix, VectorHit, VectorPoint
 
 __all__ = ["QdrantClientVectorIndex"]
 
@@ -46,8 +46,8 @@ def _local_lock(client: Any) -> AbstractContextManager[Any]:
 
     qdrant-client's local mode is plain Python over numpy arrays, not safe for a search on
     one thread while another upserts (seen as "index 5 is out of bounds for axis 0 with size
-    5" when replicas of one process shared a client: a follower thread applied the vector log
-    while a recall searched). A server client needs no lock."""
+    5" when one thread wrote points while another searched). A server client needs no
+    lock."""
     if type(getattr(client, "_client", None)).__name__ != "QdrantLocal":
         return nullcontext()
     lock = getattr(client, "_hindsight_lock", None)
@@ -349,27 +349,24 @@ class QdrantClientVectorIndex:
             if offset is None:
                 return ids
 
-    # -- replica of the vector log -------------------------------------------------------
     @property
-    def replica_shared(self) -> bool:
+    def shared(self) -> bool:
         """Whether other processes (or other indexes in this one) may write this collection:
-        a Qdrant server's, or one reached through a client passed in. A shared collection
-        is one replica of the vector log with one position (kept in SQL)."""
+        a Qdrant server's, or one reached through a client passed in."""
         return not self._owns_client or self.location != ":memory:"
 
     @property
-    def replica_kind(self) -> str:
-        """``"qdrant"`` for a shared collection, ``"memory"`` for local ``:memory:`` mode."""
-        return "qdrant" if self.replica_shared else "memory"
-
-    @property
-    def replica_location(self) -> str:
-        """The server URL (without credentials) and the collection name."""
+    def kind(self) -> str:
+        """How the store names this index (``meta.vector_index``, ``hindsight doctor``):
+        ``qdrant <server URL without credentials> collection <name>``, or ``memory`` for
+        local ``:memory:`` mode."""
+        if not self.shared:
+            return "memory"
         where = self.location
         if "@" in where.split("//", 1)[-1].split("/", 1)[0]:
             scheme, rest = where.split("//", 1) if "//" in where else ("", where)
             where = f"{scheme}//{rest.split('@', 1)[1]}"
-        return f"{where} collection {self.collection}"
+        return f"qdrant {where} collection {self.collection}"
 
     def close(self) -> None:
         """Close the client unless it was passed in (a local ``:memory:`` collection is gone

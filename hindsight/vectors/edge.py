@@ -33,7 +33,6 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-import os
 import threading
 import time
 import weakref
@@ -47,8 +46,7 @@ import qdrant_edge as qe
 from hindsight._errors import EmbedderMismatchError, StoreError, StoreLockedError, UsageError
 from hindsight._ids import validate_tenant
 from hindsight._lock import private_dir, privatize_tree
-from hindsight.ports import FloatMatrix, VectorHit, VectorPoint
-from hindsight.vectors._common import (
+from hindsight._vector_contract import (
     FILTER_FIELDS,
     CheckedPoint,
     SearchScope,
@@ -58,6 +56,7 @@ from hindsight.vectors._common import (
     check_search,
     clamp_similarity,
 )
+from hindsight.ports import FloatMatrix, VectorHit, VectorPoint
 
 __all__ = ["EdgeVectorIndex"]
 
@@ -79,10 +78,6 @@ def _close_at_exit() -> None:
 _T = TypeVar("_T")
 
 _CONFIG_FILE = "edge_config.json"
-CHECKPOINT_FILE = "hindsight_replica.json"
-"""The replica checkpoint (vector-log id and position) kept inside the shard folder, so that
-it travels with the vectors it describes: a data dir copied without ``vectors/`` has no
-checkpoint, and its new shard is rebuilt from SQL."""
 _PROBE_TENANT = "\x00hindsight-dimension-probe"
 _UPSERT_BATCH = 512
 _SCROLL_PAGE = 2048
@@ -475,7 +470,7 @@ class EdgeVectorIndex:
         """:meth:`search` of each row of ``vectors`` (shape ``(n, dimension)``) with the same
         filter, as one planned batch (``EdgeShard.query_batch``: one pass over the segments
         for all of them, the same hits as one :meth:`search` per row). The write path screens
-        a batch of lessons this way (issue 20 item 4).
+        a batch of lessons this way.
 
         Raises:
             As :meth:`search`.
@@ -622,38 +617,8 @@ class EdgeVectorIndex:
                 self.last_error = err
                 log.warning("background maintenance of %s failed: %s", self.path, err)
 
-    # -- replica of the vector log -------------------------------------------------------
-    replica_kind = "edge"
-
-    @property
-    def replica_location(self) -> str:
-        """The shard folder (absolute), naming this replica in ``hindsight doctor``."""
-        return str(self.path.resolve())
-
-    def read_checkpoint(self) -> dict[str, Any] | None:
-        """The replica checkpoint stored with the shard (see :data:`CHECKPOINT_FILE`), or
-        ``None`` when there is none or it is unreadable (then the shard is rebuilt)."""
-        try:
-            doc = json.loads((self.path / CHECKPOINT_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return doc if isinstance(doc, dict) else None
-
-    def write_checkpoint(self, doc: dict[str, Any]) -> None:
-        """Replace the checkpoint atomically (a temporary file renamed over it, mode 0600).
-
-        Raises:
-            StoreError: the folder is not writable.
-        """
-        target = self.path / CHECKPOINT_FILE
-        tmp = target.with_suffix(".tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(doc))
-            os.replace(tmp, target)
-        except OSError as err:
-            raise StoreError(f"cannot write the replica checkpoint {target}: {err}") from None
+    kind = "edge"
+    """How the store names this index (``meta.vector_index``, ``hindsight doctor``)."""
 
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:

@@ -11,14 +11,14 @@ import numpy.typing as npt
 
 from hindsight._errors import StoreError, UsageError
 from hindsight._ids import validate_tenant
-from hindsight.ports import FloatMatrix, VectorHit, VectorPoint
-from hindsight.vectors._common import (
+from hindsight._vector_contract import (
     check_dimension,
     check_ids,
     check_points,
     check_search,
     clamp_similarity,
 )
+from hindsight.ports import FloatMatrix, VectorHit, VectorPoint
 
 __all__ = ["InMemoryVectorIndex"]
 

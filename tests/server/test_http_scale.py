@@ -1,4 +1,4 @@
-"""The HTTP service under load and on PostgreSQL (issue 22 items 4, 5, 6).
+"""The HTTP service under load and on PostgreSQL.
 
 * the API key is checked before the body is read (a request without a key never waits for
   its body, however large or unfinished);
@@ -161,7 +161,6 @@ def pg_server(database_url: str, tmp_path: Path) -> Iterator[tuple[str, AsyncMem
     memory = AsyncMemory(
         data_dir=tmp_path / "d",
         database_url=database_url,
-        vector_db_url=":memory:",
         background_review=False,
     )
     app = create_app(memory, keyring=KeyRing.single_tenant("acme"), mcp=False)

@@ -10,8 +10,10 @@ a command line other users could read.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from sqlalchemy.engine import URL
@@ -22,6 +24,9 @@ __all__ = ["MAGIC", "dump", "restore"]
 
 MAGIC = b"PGDMP"
 """The first bytes of a ``pg_dump --format=custom`` archive."""
+# A TOC line of ``pg_restore --list`` for an extension or its comment ("; 1259 16389
+# EXTENSION - vector", "; 0 0 COMMENT - EXTENSION vector").
+_EXTENSION_ENTRY = re.compile(r"^\d+; \d+ \d+ (EXTENSION|COMMENT - EXTENSION) ")
 
 
 def _program(name: str) -> str:
@@ -44,7 +49,7 @@ def _libpq(url: URL) -> tuple[str, dict[str, str]]:
     return plain.render_as_string(hide_password=False), env
 
 
-def _run(args: list[str], env: dict[str, str], what: str) -> None:
+def _run(args: list[str], env: dict[str, str], what: str) -> str:
     try:
         done = subprocess.run(
             args, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False
@@ -55,6 +60,7 @@ def _run(args: list[str], env: dict[str, str], what: str) -> None:
         lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
         detail = lines[0] if lines else f"exit code {done.returncode}"
         raise StoreError(f"{what} failed: {detail}")
+    return done.stdout
 
 
 def dump(url: URL, dest: Path) -> None:
@@ -85,12 +91,36 @@ def restore(url: URL, archive: Path) -> None:
     objects of the archive are dropped and recreated (``--clean --if-exists``), and any error
     rolls everything back, leaving the database as it was.
 
+    The pgvector extension is not part of what is dropped and recreated (only its owner, a
+    superuser as a rule, may): it is created first when it is missing
+    (:func:`hindsight.store.pgvector.ensure_pgvector`), and the archive's ``EXTENSION``
+    entries are left out of the restore (``pg_restore --use-list``).
+
     Raises:
-        StoreError: pg_restore is missing or failed.
+        StoreError: pg_restore is missing or failed, or pgvector cannot be created.
     """
+    from sqlalchemy import create_engine
+
+    from hindsight.store.pgvector import ensure_pgvector
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            ensure_pgvector(conn)
+    finally:
+        engine.dispose()
     conninfo, env = _libpq(url)
-    _run(
-        [_program("pg_restore"), "--clean", "--if-exists", "--no-owner", "--no-privileges",
-         "--single-transaction", "--exit-on-error", f"--dbname={conninfo}", str(archive)],
-        env, "pg_restore",
-    )  # fmt: skip
+    entries = _run([_program("pg_restore"), "--list", str(archive)], env, "pg_restore --list")
+    wanted = [ln for ln in entries.splitlines() if not _EXTENSION_ENTRY.search(ln)]
+    with tempfile.NamedTemporaryFile("w", suffix=".list", delete=False) as fh:
+        fh.write("\n".join(wanted) + "\n")
+    listing = Path(fh.name)
+    try:
+        _run(
+            [_program("pg_restore"), "--clean", "--if-exists", "--no-owner", "--no-privileges",
+             "--single-transaction", "--exit-on-error", f"--use-list={listing}",
+             f"--dbname={conninfo}", str(archive)],
+            env, "pg_restore",
+        )  # fmt: skip
+    finally:
+        listing.unlink(missing_ok=True)

@@ -36,7 +36,7 @@ def _not_ready(request: Request, reason: str) -> Any:
 
 @router.get("/health", summary="Liveness (no key needed)")
 async def health() -> dict[str, str]:
-    """``{"status": "ok"}`` while the process serves requests (MISSION S10)."""
+    """``{"status": "ok"}`` while the process serves requests (docs/deploy.md)."""
     return {"status": "ok"}
 
 
@@ -51,13 +51,13 @@ async def health() -> dict[str, str]:
     },
 )
 async def ready(request: Request) -> Any:
-    """Touches the SQL store and the vector index, and checks that this process's vector
-    index follows the store's vector log; 503 ``not_ready`` when one fails. The answer has
-    the index's ``vectors_lag`` (log entries not applied yet) and ``replicas``: counts of the
-    registered vector indexes of the deployment (running, not seen, lagging, failing,
-    divergent; ``hindsight doctor`` names them). The message of a 503 names what failed for
-    a caller with a valid key (never a host, URL or path of a store); without one it is
-    :data:`NOT_READY` (the full reason is logged)."""
+    """Touches the SQL store and the vector index, and checks that an index kept apart from
+    SQL is not stuck behind it; 503 ``not_ready`` when one fails. The answer names the
+    ``vector_index`` (``pgvector``: the vectors are in PostgreSQL; ``edge``, ``qdrant`` or
+    ``memory``: kept apart) and ``vectors_pending`` (outbox rows not applied yet; 0 with
+    pgvector). The message of a 503 names what failed for a caller with a valid key (never a
+    host, URL or path of a store); without one it is :data:`NOT_READY` (the full reason is
+    logged)."""
     memory = getattr(request.app.state, "memory", None)
     if memory is None:
         return _not_ready(request, "the memory engine is not open (starting up)")
@@ -66,8 +66,6 @@ async def ready(request: Request) -> Any:
         return _not_ready(request, f"API keys: {problem}")
 
     def probe() -> dict[str, Any]:
-        from hindsight.store.vector_sync import replica_rows, replica_summary
-
         checks: dict[str, Any] = {}
         try:
             memory.store.get_meta("embedding_model")
@@ -84,15 +82,14 @@ async def ready(request: Request) -> Any:
         if checks["sql"] == "ok":
             try:
                 status = memory.vectors.status()
-                checks["vectors_lag"] = status["lag"]
+                checks["vector_index"] = status["kind"].split(" ", 1)[0]  # no URL
+                checks["vectors_pending"] = status["pending"]
                 if status["last_error"]:
-                    log.warning("hindsight: /ready: replica: %s", status["last_error"])
-                    checks["replica"] = "the vector index cannot catch up with the SQL store"
-                rows = replica_rows(memory.store, memory.clock.now())
-                checks["replicas"] = replica_summary(rows)
+                    log.warning("hindsight: /ready: vector index: %s", status["last_error"])
+                    checks["index"] = "the vector index cannot be brought up to date"
             except Exception as exc:
-                log.warning("hindsight: /ready: replicas: %s: %s", type(exc).__name__, exc)
-                checks["replica"] = client_message(exc)
+                log.warning("hindsight: /ready: vector index: %s: %s", type(exc).__name__, exc)
+                checks["index"] = client_message(exc)
         return checks
 
     try:
@@ -100,7 +97,7 @@ async def ready(request: Request) -> Any:
     except TimeoutError:
         return _not_ready(request, "SQL or vector store did not answer in 10 s")
     failed = [
-        f"{k}: {v}" for k, v in checks.items() if k in ("sql", "vectors", "replica") and v != "ok"
+        f"{k}: {v}" for k, v in checks.items() if k in ("sql", "vectors", "index") and v != "ok"
     ]
     if failed:
         return _not_ready(request, "; ".join(failed))
@@ -108,8 +105,8 @@ async def ready(request: Request) -> Any:
         "status": "ready",
         "sql": "ok",
         "vectors": "ok",
-        "vectors_lag": checks.get("vectors_lag", 0),
-        "replicas": checks.get("replicas", {}),
+        "vector_index": checks.get("vector_index"),
+        "vectors_pending": checks.get("vectors_pending", 0),
     }
 
 

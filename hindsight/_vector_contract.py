@@ -1,7 +1,8 @@
 """Argument checks shared by every :class:`hindsight.ports.VectorIndex` implementation.
 
-All three indexes (Qdrant Edge, qdrant-client, in-memory) run the same checks, so they refuse
-the same inputs with the same errors: ids are canonical UUID strings, vectors are finite and of
+Every index (pgvector in the SQL store; Qdrant Edge, qdrant-client and in-memory in
+``hindsight.vectors``) runs the same checks, so they refuse the same inputs with the same
+errors: ids are canonical UUID strings, vectors are finite and of
 the index's dimension, every point names its tenant, and every search is scoped to one tenant.
 """
 
@@ -59,9 +60,7 @@ class SearchScope:
     @property
     def empty(self) -> bool:
         """True when the scope can match nothing (no namespace, no status or ``limit == 0``)."""
-        return (
-            not self.namespaces or not self.statuses or self.limit == 0 or self.kinds == []
-        )
+        return not self.namespaces or not self.statuses or self.limit == 0 or self.kinds == []
 
 
 def check_dimension(dimension: Any) -> int:
