@@ -1,8 +1,9 @@
-"""The docker compose deployment (issue 9 part 3, MISSION S10) without Docker.
+"""The docker compose deployment (docs/deploy.md) without Docker.
 
-Docker does not run here, so: docker-compose.yml, .env.example and the Dockerfile are parsed
-and checked (services, healthchecks, depends_on conditions, env names, bind mounts, ports,
-profiles, non-root user, command); the compose environment, resolved the way compose resolves
+Docker does not run here, so: docker-compose.yml (PostgreSQL with pgvector), its Qdrant option
+docker-compose.qdrant.yml, .env.example and the Dockerfile are parsed and checked (services,
+healthchecks, depends_on conditions, env names, bind mounts, ports, profiles, non-root user,
+command); the compose environment, resolved the way compose resolves
 it from .env.example, is accepted by MemoryConfig; every healthcheck command is run for real
 against a loopback server (the API's against ``hindsight serve`` in test_deploy_serve.py);
 ``docker-compose config`` and shellcheck check the files when they are installed.
@@ -29,8 +30,9 @@ from hindsight.config import MemoryConfig
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPO / "docker-compose.yml"
+QDRANT_FILE = REPO / "docker-compose.qdrant.yml"
 ENV_EXAMPLE = REPO / ".env.example"
-S10 = (
+SETTINGS = (
     "DATABASE_URL",
     "VECTOR_DB_URL",
     "LLM_API_KEY",
@@ -48,12 +50,24 @@ _REF = re.compile(
 
 
 # -- helpers: compose's own rules, applied to our files ------------------------------------
-def compose() -> dict[str, Any]:
-    return dict(yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8")))
+def compose(path: Path = COMPOSE_FILE) -> dict[str, Any]:
+    return dict(yaml.safe_load(path.read_text(encoding="utf-8")))
 
 
-def services() -> dict[str, Any]:
-    return dict(compose()["services"])
+def services(*, qdrant: bool = False) -> dict[str, Any]:
+    """The services of docker-compose.yml, with ``qdrant`` docker-compose.qdrant.yml merged
+    over it as compose merges files (mappings key by key: environment, depends_on)."""
+    merged = dict(compose()["services"])
+    if qdrant:
+        for name, spec in compose(QDRANT_FILE)["services"].items():
+            base = dict(merged.get(name, {}))
+            for key, value in spec.items():
+                if isinstance(value, dict) and isinstance(base.get(key), dict):
+                    base[key] = {**base[key], **value}
+                else:
+                    base[key] = value
+            merged[name] = base
+    return merged
 
 
 def env_file(path: Path, *, commented: bool = False) -> dict[str, str]:
@@ -103,10 +117,12 @@ def references(node: Any) -> set[str]:
     return set()
 
 
-def container_env(service: str, dotenv: Mapping[str, str]) -> dict[str, str]:
+def container_env(
+    service: str, dotenv: Mapping[str, str], *, qdrant: bool = False
+) -> dict[str, str]:
     """The environment compose gives ``service``: its env_file, then ``environment``
     (which wins), each value interpolated with ``dotenv`` (the project's .env)."""
-    spec = services()[service]
+    spec = services(qdrant=qdrant)[service]
     env: dict[str, str] = {}
     if spec.get("env_file"):
         env.update(dotenv)  # env_file: .env (our only env file), values taken literally
@@ -145,17 +161,18 @@ def healthcheck_command(spec: Mapping[str, Any]) -> list[str]:
 
 
 # -- docker-compose.yml --------------------------------------------------------------------
-def test_services_healthchecks_and_start_order() -> None:
-    svc = services()
-    assert set(svc) == {"hindsight-api", "hindsight-worker", "qdrant", "postgres", "ollama"}
-    for name in ("hindsight-api", "qdrant", "postgres", "ollama"):
+@pytest.mark.parametrize("qdrant", [False, True], ids=["pgvector", "qdrant"])
+def test_services_healthchecks_and_start_order(qdrant: bool) -> None:
+    svc = services(qdrant=qdrant)
+    extra = {"qdrant"} if qdrant else set()
+    assert set(svc) == {"hindsight-api", "hindsight-worker", "postgres", "ollama"} | extra
+    for name in ("hindsight-api", "postgres", "ollama", *extra):
         check = svc[name]["healthcheck"]
         assert check["test"][0] in ("CMD", "CMD-SHELL"), name
         assert {"interval", "timeout", "retries"} <= set(check), name
     api = svc["hindsight-api"]
     assert api["depends_on"] == {
-        "postgres": {"condition": "service_healthy"},
-        "qdrant": {"condition": "service_healthy"},
+        name: {"condition": "service_healthy"} for name in ("postgres", *extra)
     }
     assert svc["hindsight-worker"]["depends_on"] == {
         "hindsight-api": {"condition": "service_healthy"}
@@ -163,7 +180,7 @@ def test_services_healthchecks_and_start_order() -> None:
     assert svc["hindsight-worker"]["command"][:2] == ["hindsight", "worker"]
     assert api["command"] == SERVE_CMD
     assert api["ports"] == ["${HINDSIGHT_BIND:-127.0.0.1}:8710:8710"]  # loopback by default
-    assert all("ports" not in svc[n] for n in ("qdrant", "postgres", "ollama"))  # internal
+    assert all("ports" not in svc[n] for n in ("postgres", "ollama", *extra))  # internal
     # Optional services sit behind profiles; nothing that always runs waits for them.
     assert svc["ollama"]["profiles"] == ["local-llm"]
     assert svc["hindsight-worker"]["profiles"] == ["workers"]
@@ -174,14 +191,16 @@ def test_services_healthchecks_and_start_order() -> None:
 
 
 def test_images_are_pinned_and_data_is_bind_mounted() -> None:
-    svc = services()
-    assert svc["postgres"]["image"].startswith("postgres:16.")
-    for name in ("qdrant", "postgres", "ollama"):
+    svc = services(qdrant=True)
+    # PostgreSQL 16 with pgvector 0.8 (iterative index scans), pinned to both versions
+    assert re.fullmatch(r"pgvector/pgvector:0\.8\.\d+-pg16", svc["postgres"]["image"])
+    for name in ("qdrant", "ollama"):
         image = svc[name]["image"]
         _, _, tag = image.partition(":")
         assert re.fullmatch(r"v?\d+\.\d+(\.\d+)?", tag), f"{name}: pin a version, got {image}"
     assert svc["hindsight-api"]["build"] == "."
-    assert "volumes" not in compose()  # no named volumes: data lives in ./data on the host
+    for path in (COMPOSE_FILE, QDRANT_FILE):  # no named volumes: data lives in ./data
+        assert "volumes" not in compose(path)
     mounts = {n: s.get("volumes", []) for n, s in svc.items()}
     for name, volumes in mounts.items():
         for volume in volumes:
@@ -195,15 +214,17 @@ def test_images_are_pinned_and_data_is_bind_mounted() -> None:
 def test_env_names_secrets_and_env_example() -> None:
     documented = env_file(ENV_EXAMPLE, commented=True)
     active = env_file(ENV_EXAMPLE)
-    used = references(compose())
+    used = references(compose()) | references(compose(QDRANT_FILE))
     assert used <= set(documented), f"not in .env.example: {sorted(used - set(documented))}"
-    api_env = services()["hindsight-api"]["environment"]
-    missing = set(S10) - set(documented) - set(api_env)
-    assert not missing, f"S10 names neither in .env.example nor set by compose: {missing}"
-    assert {"DATABASE_URL", "VECTOR_DB_URL", "HINDSIGHT_API_KEYS"} <= set(api_env)
+    api_env = services(qdrant=True)["hindsight-api"]["environment"]
+    missing = set(SETTINGS) - set(documented) - set(api_env)
+    assert not missing, f"settings neither in .env.example nor set by compose: {missing}"
+    assert {"DATABASE_URL", "HINDSIGHT_API_KEYS"} <= set(services()["hindsight-api"]["environment"])
+    assert "VECTOR_DB_URL" not in services()["hindsight-api"]["environment"]  # pgvector
+    assert {"VECTOR_DB_URL", "VECTOR_DB_API_KEY"} <= set(api_env)
     assert services()["hindsight-api"]["env_file"] == ".env"
-    # Secrets are only referenced, never written into the compose file.
-    text = COMPOSE_FILE.read_text(encoding="utf-8")
+    # Secrets are only referenced, never written into the compose files.
+    text = COMPOSE_FILE.read_text(encoding="utf-8") + QDRANT_FILE.read_text(encoding="utf-8")
     for secret in ("POSTGRES_PASSWORD", "QDRANT_API_KEY", "HINDSIGHT_API_KEYS"):
         assert active[secret] not in text, secret
         assert f"${{{secret}:?" in text, f"{secret} must be required (${{{secret}:?...}})"
@@ -219,7 +240,7 @@ def test_env_names_secrets_and_env_example() -> None:
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for name in list(os.environ):
-        if name.startswith("HINDSIGHT_") or name in S10 or name in ("REVIEWER",):
+        if name.startswith("HINDSIGHT_") or name in SETTINGS or name in ("REVIEWER",):
             monkeypatch.delenv(name)
     return monkeypatch
 
@@ -230,16 +251,22 @@ def _config_from(env: Mapping[str, str], monkeypatch: pytest.MonkeyPatch) -> Mem
     return MemoryConfig()
 
 
-def test_compose_environment_is_accepted_by_memory_config(clean_env: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("qdrant", [False, True], ids=["pgvector", "qdrant"])
+def test_compose_environment_is_accepted_by_memory_config(
+    clean_env: pytest.MonkeyPatch, qdrant: bool
+) -> None:
     dotenv = env_file(ENV_EXAMPLE)
-    env = container_env("hindsight-api", dotenv)
-    assert env == container_env("hindsight-worker", dotenv)  # one configuration for both
+    env = container_env("hindsight-api", dotenv, qdrant=qdrant)
+    assert env == container_env("hindsight-worker", dotenv, qdrant=qdrant)  # one config
     config = _config_from(env, clean_env)
     assert config.sql_url() == (
         "postgresql+psycopg://hindsight:change-me-postgres@postgres:5432/hindsight"
     )
-    assert config.vector_db_url == "http://qdrant:6333"
-    assert config.vector_db_api_key == dotenv["QDRANT_API_KEY"]
+    if qdrant:
+        assert config.vector_db_url == "http://qdrant:6333"
+        assert config.vector_db_api_key == dotenv["QDRANT_API_KEY"]
+    else:  # pgvector in the PostgreSQL store
+        assert config.vector_db_url is None and config.vectors_in_sql()
     assert config.data_dir == Path("/data")
     assert (config.embedding_model, config.half_life_days, config.top_k) == ("hash", 30.0, 5)
     assert (config.reviewer, config.reflection_model, config.llm_base_url) == (
@@ -266,7 +293,9 @@ def test_required_secrets_fail_like_compose() -> None:
     for secret in ("POSTGRES_PASSWORD", "QDRANT_API_KEY", "HINDSIGHT_API_KEYS"):
         partial = {k: v for k, v in dotenv.items() if k != secret}
         with pytest.raises(MissingVariable, match=f"set {secret} in .env"):
-            container_env("hindsight-api", partial)
+            container_env("hindsight-api", partial, qdrant=True)
+    without_qdrant = {k: v for k, v in dotenv.items() if k != "QDRANT_API_KEY"}
+    assert container_env("hindsight-api", without_qdrant)  # only the Qdrant option needs it
 
 
 def test_interpolation_rules() -> None:
@@ -284,22 +313,29 @@ def _compose_cli() -> list[str] | None:
 
 
 def test_docker_compose_config_agrees(tmp_path: Path) -> None:
-    """``docker-compose config`` (Compose itself, when installed) accepts the file and
-    resolves the API's environment exactly as :func:`container_env` does."""
+    """``docker-compose config`` (Compose itself, when installed) accepts the file, alone and
+    with the Qdrant option, and resolves the API's environment exactly as
+    :func:`container_env` does."""
     cli = _compose_cli()
     if cli is None:
         pytest.skip("docker-compose is not installed (Debian: apt-get install docker-compose)")
     shutil.copy(COMPOSE_FILE, tmp_path / "docker-compose.yml")
+    shutil.copy(QDRANT_FILE, tmp_path / "docker-compose.qdrant.yml")
     shutil.copy(ENV_EXAMPLE, tmp_path / ".env")
-    done = subprocess.run(
-        [*cli, "config"], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    resolved = yaml.safe_load(done.stdout)["services"]
-    assert resolved["hindsight-api"]["environment"] == container_env(
-        "hindsight-api", env_file(ENV_EXAMPLE)
-    )
-    assert resolved["hindsight-api"]["depends_on"]["qdrant"] == {"condition": "service_healthy"}
+    for qdrant, files in (
+        (False, []),
+        (True, ["-f", "docker-compose.yml", "-f", QDRANT_FILE.name]),
+    ):
+        done = subprocess.run(
+            [*cli, *files, "config"],
+            cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        resolved = yaml.safe_load(done.stdout)["services"]
+        assert resolved["hindsight-api"]["environment"] == container_env(
+            "hindsight-api", env_file(ENV_EXAMPLE), qdrant=qdrant
+        )
+        assert ("qdrant" in resolved["hindsight-api"]["depends_on"]) is qdrant
     (tmp_path / ".env").write_text("POSTGRES_USER=x\n")  # required secrets missing
     done = subprocess.run(
         [*cli, "config"], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120
@@ -383,7 +419,7 @@ def _run(argv: list[str], **env: str) -> int:
 
 def test_qdrant_healthcheck_reads_readyz(http_server: Any) -> None:
     """The bash-only probe (the Qdrant image has no curl or wget) passes on 200 only."""
-    argv = healthcheck_command(services()["qdrant"])
+    argv = healthcheck_command(services(qdrant=True)["qdrant"])
     assert argv[0] == "bash"  # exec form: /dev/tcp is a bash feature, not sh's
     port = http_server.server_address[1]
     local = [a.replace("6333", str(port)) for a in argv]
@@ -408,7 +444,7 @@ def test_postgres_healthcheck_uses_pg_isready() -> None:
     env = {
         "POSTGRES_USER": str(parsed.username),
         "POSTGRES_DB": str(parsed.database),
-        "PGHOST": str(parsed.host),
+        "PGHOST": str(parsed.host or parsed.query.get("host")),  # a Unix socket's folder
         "PGPORT": str(parsed.port or 5432),
     }
     assert _run(argv, **env) == 0
@@ -468,5 +504,5 @@ def test_deploy_page_documents_every_setting() -> None:
         if choices and not set(choices) & rows:
             missing.append(f"{name} ({' / '.join(choices)})")
     missing += sorted(set(env_file(ENV_EXAMPLE, commented=True)) - rows)
-    missing += sorted({"HINDSIGHT_API_KEYS", "HINDSIGHT_API_KEYS_FILE", *S10} - rows)
+    missing += sorted({"HINDSIGHT_API_KEYS", "HINDSIGHT_API_KEYS_FILE", *SETTINGS} - rows)
     assert not missing, f"docs/deploy.md#configuration lacks: {missing}"

@@ -1,4 +1,4 @@
-"""The compose configuration path for real, without Docker (issue 9 part 3): ``hindsight
+"""The compose configuration path for real, without Docker: ``hindsight
 serve`` as the image runs it, with the hindsight-api service's environment resolved from
 .env.example, against a fresh PostgreSQL database on loopback; /health, /ready, API keys and
 the image's HEALTHCHECK command over real HTTP. (The Qdrant server of compose is replaced by
@@ -46,7 +46,7 @@ def _serve_env(database_url: str, data_dir: Path) -> dict[str, str]:
     # compose writes postgresql://...; the same plain scheme, to the test database.
     env["DATABASE_URL"] = database_url.replace("postgresql+psycopg://", "postgresql://", 1)
     env["HINDSIGHT_DATA_DIR"] = str(data_dir)
-    del env["VECTOR_DB_URL"], env["VECTOR_DB_API_KEY"]  # embedded shard instead of Qdrant
+    assert "VECTOR_DB_URL" not in env  # compose's default: the vectors in PostgreSQL (pgvector)
     return cli_env(None, **env)
 
 

@@ -5,12 +5,15 @@
 #
 # Run it from the folder of docker-compose.yml and .env, with the stack up. It writes
 #   BACKUP_DIR/hindsight.pgdump   pg_dump (custom format) of PostgreSQL: the source of truth,
-#                                 every experience with its embedding; run inside the postgres
-#                                 container, whose client matches the server
-#   BACKUP_DIR/qdrant.snapshot    a Qdrant snapshot of the collection (optional for a restore:
+#                                 every experience with its embedding (pgvector); run inside
+#                                 the postgres container, whose client matches the server
+#   BACKUP_DIR/qdrant.snapshot    with the Qdrant option (docker-compose.qdrant.yml) only: a
+#                                 snapshot of the collection (optional for a restore:
 #                                 restore.sh rebuilds the vectors from SQL without it)
 # Both are consistent on their own and safe while the API runs; the snapshot may be a few
 # seconds apart from the dump, which restore.sh reconciles (hindsight doctor --repair).
+# With the Qdrant option, name both files: COMPOSE="docker compose -f docker-compose.yml -f
+# docker-compose.qdrant.yml" (or set COMPOSE_FILE in .env).
 set -euo pipefail
 
 COMPOSE="${COMPOSE:-docker compose}"       # e.g. COMPOSE=docker-compose for Compose v1
@@ -29,10 +32,12 @@ if [ "$(head -c 5 "$OUT/hindsight.pgdump")" != "PGDMP" ]; then
     exit 1
 fi
 
-echo "taking a Qdrant snapshot" >&2
-NAME="$($COMPOSE exec -T hindsight-api python - create <"$HERE/qdrant_snapshot.py" | tr -d '\r')"
-cp "$SNAPSHOTS/$NAME" "$OUT/qdrant.snapshot"
-rm -f "$SNAPSHOTS/$NAME" "$SNAPSHOTS/$NAME.checksum"
+if $COMPOSE config --services | grep -qx qdrant; then
+    echo "taking a Qdrant snapshot" >&2
+    NAME="$($COMPOSE exec -T hindsight-api python - create <"$HERE/qdrant_snapshot.py" | tr -d '\r')"
+    cp "$SNAPSHOTS/$NAME" "$OUT/qdrant.snapshot"
+    rm -f "$SNAPSHOTS/$NAME" "$SNAPSHOTS/$NAME.checksum"
+fi
 
 echo "backup written to $OUT" >&2
 ls -l "$OUT" >&2

@@ -3,11 +3,12 @@
 #
 #   examples/deploy/restore.sh BACKUP_DIR
 #
-# Run it from the folder of docker-compose.yml and .env. It stops hindsight-api and the
-# workers, restores PostgreSQL in one transaction (all or nothing), recovers the Qdrant
+# Run it from the folder of docker-compose.yml and .env (with the Qdrant option, COMPOSE as in
+# backup.sh). It stops hindsight-api and the workers, restores PostgreSQL in one transaction
+# (all or nothing; with pgvector the vectors come back with the rows), recovers the Qdrant
 # snapshot when BACKUP_DIR has one, then `hindsight doctor --repair` rebuilds from SQL any
-# vector the snapshot lacks (or all of them without a snapshot) and removes the extra ones,
-# and starts the API again. What the store held before is replaced.
+# vector a Qdrant collection lacks (or all of them without a snapshot) and removes the extra
+# ones, and starts the API again. What the store held before is replaced.
 set -euo pipefail
 
 COMPOSE="${COMPOSE:-docker compose}"
