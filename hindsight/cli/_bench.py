@@ -1,5 +1,6 @@
-"""``hindsight bench``: benchmark the configured deployment (issue 10), and ``hindsight bench
-learning FILE``: what the review learns from a tau-bench file (issue 15); docs/benchmarks.md."""
+"""``hindsight bench``: benchmark the configured deployment, ``hindsight bench engines``:
+PostgreSQL + pgvector next to the embedded default, and ``hindsight bench learning FILE``: what
+the review learns from a tau-bench file; docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ TempDirOpt = Annotated[
 bench_app = HindsightTyper(
     name="bench",
     help="Benchmark the configured deployment (latency, ingest, end of a run, RSS, cold start);"
-    " `bench goals`: issue 20's goals with their anchors and ratios in one run;"
+    " `bench goals`: the write and recall goals with their anchors and ratios in one run;"
+    " `bench engines`: PostgreSQL + pgvector next to the embedded default;"
     " `bench learning FILE`: what the review learns from a tau-bench file.",
     invoke_without_command=True,
 )
@@ -96,7 +98,7 @@ def bench(
     if plot is not None:
         out_console.print(f"plot: {plot}", highlight=False, soft_wrap=True)
     out_console.print(
-        "issue 20's goals, each with its anchor and ratio in one run: hindsight bench goals",
+        "the write and recall goals, each with its anchor and ratio in one run: hindsight bench goals",
         highlight=False,
         soft_wrap=True,
     )
@@ -164,7 +166,7 @@ def bench_recall(
     as_json: JsonOpt = False,
 ) -> None:
     """Recall p50/p95 through Memory.recall next to the raw Qdrant Edge query with the same
-    filter, wall and CPU time, and their ratio (issue 20; docs/benchmarks.md). Temporary
+    filter, wall and CPU time, and their ratio (docs/benchmarks.md). Temporary
     embedded stores only (the configured EMBEDDING_MODEL)."""
     from hindsight.bench import recall_vs_edge, render_recall_lines
 
@@ -188,6 +190,69 @@ def bench_recall(
             for size, tenants in wanted
         ]
     show({"recall_vs_raw_edge": results}, as_json, render_recall_lines(results))
+
+
+@bench_app.command("engines")
+def bench_engines(
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            help="PostgreSQL with pgvector for the pgvector side (default: DATABASE_URL); "
+            "each layout in a schema of its own, dropped afterwards.",
+        ),
+    ] = None,
+    layouts: Annotated[
+        str,
+        typer.Option(
+            "--layouts",
+            help="size[xTENANTS], comma-separated: 100kx100 = 100,000 over 100 tenants.",
+        ),
+    ] = "10k,100k,100kx100",
+    embedding_model: Annotated[
+        str, typer.Option("--embedding-model", help="hash, or local (MiniLM), ...")
+    ] = "hash",
+    queries: Annotated[int, typer.Option("--queries", help="Timed recalls per repeat.")] = 200,
+    repeats: Annotated[int, typer.Option("--repeats", help="Repeats (medians over them).")] = 3,
+    ingest_batch: Annotated[
+        int, typer.Option("--ingest-batch", help="Lessons of the timed add_experiences batch.")
+    ] = 1000,
+    data_dir: TempDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recall p50/p95 (wall and CPU), public batch ingest and overlap@5 with an exact scan, on
+    PostgreSQL + pgvector and on the embedded default (SQLite + Qdrant Edge), same data, one
+    run (docs/benchmarks.md)."""
+    import os
+
+    from hindsight.bench._engines import engines_side_by_side, render_engine_lines
+
+    url = database_url or os.environ.get("HINDSIGHT_DATABASE_URL") or os.environ.get("DATABASE_URL")
+    if not url or not url.startswith(("postgres", "postgresql")):
+        raise fail(
+            "bench engines needs a PostgreSQL database with pgvector: --database-url or "
+            "DATABASE_URL (docs/deploy.md#postgresql-and-pgvector)",
+            2,
+        )
+    try:
+        wanted = _parse_layouts(layouts)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    if not 1 <= queries <= 100_000 or not 1 <= repeats <= 1000 or not ingest_batch >= 1:
+        raise fail("--queries must be in 1..100000, --repeats in 1..1000, --ingest-batch >= 1", 2)
+    _check_temp_dir(data_dir)
+    with guarded():
+        report = engines_side_by_side(
+            url,
+            layouts=wanted,
+            embedding_model=embedding_model,
+            queries=queries,
+            repeats=repeats,
+            ingest_batch=ingest_batch,
+            parent=data_dir,
+            progress=say_to_stderr("engines"),
+        )
+    show({"engines": report}, as_json, render_engine_lines(report))
 
 
 def _parse_layouts(text: str) -> list[tuple[int, int]]:
