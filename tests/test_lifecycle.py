@@ -7,6 +7,7 @@ import threading
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -320,10 +321,16 @@ def test_compression_over_the_cap(tmp_path: Path, database_url: str) -> None:
 
 
 def test_doctor_finds_and_repairs_vectors(tmp_path: Path, database_url: str) -> None:
+    """An index kept apart from SQL (the embedded Edge shard) that lost a point, holds an
+    orphan and a stale payload; with pgvector (the points are the rows) a row whose
+    embedding is missing."""
     with hash_memory(tmp_path, database_url) as mem:
         a = mem.add_experience("check the cache first", tenant_id="t")
         b = mem.add_experience("retry the payment API once", tenant_id="t")
         assert all(f.ok for f in mem.doctor())
+        if database_url.startswith("postgresql"):
+            _doctor_embeds_a_row_without_its_vector(mem, a.id)
+            return
         index = mem.aio.index
         index.delete([a.id])  # a lost vector
         orphan = str(uuid.uuid4())
@@ -357,6 +364,27 @@ def test_doctor_finds_and_repairs_vectors(tmp_path: Path, database_url: str) -> 
         hits = mem.recall("check the cache first", tenant_id="t", similarity_floor=-1).hits
         assert a.id in [h.experience.id for h in hits]
         assert index.count("t") == 2
+
+
+def _doctor_embeds_a_row_without_its_vector(mem: Any, exp_id: str) -> None:
+    import sqlalchemy as sa
+
+    found = {f.name: f for f in mem.doctor()}
+    assert found["vector_index"].message.startswith("pgvector 0.8"), found["vector_index"]
+    assert "missing_vectors" not in found  # nothing to compare: the vectors are the rows
+    with mem.aio.store._tx(write=True) as conn:  # a row as a hand edit could leave it
+        conn.execute(
+            sa.text("UPDATE experiences SET embedding = NULL WHERE id = :i"), {"i": exp_id}
+        )
+    found = {f.name: f for f in mem.doctor()}
+    assert not found["embedding_model"].ok and found["embedding_model"].ids == [exp_id]
+    lost = mem.recall("check the cache first", tenant_id="t", similarity_floor=-1).hits
+    assert exp_id not in [h.experience.id for h in lost]
+    fixed = {f.name: f for f in mem.doctor(repair=True)}
+    assert fixed["embedding_model"].repaired == 1
+    assert all(f.ok for f in mem.doctor())
+    hits = mem.recall("check the cache first", tenant_id="t", similarity_floor=-1).hits
+    assert exp_id in [h.experience.id for h in hits]
 
 
 def test_explain_names_filters_but_never_other_tenants(tmp_path: Path, database_url: str) -> None:
