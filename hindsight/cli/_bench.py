@@ -98,7 +98,8 @@ def bench(
     if plot is not None:
         out_console.print(f"plot: {plot}", highlight=False, soft_wrap=True)
     out_console.print(
-        "the write and recall goals, each with its anchor and ratio in one run: hindsight bench goals",
+        "the write and recall goals, each with its anchor and ratio in one run: "
+        "hindsight bench goals",
         highlight=False,
         soft_wrap=True,
     )
