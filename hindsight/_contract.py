@@ -1,5 +1,11 @@
-"""The input contract of the public API: the checked argument types, and how a failed check
-becomes one line for the caller.
+"""The input contract of the public API: the checked argument types, the one table of limits
+(``MAX_QUERY_CHARS``, ``MAX_CONTENT_CHARS``, ``MAX_LABELS``, ``MAX_BATCH_ITEMS``,
+``MAX_NAME_CHARS``, the integer and number ranges) and spellings (``source``: every spelling
+of :data:`hindsight.models.PROVENANCE_SPELLINGS`; ``kind``, ``status``, ``order``), and how a
+failed check becomes one line for the caller, with the field it is about
+(``UsageError.field``). Python, HTTP (the request schemas), MCP (the tool signatures) and the
+CLI (its options and the settings, :func:`hindsight.config.load_config`) all check with these
+types, so one value gets one answer everywhere (docs/concepts.md#the-input-contract).
 
 Every type below is an ``Annotated`` type whose validator is *the* check of that argument: the
 one check and the one message the API has always used (``validate_tenant`` for a tenant,
@@ -29,11 +35,11 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PlainValidator, TypeAdapter, ValidationError
+from pydantic import BeforeValidator, Field, PlainValidator, TypeAdapter, ValidationError
 
 from hindsight._errors import HindsightError, UsageError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
@@ -51,9 +57,15 @@ from hindsight.models import (
 
 __all__ = [
     "EXPERIENCE_ORDERS",
+    "MAX_BATCH_ITEMS",
+    "MAX_CONTENT_CHARS",
+    "MAX_LABELS",
+    "MAX_NAME_CHARS",
+    "MAX_QUERY_CHARS",
     "AsOf",
     "Confidence",
     "ConfidenceDelta",
+    "Content",
     "Cursor",
     "ExperienceId",
     "ExperienceOrder",
@@ -63,7 +75,9 @@ __all__ = [
     "Limit",
     "Namespace",
     "Namespaces",
+    "OffByDefault",
     "Offset",
+    "OnByDefault",
     "OptionalTenantId",
     "OptionalTopK",
     "OutcomeFilter",
@@ -72,12 +86,16 @@ __all__ = [
     "Source",
     "Status",
     "Success",
+    "Tags",
     "TaskKey",
     "TaskType",
     "TenantId",
     "TokenBudget",
+    "ToolName",
+    "Tools",
     "TopK",
     "TrajectoryId",
+    "batch_size",
     "check",
     "error_location",
     "forget_filter",
@@ -105,16 +123,92 @@ def _trajectory_id(value: Any) -> str:
 def _namespaces(value: Any) -> list[str]:
     names = [value] if isinstance(value, str) else value
     if not names:
-        raise UsageError("namespace must name at least one namespace")
+        raise UsageError("namespace must name at least one namespace", field="namespace")
     return list(dict.fromkeys(validate_namespace(n) for n in names))
 
 
 def _query(value: Any) -> str:
     if not isinstance(value, str):
-        raise UsageError(f"query must be a string, got {type(value).__name__}")
+        raise UsageError(f"query must be a string, got {type(value).__name__}", field="query")
+    if len(value) > MAX_QUERY_CHARS:
+        raise UsageError(
+            f"query must be at most {MAX_QUERY_CHARS} characters (send the task or the latest "
+            f"message, not a whole document), got {len(value)}",
+            field="query",
+        )
     return clean_text(value, "query")
 
 
+def _content(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        got = f"{value!r:.40}" if isinstance(value, str) else type(value).__name__
+        raise UsageError(f"content must be a non-empty string, got {got}", field="content")
+    if len(value) > MAX_CONTENT_CHARS:
+        raise UsageError(
+            f"content must be at most {MAX_CONTENT_CHARS} characters (a lesson is a sentence "
+            f"or a few), got {len(value)}",
+            field="content",
+        )
+    return value
+
+
+def _labels_of(name: str) -> Any:
+    def check_labels(value: Any) -> list[str]:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            labels = [value]
+        elif isinstance(value, Iterable) and not isinstance(value, Mapping | bytes):
+            labels = list(value)
+        else:
+            labels = [value]
+        if not all(isinstance(t, str) for t in labels):
+            raise UsageError(f"{name} must be a list of strings", field=name)
+        if len(labels) > MAX_LABELS:
+            raise UsageError(
+                f"{name} must be at most {MAX_LABELS} strings, got {len(labels)}", field=name
+            )
+        return [clean_text(t, name) for t in labels]
+
+    return check_labels
+
+
+def batch_size(items: Any) -> Any:
+    """``items`` when it is a list of at most :data:`MAX_BATCH_ITEMS` (anything that is not a
+    list is left to the caller's own check).
+
+    Raises:
+        UsageError: ``items must be a list of at most 1000 lessons (send several batches)``.
+    """
+    sized = isinstance(items, Sequence) and not isinstance(items, str | bytes)
+    if sized and len(items) > MAX_BATCH_ITEMS:
+        raise UsageError(
+            f"items must be a list of at most {MAX_BATCH_ITEMS} lessons (send several "
+            f"batches), got {len(items)}",
+            field="items",
+        )
+    return items
+
+
+def _tool_name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS:
+        raise UsageError(
+            f"tool must be a tool name of 1..{MAX_NAME_CHARS} characters, got {value!r:.60}",
+            field="tool",
+        )
+    return value
+
+
+MAX_QUERY_CHARS = 100_000
+"""Longest recall query, in characters (a task or a message; embedders read a few thousand)."""
+MAX_CONTENT_CHARS = 100_000
+"""Longest lesson text, in characters."""
+MAX_LABELS = 100
+"""Most tags (or tools) of one lesson or one recall."""
+MAX_BATCH_ITEMS = 1000
+"""Most lessons in one ``add_experiences`` batch (Python, HTTP, MCP)."""
+MAX_NAME_CHARS = 200
+"""Longest tenant, namespace, task type or tool name."""
 MIN_TOKEN_BUDGET = 150
 """The smallest rendered block that holds its header, its closing line and one short item
 (the header and the closing line take about 65 estimated tokens)."""
@@ -138,7 +232,9 @@ def integer(value: Any, name: str, low: int, high: int) -> int:
     elif isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise UsageError(f"{name} must be an integer from {low} to {high}, got {got!r:.40}")
+        raise UsageError(
+            f"{name} must be an integer from {low} to {high}, got {got!r:.40}", field=name
+        )
     return value
 
 
@@ -163,7 +259,9 @@ def number(value: Any, name: str, low: float, high: float) -> float:
         or not math.isfinite(value)
         or not low <= value <= high
     ):
-        raise UsageError(f"{name} must be a number from {low:g} to {high:g}, got {got!r:.40}")
+        raise UsageError(
+            f"{name} must be a number from {low:g} to {high:g}, got {got!r:.40}", field=name
+        )
     return float(value)
 
 
@@ -205,21 +303,14 @@ def _cursor(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not 0 < len(value.strip()) <= MAX_CURSOR:
-        raise UsageError(BAD_CURSOR)
+        raise UsageError(BAD_CURSOR, field="cursor")
     return value.strip()
 
 
 def _task_type(value: Any) -> str | None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise UsageError("task_type must be a non-empty string or None")
+        raise UsageError("task_type must be a non-empty string or None", field="task_type")
     return None if value is None else refuse_invalid(value, "task_type")
-
-
-def _labels(value: Any) -> list[str]:
-    labels = [value] if isinstance(value, str) else list(value)
-    if not all(isinstance(t, str) for t in labels):
-        raise UsageError("tags and tools must be strings")
-    return [clean_text(t, "tags") for t in labels]
 
 
 def _limit(value: Any) -> int:
@@ -231,12 +322,12 @@ def _status(value: Any) -> ExperienceStatus:
         return ExperienceStatus(value)
     except ValueError:
         names = ", ".join(s.value for s in ExperienceStatus)
-        raise UsageError(f"status must be one of {names}") from None
+        raise UsageError(f"status must be one of {names}", field="status") from None
 
 
 def _success(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise UsageError(f"success must be True or False, got {value!r}")
+        raise UsageError(f"success must be True or False, got {value!r}", field="success")
     return value
 
 
@@ -244,7 +335,7 @@ def _task_key(value: Any) -> str | None:
     try:
         return validate_task_key(value)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(str(exc), field="task_key") from None
 
 
 def _outcome(value: Any) -> Outcome | None:
@@ -254,7 +345,9 @@ def _outcome(value: Any) -> Outcome | None:
         return Outcome(value)
     except ValueError:
         names = ", ".join(o.value for o in Outcome)
-        raise UsageError(f"outcome must be one of {names}, got {value!r:.40}") from None
+        raise UsageError(
+            f"outcome must be one of {names}, got {value!r:.40}", field="outcome"
+        ) from None
 
 
 EXPERIENCE_ORDERS = ("confidence", "created")
@@ -266,7 +359,7 @@ def _order(value: Any) -> str:
         return EXPERIENCE_ORDERS[0]
     if not isinstance(value, str) or value not in EXPERIENCE_ORDERS:
         names = ", ".join(EXPERIENCE_ORDERS)
-        raise UsageError(f"order must be one of {names}, got {value!r:.40}")
+        raise UsageError(f"order must be one of {names}, got {value!r:.40}", field="order")
     return value
 
 
@@ -279,10 +372,11 @@ def _as_of(value: Any) -> datetime | None:
         except ValueError:
             raise UsageError(
                 f"as_of must be an ISO 8601 date or date-time (e.g. 2026-12-31T00:00:00Z), "
-                f"got {value!r:.60}"
+                f"got {value!r:.60}",
+                field="as_of",
             ) from None
     if not isinstance(value, datetime):
-        raise UsageError(f"as_of must be a datetime, got {type(value).__name__}")
+        raise UsageError(f"as_of must be a datetime, got {type(value).__name__}", field="as_of")
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
@@ -292,7 +386,7 @@ def _source(value: Any) -> Provenance:
     try:
         return provenance_of(value)
     except ValueError as err:
-        raise UsageError(str(err)) from None
+        raise UsageError(str(err), field="source") from None
 
 
 def _kind(value: Any) -> ExperienceKind:
@@ -302,7 +396,7 @@ def _kind(value: Any) -> ExperienceKind:
         except ValueError:
             pass
     names = ", ".join(k.value for k in ExperienceKind)
-    raise UsageError(f"kind must be one of {names}, got {value!r:.40}")
+    raise UsageError(f"kind must be one of {names}, got {value!r:.40}", field="kind")
 
 
 SOURCE_SPELLINGS = (*(p.value for p in Provenance), *PROVENANCE_SPELLINGS)
@@ -325,8 +419,14 @@ ExperienceId = Annotated[str, PlainValidator(_experience_id, json_schema_input_t
 """An experience id: any UUID form (braces, upper case), as the canonical lower-case string."""
 TrajectoryId = Annotated[str, PlainValidator(_trajectory_id, json_schema_input_type=str)]
 """A trajectory id: any UUID form, as the canonical lower-case string."""
-Query = Annotated[str, PlainValidator(_query, json_schema_input_type=str)]
-"""A recall query: a string (may be empty in task_type mode)."""
+Query = Annotated[
+    str,
+    PlainValidator(
+        _query, json_schema_input_type=Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
+    ),
+]
+"""A recall query: a string of at most :data:`MAX_QUERY_CHARS` characters (may be empty in
+task_type mode)."""
 
 
 def _range(low: int, high: int) -> Any:
@@ -379,8 +479,45 @@ Cursor = Annotated[
 for the first page (:mod:`hindsight._paging`; the listing checks it is one of its own)."""
 TaskType = Annotated[str | None, PlainValidator(_task_type, json_schema_input_type=str | None)]
 """An exact task_type filter: a non-empty string, or ``None`` for none."""
-Labels = Annotated[list[str], PlainValidator(_labels, json_schema_input_type=list[str])]
-"""Tags or tools: strings (one string is a list of one)."""
+_LABELS_SCHEMA = Annotated[list[str], Field(max_length=MAX_LABELS)]
+Tags = Annotated[
+    list[str], PlainValidator(_labels_of("tags"), json_schema_input_type=_LABELS_SCHEMA | None)
+]
+"""Tags: at most :data:`MAX_LABELS` strings (one string is a list of one; ``None``: none)."""
+Tools = Annotated[
+    list[str], PlainValidator(_labels_of("tools"), json_schema_input_type=_LABELS_SCHEMA | None)
+]
+"""Tools: at most :data:`MAX_LABELS` strings (one string is a list of one; ``None``: none)."""
+Labels = Tags
+"""Tags or tools (an older name of :data:`Tags`)."""
+
+
+def _or(default: bool) -> Any:
+    return lambda value: default if value is None else value
+
+
+OnByDefault = Annotated[bool, BeforeValidator(_or(True), json_schema_input_type=bool | None)]
+"""An optional switch that is on unless turned off: ``true``/``false``, ``null`` = ``true``
+(every optional argument of HTTP and MCP takes ``null`` for its default)."""
+OffByDefault = Annotated[bool, BeforeValidator(_or(False), json_schema_input_type=bool | None)]
+"""An optional switch that is off unless turned on: ``true``/``false``, ``null`` = ``false``."""
+Content = Annotated[
+    str,
+    PlainValidator(
+        _content,
+        json_schema_input_type=Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS)],
+    ),
+]
+"""A lesson's text: a non-blank string of at most :data:`MAX_CONTENT_CHARS` characters, kept
+exactly as sent ("null" and "N/A" are text like any other)."""
+ToolName = Annotated[
+    str,
+    PlainValidator(
+        _tool_name,
+        json_schema_input_type=Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)],
+    ),
+]
+"""The name of a tool a call is about: 1..:data:`MAX_NAME_CHARS` characters."""
 Limit = Annotated[int, PlainValidator(_limit, json_schema_input_type=_range(1, 10000) | None)]
 """How many rows a list returns: 1 to 10000 (``None``: :data:`DEFAULT_LIMIT`, 100)."""
 Source = Annotated[

@@ -4,13 +4,13 @@ Every exception the library raises on purpose derives from :class:`HindsightErro
 
     HindsightError
     +-- UsageError (also ValueError)          the caller passed something wrong; fix the call
-    |   +-- TenantRequiredError               a tenant filter was empty or missing (case C17)
+    |   +-- TenantRequiredError               a tenant filter was empty or missing
     |   +-- InvalidTrajectoryError            a trajectory/log could not be parsed or validated
     |   +-- MemoryClosedError                 the memory was closed; open a new one
     +-- NotFoundError (also LookupError)      an id names nothing (in this tenant)
     +-- StoreError                            the storage layer failed at run time
-    |   +-- EmbedderMismatchError             store opened with another embedding model (case C07)
-    |   +-- StoreLockedError                  another live process owns the embedded store (C09)
+    |   +-- EmbedderMismatchError             store opened with another embedding model
+    |   +-- StoreLockedError                  another live process owns the embedded store
     +-- EmbeddingError                        an embedder failed to produce vectors
     +-- ReviewError                           a review could not produce lessons
     +-- AuthenticationError                   HTTP client: the API key is missing or unknown (401)
@@ -44,14 +44,22 @@ class HindsightError(Exception):
 
 
 class UsageError(HindsightError, ValueError):
-    """The caller passed an invalid argument. The message says which one and why."""
+    """The caller passed an invalid argument. The message says which one and why.
+
+    ``field``: the argument (or dotted path inside it, ``items.3.source``) the message is
+    about, when one is; HTTP and MCP report it as the error's ``field``.
+    """
+
+    def __init__(self, message: str = "", *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class TenantRequiredError(UsageError):
     """A tenant id was ``None``, empty, blank or not a string.
 
     Every read, write and delete is scoped to exactly one tenant; an empty filter is never
-    treated as "all tenants" (MISSION S9, cases C02 and C17).
+    treated as "all tenants" (docs/concepts.md#tenants-and-namespaces-s9).
     """
 
 
@@ -76,14 +84,14 @@ class StoreError(HindsightError):
 
 
 class EmbedderMismatchError(StoreError):
-    """The data dir was built with another embedding model or dimension (case C07).
+    """The data dir was built with another embedding model or dimension.
 
     Raised at open, naming both models and the command that rebuilds the vectors.
     """
 
 
 class StoreLockedError(StoreError):
-    """Another live process holds the embedded data dir (case C09).
+    """Another live process holds the embedded data dir.
 
     The message names that process (pid, host, command) and says how to share one store
     between processes: run ``hindsight serve`` and connect through HTTP or MCP.

@@ -27,7 +27,7 @@ def normalize_id(value: Any, what: str = "id") -> str:
     """Return ``value`` as a canonical lower-case UUID string.
 
     Accepts a :class:`uuid.UUID`, or a string in any case, with or without braces, dashes or the
-    ``urn:uuid:`` prefix (case C03).
+    ``urn:uuid:`` prefix.
 
     Raises:
         UsageError: ``value`` is not a UUID; the message names ``what``.
@@ -46,8 +46,8 @@ def validate_tenant(tenant_id: Any) -> str:
     """Check a tenant id and return it stripped.
 
     A tenant is a non-empty string of at most 200 characters, valid Unicode without NUL
-    (:mod:`hindsight._text`). ``None``, ``""``, blanks, lists
-    and other types are refused, never read as "all tenants" (MISSION S9, cases C02/C17).
+    (:mod:`hindsight._text`). ``None``, ``""``, blanks, lists and other types are refused,
+    never read as "all tenants" (docs/concepts.md, tenants and namespaces).
 
     Raises:
         TenantRequiredError: the tenant is missing, empty or not a string.
@@ -66,8 +66,7 @@ def validate_tenant(tenant_id: Any) -> str:
     bad = invalid_char(value)
     if bad is not None:
         raise TenantRequiredError(
-            f"tenant_id contains {bad[1]} at position {bad[0]}; send valid Unicode text "
-            "without NUL"
+            f"tenant_id contains {bad[1]} at position {bad[0]}; send valid Unicode text without NUL"
         )
     return value
 
@@ -80,7 +79,9 @@ def validate_namespace(namespace: Any) -> str:
         UsageError: the namespace is empty or not a string.
     """
     if not isinstance(namespace, str) or not namespace.strip():
-        raise UsageError(f"namespace must be a non-empty string, got {namespace!r:.80}")
+        raise UsageError(
+            f"namespace must be a non-empty string, got {namespace!r:.80}", field="namespace"
+        )
     if len(namespace) > 200:
-        raise UsageError("namespace must be at most 200 characters")
+        raise UsageError("namespace must be at most 200 characters", field="namespace")
     return refuse_invalid(namespace.strip(), "namespace")

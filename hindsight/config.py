@@ -11,12 +11,25 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hindsight._contract import (
+    MAX_TOKEN_BUDGET,
+    MIN_TOKEN_BUDGET,
+    integer,
+    validation_message,
+)
+from hindsight._errors import UsageError
 from hindsight.models import ExperienceKind
 
-__all__ = ["DEFAULT_KIND_BONUS", "MemoryConfig", "RecallWeights", "default_data_dir"]
+__all__ = [
+    "DEFAULT_KIND_BONUS",
+    "MemoryConfig",
+    "RecallWeights",
+    "default_data_dir",
+    "load_config",
+]
 
 
 def default_data_dir() -> Path:
@@ -174,6 +187,16 @@ class MemoryConfig(BaseSettings):
         default=10.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_DRAIN_TIMEOUT")
     )
 
+    @field_validator("top_k", mode="before")
+    @classmethod
+    def _check_top_k(cls, value: Any) -> int:
+        return integer(value, "top_k", 1, 1000)  # the same rule as the argument
+
+    @field_validator("token_budget", mode="before")
+    @classmethod
+    def _check_token_budget(cls, value: Any) -> int:
+        return integer(value, "token_budget", MIN_TOKEN_BUDGET, MAX_TOKEN_BUDGET)
+
     @field_validator("kind_bonus")
     @classmethod
     def _check_kind_bonus(cls, value: dict[str, float]) -> dict[str, float]:
@@ -212,3 +235,17 @@ class MemoryConfig(BaseSettings):
         """True when the SQL store keeps the searchable vectors itself: PostgreSQL (pgvector)
         without ``VECTOR_DB_URL``."""
         return self.vector_db_url is None and not self.sql_url().startswith("sqlite")
+
+
+def load_config(**overrides: Any) -> MemoryConfig:
+    """The :class:`MemoryConfig` of the environment with ``overrides`` (field names).
+
+    Raises:
+        UsageError: one line naming the setting (its environment variable when it came from
+            one) and what is wrong: ``invalid configuration: HINDSIGHT_TOKEN_BUDGET:
+            token_budget must be an integer from 150 to 1000000, got '0'``.
+    """
+    try:
+        return MemoryConfig(**overrides)
+    except ValidationError as err:
+        raise UsageError(f"invalid configuration: {validation_message(err)}") from None

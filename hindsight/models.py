@@ -479,9 +479,8 @@ class Experience(_Model):
     @field_validator("content")
     @classmethod
     def _content_not_blank(cls, value: str) -> str:
-        text = value.strip()
-        if not text or text.lower() in {"none", "null", "n/a"}:
-            raise ValueError("experience content must be a non-empty lesson")
+        if not value.strip():
+            raise ValueError("content must be a non-empty string")
         return value  # stored exactly as sent (docs/concepts.md): blank is checked, never trimmed
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "VectorIndex",
     "VectorPoint",
     "WritableVectorIndex",
+    "embedded",
     "epoch_us",
     "from_epoch_us",
 ]
@@ -66,6 +67,40 @@ class Embedder(Protocol):
             EmbeddingError: the model or provider failed.
         """
         ...
+
+
+def embedded(embedder: Any, texts: Sequence[str], what: str) -> FloatMatrix:
+    """``embedder.embed(texts)``, checked against the :class:`Embedder` contract: one finite
+    row of ``embedder.dimension`` values per text. The engine embeds every write and query
+    through it, so a broken embedder is named at once, with what it was embedding, instead of
+    failing later inside the vector index.
+
+    Args:
+        what: what the texts are, for the message: ``"content"``, ``"query"``, ...
+
+    Raises:
+        EmbeddingError: ``embedder 'x' returned NaN or infinite values for the content of
+            item 0 of 2: nothing was written; ...``, or an array of the wrong shape; the
+            embedder's own errors pass through.
+    """
+    from hindsight._errors import EmbeddingError
+
+    name = getattr(embedder, "name", type(embedder).__name__)
+    vectors = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+    width = getattr(embedder, "dimension", vectors.shape[-1] if vectors.ndim == 2 else -1)
+    if vectors.shape != (len(texts), width):
+        raise EmbeddingError(
+            f"embedder {name!r} returned an array of shape {vectors.shape} for the {what} "
+            f"(expected {(len(texts), width)}: one row per text); check the embedder"
+        )
+    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+    if bad.size:
+        where = f"the {what}" if len(texts) == 1 else f"the {what} of item {bad[0]}"
+        raise EmbeddingError(
+            f"embedder {name!r} returned NaN or infinite values for {where}: nothing was "
+            "stored or searched; check the embedder (its model or provider answered garbage)"
+        )
+    return vectors
 
 
 PAYLOAD_VERSION = 1

@@ -157,7 +157,7 @@ def test_batch_stays_in_its_tenant(tmp_path: Path, database_url: str) -> None:
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ({"content": ""}, "item 2: content:"),
+        ({"content": ""}, "item 2: content must be a non-empty string"),
         ({"content": "x", "confidence": 1.5}, "item 2: confidence must be a number from 0 to 1"),
         ({"content": "x", "kind": "nonsense"}, "item 2: kind must be one of"),
         ({"content": "x", "source": 3}, "item 2: source must be one of"),

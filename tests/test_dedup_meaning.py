@@ -41,6 +41,7 @@ class SameVector:
 
     name = "same-vector-8"
     dimension = 8
+    similarity_floor = 0.0
 
     def embed(self, texts: Sequence[str]) -> Any:
         row = np.zeros(self.dimension, dtype=np.float32)

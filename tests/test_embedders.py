@@ -555,7 +555,7 @@ def test_local_model_by_path_and_missing_path() -> None:
         SentenceTransformerEmbedder("sentence-transformers/hindsight-no-such-model")
 
 
-# --- input limits (issue 18 item 4) -----------------------------------------------------------
+# --- input limits -----------------------------------------------------------
 
 
 class LimitedProvider(FakeProvider):
@@ -579,7 +579,9 @@ class LimitedProvider(FakeProvider):
 
 
 @pytest.mark.parametrize("limit", [100, 2000])
-def test_litellm_truncates_what_the_provider_refuses_as_too_long(limit: int) -> None:
+def test_litellm_truncates_what_the_provider_refuses_as_too_long(
+    limit: int, caplog: pytest.LogCaptureFixture
+) -> None:
     fake = LimitedProvider(limit)
     with respx.mock(assert_all_called=False) as router:
         router.post(EMBEDDINGS_URL).mock(side_effect=fake)
@@ -596,9 +598,12 @@ def test_litellm_truncates_what_the_provider_refuses_as_too_long(limit: int) -> 
         embedder.embed(["z" * (limit * 10)])  # the learned length is used at once
         assert len(fake.requests) - len(fake.inputs) == refused
         assert embedder.truncated == 3
+    # the one warning says the limit it learned, never "None"
+    (warning,) = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]
+    assert "None" not in warning and "characters (learned from the provider" in warning
 
 
-def test_litellm_limit_from_the_model_info_and_given() -> None:
+def test_litellm_limit_from_the_model_info_and_given(caplog: pytest.LogCaptureFixture) -> None:
     assert LiteLLMEmbedder("text-embedding-3-small").max_input_tokens == 8191
     given = LiteLLMEmbedder(
         "openai/x", api_base=API_BASE, api_key="k", max_input_tokens=50, dimension=8
@@ -608,6 +613,8 @@ def test_litellm_limit_from_the_model_info_and_given() -> None:
         router.post(EMBEDDINGS_URL).mock(side_effect=fake)
         given.embed(["word " * 500])
     assert len(fake.inputs[0][0]) <= 50 * 4 and given.truncated == 1
+    (warning,) = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]
+    assert warning.endswith("truncated to 50 tokens") and "None" not in warning
     with pytest.raises(UsageError, match="max_input_tokens"):
         LiteLLMEmbedder("openai/x", max_input_tokens=0)
 

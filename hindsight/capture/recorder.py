@@ -19,6 +19,7 @@ from hindsight._contract import Source, check
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
 from hindsight.capture.ingest._common import expected_action
+from hindsight.clock import SystemClock, utc_clock
 from hindsight.models import (
     Event,
     EventStatus,
@@ -28,7 +29,6 @@ from hindsight.models import (
     OutcomeEvidence,
     Provenance,
     Trajectory,
-    utcnow,
     validate_task_key,
 )
 
@@ -74,7 +74,8 @@ class RunRecorder:
     """Records one run as a :class:`~hindsight.models.Trajectory`.
 
     Create it with ``Memory.record(...)`` / ``AsyncMemory.record(...)``, not directly. Every
-    method returns the :class:`~hindsight.models.Event` it appended.
+    method returns the :class:`~hindsight.models.Event` it appended. The run's start, end and
+    event times come from ``clock`` (the memory's clock: docs/concepts.md#the-clock).
 
     Attributes:
         trajectory_id: the id the stored trajectory will have (usable for ``record_outcome``
@@ -97,6 +98,7 @@ class RunRecorder:
         task_key: str | None = None,
         finish: Callable[[Trajectory], Any] | None = None,
         afinish: Callable[[Trajectory], Awaitable[Any]] | None = None,
+        clock: Any = None,
     ) -> None:
         if not isinstance(task, str):
             raise UsageError(f"task must be a string, got {type(task).__name__}")
@@ -114,7 +116,8 @@ class RunRecorder:
         self._events: list[Event] = []
         self._outcome: Outcome = Outcome.UNKNOWN
         self._reward: float | None = None
-        self._started = utcnow()
+        self._clock = utc_clock(clock if clock is not None else SystemClock())
+        self._started = self._clock.now()
         self._open_calls: dict[str, tuple[str, float]] = {}
         self._finish = finish
         self._afinish = afinish
@@ -136,6 +139,7 @@ class RunRecorder:
     def _add(self, event_type: EventType, content: Any = "", **fields: Any) -> Event:
         if self._closed:
             raise UsageError("this run has ended; start a new one with memory.record(...)")
+        fields.setdefault("timestamp", self._clock.now())
         event = Event(
             trajectory_id=self.trajectory_id, event_type=event_type, content=content, **fields
         )
@@ -309,7 +313,7 @@ class RunRecorder:
             reward=self._reward,
             source=self._source,
             started_at=self._started,
-            ended_at=utcnow(),
+            ended_at=self._clock.now(),
             events=self._events,
             metadata=self._metadata,
             system_prompt=self.system_prompt,

@@ -4,6 +4,7 @@ of its fields (what ``store_episode`` takes from Python, HTTP and MCP alike)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,8 +16,12 @@ from hindsight.models import Trajectory
 __all__ = ["coerce_trajectory"]
 
 
-def coerce_trajectory(trajectory: Trajectory | Mapping[str, Any]) -> Trajectory:
-    """``trajectory`` itself, or the Trajectory its fields describe.
+def coerce_trajectory(
+    trajectory: Trajectory | Mapping[str, Any], now: datetime | None = None
+) -> Trajectory:
+    """``trajectory`` itself, or the Trajectory its fields describe; ``now`` (the memory's
+    clock) is the ``started_at`` of a dict without one and the ``timestamp`` of its events
+    given as dicts without one.
 
     Raises:
         InvalidTrajectoryError: not a Trajectory nor a dict, or the fields do not validate
@@ -31,7 +36,16 @@ def coerce_trajectory(trajectory: Trajectory | Mapping[str, Any]) -> Trajectory:
         )
     if not trajectory.get("tenant_id"):
         check(TenantId, trajectory.get("tenant_id"))
+    data = dict(trajectory)
+    if now is not None:
+        data.setdefault("started_at", now)
+        events = data.get("events")
+        if isinstance(events, list):
+            data["events"] = [
+                {"timestamp": now, **e} if isinstance(e, Mapping) and "timestamp" not in e else e
+                for e in events
+            ]
     try:
-        return Trajectory.model_validate(dict(trajectory))
+        return Trajectory.model_validate(data)
     except ValidationError as err:
         raise InvalidTrajectoryError(f"invalid trajectory: {validation_message(err)}") from None

@@ -1,4 +1,4 @@
-"""``hindsight backup`` and ``hindsight restore`` (issue 9 part 3; docs/deploy.md)."""
+"""``hindsight backup`` and ``hindsight restore`` (docs/deploy.md)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from hindsight.cli._common import JsonOpt, State, app, guarded, out_console, pri
 
 
 def _config(st: State) -> Any:
-    from hindsight.config import MemoryConfig
+    from hindsight.config import load_config
 
     kwargs: dict[str, Any] = {} if st.data_dir is None else {"data_dir": st.data_dir}
-    return MemoryConfig(**kwargs)
+    return load_config(**kwargs)
 
 
 @app.command("backup")

@@ -53,7 +53,7 @@ _SIGNED_NUMBER = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 class _SignedNumbersParser(_OptionParser):
     """Click's parser, except that ``-0.2`` or ``-3`` is an argument (a signed number), not
-    an unknown option (issue 18 item 7: ``hindsight confidence ID -0.2``). No hindsight
+    an unknown option (``hindsight confidence ID -0.2``). No hindsight
     option looks like a number."""
 
     def _process_opts(self, arg: str, state: Any) -> None:
@@ -175,15 +175,15 @@ def open_memory(st: State, *, note_pending: bool = True, **overrides: Any) -> It
 
     ``note_pending``: when the memory found review jobs pending at open (its in-process worker
     started on them) and some are still pending when the command ends, say how many on stderr
-    and who runs them (issue 22: a command that found pending reviews says how many remain).
+    and who runs them.
     """
-    from hindsight.config import MemoryConfig
+    from hindsight.config import load_config
     from hindsight.engine.memory import Memory
 
     kwargs: dict[str, Any] = dict(overrides)
     if st.data_dir is not None:
         kwargs["data_dir"] = st.data_dir
-    mem = Memory(MemoryConfig(**kwargs))
+    mem = Memory(load_config(**kwargs))
     try:
         yield mem
         if note_pending and mem.aio.found_open_reviews:

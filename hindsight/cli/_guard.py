@@ -1,6 +1,5 @@
 """Commands of the memory guard: ``hindsight quarantine list|approve|reject|rescan``,
-``hindsight guard scan`` and ``hindsight guard eval`` (issue 5, items 4 and 6; issue 17;
-docs/security.md)."""
+``hindsight guard scan`` and ``hindsight guard eval`` (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -52,7 +51,7 @@ def quarantine_list(
     ctx: typer.Context,
     tenant: TenantOpt = ...,  # type: ignore[assignment]
     namespace: Annotated[str | None, typer.Option("--namespace")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 100,
+    limit: Annotated[str, typer.Option("--limit", help="1..10000.")] = "100",
     cursor: CursorOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -278,7 +277,7 @@ def _eval(
     exemplars: Path | None,
     as_json: bool,
 ) -> None:
-    from hindsight.config import MemoryConfig
+    from hindsight.config import load_config
     from hindsight.embedders import make_embedder
     from hindsight.guard.evaluate import evaluate
     from hindsight.guard.llm_judge import GuardJudge
@@ -287,7 +286,7 @@ def _eval(
     from hindsight.guard.semantic import Exemplar
 
     chosen = guard_layers(layers)
-    config = MemoryConfig()
+    config = load_config()
     judge = None
     if "llm" in chosen:
         if not config.reflection_model:

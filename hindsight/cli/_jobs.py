@@ -1,5 +1,5 @@
 """Commands for review jobs: ``hindsight jobs``, ``hindsight jobs retry`` and
-``hindsight worker`` (issue 3; docs/review.md)."""
+``hindsight worker`` (docs/review.md)."""
 
 from __future__ import annotations
 
@@ -46,10 +46,10 @@ AnyTenantOpt = Annotated[
 def _open_store(st: State) -> Iterator[Any]:
     """The SQL store alone: listing and retrying jobs needs no vectors and no data-dir lock,
     so it works while an agent process has the embedded store open."""
-    from hindsight.config import MemoryConfig
+    from hindsight.config import load_config
     from hindsight.store import SqlStore
 
-    config = MemoryConfig(data_dir=st.data_dir) if st.data_dir is not None else MemoryConfig()
+    config = load_config(data_dir=st.data_dir) if st.data_dir is not None else load_config()
     if config.database_url is None:
         path = Path(config.data_dir) / "hindsight.db"
         if not path.exists():
@@ -69,7 +69,7 @@ def jobs(
         typer.Option("--state", help="pending | running | succeeded | failed (default: all)."),
     ] = None,
     tenant: AnyTenantOpt = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=100_000)] = 100,
+    limit: Annotated[str, typer.Option("--limit", help="1..10000.")] = "100",
     cursor: CursorOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -77,10 +77,12 @@ def jobs(
     (--cursor: the next one)."""
     if ctx.invoked_subcommand is not None:
         return
+    from hindsight._contract import Limit, check
     from hindsight.engine.async_memory import review_jobs_page
 
     with guarded(), _open_store(state(ctx)) as store:
-        found = review_jobs_page(store, state=state_, tenant_id=tenant, limit=limit, cursor=cursor)
+        n = check(Limit, limit)
+        found = review_jobs_page(store, state=state_, tenant_id=tenant, limit=n, cursor=cursor)
         counts = {
             s: store.count_review_jobs(state=s, tenant_id=tenant)
             for s in ("pending", "running", "succeeded", "failed")

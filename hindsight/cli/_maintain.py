@@ -1,4 +1,4 @@
-"""Maintenance commands (issue 4): ``maintain``, ``audit``, ``doctor`` and ``reembed``."""
+"""Maintenance commands: ``maintain``, ``audit``, ``doctor`` and ``reembed``."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def maintain(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Dedup, archive stale low-confidence experiences, compress over the cap (MISSION S12)."""
+    """Dedup, archive stale low-confidence experiences, compress over the cap
+    (docs/lifecycle.md)."""
     from rich.progress import Progress
 
     with guarded(), open_memory(state(ctx)) as mem:
@@ -58,13 +59,13 @@ def maintain(
 def audit(
     ctx: typer.Context,
     tenant: TenantOpt = ...,  # type: ignore[assignment]
-    sample: Annotated[int, typer.Option("--sample", min=1, max=1000)] = 20,
+    sample: Annotated[str, typer.Option("--sample", help="Lessons to show, 1..1000.")] = "20",
     mark_wrong: Annotated[
         list[str] | None,
         typer.Option("--mark-wrong", help="Quarantine this experience (repeatable)."),
     ] = None,
     note: Annotated[str | None, typer.Option("--note", help="Why it is wrong.")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Reproducible sample.")] = None,
+    seed: Annotated[str | None, typer.Option("--seed", help="Reproducible sample.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a random sample of lessons to a human and quarantine the ones marked wrong.
@@ -115,12 +116,12 @@ def doctor(
     repair: Annotated[bool, typer.Option("--repair", help="Fix what can be fixed.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check SQL vs vectors, the embedding model and stuck jobs (MISSION S11); exit 1 on
+    """Check SQL vs vectors, the embedding model and stuck jobs (docs/troubleshooting.md); exit 1 on
     problems left."""
     from hindsight._errors import EmbedderMismatchError
 
     mismatch: EmbedderMismatchError | None = None
-    with guarded():  # a locked data dir (C09) or bad settings: one line, not a traceback
+    with guarded():  # a locked data dir or bad settings: one line, not a traceback
         try:
             ctx_mem = open_memory(state(ctx))
             mem = ctx_mem.__enter__()
@@ -172,10 +173,10 @@ def reembed(
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """Rebuild every vector with another embedding model and record it (case C07)."""
+    """Rebuild every vector with another embedding model and record it."""
     from rich.progress import Progress
 
-    from hindsight.config import MemoryConfig
+    from hindsight.config import load_config
     from hindsight.ops.reembed import reembed as run
 
     st = state(ctx)
@@ -185,7 +186,7 @@ def reembed(
         kwargs: dict[str, Any] = {}
         if st.data_dir is not None:
             kwargs["data_dir"] = st.data_dir
-        config = MemoryConfig(**kwargs)
+        config = load_config(**kwargs)
         with Progress(console=err_console, transient=True, disable=as_json) as progress:
             bar = progress.add_task("re-embedding", total=None)
 
@@ -216,7 +217,7 @@ def distill(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Distil rules learned by several agents into the shared namespace (MISSION S14)."""
+    """Distil rules learned by several agents into the shared namespace (docs/checks.md)."""
     with guarded(), open_memory(state(ctx)) as mem:
         report = mem.distill(tenant_id=tenant, min_sources=min_sources, dry_run=dry_run)
         if as_json:

@@ -1,4 +1,4 @@
-"""``hindsight mcp``: the MCP server over stdio, for one tenant (issue 9, docs/mcp.md).
+"""``hindsight mcp``: the MCP server over stdio, for one tenant (docs/mcp.md).
 
 stdout carries the MCP protocol and nothing else; logs and errors go to stderr.
 """
@@ -50,7 +50,7 @@ def mcp_command(
         from hindsight.service.mcp import build_mcp_server, fixed_tenant
     except ImportError as exc:
         raise fail(f"{exc} (pip install 'hindsight-memory[server]')", 1) from None
-    from hindsight.config import MemoryConfig
+    from hindsight.config import load_config
     from hindsight.engine import AsyncMemory
 
     if tenant is None:
@@ -58,11 +58,11 @@ def mcp_command(
     directory = data_dir if data_dir is not None else state(ctx).data_dir
     overrides: dict[str, Any] = {} if directory is None else {"data_dir": directory}
     try:
-        who = fixed_tenant(tenant)  # an empty tenant is refused here (case C17)
+        who = fixed_tenant(tenant)  # an empty tenant is refused here
     except TenantRequiredError as exc:
         raise fail(f"--tenant: {exc}", 2) from None
     with guarded():
-        memory = AsyncMemory(MemoryConfig(**overrides))
+        memory = AsyncMemory(load_config(**overrides))
     try:
         with guarded():
             server = build_mcp_server(memory, tenant=who, namespace=namespace)

@@ -1,5 +1,4 @@
-"""``hindsight serve`` (HTTP API + MCP on one port) and ``hindsight keys`` (issue 9;
-docs/http.md)."""
+"""``hindsight serve`` (HTTP API + MCP on one port) and ``hindsight keys`` (docs/http.md)."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ from hindsight.cli._common import (
     print_json,
     state,
 )
-from hindsight.config import MemoryConfig
+from hindsight.config import MemoryConfig, load_config
 
 keys_app = HindsightTyper(
     name="keys",
@@ -45,7 +44,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 def _config(st: State, **overrides: Any) -> MemoryConfig:
     if st.data_dir is not None:
         overrides["data_dir"] = st.data_dir
-    return MemoryConfig(**overrides)
+    return load_config(**overrides)
 
 
 def _keys_file(st: State, given: Path | None) -> Path:

@@ -54,7 +54,7 @@ class LiteLLMEmbedder:
         max_input_tokens: the model's input limit in tokens. ``None`` (default): litellm's
             model info (``max_input_tokens``, e.g. 8191 for ``text-embedding-3-small``) when
             it knows the model. Texts are cut to 75% of it (estimated tokens) before they are
-            sent (issue 18 item 4).
+            sent.
 
     Attributes:
         name: ``"litellm:<model>"``, recorded in the store.
@@ -143,14 +143,23 @@ class LiteLLMEmbedder:
             cut = cut[: self._max_chars]
         return cut
 
+    def limit_text(self) -> str:
+        """The input limit texts are cut to, as known now: ``"8191 tokens"``, ``"12000
+        characters (learned from the provider's refusals)"``, both, or ``"the provider's
+        limit"`` when neither is known (yet)."""
+        known = []
+        if self.max_input_tokens is not None:
+            known.append(f"{self.max_input_tokens} tokens")
+        if self._max_chars is not None:
+            known.append(f"{self._max_chars} characters (learned from the provider's refusals)")
+        return " and ".join(known) or "the provider's limit"
+
     def _note_truncated(self, n: int) -> None:
         if not self.truncated:
             log.warning(
-                "hindsight: %s: texts longer than the model's input are truncated "
-                "(limit %s tokens, %s characters learned from the provider)",
+                "hindsight: %s: texts longer than the model's input are truncated to %s",
                 self.name,
-                self.max_input_tokens,
-                self._max_chars,
+                self.limit_text(),
             )
         self.truncated += n
 

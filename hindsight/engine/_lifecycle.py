@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hindsight._contract import (
     AsOf,
     ConfidenceDelta,
+    Content,
     Cursor,
     ExperienceId,
     Importance,
@@ -170,7 +171,7 @@ class LifecycleMethods:
         if other:
             versions.edited_fields_check(other)
         changes = {
-            "content": content,
+            "content": None if content is None else check(Content, content),
             "kind": None if kind is None else check(Kind, kind),
             "task_type": task_type,
             "tools": tools,

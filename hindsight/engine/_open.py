@@ -5,7 +5,8 @@ lock (embedded stores: one process per data dir), the SQL store, the embedder ch
 the store (a store built with another model is refused), the vector index (pgvector in a
 PostgreSQL store, or an index kept apart from SQL), the reviewer, the vector sync, the guard,
 the write path and its deduper, bringing an index kept apart up to date with the store (its
-pending outbox rows applied, or rebuilt from SQL when new, switched or of another size;
+pending outbox rows applied, or rebuilt from SQL when new, switched, of another size, or
+moved aside because it could not be loaded;
 :mod:`hindsight.store.outbox`), and the two stages that run on them: recall
 (:class:`~hindsight.recall.pipeline.Recall`) and the reviews
 (:class:`~hindsight.review.runner.ReviewRunner`, on the memory's background loop).
@@ -14,6 +15,7 @@ pending outbox rows applied, or rebuilt from SQL when new, switched or of anothe
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,9 +23,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from hindsight._contract import validation_message
-from hindsight._errors import EmbedderMismatchError, UsageError
+from hindsight._errors import EmbedderMismatchError, StoreError, StoreLockedError, UsageError
 from hindsight._runtime import BackgroundLoop
-from hindsight.config import MemoryConfig
+from hindsight.config import MemoryConfig, load_config
 from hindsight.guard import Guard
 from hindsight.guard.screening import WriteScreen
 from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex, WritableVectorIndex
@@ -50,13 +52,13 @@ def resolve_config(
     """
     if isinstance(reviewer, str):
         overrides["reviewer"], reviewer = reviewer, None
-    try:
-        if config is None:
-            config = MemoryConfig(**overrides)
-        elif overrides:
+    if config is None:
+        config = load_config(**overrides)
+    elif overrides:
+        try:
             config = config.model_copy(update=overrides)
-    except ValidationError as err:
-        raise UsageError(f"invalid configuration: {validation_message(err)}") from None
+        except ValidationError as err:
+            raise UsageError(f"invalid configuration: {validation_message(err)}") from None
     return config, reviewer
 
 
@@ -116,6 +118,67 @@ def check_embedder(store: Any, embedder: Embedder, sql_url: str) -> None:
         )
 
 
+def _check_port(embedder: Any) -> None:
+    """Refuse an embedder that lacks what the :class:`~hindsight.ports.Embedder` port needs
+    (at open, in one line, rather than as an ``AttributeError`` at the first recall).
+
+    Raises:
+        UsageError: names the embedder and the missing or invalid attribute.
+    """
+    what = type(embedder).__name__
+    floor = getattr(embedder, "similarity_floor", None)
+    if not callable(getattr(embedder, "embed", None)):
+        problem = "an embed(texts) method"
+    elif not isinstance(getattr(embedder, "name", None), str) or not embedder.name:
+        problem = "a name (the model id recorded in the store)"
+    elif isinstance(floor, bool) or not isinstance(floor, int | float) or not -1 <= floor <= 1:
+        problem = "a similarity_floor (a number from -1 to 1: recall's default cosine floor)"
+    else:
+        return
+    raise UsageError(f"embedder {what} must have {problem}; see hindsight.ports.Embedder")
+
+
+def _reopened(open_it: Callable[[], VectorIndex], config: MemoryConfig, clock: Clock) -> Any:
+    """``open_it()``; when the embedded index (``<data dir>/vectors``) cannot be loaded (files
+    lost or damaged: Qdrant Edge refuses it), it is a copy of what the SQL store holds, so it is
+    moved aside (``vectors.damaged-<time>``, kept for inspection, never deleted) and created
+    anew, and the open then rebuilds it from SQL, with a warning.
+
+    Raises:
+        EmbedderMismatchError, StoreLockedError: as :func:`open_vector_index` (never moved).
+        StoreError: the index could not be opened, or not created anew; the message says
+            what to do.
+    """
+    path = Path(config.data_dir) / "vectors"
+    try:
+        return open_it()
+    except (EmbedderMismatchError, StoreLockedError):
+        raise
+    except StoreError as err:
+        if not config.uses_embedded_vectors() or not path.is_dir():
+            raise
+        stamp = f"vectors.damaged-{clock.now():%Y%m%dT%H%M%S}"
+        aside = path.with_name(stamp)
+        n = 1
+        while aside.exists():
+            aside, n = path.with_name(f"{stamp}-{n}"), n + 1
+        try:
+            path.rename(aside)
+        except OSError as moved:
+            raise StoreError(
+                f"{err}; the vector index is rebuilt from the SQL store: move {path} away (or "
+                f"delete it) and open again ({moved})"
+            ) from err
+        log.warning(
+            "hindsight: the vector index %s could not be loaded (%s); it was moved to %s and "
+            "is rebuilt from the SQL store",
+            path,
+            err,
+            aside,
+        )
+        return open_it()
+
+
 def open_components(
     config: MemoryConfig,
     clock: Clock,
@@ -136,6 +199,7 @@ def open_components(
     embedder = embedder or make_embedder(
         config.embedding_model, api_base=config.llm_base_url, api_key=config.llm_api_key
     )
+    _check_port(embedder)
     lock: Any = None
     opened: VectorIndex | None = None  # closed on failure once past its step (given or not)
     try:
@@ -153,7 +217,7 @@ def open_components(
             store = SqlStore(config.sql_url(), clock=clock)
         check_embedder(store, embedder, config.sql_url())
         if index is None:
-            index = _open_index(config, store, embedder.dimension)
+            index = _open_index(config, store, embedder.dimension, clock)
         opened = index
         return _wire(config, clock, runtime, embedder, store, index, reviewer, lock)
     except BaseException:
@@ -161,7 +225,7 @@ def open_components(
         raise
 
 
-def _open_index(config: MemoryConfig, store: Any, dimension: int) -> VectorIndex:
+def _open_index(config: MemoryConfig, store: Any, dimension: int, clock: Clock) -> VectorIndex:
     """The index ``VECTOR_DB_URL`` names on ``store``: unset on PostgreSQL, pgvector in the
     store; a Qdrant server; on SQLite the embedded Edge shard or an in-process index.
 
@@ -182,12 +246,15 @@ def _open_index(config: MemoryConfig, store: Any, dimension: int) -> VectorIndex
             )
     from hindsight.vectors import open_vector_index
 
-    return open_vector_index(
-        url or None,
-        data_dir=Path(config.data_dir),
-        dimension=dimension,
-        api_key=config.vector_db_api_key,
-    )
+    def open_it() -> VectorIndex:
+        return open_vector_index(
+            url or None,
+            data_dir=Path(config.data_dir),
+            dimension=dimension,
+            api_key=config.vector_db_api_key,
+        )
+
+    return _reopened(open_it, config, clock)  # type: ignore[no-any-return]
 
 
 def _wire(

@@ -39,6 +39,7 @@ from hindsight._contract import (
     TaskKey,
     TaskType,
     TenantId,
+    ToolName,
     TopK,
     TrajectoryId,
     check,
@@ -53,7 +54,7 @@ from hindsight.capture.unsaved import UnsavedArea
 from hindsight.capture.writer import TrajectoryWriter
 from hindsight.checks import CheckResult, find_checks, render_risk_section
 from hindsight.checks.distill import DISTILLED_PREFIX, MIN_SOURCES, clusters
-from hindsight.clock import SystemClock
+from hindsight.clock import SystemClock, utc_clock
 from hindsight.config import MemoryConfig
 from hindsight.engine._lifecycle import LifecycleMethods
 from hindsight.engine._open import open_components, resolve_config
@@ -76,8 +77,6 @@ RISK_BUDGET_SHARE = 0.25
 #: Risk checks per tool in the run-start section (the most confident first).
 RISK_CHECKS_PER_TOOL = 2
 
-#: Longest accepted tool name in :meth:`AsyncMemory.check_action`.
-MAX_TOOL_NAME = 200
 
 log = logging.getLogger("hindsight")
 
@@ -150,7 +149,7 @@ class AsyncMemory(LifecycleMethods):
         **overrides: Any,
     ) -> None:
         self.config, given = resolve_config(config, reviewer, overrides)
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = utc_clock(clock or SystemClock())
         self._closed = False
         self._runtime = BackgroundLoop()
         self._parts = parts = open_components(
@@ -179,7 +178,7 @@ class AsyncMemory(LifecycleMethods):
         self.writer.replay()  # runs a closed memory could not store before (its unsaved area)
         self.found_open_reviews = self.config.background_review and self.reviews.has_open_jobs()
         if self.found_open_reviews:
-            self.reviews.ensure_worker()  # resume jobs a previous process left pending (C16)
+            self.reviews.ensure_worker()  # resume jobs a previous process left pending
 
     @property
     def _worker(self) -> ReviewWorker | None:
@@ -308,6 +307,7 @@ class AsyncMemory(LifecycleMethods):
             system_prompt=system_prompt,
             task_key=task_key,
             afinish=self.store_episode,
+            clock=self.clock,
         )
 
     async def store_episode(
@@ -341,7 +341,8 @@ class AsyncMemory(LifecycleMethods):
         self._check_open()
 
         def store() -> EpisodeReceipt:  # a large dict is validated off the event loop too
-            return self._store_trajectory(coerce_trajectory(trajectory), review, merge)
+            traj = coerce_trajectory(trajectory, self.clock.now())
+            return self._store_trajectory(traj, review, merge)
 
         return await asyncio.to_thread(store)
 
@@ -482,7 +483,7 @@ class AsyncMemory(LifecycleMethods):
         confidence, importance = check(Confidence, confidence), check(Importance, importance)
         exp = manual_experience(
             content,
-            tenant_id=self._scope(tenant_id),  # TenantRequiredError, as everywhere (C17)
+            tenant_id=self._scope(tenant_id),  # TenantRequiredError, as everywhere
             namespace=namespace,
             kind=kind,
             task_type=task_type,
@@ -776,10 +777,7 @@ class AsyncMemory(LifecycleMethods):
         """:meth:`check_action`, blocking, on the calling thread (:class:`hindsight.Memory`
         calls it directly)."""
         tenant = self._scope(tenant_id)
-        if not isinstance(tool, str) or not tool.strip() or len(tool) > MAX_TOOL_NAME:
-            raise UsageError(
-                f"tool must be a tool name of 1..{MAX_TOOL_NAME} characters, got {tool!r}"
-            )
+        tool = check(ToolName, tool)
         if args is None:
             args = {}
         if not isinstance(args, Mapping):

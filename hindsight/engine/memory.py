@@ -78,6 +78,7 @@ class Memory:
             system_prompt=system_prompt,
             task_key=task_key,
             finish=self.store_episode,
+            clock=self.aio.clock,
         )
 
     def store_episode(
@@ -92,7 +93,8 @@ class Memory:
         Runs on the calling thread (one SQL transaction), not on the background loop, so the
         end of an agent run never waits behind a review in progress."""
         self.aio._check_open()
-        return self.aio._store_trajectory(coerce_trajectory(trajectory), review, merge)
+        traj = coerce_trajectory(trajectory, self.aio.clock.now())
+        return self.aio._store_trajectory(traj, review, merge)
 
     @property
     def writer(self) -> TrajectoryWriter:
@@ -108,7 +110,7 @@ class Memory:
         """See :attr:`AsyncMemory.integrations`."""
         return self.aio.integrations
 
-    # Blocking underneath: called on the caller's thread, no hop (issue 20 item 3).
+    # Blocking underneath: called on the caller's thread, no hop.
     recall = direct_twin(AsyncMemory.recall, "_recall_now")
     record_recall = direct_twin(AsyncMemory.record_recall, "_record_recall")
     check_action = direct_twin(AsyncMemory.check_action, "_check_action_now")

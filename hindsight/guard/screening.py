@@ -1,9 +1,9 @@
-"""The guard on the write path: every experience is screened before it is stored (issue 5).
+"""The guard on the write path: every experience is screened before it is stored.
 
 :class:`WriteScreen` is what :meth:`hindsight.writeback.WriteBack.guard_experience` runs for
 every experience that is created or edited, before deduplication:
 
-1. **clean** - the content is stored exactly as sent (issue 18): the rules read a normalized
+1. **clean** - the content is stored exactly as sent: the rules read a normalized
    copy (invisible characters removed, NFKC, case folded: :func:`~hindsight.guard.normalize`);
    a lesson made only of invisible characters is quarantined;
 2. **check** - the guard's rules run on the normalized content, together with the
@@ -65,7 +65,7 @@ tau-bench runs: testing every kind quarantined 36 of 673 harmless lessons (outco
 tasks "conflict"), testing advice kinds none (docs/security.md). An experience of any other
 kind - above all an ``episode``, a factual summary of one run - is never conflict-tested, even
 when ``existing`` is handed to :meth:`WriteScreen.check`; the rules and the taint check still
-run on it (issue 5 follow-up)."""
+run on it."""
 
 GUARD_METADATA_KEYS = frozenset(
     {
@@ -90,12 +90,12 @@ GUARD_METADATA_KEYS = frozenset(
 )
 """``Experience.metadata`` keys written by the guard (and by the write-back's evidence-based
 confidence: ``support``, ``confidence_basis``); callers may not set them, on creation or in an
-edit (issue 17 item 4): they change only through the guard's own audited actions
+edit: they change only through the guard's own audited actions
 (:func:`~hindsight.guard.quarantine.approve`, ``reject``, :meth:`WriteScreen.rescan`) and the
 write-back's."""
 
 GUARD_OWNED_FIELDS = ("trust", "provenance", "status")
-"""``Experience`` fields the guard owns: an edit that names one is refused (issue 17 item 4).
+"""``Experience`` fields the guard owns: an edit that names one is refused.
 ``trust`` and ``provenance`` come from the evidence (:func:`~hindsight.guard.initial_trust`),
 ``status`` moves only through quarantine, approve, reject (and the lifecycle's archive /
 restore)."""
@@ -121,10 +121,12 @@ def check_user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
     if metadata is None:
         return {}
     if not isinstance(metadata, dict):
-        raise UsageError(f"metadata must be a dict, got {type(metadata).__name__}")
+        raise UsageError(
+            f"metadata must be a dict, got {type(metadata).__name__}", field="metadata"
+        )
     taken = sorted(GUARD_METADATA_KEYS & set(metadata))
     if taken:
-        raise UsageError(owned_by_guard(taken[0], key=True))
+        raise UsageError(owned_by_guard(taken[0], key=True), field="metadata")
     return dict(metadata)
 
 
@@ -178,7 +180,7 @@ class WriteScreen:
         guard: the rules; ``None`` turns the checks off (cleaning still happens).
         clock: stamps ``quarantined_at``.
         shared_namespace: searched for conflicts besides the candidate's own namespace.
-        support: the support mass of an experience for the conflict test (issue 17 item 3);
+        support: the support mass of an experience for the conflict test;
             default :func:`~hindsight.guard.trust.trust_mass` (its trust: repeats add
             nothing).
         judge: the LLM judge (:class:`~hindsight.guard.llm_judge.GuardJudge`), when an LLM
@@ -212,7 +214,7 @@ class WriteScreen:
         return self.guard is not None
 
     def clean(self, exp: Experience) -> Experience:
-        """``exp`` itself: its content is stored exactly as sent (issue 18); the rules read a
+        """``exp`` itself: its content is stored exactly as sent; the rules read a
         normalized copy (:func:`~hindsight.guard.normalize`) and the rendered block drops
         invisible characters (:func:`hindsight.recall.render.escape_item`). Content made only
         of invisible characters is quarantined, so nothing unreadable is recalled."""
@@ -245,7 +247,7 @@ class WriteScreen:
     ) -> list[list[Established] | None]:
         """:meth:`neighbours` of each of a batch's experiences that :meth:`check` would look
         up (active, of an advice kind; ``None`` for the others), reading all their rows with
-        one ``fetch`` per tenant (issue 10: one query per batch instead of one per lesson)."""
+        one ``fetch`` per tenant (one query per batch instead of one per lesson)."""
         rows = np.asarray(vectors, dtype=np.float32)
         ids = self._neighbour_ids_many(exps, rows)
         wanted: dict[str, list[str]] = {}

@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from hindsight._contract import (
-    Labels,
     Namespaces,
     Query,
+    Tags,
     TaskType,
     TenantId,
     TokenBudget,
+    Tools,
     TopK,
     TrajectoryId,
     check,
@@ -47,7 +48,7 @@ from hindsight._errors import UsageError
 from hindsight.config import MemoryConfig
 from hindsight.guard.after_recall import drop_outliers
 from hindsight.models import Exclusion, Experience, ExperienceStatus, RecallHit
-from hindsight.ports import Clock, Embedder, VectorIndex
+from hindsight.ports import Clock, Embedder, VectorIndex, embedded
 from hindsight.recall.candidates import (
     SITUATION_EPISODES,
     EpisodeQuery,
@@ -147,7 +148,7 @@ class Recall:
         text: str = check(Query, query)
         k: int = check(TopK, self.config.top_k if top_k is None else top_k)
         task_type = check(TaskType, task_type)
-        tags, tools = check(Labels, tags), check(Labels, tools)
+        tags, tools = check(Tags, tags), check(Tools, tools)
         mode = _mode(mode, text, task_type)
         if include_shared and self.config.shared_namespace not in namespaces:
             namespaces.append(self.config.shared_namespace)
@@ -194,7 +195,7 @@ class Recall:
             vec = None
             if req.mode == "vector":
                 text = f"{req.query}\nTools: {', '.join(req.tools)}" if req.tools else req.query
-                vec = self.embedder.embed([text])[0]
+                vec = embedded(self.embedder, [text], "query")[0]
             if vec is not None and self.score_from_payload:
                 try:
                     return self._run(req, vec, True)

@@ -1,6 +1,6 @@
 """Apply the store's Alembic migrations programmatically (no ``alembic.ini`` needed).
 
-Opening a store whose schema is current does not import Alembic (issue 20 item 5, cold
+Opening a store whose schema is current does not import Alembic (cold
 start): :func:`shipped_head` reads the revision ids of ``migrations/versions`` from their
 source text, :func:`stored_revision` reads ``alembic_version`` with SQLAlchemy, and only when
 they differ is Alembic imported to run :func:`upgrade`.
@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 __all__ = [
     "MIGRATIONS_DIR",
     "MigrationError",
+    "UnversionedSchemaError",
     "alembic_config",
+    "check_versioned",
     "current_revision",
     "head_revision",
     "needs_upgrade",
@@ -44,6 +46,32 @@ _DOWN = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(?:None|['\"]([^'\"]+)['\"]
 class MigrationError(Exception):
     """Alembic could not bring the schema to the shipped head (e.g. a database written by a
     newer hindsight, at a revision this version does not know)."""
+
+
+class UnversionedSchemaError(MigrationError):
+    """The database has hindsight's tables but no ``alembic_version`` table: its schema version
+    is unknown, and migrating it as if it were empty fails half-way ("table ... already
+    exists")."""
+
+
+def check_versioned(connection: Connection) -> None:
+    """Refuse a database that holds hindsight tables without a recorded revision.
+
+    Raises:
+        UnversionedSchemaError: one line saying what was found and what to do.
+    """
+    if stored_revision(connection) is not None:
+        return
+    from hindsight.store.schema import metadata
+
+    found = sorted(set(inspect(connection).get_table_names()) & set(metadata.tables))
+    if found:
+        shown = ", ".join(found[:4]) + (", ..." if len(found) > 4 else "")
+        raise UnversionedSchemaError(
+            f"it has hindsight tables ({shown}) but no alembic_version table, so the version "
+            "of its schema is unknown; point DATABASE_URL (or --data-dir) at an empty "
+            "database, or restore a backup of this one (hindsight restore)"
+        )
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

@@ -12,7 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from hindsight._errors import StoreError, UsageError
 from hindsight._ids import validate_tenant
-from hindsight.clock import SystemClock
+from hindsight.clock import SystemClock, utc_clock
 from hindsight.models import ExperienceKind, ExperienceStatus
 from hindsight.ports import Clock
 from hindsight.store import migrate
@@ -84,9 +84,7 @@ class SqlStore(
 
     def __init__(self, url: str, *, clock: Clock | None = None) -> None:
         self._closed = True
-        if clock is not None and not isinstance(clock, Clock):
-            raise UsageError(f"clock must have a now() method, got {type(clock).__name__}")
-        self._clock = clock if clock is not None else SystemClock()
+        self._clock = utc_clock(clock if clock is not None else SystemClock())
         self._lock = threading.RLock()
         self._info = open_engine(url)
         try:
@@ -99,6 +97,7 @@ class SqlStore(
 
                         ensure_pgvector(conn)  # the embedding column's type
                     if migrate.needs_upgrade(conn):  # Alembic is imported only then
+                        migrate.check_versioned(conn)
                         migrate.upgrade(conn)
                     index = conn.execute(select(meta.c.value).where(meta.c.key == INDEX_KEY))
                     self._vector_outbox = index.scalar() != "pgvector"
@@ -108,6 +107,9 @@ class SqlStore(
         except SQLAlchemyError as exc:
             self._info.engine.dispose()
             raise StoreError(f"cannot open the SQL store {self.url}: {_one_line(exc)}") from exc
+        except migrate.UnversionedSchemaError as exc:
+            self._info.engine.dispose()
+            raise StoreError(f"cannot open the SQL store {self.url}: {exc}") from exc
         except migrate.MigrationError as exc:
             self._info.engine.dispose()
             raise StoreError(

@@ -1,4 +1,4 @@
-"""Human audit (MISSION S12 "sample ~20 experiences, mark wrong ones"; issue 4 item 8, issue 21).
+"""Human audit: a sample of about 20 experiences, the wrong ones marked (docs/console.md).
 
 :func:`sample` draws active experiences at random; :func:`mark_wrong` quarantines one that a
 human found wrong (``metadata["quarantine_reasons"]`` says so), as a new version, so it is
@@ -20,6 +20,7 @@ import secrets
 from datetime import datetime
 from typing import Any
 
+from hindsight._contract import integer
 from hindsight._errors import UsageError
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 
@@ -36,7 +37,9 @@ __all__ = [
 
 AUDIT_REASON = "marked wrong by a human audit"
 DEFAULT_SAMPLE = 20
-"""MISSION S12: "sample ~20 experiences"."""
+MAX_AUDIT_SAMPLE = 1000
+"""Most lessons one audit sample draws."""
+"""Experiences one audit shows by default."""
 WRONG_ACTIONS = ("archive", "demote", "quarantine")
 """What becomes of a lesson an audit found wrong (see the module docstring)."""
 AUDIT_DEMOTE_DELTA = 0.2
@@ -59,8 +62,8 @@ def sample(
     experiences draws the same sample whatever changed in their confidence meanwhile.
     ``lessons_only`` leaves episodes (run summaries) out.
     """
-    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 1000:
-        raise UsageError(f"sample size must be an integer from 1 to 1000, got {size!r}")
+    size = integer(size, "size", 1, MAX_AUDIT_SAMPLE)
+    seed = None if seed is None else integer(seed, "seed", 0, 2**63 - 1)
     pool: list[Experience] = []
     offset = 0
     while True:
@@ -93,8 +96,7 @@ def start_run(
     """
     if seed is None:
         seed = secrets.randbelow(2**31)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise UsageError(f"seed must be an integer in [0, 2**63), got {seed!r:.40}")
+    seed = integer(seed, "seed", 0, 2**63 - 1)
     drawn = sample(store, tenant, size, seed=seed, lessons_only=True)
     if not drawn:
         raise UsageError(f"tenant {tenant!r} has no active lesson to audit")

@@ -73,7 +73,7 @@ import numpy as np
 from hindsight.config import MemoryConfig
 from hindsight.guard.conflict import compare
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
-from hindsight.ports import Embedder, FloatMatrix, VectorHit, VectorIndex
+from hindsight.ports import Embedder, FloatMatrix, VectorHit, VectorIndex, embedded
 from hindsight.store import SqlStore
 from hindsight.writeback import confidence, variants
 from hindsight.writeback.decision import Decision, Op
@@ -763,7 +763,7 @@ class Deduper:
                 target.id,
             )
             return None, None
-        vector = self.embedder.embed([text])[0]
+        vector = embedded(self.embedder, [text], "merged text")[0]
         if self.guard is not None:
             checked = self.guard(target.model_copy(update={"content": text}), vector)
             if checked.status is not ExperienceStatus.ACTIVE:

@@ -17,7 +17,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._contract import Confidence, Importance, Kind, Source, check, validation_message
+from hindsight._contract import (
+    Confidence,
+    Content,
+    Importance,
+    Kind,
+    Namespace,
+    Source,
+    Tags,
+    TaskType,
+    Tools,
+    batch_size,
+    check,
+    validation_message,
+)
 from hindsight._errors import UsageError
 from hindsight._ids import stable_id
 from hindsight.guard import TRUST_WEIGHTS, initial_trust
@@ -70,7 +83,7 @@ def lessons_to_experiences(
     without surrounding whitespace (never NFKC-folded: "x²" stays "x²"). Lessons whose content
     is blank are skipped.
 
-    Provenance (MISSION S8): each lesson's evidence sources come from what it quotes of the
+    Provenance (docs/security.md): each lesson's evidence sources come from what it quotes of the
     run (:func:`hindsight.guard.evidence.lesson_sources`: a lesson quoting only tool output is
     ``tool`` evidence, otherwise the trajectory's ``source``); they are kept in
     ``metadata["evidence"]``, ``provenance`` is the most trusted of them and
@@ -156,15 +169,17 @@ def manual_experience(
             reserved for the guard.
     """
     prov, what = check(Source, source), check(Kind, kind)
+    text, where = check(Content, content), check(Namespace, namespace)
+    task_type, tools, tags = check(TaskType, task_type), check(Tools, tools), check(Tags, tags)
     try:
         return Experience(
             tenant_id=tenant_id,
-            namespace=namespace,
+            namespace=where,
             kind=what,
-            content=content,
+            content=text,
             task_type=task_type,
-            tools=list(tools),
-            tags=list(tags),
+            tools=tools,
+            tags=tags,
             confidence=confidence,
             importance=importance,
             trust=initial_trust([prov.value]),
@@ -177,6 +192,8 @@ def manual_experience(
         )
     except ValidationError as err:
         raise UsageError(validation_message(err)) from None
+    except UsageError:
+        raise
     except ValueError as err:
         raise UsageError(str(err)) from None
 
@@ -211,22 +228,32 @@ def manual_experiences(
             naming the item's index and field (``item 3: confidence: ...``).
     """
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
-        raise UsageError(f"items must be a list of objects, got {type(items).__name__}")
+        raise UsageError(
+            f"items must be a list of objects, got {type(items).__name__}", field="items"
+        )
+    batch_size(items)
     out: list[Experience] = []
     for index, item in enumerate(items):
+        at = f"items.{index}"
         if not isinstance(item, Mapping):
-            raise UsageError(f"item {index}: must be an object, got {type(item).__name__}")
+            raise UsageError(
+                f"item {index}: must be an object, got {type(item).__name__}", field=at
+            )
         unknown = [k for k in item if k not in ADD_FIELDS]
         if unknown:
             raise UsageError(
                 f"item {index}: {str(unknown[0])[:80]!r}: unknown field "
-                f"(fields: {', '.join(ADD_FIELDS)})"
+                f"(fields: {', '.join(ADD_FIELDS)})",
+                field=f"{at}.{str(unknown[0])[:80]}",
             )
         if "content" not in item:
-            raise UsageError(f"item {index}: content: field required")
+            raise UsageError(f"item {index}: content: field required", field=f"{at}.content")
         for name in ("tools", "tags"):
             if isinstance(item.get(name), str | bytes):
-                raise UsageError(f"item {index}: {name}: must be a list of strings, not a string")
+                raise UsageError(
+                    f"item {index}: {name}: must be a list of strings, not a string",
+                    field=f"{at}.{name}",
+                )
         try:
             out.append(
                 manual_experience(
@@ -246,5 +273,6 @@ def manual_experiences(
                 )
             )
         except UsageError as err:
-            raise UsageError(f"item {index}: {err}") from None
+            field = f"{at}.{err.field}" if err.field else at
+            raise UsageError(f"item {index}: {err}", field=field) from None
     return out

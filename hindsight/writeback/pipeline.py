@@ -1,4 +1,4 @@
-"""The write path (MISSION S3): :class:`WriteBack` is the one way a new experience is stored.
+"""The write path (docs/lifecycle.md): :class:`WriteBack` is the one way a new experience is stored.
 
 It drops what is already stored (reviews are idempotent per trajectory), embeds, runs the
 memory guard (:meth:`WriteBack.guard_experience`, before anything else looks at the
@@ -19,7 +19,7 @@ from hindsight.guard.checker import Established
 from hindsight.guard.evidence import EvidenceIndex
 from hindsight.guard.screening import WriteScreen
 from hindsight.models import Experience, ExperienceStatus, Trajectory
-from hindsight.ports import Embedder
+from hindsight.ports import Embedder, embedded
 from hindsight.store import SqlStore
 from hindsight.writeback import confidence
 from hindsight.writeback.dedup import RowCache
@@ -35,7 +35,7 @@ class WriteBack:
 
     Pipeline of :meth:`write`: skip ids already stored -> confidence from the evidence
     (:meth:`with_evidence`) -> clean + embed -> **1. guard**
-    (:meth:`guard_experience`) -> 2. dedup / supersede (issue 4) -> SQL + vector log -> vectors.
+    (:meth:`guard_experience`) -> 2. dedup / supersede -> SQL + vector log -> vectors.
     The guard comes first so a poisoned candidate is never merged into a clean experience.
 
     Args:
@@ -59,7 +59,7 @@ class WriteBack:
         self._sync = sync_vectors
         self.screen = screen
         self.dedup: Deduper | None = None
-        """Step 2 (issue 4), set by the engine: :class:`hindsight.writeback.dedup.Deduper`."""
+        """Step 2, set by the engine: :class:`hindsight.writeback.dedup.Deduper`."""
 
     def guard_experience(
         self,
@@ -72,8 +72,8 @@ class WriteBack:
         """Run the memory guard on one experience about to be created or edited.
 
         **Every** path that creates, edits or merges an experience calls this before storing
-        it (issue 5): new lessons here in :meth:`write`, and edits, merges and supersedes
-        (issue 4) on the version they are about to write.
+        it: new lessons here in :meth:`write`, and edits, merges and supersedes
+        on the version they are about to write.
 
         Args:
             exp: the experience as it would be stored.
@@ -182,18 +182,18 @@ class WriteBack:
         new = self.with_evidence(experiences)
         if self.screen is not None:
             new = [self.screen.clean(e) for e in new]
-        vectors = self.embedder.embed([e.content for e in new])
+        vectors = embedded(self.embedder, [e.content for e in new], "content")
         evidence = EvidenceIndex.of(trajectory) if trajectory is not None else None
         cleaned = new
 
         def screen(rows: RowCache) -> list[Experience]:
-            # 1. The memory guard, before dedup (issue 5); neighbour rows read once per batch.
+            # 1. The memory guard, before dedup; neighbour rows read once per batch.
             if self.screen is None:
                 return list(cleaned)
             existing = self.screen.neighbours_many(cleaned, vectors, rows.get)
             return self.screen.check_many(cleaned, existing, vectors, evidence)
 
-        # 2. Dedup / merge / supersede of the guarded candidates (issue 4), then store; the
+        # 2. Dedup / merge / supersede of the guarded candidates, then store; the
         # deduper syncs the vector index when it is done.
         if self.dedup is not None:
             return self.dedup.write_items(cleaned, vectors, screen=screen)

@@ -1,4 +1,4 @@
-"""Versioning (MISSION S3, issue 4 item 4): every edit, merge, supersede and rollback keeps the
+"""Versioning (docs/lifecycle.md): every edit, merge, supersede and rollback keeps the
 state it replaced, so a disproven update can be rolled back.
 
 Design: the ``experiences`` row always holds the **current** version under a stable id (recall
@@ -31,7 +31,7 @@ from hindsight.guard.screening import (
     owned_by_guard,
 )
 from hindsight.models import Experience, ExperienceStatus
-from hindsight.ports import Embedder
+from hindsight.ports import Embedder, embedded
 
 __all__ = [
     "EDITABLE",
@@ -86,7 +86,7 @@ def edited(current: Experience, changes: dict[str, Any]) -> Experience:
 
     ``metadata`` replaces the caller's part of the metadata; the guard's keys
     (:data:`~hindsight.guard.screening.GUARD_METADATA_KEYS`: quarantine reasons, approvals,
-    verdicts, evidence...) are kept as they are and may not be sent (issue 17 item 4).
+    verdicts, evidence...) are kept as they are and may not be sent.
 
     Raises:
         UsageError: a guard-owned field or metadata key (one line naming it), an unknown
@@ -129,7 +129,7 @@ def rolled_back(current: Experience, versions: list[Any], version: int) -> Exper
         )
     old: Experience = match["experience"]
     update = {f: getattr(old, f) for f in ROLLED_BACK_FIELDS}
-    # The guard's state is not rolled back (issue 17 item 4): its reasons, approvals and
+    # The guard's state is not rolled back: its reasons, approvals and
     # verdicts stay, and a quarantined lesson stays quarantined (the old text is screened
     # again by the caller); only approve / reject / rescan change them.
     user_meta = {k: v for k, v in old.metadata.items() if k not in GUARD_METADATA_KEYS}
@@ -162,7 +162,8 @@ def edit(
     """
     current = store.get_experience(tenant, experience_id)
     new = edited(current, changes)
-    vector = embedder.embed([new.content])[0] if new.content != current.content else None
+    changed = new.content != current.content
+    vector = embedded(embedder, [new.content], "content")[0] if changed else None
     if guard is not None:
         new = guard(new, vector if vector is not None else _stored_vector(store, current))
     saved: Experience = store.save_version(
@@ -202,7 +203,8 @@ def rollback(
     """
     current = store.get_experience(tenant, experience_id)
     new = rolled_back(current, store.history(tenant, experience_id), version)
-    vector = embedder.embed([new.content])[0] if new.content != current.content else None
+    changed = new.content != current.content
+    vector = embedded(embedder, [new.content], "content")[0] if changed else None
     if guard is not None:
         new = guard(new, vector if vector is not None else _stored_vector(store, current))
     saved: Experience = store.save_version(

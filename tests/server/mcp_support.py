@@ -6,7 +6,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import uvicorn
@@ -81,3 +81,34 @@ def serving(app: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
         assert not thread.is_alive(), "uvicorn did not stop"
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(data_dir: Any, database_url: str, tenant: str = "t") -> AsyncIterator[Any]:
+    """An initialized MCP client session with ``hindsight mcp --tenant T`` as an MCP host starts
+    it, on ``database_url`` (a SQLite URL: the data dir's own file) with a clean environment;
+    its stderr goes to ``<data_dir>.stderr.txt``."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    drop = ("HINDSIGHT_", "DATABASE_URL", "VECTOR_DB_URL", "EMBEDDING_MODEL", "REFLECTION_MODEL")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    if not database_url.startswith("sqlite"):
+        env["DATABASE_URL"] = database_url
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hindsight", "mcp", "--tenant", tenant, "--data-dir", str(data_dir)],
+        env=env,
+        cwd=str(Path(__file__).resolve().parents[2]),
+    )
+    with Path(f"{data_dir}.stderr.txt").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session

@@ -1,6 +1,6 @@
 """The public batch write over HTTP (``POST /v1/experiences:batch``, both clients) and MCP
 (``add_experiences``): per-item results in order, in-batch merges, the guard, whole-batch
-refusal of an invalid item, tenant isolation (issue 20 item 4)."""
+refusal of an invalid item, tenant isolation (docs/lifecycle.md)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_batch_over_http_and_both_clients(served: Served, tenant_pair: tuple[str
 
         with served.http(tenant) as http:
             answer = http.post("/v1/experiences:batch", json={"items": []})
-            assert answer.status_code in (400, 422)
+            assert answer.status_code == 200 and answer.json()["items"] == []  # as in Python
             answer = http.post("/v1/experiences:batch", json={"items": ITEMS[3:]})
             assert answer.status_code == 200
             assert answer.json()["items"][0]["result"] == "merged"
@@ -94,7 +94,7 @@ async def test_batch_over_mcp(memory: Any) -> None:
         bad = await call(
             acme, "add_experiences", {"lessons": [{"content": "ok"}, {"content": "x", "kind": "z"}]}
         )
-        assert bad.is_error and "item 1: kind" in bad.text
+        assert bad.is_error and "lessons.1.kind: kind must be one of" in bad.text
         assert len(memory.list_experiences(tenant_id="acme")) == 2
     async with Client(build_mcp_server(memory.aio, tenant=fixed_tenant("globex"))) as globex:
         out = (await call(globex, "add_experiences", {"lessons": lessons[:1]})).ok()

@@ -6,22 +6,19 @@ lessons, each text stored exactly; the same text up to punctuation is still one
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import httpx2
 import pytest
-from mcp import Client, ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from hindsight import Memory
 from hindsight.server import KeyRing, create_app
 from tests.helpers import make_memory
-from tests.server.mcp_support import call, serving
-from tests.server.test_mcp_stdio import REPO, clean_env
+from tests.server.mcp_support import call, serving, stdio_session
 from tests.test_dedup_meaning import PAIRS, SAME, SameVector
 
 pytestmark = pytest.mark.anyio
@@ -87,24 +84,12 @@ async def test_http_and_mcp_over_http_keep_both_texts(app_url: tuple[Memory, str
 async def test_mcp_over_stdio_keeps_both_texts(tmp_path: Path, database_url: str) -> None:
     """``hindsight mcp`` as an MCP host runs it, with its default (hashing) embedder: the pairs
     its embedder puts close are the ones a fold would have lost."""
-    env = clean_env(**({} if database_url.startswith("sqlite") else {"DATABASE_URL": database_url}))
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "hindsight", "mcp", "--tenant", "t", "--data-dir", str(tmp_path / "d")],
-        env=env,
-        cwd=str(REPO),
-    )
-    with (tmp_path / "stderr.txt").open("w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            for i, (old, new) in enumerate(PAIRS + SAME):
-                ids = []
-                for text in (old, new):
-                    args = {"lessons": [{"content": text}], "namespace": f"s{i}"}
-                    (item,) = (await call(session, "add_experiences", args)).ok()["items"]
-                    ids.append(item["id"])
-                    assert item["lesson"]["content"] == (old if i >= len(PAIRS) else text)
-                assert (ids[0] == ids[1]) is (i >= len(PAIRS)), (old, new)
+    async with stdio_session(tmp_path / "d", database_url) as session:
+        for i, (old, new) in enumerate(PAIRS + SAME):
+            ids = []
+            for text in (old, new):
+                args = {"lessons": [{"content": text}], "namespace": f"s{i}"}
+                (item,) = (await call(session, "add_experiences", args)).ok()["items"]
+                ids.append(item["id"])
+                assert item["lesson"]["content"] == (old if i >= len(PAIRS) else text)
+            assert (ids[0] == ids[1]) is (i >= len(PAIRS)), (old, new)

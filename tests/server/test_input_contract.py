@@ -1,6 +1,8 @@
-"""One contract per argument (issue 18 item 2): top_k, token_budget, limit and offset accept
-the same values, coerce them the same way and refuse them with the same words in Python, over
-HTTP, over MCP and from the CLI (hindsight/_contract.py, docs/concepts.md#the-input-contract).
+"""One contract per argument: every row of the table (numbers, paging, text and list limits,
+spellings, optional switches) is accepted, coerced and refused with the same words in Python,
+over HTTP (the app of ``hindsight serve``), over MCP (``/mcp`` of the same app, and ``hindsight
+mcp`` over stdio for a sample) and from the CLI, on SQLite and PostgreSQL; a refusal names its
+field on HTTP and MCP (hindsight/_contract.py, docs/concepts.md#the-input-contract).
 """
 
 from __future__ import annotations
@@ -13,13 +15,22 @@ from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from hindsight import Memory, UsageError
+from hindsight._contract import (
+    MAX_BATCH_ITEMS,
+    MAX_CONTENT_CHARS,
+    MAX_LABELS,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+)
+from hindsight.config import load_config
 from hindsight.service._keys import KeyRing, create_key
 from hindsight.service.http import create_app
-from hindsight.service.mcp import build_mcp_server, fixed_tenant
 from tests.cli_helpers import run_cli
 from tests.helpers import make_memory
 from tests.server.mcp_support import serving
@@ -35,6 +46,16 @@ DELTA = "delta must be a number from -1 to 1"
 FLOOR = "similarity_floor must be a number from -1 to 1"
 CURSOR = "cursor is not a next_cursor of this list (pass it back unchanged)"
 ORDER = "order must be one of confidence, created, got"
+QUERY = f"query must be at most {MAX_QUERY_CHARS} characters"
+CONTENT = "content must be a non-empty string"
+CONTENT_LONG = f"content must be at most {MAX_CONTENT_CHARS} characters"
+TAGS = f"tags must be at most {MAX_LABELS} strings"
+TOOLS = f"tools must be at most {MAX_LABELS} strings"
+TOOL = f"tool must be a tool name of 1..{MAX_NAME_CHARS} characters"
+ITEMS = f"items must be a list of at most {MAX_BATCH_ITEMS} lessons"
+SOURCE = "source must be one of system, user, tool, unknown, or another spelling"
+KIND = "kind must be one of outcome, key_step"
+NAMESPACE = "namespace must be a non-empty string"
 
 # (argument, value, expected: OK or the start of the one-line error)
 TABLE: list[tuple[str, Any, str]] = [
@@ -105,62 +126,123 @@ TABLE: list[tuple[str, Any, str]] = [
     ("order", "confidence", OK),
     ("order", "newest", ORDER),
     ("order", "", ORDER),
+    # text and list limits (hindsight._contract.MAX_*), the same everywhere
+    ("query", "q" * MAX_QUERY_CHARS, OK),
+    ("query", "q" * (MAX_QUERY_CHARS + 1), QUERY),
+    ("content", "c" * MAX_CONTENT_CHARS, OK),
+    ("content", "c" * (MAX_CONTENT_CHARS + 1), CONTENT_LONG),
+    ("content", "", CONTENT),
+    ("content", "   ", CONTENT),
+    ("content", "null", OK),  # text like any other, stored exactly
+    ("content", "N/A", OK),
+    ("content", "None", OK),
+    ("tags", [f"t{i}" for i in range(MAX_LABELS)], OK),
+    ("tags", [f"t{i}" for i in range(MAX_LABELS + 1)], TAGS),
+    ("tools", [f"tool_{i}" for i in range(MAX_LABELS + 1)], TOOLS),
+    ("tool", "x" * MAX_NAME_CHARS, OK),
+    ("tool", "x" * (MAX_NAME_CHARS + 1), TOOL),
+    ("tool", "", TOOL),
+    ("items", [], OK),
+    ("items", MAX_BATCH_ITEMS + 1, ITEMS),
+    # spellings
+    ("source", "tool_output", OK),
+    ("source", "WEB", OK),
+    ("source", "", OK),
+    ("source", "usr", SOURCE),
+    ("kind", "Anti_Pattern", OK),
+    ("kind", "lesson", KIND),
+    ("namespace", "", NAMESPACE),
+    ("namespace", "  ", NAMESPACE),
+    # null is the default of every optional switch
+    ("include_episodes", None, OK),
+    ("include_episodes", True, OK),
 ]
-"""Every numeric (and paging) argument: ``cursor`` and ``offset`` belong to every listing,
-``confidence`` and ``importance`` to adding a lesson (``importance`` also to an edit),
-``delta`` to adjusting a confidence, ``similarity_floor`` to recall, ``order`` to listing
-experiences. ``confidence`` and ``importance`` also run through the batch write
-(``add_experiences``, ``POST /v1/experiences:batch``), where the same message names the item."""
+"""Every numeric (and paging) argument, the text and list limits, the spellings and the
+switches: ``cursor`` and ``offset`` belong to every listing, ``confidence``, ``importance``,
+``content``, ``tags``, ``tools``, ``source``, ``kind`` and ``namespace`` to adding a lesson
+(``importance`` also to an edit), ``delta`` to adjusting a confidence, ``query``,
+``similarity_floor`` and ``include_episodes`` to recall, ``tool`` to a risk check, ``items``
+to the batch write, ``order`` to listing experiences. The lesson fields also run through the
+batch write (``add_experiences``, ``POST /v1/experiences:batch``), where the same message
+names the item."""
+LESSON_FIELDS = ("confidence", "importance", "content", "tags", "tools", "source", "kind")
+
+
+def _items(arg: str, value: Any) -> list[dict[str, Any]]:
+    """The batch of a row: a good lesson, then the one with the row's value."""
+    if arg == "items":
+        count = value if isinstance(value, int) else len(value)
+        return [{"content": f"Batch lesson {i} on items"} for i in range(count)]
+    return [{"content": f"Batch lesson one on {arg}"}, {"content": f"Batch {arg}", arg: value}]
+
+
+def _unframe(message: str, prefixes: tuple[str, ...]) -> str:
+    for prefix in prefixes:
+        if message.startswith(prefix):
+            return message[len(prefix) :]
+    return message
 
 
 def _batch_python(mem: Memory, arg: str, value: Any) -> str:
     try:
-        mem.add_experiences(
-            [{"content": f"Batch lesson one on {arg}"}, {"content": f"Batch {arg}", arg: value}],
-            tenant_id="t",
-        )
+        mem.add_experiences(_items(arg, value), tenant_id="t")
     except UsageError as err:
         message = str(err)
-        assert message.startswith("item 1: "), message  # the item's index
+        if arg != "items":
+            assert message.startswith("item 1: "), message  # the item's index
+            assert err.field == f"items.1.{arg}", (message, err.field)
         return message.removeprefix("item 1: ")
     return OK
 
 
 def _batch_http(client: httpx.Client, arg: str, value: Any) -> str:
-    items = [{"content": f"HTTP batch one on {arg}"}, {"content": f"HTTP batch {arg}", arg: value}]
     r = client.post(
         "/v1/experiences:batch",
-        content=json.dumps({"items": items}),
+        content=json.dumps({"items": _items(arg, value)}),
         headers={"Content-Type": "application/json"},
     )
     if r.status_code < 300:
         return OK
     assert r.status_code in (400, 422), r.text
-    message: str = r.json()["error"]["message"]
-    assert message.startswith(f"body field items.1.{arg}: "), message  # the item's index
-    return message.split(": ", 1)[1]
+    error = r.json()["error"]
+    where = "items" if arg == "items" else f"items.1.{arg}"
+    assert error["field"] == where, error
+    return _unframe(error["message"], (f"body field {where}: ", "item 1: "))
 
 
 def _python(mem: Memory, eid: str, arg: str, value: Any) -> str:
     try:
-        if arg in ("top_k", "token_budget", "similarity_floor"):
-            mem.recall("retry", tenant_id="t", **{arg: value})
-        elif arg in ("confidence", "importance"):
+        if arg in ("top_k", "token_budget", "similarity_floor", "query", "include_episodes"):
+            query = value if arg == "query" else "retry"
+            extra = {} if arg == "query" else {arg: value}
+            mem.recall(query, tenant_id="t", **extra)
+        elif arg == "content":
+            mem.add_experience(value, tenant_id="t")
+        elif arg in (*LESSON_FIELDS, "namespace"):
             mem.add_experience(f"Lesson about {arg}", tenant_id="t", **{arg: value})
         elif arg == "delta":
             mem.adjust_confidence(eid, value, tenant_id="t")
             mem.adjust_confidence(eid, -float(value), tenant_id="t")  # back where it was
+        elif arg == "tool":
+            mem.check_action(value, {}, tenant_id="t")
+        elif arg == "items":
+            mem.add_experiences(_items(arg, value), tenant_id="t")
         else:
             mem.list_experiences(tenant_id="t", **{arg: value})
     except UsageError as err:
+        if arg not in ("cursor", "order"):
+            assert err.field == arg, (arg, str(err), err.field)
         return str(err)
     return OK
 
 
 def _http(client: httpx.Client, eid: str, arg: str, value: Any) -> str:
-    if arg in ("top_k", "token_budget", "similarity_floor"):
-        r = client.post("/v1/recall", json={"query": "retry", arg: value})
-    elif arg in ("confidence", "importance"):
+    if arg in ("top_k", "token_budget", "similarity_floor", "query", "include_episodes"):
+        body = {"query": value} if arg == "query" else {"query": "retry", arg: value}
+        r = client.post("/v1/recall", json=body)
+    elif arg == "content":
+        r = client.post("/v1/experiences", json={"content": value})
+    elif arg in (*LESSON_FIELDS, "namespace"):
         body = json.dumps({"content": f"Lesson on {arg}", arg: value})  # NaN as JS sends it
         r = client.post(
             "/v1/experiences", content=body, headers={"Content-Type": "application/json"}
@@ -169,88 +251,136 @@ def _http(client: httpx.Client, eid: str, arg: str, value: Any) -> str:
         r = client.patch(f"/v1/experiences/{eid}", json={"confidence_delta": value})
         if r.status_code < 300:
             client.patch(f"/v1/experiences/{eid}", json={"confidence_delta": -float(value)})
+    elif arg == "tool":
+        r = client.post("/v1/checks", json={"tool": value, "args": {}})
+    elif arg == "items":
+        return _batch_http(client, arg, value)
     else:
         r = client.get("/v1/experiences", params={} if value is None else {arg: value})
     if r.status_code < 300:
         return OK
     assert r.status_code in (400, 422), r.text
-    message: str = r.json()["error"]["message"]
-    framed = message.startswith(("body field", "query field"))
-    return message.split(": ", 1)[1] if framed else message
+    error = r.json()["error"]
+    field = "confidence_delta" if arg == "delta" else arg  # the HTTP name of delta
+    if arg not in ("cursor", "order"):
+        assert error["field"] == field, error
+    return _unframe(error["message"], (f"body field {field}: ", f"query field {field}: "))
 
 
-async def _mcp(mem: Memory, eid: str, arg: str, value: Any) -> str | None:
-    if arg == "top_k":
-        tool, args = "recall_similar", {"query": "retry", "top_k": value}
-    elif arg == "limit" and value is not None:
-        tool, args = "list_trajectories", {"limit": value}
-    elif arg in ("offset", "cursor"):
-        tool, args = "list_trajectories", {arg: value}
-    elif arg in ("confidence", "importance"):
-        tool, args = "add_experiences", {"lessons": [{"content": f"MCP {arg}", arg: value}]}
-    elif arg == "delta":
-        tool, args = "adjust_confidence", {"experience_id": eid, "delta": value}
-    else:
-        return None  # not an argument of any tool
-    async with Client(build_mcp_server(mem.aio, tenant=fixed_tenant("t"))) as client:
-        result = await client.call_tool(tool, args)
-        if not result.is_error and arg == "delta":
-            undo = {"experience_id": eid, "delta": -float(value)}
-            await client.call_tool("adjust_confidence", undo)
+def _mcp_call(arg: str, value: Any, eid: str) -> tuple[str, dict[str, Any]] | None:
+    """The tool call of a row, or ``None`` when no tool takes that argument."""
+    if arg in ("top_k", "query", "include_episodes"):
+        query = value if arg == "query" else "retry"
+        extra = {} if arg == "query" else {arg: value}
+        return "recall_similar", {"query": query, **extra}
+    if arg == "limit" and value is not None:
+        return "list_trajectories", {"limit": value}
+    if arg in ("offset", "cursor"):
+        return "list_trajectories", {arg: value}
+    if arg in LESSON_FIELDS:
+        lesson = {"content": value} if arg == "content" else {"content": f"MCP {arg}", arg: value}
+        return "add_experiences", {"lessons": [lesson]}
+    if arg == "namespace":
+        return "add_experiences", {"lessons": [{"content": "MCP ns"}], "namespace": value}
+    if arg == "items":
+        return "add_experiences", {"lessons": _items(arg, value)}
+    if arg == "delta":
+        return "adjust_confidence", {"experience_id": eid, "delta": value}
+    if arg == "tool":
+        return "check_action", {"tool": value}
+    return None  # not an argument of any tool
+
+
+async def _mcp(session: Any, eid: str, arg: str, value: Any) -> str | None:
+    call = _mcp_call(arg, value, eid)
+    if call is None:
+        return None
+    tool, args = call
+    result = await session.call_tool(tool, args)
+    if not result.is_error and arg == "delta":
+        await session.call_tool("adjust_confidence", {"experience_id": eid, "delta": -float(value)})
     if not result.is_error:
         return OK
-    text = "".join(getattr(b, "text", "") for b in result.content)
-    message = text.split(": ", 1)[1]
-    for prefix in (f"{arg}: ", f"lessons.0.{arg}: "):
-        message = message.removeprefix(prefix)
-    return message
+    error = (result.structured_content or {}).get("error") or {}
+    top = "lessons" if arg in LESSON_FIELDS or arg == "items" else arg
+    assert error.get("field") == top, (arg, error)
+    message = str(error["message"])
+    return _unframe(message, (f"{arg}: ", f"lessons.0.{arg}: ", "lessons: ", "item 0: "))
 
 
 @pytest.fixture
-def interfaces(tmp_path: Path) -> Iterator[tuple[Memory, httpx.Client]]:
+def interfaces(
+    tmp_path: Path, database_url: str
+) -> Iterator[tuple[Memory, httpx.Client, str, str]]:
     keys = tmp_path / "keys"
     key = create_key(keys, "t")[0]
-    mem = make_memory(tmp_path / "data", f"sqlite:///{tmp_path / 'h.db'}")
+    mem = make_memory(tmp_path / "data", database_url)
     mem.add_experience("Retry order_query once on 502", tenant_id="t", confidence=0.5)
     try:
-        app = create_app(mem.aio, keyring=KeyRing.from_file(keys), mcp=False)
+        app = create_app(mem.aio, keyring=KeyRing.from_file(keys))
         with serving(app) as url:
             headers = {"Authorization": f"Bearer {key}"}
-            with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
-                yield mem, client
+            with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+                yield mem, client, url, key
     finally:
         mem.close()
 
 
+def _mcp_answers(url: str, key: str, eid: str, rows: list[tuple[str, Any, str]]) -> list[Any]:
+    async def run() -> list[Any]:
+        headers = {"Authorization": f"Bearer {key}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            Client(streamable_http_client(f"{url}/mcp", http_client=http)) as session,
+        ):
+            return [await _mcp(session, eid, arg, value) for arg, value, _ in rows]
+
+    return anyio.run(run)
+
+
 def test_every_case_gets_the_same_answer_in_python_http_and_mcp(
-    interfaces: tuple[Memory, httpx.Client],
+    interfaces: tuple[Memory, httpx.Client, str, str],
 ) -> None:
-    mem, client = interfaces
+    mem, client, url, key = interfaces
     eid = mem.list_experiences(tenant_id="t")[0].id
-    for arg, value, expected in TABLE:
+    mcp_answers = _mcp_answers(url, key, eid, TABLE)
+    for (arg, value, expected), mcp in zip(TABLE, mcp_answers, strict=True):
         answers = {
             "python": _python(mem, eid, arg, value),
             "http": _http(client, eid, arg, value),
         }
-        if arg in ("confidence", "importance"):
+        if arg in LESSON_FIELDS:
             answers["python batch"] = _batch_python(mem, arg, value)
             answers["http batch"] = _batch_http(client, arg, value)
-        mcp = anyio.run(_mcp, mem, eid, arg, value)
         # MCP sends JSON values: no strings for numbers; floats only where a number is real
         real = arg in ("confidence", "importance", "delta", "similarity_floor")
+        numeric = arg in ("top_k", "token_budget", "limit", "offset", "delta", *("confidence",
+                          "importance", "similarity_floor"))  # fmt: skip
         if isinstance(value, float) and not math.isfinite(value):
             mcp = None  # JSON-RPC has no NaN or infinity
-        if mcp is not None and not isinstance(value, str) and (real or type(value) is not float):
+        sent = not (numeric and isinstance(value, str)) and (real or type(value) is not float)
+        if mcp is not None and sent:
             answers["mcp"] = mcp
         for where, answer in answers.items():
             if expected == OK:
-                assert answer == OK, (where, arg, value, answer)
+                assert answer == OK, (where, arg, str(value)[:40], answer)
             else:
-                assert answer.startswith(expected), (where, arg, value, answer)
+                assert answer.startswith(expected), (where, arg, str(value)[:40], answer)
                 assert "\n" not in answer
 
 
-CLI_TABLE = [
+CLI_TABLE: list[tuple[list[str], str]] = [
+    (["recall", "q" * (MAX_QUERY_CHARS + 1)], QUERY),
+    (["recall", "q" * MAX_QUERY_CHARS], OK),
+    (["quarantine", "list", "--limit", "0"], LIMIT),
+    (["quarantine", "list", "--limit", "10001"], LIMIT),
+    (["quarantine", "list", "--limit", "x"], LIMIT),
+    (["quarantine", "list", "--limit", "5"], OK),
+    (["jobs", "--limit", "50000"], LIMIT),
+    (["jobs", "--limit", "0"], LIMIT),
+    (["jobs", "--limit", "10000"], OK),
+    (["audit", "--sample", "0"], "size must be an integer from 1 to 1000"),
+    (["audit", "--sample", "x"], "size must be an integer from 1 to 1000"),
     (["recall", "retry", "--top-k", "0"], TOP_K),
     (["recall", "retry", "--top-k", "-3"], TOP_K),
     (["recall", "retry", "--top-k", "abc"], TOP_K),
@@ -265,12 +395,38 @@ CLI_TABLE = [
 ]
 
 
+_TENANTLESS = ("jobs",)
+"""Commands over every tenant (operators): no ``--tenant``."""
+
+
 def test_the_cli_gives_the_same_answers(tmp_path: Path) -> None:
     for args, expected in CLI_TABLE:
-        proc = run_cli(*args, "--tenant", "t", "--json", data_dir=tmp_path / "data")
+        tenant = [] if args[0] in _TENANTLESS else ["--tenant", "t"]
+        proc = run_cli(*args, *tenant, "--json", data_dir=tmp_path / "data")
         if expected == OK:
-            assert proc.returncode == 0, (args, proc.stderr)
+            assert proc.returncode == 0, (args[:3], proc.stderr)
             json.loads(proc.stdout)
         else:
-            assert proc.returncode == 2, (args, proc.stderr)
-            assert proc.stderr.startswith(f"error: {expected}"), (args, proc.stderr)
+            assert proc.returncode == 2, (args[:3], proc.stderr)
+            assert proc.stderr.startswith(f"error: {expected}"), (args[:3], proc.stderr)
+            assert proc.stderr.count("\n") == 1, proc.stderr
+
+
+ENV_TABLE = [
+    ("HINDSIGHT_TOKEN_BUDGET", "token_budget", "0", BUDGET),
+    ("HINDSIGHT_TOKEN_BUDGET", "token_budget", "lots", BUDGET),
+    ("HINDSIGHT_MAX_RETRIEVE_COUNT", "top_k", "0", TOP_K),
+]
+"""Settings from the environment are checked by the same rules, named by their variable."""
+
+
+def test_settings_get_the_same_answers(tmp_path: Path) -> None:
+    for variable, setting, value, expected in ENV_TABLE:
+        line = f"invalid configuration: {variable}: {expected}, got {value!r}"
+        proc = run_cli(
+            "recall", "retry", "--tenant", "t", data_dir=tmp_path / "d", **{variable: value}
+        )
+        assert (proc.returncode, proc.stderr) == (2, f"error: {line}\n")
+        with pytest.raises(UsageError) as err:
+            load_config(**{setting: value})
+        assert str(err.value) == f"invalid configuration: {setting}: {expected}, got {value!r}"

@@ -1,4 +1,4 @@
-"""The HTTP service: :func:`create_app` builds the FastAPI app (issue 9; docs/http.md).
+"""The HTTP service: :func:`create_app` builds the FastAPI app (docs/http.md).
 
 One process owns the store; agents in any language share it through this API (and through MCP
 at ``/mcp``, :mod:`hindsight.service.mcp`). Every route but ``/health`` and ``/ready`` needs an
@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight._errors import UsageError
 from hindsight._text import Replacements, clean_json, reporting_to
-from hindsight.config import MemoryConfig
+from hindsight.config import MemoryConfig, load_config
 from hindsight.engine import AsyncMemory
 from hindsight.service._keys import KeyRing, key_from_headers
 from hindsight.service.http._deps import MISSING_KEY, UNKNOWN_KEY
@@ -62,7 +62,7 @@ def create_app(
         keyring: API keys -> tenants; default :meth:`KeyRing.from_env` (keys file in the
             config's data dir when present).
         config: the engine's configuration when ``memory`` is ``None`` (default: from the
-            environment, DATABASE_URL, VECTOR_DB_URL ... as everywhere, MISSION S10).
+            environment, DATABASE_URL, VECTOR_DB_URL ... as everywhere, docs/deploy.md).
         max_body_bytes: request bodies above this many bytes get 413 (default 2 MiB).
         mcp: serve MCP (streamable HTTP) at ``/mcp`` when :mod:`hindsight.service.mcp._server` is
             there.
@@ -82,7 +82,7 @@ def create_app(
     if max_body_bytes < 1024:
         raise UsageError(f"max_body_bytes must be at least 1024, got {max_body_bytes}")
     if keyring is None:
-        data_dir = (memory.config if memory is not None else config or MemoryConfig()).data_dir
+        data_dir = (memory.config if memory is not None else config or load_config()).data_dir
         keyring = KeyRing.from_env(data_dir=data_dir)
     if keyring.is_empty():
         raise UsageError(NO_KEYS_MESSAGE)

@@ -22,7 +22,7 @@ from hindsight._errors import HindsightError
 from hindsight.guard.screening import GUARD_OWNED_FIELDS, owned_by_guard
 from hindsight.service._wire import client_message, error_body, status_and_type
 
-__all__ = ["error_response", "install_error_handlers"]
+__all__ = ["error_response", "install_error_handlers", "not_utf8"]
 
 log = logging.getLogger("hindsight.server")
 
@@ -70,7 +70,7 @@ def _validation(_: Request, exc: Exception) -> JSONResponse:
     where = loc[0] if loc else "body"
     msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
     if first.get("type") == "extra_forbidden" and field in GUARD_OWNED_FIELDS:
-        msg = owned_by_guard(field)  # issue 17 item 4: the guard's state is not editable
+        msg = owned_by_guard(field)  # the guard's state is not editable (docs/security.md)
     elif first.get("type") == "json_invalid":
         field, detail = None, (first.get("ctx") or {}).get("error", "")
         msg = f"the request body is not valid JSON ({detail} at character {loc[-1]})"
@@ -94,12 +94,23 @@ def _hindsight(_: Request, exc: Exception) -> JSONResponse:
     status, type_ = status_and_type(exc)
     if status >= 500:
         log.warning("hindsight: %s: %s", type(exc).__name__, exc)  # the full message: the log
-    field = "trajectory" if type_ == "invalid_trajectory" else None  # as MCP store_episode
+    field = getattr(exc, "field", None)  # the argument a UsageError is about (as MCP says)
+    if type_ == "invalid_trajectory":
+        field = "trajectory"  # as MCP store_episode
     return error_response(status, type_, client_message(exc), field)
+
+
+def not_utf8(err: UnicodeDecodeError) -> str:
+    """What is wrong with a request body that is not UTF-8 (JSON is UTF-8 text, RFC 8259)."""
+    return f"it is not UTF-8 text: byte 0x{err.object[err.start]:02x}"
 
 
 def _http(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):  # FastAPI's "error parsing the body": one answer
+        msg = f"the request body is not valid JSON ({not_utf8(cause)} at character {cause.start})"
+        return error_response(422, "validation_error", msg)
     type_ = _HTTP_TYPES.get(exc.status_code, "error" if exc.status_code < 500 else "internal_error")
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
     return error_response(exc.status_code, type_, detail, headers=exc.headers)

@@ -1,4 +1,4 @@
-"""What the OpenAPI schema says beyond the routes' own models (issue 22 item 6).
+"""What the OpenAPI schema says beyond the routes' own models.
 
 * :data:`V1_ERRORS` and :func:`errors`: every status a route may answer besides its success,
   with the one error body (:class:`ErrorResponse`), so that a generated client and schemathesis
@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
+
+from hindsight.service.http._errors import not_utf8
 
 __all__ = [
     "V1_ERRORS",
@@ -114,6 +116,8 @@ def parse_body(model: type[M], raw: bytes, content_type: str | None) -> M:
         except ValueError as exc:
             position = getattr(exc, "pos", 0)
             detail = getattr(exc, "msg", None) or str(exc)
+            if isinstance(exc, UnicodeDecodeError):  # JSON is UTF-8 text (RFC 8259)
+                position, detail = exc.start, not_utf8(exc)
             raise RequestValidationError(
                 [
                     {

@@ -9,19 +9,28 @@ in Python, the CLI and MCP (delta in [-1, 1]).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from hindsight._contract import (
+    MAX_BATCH_ITEMS,
     Confidence,
     ConfidenceDelta,
+    Content,
     Importance,
     Kind,
+    OffByDefault,
+    OnByDefault,
     OptionalTopK,
+    Query,
     SimilarityFloor,
     Source,
+    Tags,
     TokenBudget,
+    ToolName,
+    Tools,
+    batch_size,
 )
 from hindsight._paging import Page
 from hindsight.checks import CheckMatch
@@ -78,8 +87,8 @@ class EpisodeBody(_Body):
     format: Literal["auto", "trajectory", "openai", "tau-bench", "events"] = "auto"
     namespace: str = Field(default="default", min_length=1, max_length=200)
     task_type: str | None = Field(default=None, min_length=1, max_length=200)
-    review: bool = Field(default=True, description="Queue the post-hoc review.")
-    merge: bool = Field(
+    review: OnByDefault = Field(default=True, description="Queue the post-hoc review.")
+    merge: OffByDefault = Field(
         default=False,
         description="One run stored in parts (paused at an interrupt, resumed later): merge "
         "into the stored run of the same id instead of leaving it unchanged.",
@@ -102,20 +111,20 @@ class EpisodesResponse(BaseModel):
 class RecallBody(_Body):
     """``POST /v1/recall``: the arguments of :meth:`hindsight.AsyncMemory.recall`."""
 
-    query: str = Field(default="", max_length=100_000)
+    query: Query = ""
     namespace: str | list[str] = "default"
-    include_shared: bool = True
+    include_shared: OnByDefault = True
     task_type: str | None = None
-    tags: list[str] = Field(default_factory=list, max_length=100)
-    tools: list[str] = Field(default_factory=list, max_length=100)
+    tags: Tags = Field(default_factory=list)
+    tools: Tools = Field(default_factory=list)
     top_k: OptionalTopK = None
     mode: Literal["vector", "task_type"] | None = None
     similarity_floor: SimilarityFloor = None
     trajectory_id: str | None = None
     token_budget: TokenBudget = None
-    include_episodes: bool = False
-    explain: bool = False
-    record: bool = Field(
+    include_episodes: OffByDefault = False
+    explain: OffByDefault = False
+    record: OnByDefault = Field(
         default=True,
         description="Count this recall and attribute it to trajectory_id; false: a dry run "
         "(POST /v1/recalls counts it later).",
@@ -125,14 +134,14 @@ class RecallBody(_Body):
 class CheckBody(_Body):
     """``POST /v1/checks``: the arguments of :meth:`hindsight.AsyncMemory.check_action`."""
 
-    tool: str = Field(min_length=1, max_length=200)
+    tool: ToolName
     args: dict[str, Any] = Field(default_factory=dict)
     namespace: str | list[str] = "default"
-    include_shared: bool = True
+    include_shared: OnByDefault = True
     task_type: str | None = None
     top_k: OptionalTopK = None
     trajectory_id: str | None = None
-    record: bool = Field(
+    record: OnByDefault = Field(
         default=True,
         description="With trajectory_id: count the lessons behind the checks as recalled by "
         "that run (POST /v1/outcomes credits or blames them); false: a dry run.",
@@ -169,27 +178,28 @@ class RecallResponse(BaseModel):
 class AddExperienceBody(_Body):
     """``POST /v1/experiences``: a lesson written directly (no review)."""
 
-    content: str = Field(min_length=1, max_length=100_000)
+    content: Content
     namespace: str = "default"
     kind: Kind = ExperienceKind.RULE
     task_type: str | None = None
-    tools: list[str] = Field(default_factory=list, max_length=100)
-    tags: list[str] = Field(default_factory=list, max_length=100)
+    tools: Tools = Field(default_factory=list)
+    tags: Tags = Field(default_factory=list)
     confidence: Confidence = 0.5
     importance: Importance = 0.5
     source: Source = Provenance.USER
     metadata: dict[str, Any] | None = None
 
 
-MAX_BATCH_ITEMS = 1000
-"""Most lessons in one ``POST /v1/experiences:batch`` request."""
-
-
 class AddExperiencesBody(_Body):
-    """``POST /v1/experiences:batch``: lessons written directly, as one batch (1..1000 items,
-    each as the body of ``POST /v1/experiences``)."""
+    """``POST /v1/experiences:batch``: lessons written directly, as one batch (at most
+    :data:`hindsight._contract.MAX_BATCH_ITEMS` items, each as the body of ``POST
+    /v1/experiences``; an empty list stores nothing)."""
 
-    items: list[AddExperienceBody] = Field(min_length=1, max_length=MAX_BATCH_ITEMS)
+    items: Annotated[
+        list[AddExperienceBody],
+        BeforeValidator(batch_size),
+        Field(json_schema_extra={"maxItems": MAX_BATCH_ITEMS}),
+    ]
 
 
 class AddExperiencesResponse(BaseModel):
@@ -203,7 +213,7 @@ class EditExperienceBody(_Body):
     audited) or edits of the other fields (a new version, see history/rollback), not both."""
 
     confidence_delta: ConfidenceDelta | None = None
-    content: str | None = Field(default=None, min_length=1, max_length=100_000)
+    content: Content | None = None
     kind: Kind | None = None
     task_type: str | None = None
     tools: list[str] | None = None
@@ -267,7 +277,7 @@ class ForgetBody(_Body):
 
     experience_id: str | None = None
     trajectory_id: str | None = None
-    everything: bool = False
+    everything: OffByDefault = False
 
 
 class ForgetResponse(BaseModel):
@@ -288,7 +298,7 @@ class RecalledBody(_Body):
 
 class RetryJobsBody(_Body):
     job_ids: list[str] = Field(default_factory=list, max_length=10_000)
-    all_failed: bool = False
+    all_failed: OffByDefault = False
 
 
 def page_doc(items: Page[Any], limit: int, offset: int | None, cursor: str | None) -> Any:

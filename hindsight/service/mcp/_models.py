@@ -8,9 +8,12 @@ every value comes from the caller's own experiences.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import json
+from typing import Annotated, Any
 
-from hindsight._contract import Confidence, Importance, Kind, Source
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from hindsight._contract import Confidence, Content, Importance, Kind, Source, Tags, Tools
 from hindsight.checks import CheckMatch
 from hindsight.models import AddResult, Experience, ExperienceKind, Provenance, RecallHit
 from hindsight.store import TrajectorySummary
@@ -234,16 +237,32 @@ class OutcomeResult(_Out):
     )
 
 
+def _json_list(value: Any) -> Any:
+    """A list sent as JSON text (``'["a", "b"]'``) as the list: what the MCP SDK does for a
+    tool's own list arguments (hosts that send every argument as text), inside a lesson too."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return parsed if isinstance(parsed, list) else value
+    return value
+
+
 class LessonIn(_Out):
     """One lesson of ``add_experiences``."""
 
-    content: str = Field(min_length=1, max_length=100_000, description="The lesson, as stored.")
+    content: Content = Field(description="The lesson, as stored.")
     kind: Kind = Field(
         default=ExperienceKind.RULE, description="rule, improvement, anti_pattern, ..."
     )
     task_type: str | None = Field(default=None, description="Class of task it applies to.")
-    tools: list[str] = Field(default_factory=list, description="Tools it is about.")
-    tags: list[str] = Field(default_factory=list, description="Context tags.")
+    tools: Annotated[Tools, BeforeValidator(_json_list)] = Field(
+        default_factory=list, description="Tools it is about."
+    )
+    tags: Annotated[Tags, BeforeValidator(_json_list)] = Field(
+        default_factory=list, description="Context tags."
+    )
     confidence: Confidence = Field(default=0.5, description="How sure, 0..1.")
     importance: Importance = Field(default=0.5, description="How much it matters, 0..1.")
     source: Source = Field(

@@ -1,4 +1,4 @@
-"""The MCP server: hindsight's memory as tools any agent can call (issue 9, MISSION S7).
+"""The MCP server: hindsight's memory as tools any agent can call (docs/mcp.md).
 
 Tools (docs/mcp.md): ``store_episode``, ``recall_similar``, ``add_experiences``,
 ``summarize_trajectory``,
@@ -26,15 +26,21 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
         "the MCP server needs the 'mcp' package: pip install 'hindsight-memory[server]'"
     ) from exc
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from hindsight._contract import (
+    MAX_BATCH_ITEMS,
     ConfidenceDelta,
     Cursor,
     Importance,
     Limit,
+    OffByDefault,
     Offset,
+    OnByDefault,
     OptionalTopK,
+    Query,
+    ToolName,
+    batch_size,
 )
 from hindsight._errors import AuthenticationError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
@@ -133,7 +139,7 @@ def fixed_tenant(tenant: Any) -> TenantOf:
     """A :data:`TenantOf` that always answers ``tenant`` (stdio: ``hindsight mcp --tenant``).
 
     Raises:
-        TenantRequiredError: ``tenant`` is missing, empty, blank or not a string (case C17):
+        TenantRequiredError: ``tenant`` is missing, empty, blank or not a string:
             refused when the server is configured, never read as "all tenants".
     """
     value = validate_tenant(tenant)
@@ -152,7 +158,7 @@ def build_mcp_server(
     Args:
         memory: the open engine; the server never closes it.
         tenant: the tenant of each call, from its context (:func:`fixed_tenant`, or the API key
-            of an HTTP request); its answer is checked like every tenant (case C17).
+            of an HTTP request); its answer is checked like every tenant.
         namespace: the namespace used when a call names none.
         name: the server name announced to clients.
 
@@ -177,7 +183,7 @@ def build_mcp_server(
         task_type: TaskTypeArg = None,
         namespace: NamespaceArg = None,
         review: Annotated[
-            bool,
+            OnByDefault,
             Field(
                 description="Queue a background review (false if you call summarize_trajectory)."
             ),
@@ -193,7 +199,7 @@ def build_mcp_server(
 
         who = tenant_of(ctx)
         fmt = record_format(trajectory)
-        traj = await offload(  # a large transcript is converted off the event loop (issue 22)
+        traj = await offload(  # a large transcript is converted off the event loop
             trajectory_from_record,
             trajectory,
             tenant_id=who,
@@ -215,7 +221,7 @@ def build_mcp_server(
 
     async def recall_similar(
         query: Annotated[
-            str,
+            Query,
             Field(
                 description="The task or the user's latest message, as plain text. May be "
                 "empty when task_type is given (then: the best lessons of that task type)."
@@ -239,7 +245,7 @@ def build_mcp_server(
             ),
         ] = None,
         include_episodes: Annotated[
-            bool, Field(description="Also return summaries of similar past runs.")
+            OffByDefault, Field(description="Also return summaries of similar past runs.")
         ] = False,
     ) -> RecallOut:
         """Recall lessons from past runs that are relevant to a task.
@@ -266,7 +272,7 @@ def build_mcp_server(
         )
 
     async def check_action(
-        tool: Annotated[str, Field(description="The name of the tool you are about to call.")],
+        tool: Annotated[ToolName, Field(description="The name of the tool you are about to call.")],
         ctx: Context,
         args: Annotated[
             dict[str, Any] | None,
@@ -317,7 +323,11 @@ def build_mcp_server(
     async def add_experiences(
         lessons: Annotated[
             list[LessonIn],
-            Field(min_length=1, max_length=100, description="1..100 lessons to store."),
+            BeforeValidator(batch_size),
+            Field(
+                description=f"Up to {MAX_BATCH_ITEMS} lessons to store.",
+                json_schema_extra={"maxItems": MAX_BATCH_ITEMS},
+            ),
         ],
         ctx: Context,
         namespace: NamespaceArg = None,

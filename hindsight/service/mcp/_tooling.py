@@ -1,4 +1,4 @@
-"""How hindsight's MCP tools read arguments and report errors (issue 9).
+"""How hindsight's MCP tools read arguments and report errors.
 
 Two adjustments to the ``mcp`` SDK's tools (2.3.0, :class:`mcp.server.mcpserver.tools.Tool`):
 
@@ -7,7 +7,7 @@ Two adjustments to the ``mcp`` SDK's tools (2.3.0, :class:`mcp.server.mcpserver.
   ``str | None`` parameter that turns ``'{"a":1}'`` into an object (then a validation error) and
   ``"null"`` into ``None``. :class:`ExactStringsMetadata` keeps every string sent to a parameter
   that accepts strings exactly as sent; parameters that do not accept strings (``tags: list``,
-  ``trajectory: object | list``) still accept a JSON text of the right shape (issue 9).
+  ``trajectory: object | list``) still accept a JSON text of the right shape.
 * **One-line errors.** A hindsight error, an invalid argument or a failed authentication
   becomes a tool error result (``isError: true``) whose text is one line
   ``"<type>: <message>"`` and whose ``structuredContent`` is ``{"error": {"type", "message",
@@ -104,6 +104,10 @@ def error_of(exc: BaseException, params: set[str]) -> tuple[str, str, str | None
         return kind, message, "trajectory"
     if kind in ("tenant_required", "unauthorized"):
         return kind, message, None  # the tenant is configuration, never a tool argument
+    named = str(getattr(exc, "field", None) or "").split(".")
+    for part in (named[0], named[-1]):  # "namespace"; "items.0.namespace": the namespace
+        if part in params:
+            return kind, message, part
     return kind, message, _field_of(message, params)
 
 
@@ -159,7 +163,7 @@ class HindsightTool(Tool):
                     "server's configuration (hindsight mcp --tenant) or the API key, never "
                     "from a tool argument"
                 )
-            if name in GUARD_OWNED_FIELDS:  # issue 17 item 4
+            if name in GUARD_OWNED_FIELDS:  # the guard's state is not editable
                 return name, f"{owned_by_guard(name)} (not an argument of {self.name})"
             expected = ", ".join(sorted(known))
             return name, f"unknown argument '{name}' of {self.name} (its arguments: {expected})"
