@@ -158,8 +158,10 @@ def _cut_files(vectors: Path) -> None:
     "damage", [_lose_every_file, _lose_config, _lose_segment_files, _cut_files]
 )
 def test_a_damaged_vector_folder_is_rebuilt_on_the_first_open(
-    tmp_path: Path, database_url: str, damage: Any, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, damage: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """The embedded index of a SQLite store (PostgreSQL keeps the vectors itself, pgvector)."""
+    database_url = f"sqlite:///{tmp_path / 'h.db'}"
     data = tmp_path / "data"
     embedder = HashEmbedder(64)
     with Memory(data_dir=data, database_url=database_url, embedder=embedder) as mem:

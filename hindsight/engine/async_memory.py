@@ -150,6 +150,7 @@ class AsyncMemory(LifecycleMethods):
     ) -> None:
         self.config, given = resolve_config(config, reviewer, overrides)
         self.clock: Clock = utc_clock(clock or SystemClock())
+        self.clock.now()  # a clock that does not tell the time is refused here, at open
         self._closed = False
         self._runtime = BackgroundLoop()
         self._parts = parts = open_components(
