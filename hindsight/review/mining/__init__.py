@@ -1,0 +1,18 @@
+"""Condition mining: rules that say *when* they apply, from outcomes across runs.
+
+docs/review.md#condition-mining explains the method, its threshold and its sources.
+"""
+
+from hindsight.review.mining.features import RunRecord, State, record_of, state_of_results
+from hindsight.review.mining.miner import MinedRule, Predicate, condition_holds, mine
+
+__all__ = [
+    "MinedRule",
+    "Predicate",
+    "RunRecord",
+    "State",
+    "condition_holds",
+    "mine",
+    "record_of",
+    "state_of_results",
+]

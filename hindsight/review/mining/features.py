@@ -1,0 +1,230 @@
+"""What an agent had seen when it made a decision: the state of a run, as features.
+
+A run's **state** before a call is what its earlier tool results said, flattened into
+features (docs/review.md#condition-mining):
+
+* a feature is named ``<tool>.<key path>`` (``get_order.items[].status``): the tool whose
+  result it came from and the path of keys inside that result's JSON (``[]`` for a list's
+  items); the call's own arguments are ``args.<key path>``; the run's task type is
+  ``task_type``;
+* its values are **classes**, never identifying values: categorical words and booleans as
+  themselves, ids as their kind (``gift_card`` for ``gift_card_7504069``,
+  :func:`hindsight.review.contrast.value_class`), numbers as numbers, dates as days relative
+  to the run's start (``-3.0``: three days before), a list's length as ``<path>#``. Free
+  text, names and other identifying values are left out.
+
+A feature can hold several values (a list's items, two results of the same tool): a
+predicate holds when one of them satisfies it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+from hindsight.models import Outcome, Trajectory
+from hindsight.review._calls import ToolCall, collect_calls, is_read_only
+from hindsight.review.contrast import value_class
+from hindsight.review.masking import identifying
+
+__all__ = [
+    "COUNT",
+    "DAYS",
+    "Call",
+    "RunRecord",
+    "State",
+    "Value",
+    "error_class",
+    "record_of",
+    "state_of_results",
+]
+
+Value = str | bool | float
+"""One value of a feature: a class (``str``), a boolean, or a number (dates as days)."""
+
+State = dict[str, frozenset[Value]]
+"""Feature name -> the values seen under it."""
+
+DAYS = "@days"
+"""Suffix of a date feature: its values are days relative to the run's start."""
+COUNT = "#"
+"""Suffix of a list's length feature."""
+
+_MAX_DEPTH = 6
+_MAX_ITEMS = 50
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
+_NUMBERED = re.compile(r"\d+(?:[.,]\d+)*")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_IGNORED_TOOLS = frozenset({"think", "reflect", "plan", "note"})
+
+
+def _days(text: str, start: datetime) -> float | None:
+    """``text`` as days relative to ``start`` (negative: before), or ``None``."""
+    if not _DATE.match(text):
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            when = datetime.combine(date.fromisoformat(text[:10]), datetime.min.time())
+        except ValueError:
+            return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return round((when - start).total_seconds() / 86400.0, 2)
+
+
+def _flatten(
+    prefix: str, key: str, value: Any, start: datetime, out: dict[str, set[Value]], depth: int
+) -> None:
+    if depth > _MAX_DEPTH or value is None:
+        return
+    if isinstance(value, bool):
+        out.setdefault(prefix, set()).add(value)
+    elif isinstance(value, int | float):
+        if not identifying(key) and value == value:  # NaN is no number to compare
+            out.setdefault(prefix, set()).add(float(value))
+    elif isinstance(value, str):
+        days = _days(value.strip(), start)
+        if days is not None:
+            out.setdefault(f"{prefix}{DAYS}", set()).add(days)
+            return
+        cls = value_class(key, value)
+        if cls and not cls.startswith("a ") and cls != "none":
+            out.setdefault(prefix, set()).add(cls)
+    elif isinstance(value, Mapping):
+        for k, v in list(value.items())[:_MAX_ITEMS]:
+            _flatten(f"{prefix}.{k}", str(k), v, start, out, depth + 1)
+    elif isinstance(value, list | tuple):
+        out.setdefault(f"{prefix}{COUNT}", set()).add(float(len(value)))
+        for item in value[:_MAX_ITEMS]:
+            _flatten(f"{prefix}[]", key, item, start, out, depth + 1)
+
+
+def _parsed(text: str) -> Any:
+    text = text.strip()
+    if not text or text[0] not in "{[":
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _freeze(found: Mapping[str, set[Value]]) -> State:
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def state_of_results(
+    results: Iterable[tuple[str, Any]], *, start: datetime, task_type: str | None = None
+) -> State:
+    """The state made of ``results``: ``(tool name, result)`` pairs, each result a JSON
+    value or the JSON text of one (other text adds nothing); ``start`` is the time dates are
+    measured from (the run's start, timezone-aware; a naive one is taken as UTC).
+
+    This is the state :func:`hindsight.checks` tests a rule's condition against at decision
+    time (the tool results the current run has seen so far)."""
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    found: dict[str, set[Value]] = {}
+    for tool, result in results:
+        value = _parsed(result) if isinstance(result, str) else result
+        if isinstance(value, Mapping | list):
+            _flatten(str(tool), "", value, start, found, 0)
+    if task_type:
+        found.setdefault("task_type", set()).add(task_type)
+    return _freeze(found)
+
+
+def error_class(text: str) -> str:
+    """A tool error's message as a class: its first line, lower case, numbers and quoted
+    values replaced by ``<n>``/``<v>`` (``Error: flight HAT123 not available on 2024-05-15``
+    -> ``error: flight hat<n> not available on <n>-<n>-<n>``), at most 120 characters."""
+    line = (text.strip().splitlines() or [""])[0].lower()
+    line = _QUOTED.sub("<v>", line)
+    line = _NUMBERED.sub("<n>", line)
+    return line[:120].strip()
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a run, with the state its caller had seen.
+
+    Attributes:
+        tool: the tool's name.
+        state: the run's state before the call, plus the call's arguments as ``args.*``.
+        error: :func:`error_class` of its result when the call failed, else ``""``.
+    """
+
+    tool: str
+    state: State
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What the miner needs of one run.
+
+    Attributes:
+        run_id: the trajectory's id.
+        group: its task group (``task_key``, else the normalised task text): runs of one task
+            are one unit of evidence, not several (docs/review.md#condition-mining).
+        outcome: ``True`` success, ``False`` failure or partial, ``None`` unknown.
+        calls: the run's tool calls in order.
+        final: the state at the end of the run (every result seen).
+        expected: the state-changing tools its outcome evidence expected, ``None`` when the
+            evidence lists no expected actions.
+    """
+
+    run_id: str
+    group: str
+    outcome: bool | None
+    calls: tuple[Call, ...]
+    final: State
+    expected: frozenset[str] | None = None
+
+
+_OUTCOMES = {Outcome.SUCCESS: True, Outcome.FAILURE: False, Outcome.PARTIAL: False}
+
+
+def _call_state(base: Mapping[str, set[Value]], call: ToolCall, start: datetime) -> State:
+    found = {k: set(v) for k, v in base.items()}
+    _flatten("args", "", call.args, start, found, 0)
+    return _freeze(found)
+
+
+def record_of(traj: Trajectory, *, strip_expected: bool = False) -> RunRecord:
+    """``traj`` as the miner sees it (``strip_expected``: ignore its expected actions, as if
+    the source recorded only the outcome)."""
+    start = traj.started_at
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    seen: dict[str, set[Value]] = {}
+    if traj.task_type:
+        seen["task_type"] = {traj.task_type}
+    calls: list[Call] = []
+    for call in collect_calls(traj.events):
+        if call.tool in _IGNORED_TOOLS:
+            continue
+        calls.append(
+            Call(
+                call.tool,
+                _call_state(seen, call, start),
+                error_class(call.output) if call.failed else "",
+            )
+        )
+        value = _parsed(call.output) if call.succeeded or call.status is None else None
+        if isinstance(value, Mapping | list):
+            _flatten(call.tool, "", value, start, seen, 0)
+    evidence = traj.evidence
+    expected = None
+    if not strip_expected and evidence is not None and evidence.expected_actions:
+        expected = frozenset(a.tool for a in evidence.expected_actions if not is_read_only(a.tool))
+    group = traj.task_key or " ".join(traj.task.lower().split())[:300] or traj.id
+    return RunRecord(
+        traj.id, group, _OUTCOMES.get(traj.outcome), tuple(calls), _freeze(seen), expected
+    )

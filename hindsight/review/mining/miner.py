@@ -1,0 +1,557 @@
+"""Condition mining: the simplest conditions that separate good decisions from bad ones.
+
+Source and method: docs/review.md#condition-mining. In short:
+
+1. **Decisions.** For each state-changing tool ``T`` of the tenant's runs, three kinds of
+   decision are collected, each with the state the agent had seen before it
+   (:mod:`hindsight.review.mining.features`):
+
+   * ``avoid``: a run called ``T`` (the state before its first call, with its arguments).
+     The decision was bad when the run failed, or, when the run's outcome evidence lists
+     expected actions, when ``T`` was not among them.
+   * ``do``: a run ended without calling ``T`` (its final state). Bad when the run failed
+     while some run of the tenant did call ``T``, or when ``T`` was expected.
+   * ``error``: every call of ``T`` (the state before it, with its arguments). Bad when it
+     returned a given error; no outcome needed.
+
+2. **Units of evidence.** Runs of one task (one task group) are replicas, not independent
+   evidence: for each group, the decisions where a condition holds vote once (bad when most
+   were bad), and so do those where it does not. Every count is in task groups.
+
+3. **Candidates.** One predicate on one feature (``=`` a class or boolean; ``>``/``<=`` a
+   number cut from the 1-2-5 series inside the values seen; days ``-30, -7, -1, 0, 1, 7,
+   30`` for dates; ``0, 1, 2, 3, 5`` for a list's length), and conjunctions of two of the
+   best single predicates.
+
+4. **Test.** Fisher's exact test, one-sided, of the group votes where the condition holds
+   against where it does not; the Benjamini-Hochberg procedure at :data:`FDR` over every
+   single predicate tried in the pass (pairs are a second family, and a pair must also beat
+   each of its parts tenfold); the Wilson lower bound of the bad rate where it holds at least
+   :data:`MIN_RATE`; at least :data:`MIN_GROUPS` task groups where the condition held and the
+   decision was bad. One run is never enough.
+
+5. **Selection.** Conditions with the same votes are one (the simplest wording stays); per
+   tool and form, at most :data:`MAX_PER_FORM`, each covering bad groups the ones before did
+   not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hindsight.review._calls import is_read_only
+from hindsight.review.mining.features import COUNT, DAYS, RunRecord, State, Value
+from hindsight.review.mining.stats import benjamini_hochberg, fisher_greater, wilson_lower
+
+__all__ = [
+    "FDR",
+    "MAX_PER_FORM",
+    "MIN_GROUPS",
+    "MIN_RATE",
+    "Form",
+    "MinedRule",
+    "Predicate",
+    "condition_holds",
+    "mine",
+]
+
+Form = Literal["avoid", "do", "error"]
+
+FDR = 0.05
+"""False discovery rate of the Benjamini-Hochberg procedure over one mining pass."""
+MIN_GROUPS = 3
+"""Task groups where the condition held and the decision was bad, at least."""
+MIN_RATE = 0.4
+"""Wilson lower bound (95%) of the bad rate where the condition holds, at least."""
+MAX_PER_FORM = 2
+"""Rules per tool and form (and error message), at most."""
+PAIR_FACTOR = 10.0
+"""A pair of predicates must have a p-value this many times smaller than each of its parts."""
+PAIR_SEEDS = 12
+"""Best single predicates per decision set that are combined into pairs."""
+MAX_CUTS = 8
+"""Number cuts per feature, at most."""
+
+_DAY_CUTS = (-30.0, -7.0, -1.0, 0.0, 1.0, 7.0, 30.0)
+_COUNT_CUTS = (0.0, 1.0, 2.0, 3.0, 5.0)
+
+
+@dataclass(frozen=True, order=True)
+class Predicate:
+    """One test on one feature of a state.
+
+    Attributes:
+        feature: the feature's name (:mod:`hindsight.review.mining.features`).
+        op: ``=`` (the value is among the feature's), ``>`` or ``<=`` (one of the feature's
+            numbers is above / at most the value).
+        value: a class, a boolean or a number.
+    """
+
+    feature: str
+    op: Literal["=", ">", "<="]
+    value: Value
+
+    def holds(self, state: State) -> bool:
+        """True when one of the state's values of the feature satisfies it."""
+        values = state.get(self.feature)
+        if not values:
+            return False
+        if self.op == "=":
+            return self.value in values
+        nums = [v for v in values if isinstance(v, float)]
+        if self.op == ">":
+            return any(v > self.value for v in nums)  # type: ignore[operator]
+        return any(v <= self.value for v in nums)  # type: ignore[operator]
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"feature", "op", "value"}`` (JSON; what a rule's metadata stores)."""
+        return {"feature": self.feature, "op": self.op, "value": self.value}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Predicate:
+        """The predicate :meth:`as_dict` gave (numbers come back as floats)."""
+        value = data["value"]
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        return cls(str(data["feature"]), data["op"], value)
+
+
+def condition_holds(
+    predicates: Iterable[Mapping[str, Any] | Predicate],
+    state: State,
+    args_state: State | None = None,
+) -> bool | None:
+    """Does a rule's condition hold for the current run?
+
+    Args:
+        predicates: the rule's predicates (all must hold), as stored in its metadata.
+        state: the run's state so far (:func:`~hindsight.review.mining.features.state_of_results`).
+        args_state: the proposed call's arguments as ``args.*`` features (``None``: no call).
+
+    Returns:
+        ``True`` / ``False``, or ``None`` (unknown) when a predicate is about a tool the run
+        has not called yet, or about arguments and no call was given.
+    """
+    unknown = False
+    for raw in predicates:
+        pred = raw if isinstance(raw, Predicate) else Predicate.from_dict(raw)
+        source = pred.feature.split(".", 1)[0]
+        if source == "args":
+            if args_state is None:
+                unknown = True
+                continue
+            if not pred.holds(args_state):
+                return False
+            continue
+        if pred.feature not in state and not any(k.startswith(source + ".") for k in state):
+            unknown = True
+            continue
+        if not pred.holds(state):
+            return False
+    return None if unknown else True
+
+
+@dataclass
+class MinedRule:
+    """One mined rule: a decision about ``tool`` that went wrong when ``predicates`` held.
+
+    Attributes:
+        tool: the tool.
+        form: ``avoid``, ``do`` or ``error``.
+        predicates: the condition (one or two predicates, all must hold).
+        message: the error class (``error`` form), else ``""``.
+        basis: ``outcome`` (runs' outcomes), ``expected`` (expected actions), ``mixed``, or
+            ``error`` (the calls' own errors).
+        bad, held: task groups where the condition held: with a bad decision / in all.
+        bad_else, held_else: the same where it did not hold.
+        declined_ok, declined: (``avoid``) task groups where the condition held, ``tool`` was
+            not called, and the run went well / in all.
+        p: the one-sided Fisher p-value.
+    """
+
+    tool: str
+    form: Form
+    predicates: tuple[Predicate, ...]
+    message: str = ""
+    basis: str = "outcome"
+    bad: int = 0
+    held: int = 0
+    bad_else: int = 0
+    held_else: int = 0
+    declined_ok: int = 0
+    declined: int = 0
+    p: float = 1.0
+    covered: frozenset[str] = field(default_factory=frozenset, repr=False)
+
+    @property
+    def key(self) -> str:
+        """A stable key: ``condition:<tool>:<form>[:<message>]:<predicates>``."""
+        preds = "&".join(f"{p.feature}{p.op}{_fmt(p.value)}" for p in self.predicates)
+        mid = f"{self.form}:{self.message}" if self.message else self.form
+        return f"condition:{self.tool}:{mid}:{preds}"
+
+    def evidence(self) -> dict[str, Any]:
+        """The counts, as a rule's metadata stores them (JSON)."""
+        return {
+            "basis": self.basis,
+            "bad": self.bad,
+            "held": self.held,
+            "bad_else": self.bad_else,
+            "held_else": self.held_else,
+            "declined_ok": self.declined_ok,
+            "declined": self.declined,
+            "p": float(f"{self.p:.3g}"),
+            "unit": "task group",
+        }
+
+
+def _fmt(value: Value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return value
+
+
+# -- decisions ----------------------------------------------------------------------------------
+@dataclass
+class _Units:
+    """The decisions of one (tool, form[, message]): parallel lists."""
+
+    states: list[State] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    bad: list[bool] = field(default_factory=list)
+    basis: Counter[str] = field(default_factory=Counter)
+
+    def add(self, state: State, group: str, bad: bool, basis: str) -> None:
+        self.states.append(state)
+        self.groups.append(group)
+        self.bad.append(bad)
+        self.basis[basis] += 1
+
+
+def _decisions(runs: Sequence[RunRecord]) -> dict[tuple[str, Form, str], _Units]:
+    units: dict[tuple[str, Form, str], _Units] = defaultdict(_Units)
+    called_by_any: set[str] = set()
+    for run in runs:
+        called_by_any.update(c.tool for c in run.calls if not is_read_only(c.tool))
+    for run in runs:
+        first: dict[str, State] = {}
+        for call in run.calls:
+            if not is_read_only(call.tool):
+                first.setdefault(call.tool, call.state)
+        for tool in called_by_any:
+            if run.expected is not None:
+                wanted = tool in run.expected
+                basis = "expected"
+            elif run.outcome is not None:
+                wanted = None
+                basis = "outcome"
+            else:
+                continue
+            if tool in first:
+                bad = (not wanted) if wanted is not None else run.outcome is False
+                units[(tool, "avoid", "")].add(first[tool], run.group, bad, basis)
+            else:
+                bad = bool(wanted) if wanted is not None else run.outcome is False
+                units[(tool, "do", "")].add(run.final, run.group, bad, basis)
+    # error form: every call of a tool that ever failed, one decision set per error class
+    errors: dict[str, Counter[str]] = defaultdict(Counter)
+    for run in runs:
+        for call in run.calls:
+            if call.error:
+                errors[call.tool][call.error] += 1
+    for run in runs:
+        for call in run.calls:
+            for message in errors.get(call.tool, ()):
+                units[(call.tool, "error", message)].add(
+                    call.state, run.group, call.error == message, "error"
+                )
+    return units
+
+
+# -- candidates ---------------------------------------------------------------------------------
+def _nice_cuts(values: Iterable[float]) -> list[float]:
+    """Numbers of the 1-2-5 series (and 0) strictly inside the range of ``values``, at most
+    :data:`MAX_CUTS`, spread over the values' quantiles."""
+    vals = sorted(set(values))
+    if len(vals) < 2:
+        return []
+    lo, hi = vals[0], vals[-1]
+    whole = all(v == int(v) for v in vals)
+    cuts: set[float] = {0.0} if lo < 0 < hi else set()
+    top = max(abs(lo), abs(hi))
+    if top > 0:
+        for exp in range(math.floor(math.log10(top)) - 2, math.floor(math.log10(top)) + 1):
+            for m in (1, 2, 5):
+                for sign in (1, -1):
+                    c = sign * m * 10.0**exp
+                    if lo <= c < hi and (not whole or c == int(c)):
+                        cuts.add(round(c, 6))
+    if len(cuts) <= MAX_CUTS:
+        return sorted(cuts)
+    ordered = sorted(cuts)
+    wanted = [vals[int(len(vals) * q / (MAX_CUTS + 1))] for q in range(1, MAX_CUTS + 1)]
+    chosen = {min(ordered, key=lambda c, w=w: abs(c - w)) for w in wanted}
+    return sorted(chosen)
+
+
+def _atoms(units: _Units) -> dict[Predicate, int]:
+    """Every single predicate that holds in some decision, with the bitmask of the decisions
+    where it holds."""
+    masks: dict[Predicate, int] = defaultdict(int)
+    numbers: dict[str, list[float]] = defaultdict(list)
+    for i, state in enumerate(units.states):
+        bit = 1 << i
+        for feature, values in state.items():
+            for v in values:
+                if isinstance(v, float):
+                    numbers[feature].append(v)
+                else:
+                    masks[Predicate(feature, "=", v)] |= bit
+    for feature, vals in numbers.items():
+        if feature.endswith(DAYS):
+            cuts: Sequence[float] = [c for c in _DAY_CUTS if min(vals) <= c < max(vals)]
+        elif feature.endswith(COUNT):
+            cuts = [c for c in _COUNT_CUTS if min(vals) <= c < max(vals)]
+        else:
+            cuts = _nice_cuts(vals)
+        for cut in cuts:
+            above, below = Predicate(feature, ">", cut), Predicate(feature, "<=", cut)
+            for i, state in enumerate(units.states):
+                nums = [v for v in state.get(feature, ()) if isinstance(v, float)]
+                if not nums:
+                    continue
+                if max(nums) > cut:
+                    masks[above] |= 1 << i
+                if min(nums) <= cut:
+                    masks[below] |= 1 << i
+    return masks
+
+
+@dataclass
+class _Votes:
+    """Task-group votes of one condition over one decision set."""
+
+    bad: int
+    held: int
+    bad_else: int
+    held_else: int
+    covered: frozenset[str]
+    signature: tuple[int, ...]
+
+
+class _Groups:
+    """The decisions of one set by task group, for voting."""
+
+    def __init__(self, units: _Units) -> None:
+        by: dict[str, int] = defaultdict(int)
+        badmask = 0
+        for i, (group, bad) in enumerate(zip(units.groups, units.bad, strict=True)):
+            by[group] |= 1 << i
+            if bad:
+                badmask |= 1 << i
+        self.names = sorted(by)
+        self.masks = [by[g] for g in self.names]
+        self.badmask = badmask
+        self.bad_groups = sum(1 for m in self.masks if m & badmask)
+
+    def votes(self, mask: int) -> _Votes:
+        bad = held = bad_else = held_else = 0
+        covered: list[str] = []
+        sig: list[int] = []
+        for name, gmask in zip(self.names, self.masks, strict=True):
+            for part, inside in ((gmask & mask, True), (gmask & ~mask, False)):
+                n = part.bit_count()
+                if not n:
+                    sig.append(0)
+                    continue
+                k = (part & self.badmask).bit_count()
+                if k * 2 == n:
+                    sig.append(3)
+                    continue  # a tie says nothing
+                vote = k * 2 > n
+                sig.append(2 if vote else 1)
+                if inside:
+                    held += 1
+                    bad += vote
+                    if vote:
+                        covered.append(name)
+                else:
+                    held_else += 1
+                    bad_else += vote
+        return _Votes(bad, held, bad_else, held_else, frozenset(covered), tuple(sig))
+
+
+@dataclass
+class _Candidate:
+    key: tuple[str, Form, str]
+    predicates: tuple[Predicate, ...]
+    mask: int
+    votes: _Votes
+    p: float
+
+
+def _test(
+    key: tuple[str, Form, str], preds: tuple[Predicate, ...], mask: int, groups: _Groups
+) -> _Candidate | None:
+    v = groups.votes(mask)
+    if v.bad < MIN_GROUPS:
+        return None
+    p = fisher_greater(v.bad, v.held - v.bad, v.bad_else, v.held_else - v.bad_else)
+    return _Candidate(key, preds, mask, v, p)
+
+
+def _simplicity(c: _Candidate) -> tuple[int, int, int]:
+    ops = sum(p.op != "=" for p in c.predicates)
+    return (len(c.predicates), ops, sum(len(p.feature) for p in c.predicates))
+
+
+def _select(cands: list[_Candidate]) -> list[_Candidate]:
+    """Same votes -> the simplest; then at most :data:`MAX_PER_FORM` per decision set,
+    each covering bad groups the ones before did not (best first)."""
+    by_sig: dict[tuple[Any, tuple[int, ...]], _Candidate] = {}
+    for c in cands:
+        sig = (c.key, c.votes.signature)
+        old = by_sig.get(sig)
+        if old is None or _simplicity(c) < _simplicity(old):
+            by_sig[sig] = c
+    by_key: dict[tuple[str, Form, str], list[_Candidate]] = defaultdict(list)
+    for c in by_sig.values():
+        by_key[c.key].append(c)
+    chosen: list[_Candidate] = []
+    for key in sorted(by_key):
+        ranked = sorted(
+            by_key[key],
+            key=lambda c: (-wilson_lower(c.votes.bad, c.votes.held), c.p, _simplicity(c)),
+        )
+        covered: set[str] = set()
+        taken = 0
+        for c in ranked:
+            if taken >= MAX_PER_FORM:
+                break
+            if c.votes.covered <= covered:
+                continue
+            covered |= c.votes.covered
+            chosen.append(c)
+            taken += 1
+    return chosen
+
+
+def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
+    """The rules ``runs`` support (see the module docstring), ordered by tool, form, then
+    strength. ``runs``: :func:`~hindsight.review.mining.features.record_of` of the tenant's
+    runs. Deterministic for the same runs in any order."""
+    runs = sorted(runs, key=lambda r: r.run_id)
+    singles: list[_Candidate] = []
+    sets: dict[tuple[str, Form, str], tuple[_Units, _Groups, dict[Predicate, int]]] = {}
+    for key, units in sorted(_decisions(runs).items()):
+        groups = _Groups(units)
+        if groups.bad_groups < MIN_GROUPS:
+            continue
+        atoms = _atoms(units)
+        sets[key] = (units, groups, atoms)
+        for pred in sorted(atoms):
+            mask = atoms[pred]
+            if (mask & groups.badmask).bit_count() < MIN_GROUPS:
+                continue
+            cand = _test(key, (pred,), mask, groups)
+            if cand is not None:
+                singles.append(cand)
+    kept = _standing(singles)
+    singles = _distinct(singles)
+    pairs: list[_Candidate] = []
+    by_key: dict[tuple[str, Form, str], list[_Candidate]] = defaultdict(list)
+    for c in singles:
+        by_key[c.key].append(c)
+    for key, cands in by_key.items():
+        _, groups, _ = sets[key]
+        seeds = sorted(cands, key=lambda c: (c.p, _simplicity(c), c.predicates))[:PAIR_SEEDS]
+        for i, a in enumerate(seeds):
+            for b in seeds[i + 1 :]:
+                if a.predicates[0].feature == b.predicates[0].feature:
+                    continue
+                mask = a.mask & b.mask
+                if mask in (a.mask, b.mask):
+                    continue
+                cand = _test(key, tuple(sorted(a.predicates + b.predicates)), mask, groups)
+                if cand is not None and cand.p * PAIR_FACTOR <= min(a.p, b.p):
+                    pairs.append(cand)
+    kept += _standing(pairs, per_set=False)
+    rules: list[MinedRule] = []
+    for c in _select(kept):
+        units, _, _ = sets[c.key]
+        tool, form, message = c.key
+        basis = "error" if form == "error" else _basis(units.basis)
+        rule = MinedRule(
+            tool,
+            form,
+            c.predicates,
+            message,
+            basis,
+            c.votes.bad,
+            c.votes.held,
+            c.votes.bad_else,
+            c.votes.held_else,
+            p=c.p,
+            covered=c.votes.covered,
+        )
+        if form == "avoid" and (tool, "do", "") in sets:
+            rule.declined_ok, rule.declined = _declined(sets[(tool, "do", "")], c.predicates)
+        rules.append(rule)
+    return rules
+
+
+def _distinct(cands: list[_Candidate]) -> list[_Candidate]:
+    """One candidate per decision set and vote signature (the simplest): predicates with the
+    same votes are one hypothesis, not several."""
+    best: dict[tuple[Any, tuple[int, ...]], _Candidate] = {}
+    for c in cands:
+        sig = (c.key, c.votes.signature)
+        old = best.get(sig)
+        if old is None or (_simplicity(c), c.predicates) < (_simplicity(old), old.predicates):
+            best[sig] = c
+    return list(best.values())
+
+
+def _standing(cands: list[_Candidate], *, per_set: bool = True) -> list[_Candidate]:
+    """The candidates that stand: Benjamini-Hochberg at :data:`FDR` over distinct candidates
+    (those with :data:`MIN_GROUPS` bad groups: the others could never be significant and are
+    not counted, after Tarone 1990), within each decision set (``per_set``, single
+    predicates) or over the whole pass (pairs), and a Wilson lower bound of the bad rate of
+    at least :data:`MIN_RATE`."""
+    by_key: dict[Any, list[_Candidate]] = defaultdict(list)
+    for c in _distinct(cands):
+        by_key[c.key if per_set else ""].append(c)
+    out: list[_Candidate] = []
+    for key in sorted(by_key):
+        group = by_key[key]
+        keep = benjamini_hochberg([c.p for c in group], FDR)
+        out.extend(
+            c
+            for c, ok in zip(group, keep, strict=True)
+            if ok and wilson_lower(c.votes.bad, c.votes.held) >= MIN_RATE
+        )
+    return out
+
+
+def _basis(counts: Counter[str]) -> str:
+    kinds = [k for k, n in counts.items() if n]
+    return kinds[0] if len(kinds) == 1 else "mixed"
+
+
+def _declined(
+    do_set: tuple[_Units, _Groups, dict[Predicate, int]], preds: tuple[Predicate, ...]
+) -> tuple[int, int]:
+    """Task groups where the condition held and the tool was not called: (went well, all)."""
+    units, groups, _ = do_set
+    mask = 0
+    for i, state in enumerate(units.states):
+        if all(p.holds(state) for p in preds if not p.feature.startswith("args.")):
+            mask |= 1 << i
+    v = groups.votes(mask)
+    return v.held - v.bad, v.held
