@@ -96,6 +96,9 @@ class MemoryConfig(BaseSettings):
             ``HINDSIGHT_SITUATION_MATCH`` (default on).
         shared_namespace: namespace recalled after the private one
             (docs/concepts.md#tenants-and-namespaces-s9).
+        condition_mining: mine the tenant's reviewed runs for rules that say when they apply,
+            when the reviews settle (docs/review.md#condition-mining). Env
+            ``HINDSIGHT_CONDITION_MINING``; default on.
         review_timeout: seconds one review may take before its job is failed and retried.
         review_max_attempts: attempts of one review job before it is left ``failed`` (3);
             env ``HINDSIGHT_REVIEW_MAX_ATTEMPTS``. A reply with no usable report fails at once.
@@ -165,6 +168,7 @@ class MemoryConfig(BaseSettings):
         default=5.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_REVIEW_RETRY_BASE")
     )
     background_review: bool = True
+    condition_mining: bool = Field(default=True, validation_alias=_env("CONDITION_MINING"))
     min_confidence: float = Field(
         default=0.1, ge=0.0, le=1.0, validation_alias=_env("MIN_CONFIDENCE")
     )

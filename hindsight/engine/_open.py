@@ -321,11 +321,59 @@ def _wire(
     from hindsight.writeback.dedup import dedup_threshold_of
 
     groups = TaskGroups(store, index, embedder, dedup_threshold_of(embedder))
+    mining = _mining(config, store, embedder, clock, writeback, deduper, vectors)
     reviews = ReviewRunner(
-        store, reviewer, writeback, embedder.name, clock, config, runtime, groups=groups
+        store,
+        reviewer,
+        writeback,
+        embedder.name,
+        clock,
+        config,
+        runtime,
+        groups=groups,
+        mining=mining,
     )
     parts = (embedder, store, index, reviewer, vectors, guard, writeback, deduper)
     return Components(config, clock, *parts, recall, reviews, lock)
+
+
+def _mining(
+    config: MemoryConfig,
+    store: Any,
+    embedder: Any,
+    clock: Any,
+    writeback: Any,
+    deduper: Any,
+    vectors: Any,
+) -> Any:
+    """The condition-mining stage of the reviews (docs/review.md#condition-mining): new rules
+    through the write path, changed ones as new versions, unsupported ones archived."""
+    from hindsight.review.mining.stage import REVIEWER, ConditionMining
+    from hindsight.writeback import forgetting, versions
+
+    def edit(tenant: str, eid: str, content: str, metadata: dict[str, Any]) -> None:
+        changes = {"content": content, "metadata": metadata}
+        versions.edit(
+            store, embedder, deduper.guard, tenant, eid, changes,
+            actor=REVIEWER, reason="the runs' evidence changed",
+        )  # fmt: skip
+        vectors.sync()
+
+    def archive(tenant: str, eid: str) -> None:
+        forgetting.archive(
+            store, tenant, eid, actor=REVIEWER, reason="the runs no longer support it"
+        )
+        vectors.sync()
+
+    return ConditionMining(
+        store,
+        writeback.write,
+        edit,
+        archive,
+        clock,
+        embedder.name,
+        enabled=config.condition_mining,
+    )
 
 
 def _cache_dir(config: MemoryConfig) -> Path:

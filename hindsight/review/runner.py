@@ -23,6 +23,7 @@ from hindsight.review.worker import ModelBackoff, ReviewWorker, model_of, prepar
 
 if TYPE_CHECKING:
     from hindsight.review.groups import TaskGroups
+    from hindsight.review.mining.stage import ConditionMining
     from hindsight.review.run import ReviewRun
     from hindsight.writeback import WriteBack
 
@@ -48,6 +49,9 @@ class ReviewRunner:
             ``review_retry_base`` and ``background_review``.
         runtime: the memory's background loop, where the worker runs.
         groups: task groups for the contrastive step of each review.
+        mining: the condition-mining stage (:mod:`hindsight.review.mining.stage`): told of
+            every reviewed tenant, run when the queue empties (at most every
+            ``MIN_INTERVAL`` seconds per tenant) and at every :meth:`flush`.
     """
 
     def __init__(
@@ -60,9 +64,11 @@ class ReviewRunner:
         config: MemoryConfig,
         runtime: BackgroundLoop,
         groups: TaskGroups | None = None,
+        mining: ConditionMining | None = None,
     ) -> None:
         self.store = store
         self.groups = groups
+        self.mining = mining
         self.config = config
         self.worker: ReviewWorker | None = None
         self._parts = (reviewer, writeback, store, embedding_model, clock)
@@ -92,14 +98,22 @@ class ReviewRunner:
         while not lock.acquire(blocking=False):  # polled: cancellation never strands it
             await asyncio.sleep(0.01)
         try:
-            return await self.run(traj)
+            found = await self.run(traj)
         finally:
             lock.release()
+        if self.mining is not None:
+            self.mining.touched(traj.tenant_id)
+        return found
 
     async def handle_job(self, job: Any) -> None:
         """Review the trajectory of one claimed job (raises to fail the job)."""
         traj = await asyncio.to_thread(self.store.get_trajectory, job.tenant_id, job.trajectory_id)
         await self.review(traj)
+        mining = self.mining
+        if mining is not None and mining.pending():
+            idle = await asyncio.to_thread(self.store.count_review_jobs, state="pending")
+            if not idle:
+                await asyncio.to_thread(mining.settle, force=False)
 
     # -- the queue ---------------------------------------------------------------------------
     def stored(self, queued: bool) -> None:
@@ -145,15 +159,25 @@ class ReviewRunner:
         return max(0.0, self._last_store + REVIEW_YIELD_SECONDS - time.monotonic())
 
     async def flush(self, timeout: float | None) -> bool:
-        """Wait until no queued review is ready to run (``timeout`` in seconds); False on
+        """Wait until no queued review is ready to run (``timeout`` in seconds), then mine the
+        tenants reviewed meanwhile (docs/review.md#condition-mining); False on
         timeout (jobs stay queued, nothing is lost)."""
         if self.worker is None and not self.has_open_jobs():
+            await self._settle()
             return True
         self.ensure_worker()
         while self.worker is None:
             await asyncio.sleep(0.005)
         fut = self._runtime.submit(self.worker.wait_idle(timeout))
-        return await asyncio.wrap_future(fut)
+        idle: bool = await asyncio.wrap_future(fut)
+        if idle:
+            await self._settle()
+        return idle
+
+    async def _settle(self) -> None:
+        """Mine the tenants whose runs were reviewed since the last pass."""
+        if self.mining is not None and self.mining.pending():
+            await asyncio.to_thread(self.mining.settle)
 
     def close(self, timeout: float) -> None:
         """Stop the worker (an interrupted job goes back to pending) and the background loop,

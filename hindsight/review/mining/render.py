@@ -1,0 +1,89 @@
+"""A mined rule in words: the tool, the condition, the advice and the evidence.
+
+Every count is in task groups (docs/review.md#condition-mining). Examples::
+
+    cancel_reservation: when cabin (from get_reservation_details) is basic_economy, do not
+    call it: the runs that called it failed (5 of 5 tasks), against 1 of 9 otherwise.
+
+    update_reservation_flights: when payment_id (in its arguments) is certificate, the call
+    returned 'error: certificate cannot be used to update reservation' (3 of 3 tasks),
+    against 0 of 18 otherwise.
+"""
+
+from __future__ import annotations
+
+from hindsight.review.mining.features import COUNT, DAYS
+from hindsight.review.mining.miner import MinedRule, Predicate
+
+__all__ = ["describe_predicate", "render_rule"]
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _days(op: str, value: float) -> str:
+    n = abs(value)
+    unit = "day" if n == 1 else "days"
+    if value == 0:
+        return "is before the run started" if op == "<=" else "is after the run started"
+    if value < 0:
+        if op == "<=":
+            return f"is at least {_number(n)} {unit} before the run started"
+        return f"is later than {_number(n)} {unit} before the run started"
+    if op == "<=":
+        return f"is at most {_number(n)} {unit} after the run started"
+    return f"is more than {_number(n)} {unit} after the run started"
+
+
+def describe_predicate(pred: Predicate) -> str:
+    """``pred`` in words: ``cabin (from get_reservation_details) is basic_economy``."""
+    source, _, path = pred.feature.partition(".")
+    if pred.feature == "task_type":
+        subject = "the task type"
+    else:
+        clean = path.removesuffix(DAYS).removesuffix(COUNT) or source
+        where = "in its arguments" if source == "args" else f"from {source}"
+        subject = f"{clean} ({where})"
+    if pred.feature.endswith(DAYS) and isinstance(pred.value, float):
+        return f"{subject} {_days(pred.op, pred.value)}"
+    if pred.feature.endswith(COUNT) and isinstance(pred.value, float):
+        if pred.op == ">":
+            return f"{subject} has more than {_number(pred.value)} items"
+        return f"{subject} has at most {_number(pred.value)} items"
+    if isinstance(pred.value, bool):
+        return f"{subject} is {'true' if pred.value else 'false'}"
+    if isinstance(pred.value, float):
+        word = "is more than" if pred.op == ">" else "is at most"
+        return f"{subject} {word} {_number(pred.value)}"
+    return f"{subject} is {pred.value}"
+
+
+def _tasks(n: int) -> str:
+    return "task" if n == 1 else "tasks"
+
+
+def render_rule(rule: MinedRule) -> str:
+    """The rule's lesson text (one sentence; see the module docstring)."""
+    when = " and ".join(describe_predicate(p) for p in rule.predicates)
+    counts = f"({rule.bad} of {rule.held} {_tasks(rule.held)})"
+    against = f"against {rule.bad_else} of {rule.held_else} otherwise"
+    if rule.form == "error":
+        return f"{rule.tool}: when {when}, the call returned '{rule.message}' {counts}, {against}."
+    if rule.form == "avoid":
+        what = {
+            "outcome": "the runs that called it failed",
+            "expected": "calling it was not an expected action",
+        }.get(rule.basis, "calling it was a wrong step")
+        text = f"{rule.tool}: when {when}, do not call it: {what} {counts}, {against}"
+        if rule.declined:
+            text += (
+                f"; the runs that did not call it then went well in {rule.declined_ok} of "
+                f"{rule.declined}"
+            )
+        return text + "."
+    what = {
+        "outcome": "the runs that ended without calling it failed",
+        "expected": "it was an expected action the runs left out",
+    }.get(rule.basis, "leaving it out was a wrong step")
+    return f"{rule.tool}: when {when}, call it before the run ends: {what} {counts}, {against}."
