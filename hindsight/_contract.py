@@ -82,6 +82,7 @@ __all__ = [
     "OptionalTopK",
     "OutcomeFilter",
     "Query",
+    "RunState",
     "SimilarityFloor",
     "Source",
     "Status",
@@ -197,6 +198,42 @@ def _tool_name(value: Any) -> str:
             field="tool",
         )
     return value
+
+
+def _run_state(value: Any) -> list[dict[str, Any]] | None:
+    """The tool results a run has seen so far (``check_action``'s ``state``)."""
+    if value is None:
+        return None
+    problem = (
+        f"state must be a list of at most {MAX_BATCH_ITEMS} tool results, each an object "
+        '{"tool": <name>, "result": <JSON value or text>}'
+    )
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise UsageError(f"{problem}, got {type(value).__name__}", field="state")
+    if len(value) > MAX_BATCH_ITEMS:
+        raise UsageError(f"{problem}, got {len(value)} items", field="state")
+    out: list[dict[str, Any]] = []
+    size = 0
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping) or set(item) - {"tool", "result"}:
+            raise UsageError(f"{problem}; item {i} is not", field="state")
+        tool = item.get("tool")
+        if not isinstance(tool, str) or not tool.strip() or len(tool) > MAX_NAME_CHARS:
+            raise UsageError(
+                f"state[{i}].tool must be a tool name of 1..{MAX_NAME_CHARS} characters, "
+                f"got {tool!r:.60}",
+                field="state",
+            )
+        result = item.get("result")
+        size += len(result) if isinstance(result, str) else len(repr(result))
+        if size > MAX_CONTENT_CHARS * 10:
+            raise UsageError(
+                f"state must hold at most {MAX_CONTENT_CHARS * 10} characters of results "
+                "(pass the latest results only)",
+                field="state",
+            )
+        out.append({"tool": tool, "result": result})
+    return out
 
 
 MAX_QUERY_CHARS = 100_000
@@ -510,6 +547,14 @@ Content = Annotated[
 ]
 """A lesson's text: a non-blank string of at most :data:`MAX_CONTENT_CHARS` characters, kept
 exactly as sent ("null" and "N/A" are text like any other)."""
+RunState = Annotated[
+    list[dict[str, Any]] | None,
+    PlainValidator(_run_state, json_schema_input_type=list[dict[str, Any]] | None),
+]
+"""The tool results the current run has seen (``[{"tool": ..., "result": ...}]``, oldest
+first; at most :data:`MAX_BATCH_ITEMS` items and ten times :data:`MAX_CONTENT_CHARS`
+characters; ``None``: unknown). A rule's condition is tested against it
+(docs/checks.md#conditions)."""
 ToolName = Annotated[
     str,
     PlainValidator(

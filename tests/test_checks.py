@@ -1,5 +1,6 @@
-"""Risk checks (issue 16, item 1): compiled from reviewed lessons, looked up by tool, matched
-by argument class, following the lesson lifecycle, scoped to one tenant."""
+"""Risk checks (docs/checks.md): compiled from lessons, looked up by tool, matched by argument
+class or by a mined rule's condition on the run's state, following the lesson lifecycle,
+scoped to one tenant."""
 
 from __future__ import annotations
 
@@ -57,11 +58,22 @@ def _run(
                       events=events, outcome=outcome, evidence=evidence)  # fmt: skip
 
 
+CABIN_RULE = (
+    "Before calling book_reservation, check cabin against the user's request: a failed run "
+    "passed basic_economy where the expected action passed economy."
+)
+CABIN_CONTRAST = {"op": "arg", "tool": "book_reservation", "key": "cabin", "how": "class",
+                  "expected": "economy", "actual": "basic_economy"}  # fmt: skip
+
+
 def _teach(mem: Memory, tenant: str = "acme", namespace: str = "default") -> None:
-    """A failed booking against its expected action, and a tool that timed out twice."""
-    booked = [("book_reservation", BAD, EventStatus.SUCCESS, "booked")]
-    mem.store_episode(_run(booked, Outcome.FAILURE, tenant=tenant, namespace=namespace,
-                           expected=[("book_reservation", OK)]))  # fmt: skip
+    """A contrastive rule about an argument's class, as the LLM reviewer writes one
+    (``metadata["contrast"]``), and a tool that timed out twice (the heuristic reviewer's
+    tool-reliability lesson)."""
+    mem.add_experience(CABIN_RULE, tenant_id=tenant, namespace=namespace, kind="rule",
+                       tools=["book_reservation"], confidence=0.65,
+                       metadata={"lesson_key": "contrast:arg:book_reservation:cabin:class",
+                                 "contrast": CABIN_CONTRAST})  # fmt: skip
     timeout = ("order_query", {"order_id": "A17"}, EventStatus.TIMEOUT, "timed out after 5 s")
     mem.store_episode(_run([timeout, timeout], Outcome.FAILURE, tenant=tenant,
                            namespace=namespace))  # fmt: skip
@@ -95,7 +107,8 @@ def test_check_action_matches_by_class_and_ranks() -> None:
         right = mem.check_action("book_reservation", {"cabin": "economy"}, tenant_id="acme")
         cabin_ok = next(m for m in right.checks if m.check.conditions[0].key == "cabin")
         assert cabin_ok.match == "expected" and cabin_ok.score < cabin.score
-        assert {m.match for m in right.checks} >= {"absent"}  # payment_methods not passed
+        absent = mem.check_action("book_reservation", {"payment_methods": []}, tenant_id="acme")
+        assert [m.match for m in absent.checks] == ["absent"]  # cabin not passed
         assert [m.score for m in wrong.checks] == sorted((m.score for m in wrong.checks),
                                                          reverse=True)  # fmt: skip
         # a tool lesson without conditions matches every call of the tool, fully

@@ -32,7 +32,7 @@ def test_distill_shares_what_two_agents_learned(tmp_path: Path, database_url: st
         assert {e.id for e in mem.list_experiences(tenant_id="acme", limit=1000)} == before
 
         report = mem.distill(tenant_id="acme")
-        assert len(report["written"]) == len(report["clusters"]) >= 3
+        assert len(report["written"]) == len(report["clusters"]) >= 2
         shared = mem.list_experiences(tenant_id="acme", namespace="shared", limit=1000)
         assert {e.id for e in shared} == set(report["written"])
         sources = {e.id: e for e in mem.list_experiences(tenant_id="acme", limit=1000)}

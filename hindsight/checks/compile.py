@@ -1,4 +1,4 @@
-"""Which lessons compile into risk checks, and how (issue 16, item 1).
+"""Which lessons compile into risk checks, and how (docs/checks.md).
 
 The rules (docs/checks.md):
 
@@ -7,11 +7,14 @@ The rules (docs/checks.md):
   Only ``active`` lessons are read, so an archived, superseded, quarantined or deleted lesson
   yields no check and a new version yields the new check: checks follow the lesson lifecycle
   without a table of their own.
-* **Trigger tool.** A contrast rule (``metadata["contrast"]``, lesson keys ``contrast:...``)
-  triggers on its ``tool``, except a rule about a call failed runs never made (``op``
-  ``missing``, no ``how``): it triggers on the state-changing tools they called in its place
-  (``contrast["instead"]``, united across runs by write-back), since at decision time the
-  agent is about to call one of those where successful runs called the missing tool; with none
+* **Trigger tool.** A mined rule (``metadata["condition"]``, docs/review.md#condition-mining)
+  triggers on its ``tool`` and carries its predicates, tested against the run's state at
+  decision time (:mod:`hindsight.checks.lookup`). A contrast rule (``metadata["contrast"]``,
+  lesson keys ``contrast:...``) triggers on its ``tool``, except a rule about a call failed
+  runs never made (``op`` ``missing``, no ``how``): it triggers on the state-changing tools
+  they called in its place (``contrast["instead"]``, united across runs by write-back), since
+  at decision time the agent is about to call one of those where successful runs called the
+  missing tool; with none
   recorded (the failed runs stopped after a read or replied in text), on its own tool. An
   ``improvement`` triggers on its first tool (the one that failed; a second tool is the
   substitute it advises). Other lessons trigger on each tool of ``tools``.
@@ -91,7 +94,23 @@ def _missing(contrast: Any) -> bool:
     return isinstance(contrast, dict) and contrast.get("op") == "missing"
 
 
+def _condition(exp: Experience) -> dict[str, Any] | None:
+    """A mined rule's ``metadata["condition"]`` when it is well formed, else ``None``."""
+    cond = exp.metadata.get("condition")
+    if not isinstance(cond, dict) or not isinstance(cond.get("tool"), str) or not cond["tool"]:
+        return None
+    preds = cond.get("predicates")
+    if not isinstance(preds, list) or not preds:
+        return None
+    if not all(isinstance(p, dict) and {"feature", "op", "value"} <= set(p) for p in preds):
+        return None
+    return cond
+
+
 def _trigger_tools(exp: Experience, asked: Sequence[str]) -> list[str]:
+    cond = _condition(exp)
+    if cond is not None:
+        return [cond["tool"]]
     contrast = exp.metadata.get("contrast")
     if isinstance(contrast, dict) and isinstance(contrast.get("tool"), str) and contrast["tool"]:
         if _missing(contrast) and not contrast.get("how"):
@@ -148,6 +167,7 @@ def compile_checks(exp: Experience, asked: Iterable[str] = ()) -> list[RiskCheck
         return []
     conditions = _conditions(exp)
     key = exp.metadata.get("lesson_key")
+    cond = _condition(exp)
     return [
         RiskCheck(
             id=f"{exp.id}:{tool}",
@@ -166,6 +186,8 @@ def compile_checks(exp: Experience, asked: Iterable[str] = ()) -> list[RiskCheck
             trust=exp.trust,
             sources=list(exp.source_trajectory_ids),
             instead_of=_about(exp) if _about(exp) not in (None, tool) else None,
+            form=None if cond is None else str(cond.get("form") or ""),
+            predicates=[] if cond is None else list(cond["predicates"]),
         )
         for tool in _trigger_tools(exp, list(asked))
     ]

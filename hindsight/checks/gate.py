@@ -1,4 +1,5 @@
-"""Decision-time modes of risk checks, shared by the framework integrations (issue 16).
+"""Decision-time modes of risk checks, shared by the framework integrations
+(docs/checks.md).
 
 :class:`RiskGate` decides, for a proposed tool call, what the matching checks do by the mode
 of the most severe one: ``advise`` (hold the first call once and answer with the advice),
@@ -27,7 +28,9 @@ __all__ = [
 Mode = Literal["advise", "confirm", "off"]
 MODES: tuple[str, ...] = ("advise", "confirm", "off")
 #: Matches that say something about this call's arguments (not only its tool).
-SPECIFIC_MATCHES = frozenset({"class", "argument"})
+SPECIFIC_MATCHES = frozenset({"class", "argument", "condition"})
+"""Matches specific to this call (its argument's class, or a rule's condition holding for this
+run): shown even when the model saw the lesson in the recall block already."""
 _RANK = {"off": 0, "advise": 1, "confirm": 2}
 _SEVERITIES = ("high", "medium", "low")
 

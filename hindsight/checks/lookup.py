@@ -1,4 +1,4 @@
-"""Decision-time lookup: the checks that match a proposed tool call (issue 16, item 2).
+"""Decision-time lookup: the checks that match a proposed tool call (docs/checks.md).
 
 Exact lookup, no vectors: the store returns the active lessons of the asked namespaces that
 are about the tool (:meth:`hindsight.store.SqlStore.experiences_about_tool`), they are compiled
@@ -20,7 +20,12 @@ trigger (:data:`MATCH_WEIGHTS`):
   called this one (a missing-call rule, :attr:`RiskCheck.instead_of`), 0.6: the call only
   resembles the failure, so the tool's own checks rank first;
 * ``expected``: the argument's class is the one the reference passed (the call already looks
-  like what worked), 0.4.
+  like what worked), 0.4;
+* ``condition``: a mined rule whose condition holds for this run (its predicates tested
+  against the run's state - the tool results it has seen - and the call's arguments), 1.0;
+* ``unknown``: a mined rule whose condition cannot be tested yet (the run has not called the
+  tool a predicate is about, or no state was given), 0.5. A mined rule whose condition is
+  false for this run gives no match at all (docs/checks.md#conditions).
 
 The weights are ours (an ordering, not a measurement): an exact class match and an
 unconditional check count fully, a weaker match is kept but ranked lower.
@@ -56,7 +61,17 @@ __all__ = ["MATCH_WEIGHTS", "CheckMatch", "CheckResult", "MatchLevel", "find_che
 _T = TypeVar("_T")
 _M = TypeVar("_M", bound=tuple[Any, ...])  # a match under way: (score, check, level, class)
 
-MatchLevel = Literal["call", "class", "argument", "other_class", "absent", "instead", "expected"]
+MatchLevel = Literal[
+    "call",
+    "class",
+    "argument",
+    "other_class",
+    "absent",
+    "instead",
+    "expected",
+    "condition",
+    "unknown",
+]
 
 #: Weight of each match level in a match's score (see the module docstring).
 MATCH_WEIGHTS: dict[str, float] = {
@@ -67,6 +82,8 @@ MATCH_WEIGHTS: dict[str, float] = {
     "absent": 0.6,
     "instead": 0.6,
     "expected": 0.4,
+    "condition": 1.0,
+    "unknown": 0.5,
 }
 
 #: Lessons read per lookup (most confident first).
@@ -148,14 +165,57 @@ class CheckResult(BaseModel):
         return list(dict.fromkeys(m.check.lesson_id for m in self.checks))
 
 
+class RunView:
+    """What a lookup knows of the asking run: its state (``None``: not given) and the
+    proposed call's arguments as features, built once per call and only when a mined rule
+    needs them."""
+
+    def __init__(
+        self, results: Sequence[Mapping[str, Any]] | None, args: Mapping[str, Any], now: Any
+    ) -> None:
+        self.results, self.args, self.now = results, args, now
+        self._state: Any = None
+        self._args: Any = None
+
+    def holds(self, predicates: Sequence[Mapping[str, Any]]) -> bool | None:
+        """:func:`hindsight.review.mining.condition_holds` for this run."""
+        from hindsight.review.mining import condition_holds, state_of_args, state_of_results
+
+        if self._args is None:
+            self._args = state_of_args(self.args, start=self.now)
+            self._state = (
+                None
+                if self.results is None
+                else state_of_results(
+                    ((r["tool"], r.get("result")) for r in self.results), start=self.now
+                )
+            )
+        if self._state is None:  # no state given: only the argument predicates can be tested
+            args_only = [p for p in predicates if str(p.get("feature", "")).startswith("args.")]
+            if len(args_only) < len(predicates):
+                found = condition_holds(args_only, {}, self._args) if args_only else None
+                return False if found is False else None
+        return condition_holds(predicates, self._state or {}, self._args)
+
+
 def match(
-    check: RiskCheck, args: Mapping[str, Any], classes: dict[str, str] | None = None
-) -> tuple[MatchLevel, str | None]:
+    check: RiskCheck,
+    args: Mapping[str, Any],
+    classes: dict[str, str] | None = None,
+    run: RunView | None = None,
+) -> tuple[MatchLevel, str | None] | None:
     """How the arguments ``args`` of a proposed call match ``check``'s conditions: the weakest
     level over its conditions, and the class of the first conditioned argument present
     (``instead`` for a check about another tool, :attr:`RiskCheck.instead_of`).
     ``classes``: argument -> class, filled and reused across the checks of one call (the
-    arguments' classes are computed once per call, not once per check)."""
+    arguments' classes are computed once per call, not once per check). A mined rule
+    (:attr:`RiskCheck.predicates`) is tested against ``run``: ``condition`` when it holds,
+    ``unknown`` when it cannot be told, ``None`` (no match) when it is false."""
+    if check.predicates:
+        held = (run or RunView(None, args, _epoch())).holds(check.predicates)
+        if held is False:
+            return None
+        return ("condition" if held else "unknown"), None
     if check.instead_of is not None:
         return "instead", None
     if not check.conditions:
@@ -182,6 +242,12 @@ def match(
         else:
             levels.append("other_class")
     return min(levels, key=lambda level: MATCH_WEIGHTS[level]), seen
+
+
+def _epoch() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
 
 
 def _subject(check: RiskCheck) -> str:
@@ -283,11 +349,16 @@ def find_checks(
     task_type: str | None = None,
     min_confidence: float = 0.0,
     top_k: int = 5,
+    state: Sequence[Mapping[str, Any]] | None = None,
+    now: Any = None,
 ) -> CheckResult:
     """The checks of ``tenant_id``'s active lessons in ``namespaces`` that match the call
     ``tool(**args)``, best ``top_k`` first (score, then confidence, then the namespace order).
 
     Lessons under ``min_confidence`` give no check (like recall). One match per lesson.
+    ``state``: the tool results the run has seen (``[{"tool", "result"}]``, ``None``: not
+    known), against which mined rules' conditions are tested; ``now``: the time their date
+    predicates are measured from (the memory's clock).
     """
     lessons = store.experiences_about_tool(
         tenant_id,
@@ -299,6 +370,7 @@ def find_checks(
     order = {ns: i for i, ns in enumerate(namespaces)}
     found: list[tuple[float, RiskCheck, MatchLevel, str | None]] = []
     classes: dict[str, str] = {}
+    run = RunView(state, args, now if now is not None else _epoch())
     for exp in lessons:
         if exp.confidence < min_confidence:
             continue
@@ -311,7 +383,10 @@ def find_checks(
                 and check.task_type != task_type
             ):
                 continue
-            level, cls = match(check, args, classes)
+            matched = match(check, args, classes, run)
+            if matched is None:
+                break  # a mined rule whose condition is false for this run
+            level, cls = matched
             score = round(check.confidence * check.trust * MATCH_WEIGHTS[level], 4)
             found.append((score, check, level, cls))
             break

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +50,10 @@ class RiskCheck(BaseModel):
         instead_of: the tool the advice is about when it is not ``tool``: a missing-call rule
             triggered by a call failed runs made in place of ``instead_of``
             (:mod:`hindsight.checks.compile`); ``None`` otherwise.
+        form: a mined rule's form (``avoid``, ``do``, ``error``), ``None`` for other lessons.
+        predicates: a mined rule's condition (``[{"feature", "op", "value"}]``, all must
+            hold), tested against the run's state at decision time
+            (docs/checks.md#conditions); empty for other lessons.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -70,3 +74,5 @@ class RiskCheck(BaseModel):
     trust: float = Field(default=1.0, ge=0.0, le=1.0)
     sources: list[str] = Field(default_factory=list)
     instead_of: str | None = None
+    form: str | None = None
+    predicates: list[dict[str, Any]] = Field(default_factory=list)

@@ -34,6 +34,7 @@ from hindsight._contract import (
     Offset,
     OptionalTenantId,
     OutcomeFilter,
+    RunState,
     SimilarityFloor,
     Status,
     TaskKey,
@@ -719,6 +720,7 @@ class AsyncMemory(LifecycleMethods):
         top_k: int | None = None,
         trajectory_id: str | None = None,
         record: bool = True,
+        state: Sequence[Mapping[str, Any]] | None = None,
     ) -> CheckResult:
         """The risk checks matching a proposed call ``tool(**args)`` (docs/checks.md).
 
@@ -738,6 +740,12 @@ class AsyncMemory(LifecycleMethods):
                 checks are counted as recalled by that run, so :meth:`record_outcome` credits
                 or blames them once per run like recalled lessons.
             record: ``False`` (or no ``trajectory_id``) changes nothing.
+            state: the tool results the run has seen so far, oldest first:
+                ``[{"tool": <name>, "result": <JSON value or its text>}]`` (at most 1000).
+                A rule mined with a condition (docs/checks.md#conditions) is shown when its
+                condition holds for this state and the call's arguments, ranked lower when it
+                cannot be told (``None``: no state known), left out when it is false. Dates
+                are measured from the memory's clock.
 
         Returns:
             :class:`hindsight.checks.CheckResult`: ``checks`` (each a
@@ -747,7 +755,7 @@ class AsyncMemory(LifecycleMethods):
         Raises:
             TenantRequiredError: missing or empty tenant.
             UsageError: an empty or non-string tool, args not a mapping, a bad namespace,
-                task_type, top_k or trajectory id.
+                task_type, top_k, trajectory id or state.
         """
         return await asyncio.to_thread(
             self._check_action_now,
@@ -760,6 +768,7 @@ class AsyncMemory(LifecycleMethods):
             top_k=top_k,
             trajectory_id=trajectory_id,
             record=record,
+            state=state,
         )
 
     def _check_action_now(
@@ -774,6 +783,7 @@ class AsyncMemory(LifecycleMethods):
         top_k: Any,
         trajectory_id: Any,
         record: bool,
+        state: Any = None,
     ) -> CheckResult:
         """:meth:`check_action`, blocking, on the calling thread (:class:`hindsight.Memory`
         calls it directly)."""
@@ -791,6 +801,7 @@ class AsyncMemory(LifecycleMethods):
         k: int = check(TopK, 5 if top_k is None else top_k)
         tt = check(TaskType, task_type)
         tid = None if trajectory_id is None else check(TrajectoryId, trajectory_id)
+        seen = check(RunState, state)
         with self.store.recall_reads():
             result = find_checks(
                 self.store,
@@ -801,6 +812,8 @@ class AsyncMemory(LifecycleMethods):
                 task_type=tt,
                 min_confidence=self.config.min_confidence,
                 top_k=k,
+                state=seen,
+                now=self.clock.now(),
             )
         if record and tid is not None and result.checks:
             self.store.buffer_recall(tenant, result.lesson_ids, self.clock.now(), tid)

@@ -85,21 +85,16 @@ class CombinedReviewer:
         """Every part's contrastive lessons (docs/review.md), in part order, duplicates
         dropped as in :meth:`review`: each part that has a ``contrast(failed, reference)``
         method compares ``failed`` with ``reference`` (a successful run of the same task, or
-        the expected actions); parts without one are skipped, and so is the heuristic
-        reviewer for expected actions (its single-run review compares with them already).
+        the expected actions); parts without one (the heuristic reviewer) are skipped.
 
         Raises:
             ReviewError: the first part that failed.
         """
-        from hindsight.review.heuristic.reviewer import HeuristicReviewer
-
         out: list[Lesson] = []
         seen: set[str] = set()
         for part in self.parts:
             contrast = getattr(part, "contrast", None)
             if contrast is None:
-                continue
-            if isinstance(part, HeuristicReviewer) and not isinstance(reference, Trajectory):
                 continue
             for lesson in await contrast(failed, reference):
                 key = content_key(lesson.content)

@@ -14,10 +14,11 @@
    the reviewer's own summary (a lesson of kind ``episode``) or the deterministic one.
 4. Then the run's task group is settled and compared (:mod:`hindsight.review.groups`): for
    each (failed run, successful run) pair of its group, every part that can compare runs
-   (a ``contrast(failed, reference)`` method) writes its contrastive rules, as lessons of the
-   failed run with both runs as sources. An LLM part also compares a failed run without a
-   successful sibling with its outcome evidence's expected actions (the heuristic reviewer
-   already does that in its single-run review).
+   (a ``contrast(failed, reference)`` method: the LLM reviewer's) writes its contrastive rules,
+   as lessons of the failed run with both runs as sources; a failed run without a successful
+   sibling is compared with its outcome evidence's expected actions. The heuristic reviewer
+   writes no contrastive rule: one comparison cannot say when a rule applies, so rules come
+   from condition mining across runs (docs/review.md#condition-mining).
 5. If a part failed, its error is raised after the writes, so the job records it and is
    retried (or fails visibly); a retry rewrites nothing already stored (stable ids).
 """
@@ -168,17 +169,13 @@ class ReviewRun:
             if contrast is None:
                 continue
             todo = list(pairs)
-            if expected_only and not isinstance(part, HeuristicReviewer):
+            if expected_only:
                 todo.append((traj, list(evidence.expected_actions)))  # type: ignore[union-attr]
             for failed, reference in todo:
                 left = deadline - asyncio.get_running_loop().time()
                 if left <= 0:
                     return
-                if isinstance(part, HeuristicReviewer):
-                    work: Any = asyncio.to_thread(part.contrast_sync, failed, reference)
-                else:
-                    work = contrast(failed, reference)
-                lessons = list(await asyncio.wait_for(work, timeout=left))
+                lessons = list(await asyncio.wait_for(contrast(failed, reference), timeout=left))
                 if lessons:
                     await asyncio.to_thread(self.write_lessons, failed, lessons, part.name)
 

@@ -91,7 +91,7 @@ class ReviewRunner:
 
     async def review(self, traj: Trajectory) -> list[Experience]:
         """Review ``traj`` and store its lessons and episode, one review of it at a time."""
-        if not self._prepared:  # imports and start-up: outside review_timeout (issue 22)
+        if not self._prepared:  # imports and start-up: outside review_timeout
             await asyncio.to_thread(prepare_reviewer, self._parts[0])
             self._prepared = True
         lock = _REVIEW_LOCKS[hash(traj.id) % len(_REVIEW_LOCKS)]

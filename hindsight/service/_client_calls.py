@@ -89,6 +89,7 @@ class CheckOptions(TypedDict, total=False):
     top_k: int
     trajectory_id: str | uuid.UUID | None
     record: bool
+    state: Sequence[Mapping[str, Any]] | None
 
 
 class AddOptions(TypedDict, total=False):

@@ -1,4 +1,4 @@
-"""Decision-time risk checks in front of a tool call (issue 16, MISSION S15).
+"""Decision-time risk checks in front of a tool call (docs/checks.md).
 
 :class:`RiskGate` decides, for a tool call the model proposed, what the matching risk checks
 (:meth:`hindsight.AsyncMemory.check_action`) do, by the mode of the most severe one:
@@ -37,6 +37,28 @@ from hindsight.checks.gate import (
 from hindsight_langchain._engine import RECALL_TIMEOUT, Engine
 from hindsight_langchain._scope import Scope
 
+
+def run_state(state: Any, limit: int = 200) -> list[dict[str, Any]] | None:
+    """The tool results an agent's state holds (``ToolMessage`` s of ``state["messages"]``),
+    as ``check_action``'s ``state``: ``[{"tool": name, "result": text}]``, the latest
+    ``limit``, oldest first; ``None`` when the state has no message list (unknown)."""
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    if not isinstance(messages, list):
+        return None
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, ToolMessage) and m.name:
+            content = m.content
+            if isinstance(content, list):
+                content = "".join(
+                    p if isinstance(p, str) else str(p.get("text", ""))
+                    for p in content
+                    if isinstance(p, str | dict)
+                )
+            out.append({"tool": m.name, "result": content})
+    return out[-limit:]
+
+
 __all__ = [
     "MODES",
     "SPECIFIC_MATCHES",
@@ -46,6 +68,7 @@ __all__ = [
     "approved",
     "gate_answer",
     "held_message",
+    "run_state",
 ]
 
 
@@ -156,7 +179,8 @@ class ToolCallChecks:
     def __call__(self, request: Any, handler: Callable[[Any], ToolResult]) -> ToolResult:
         asked = self._asked(request)
         if asked is not None:
-            held = self._decide(request, self.engine.check(*asked, **self._options()))
+            options = {**self._options(), "state": run_state(request.state)}
+            held = self._decide(request, self.engine.check(*asked, **options))
             if held is not None:
                 return held
         return handler(request)
@@ -167,7 +191,8 @@ class ToolCallChecks:
         """Async twin of calling the object."""
         asked = self._asked(request)
         if asked is not None:
-            found = await self.engine.acheck(*asked, **self._options())
+            options = {**self._options(), "state": run_state(request.state)}
+            found = await self.engine.acheck(*asked, **options)
             held = self._decide(request, found)
             if held is not None:
                 return held

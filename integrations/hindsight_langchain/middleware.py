@@ -67,7 +67,13 @@ from hindsight_langchain._convert import (
     tool_names,
 )
 from hindsight_langchain._engine import RECALL_TIMEOUT, WRITE_WAIT, Engine, log
-from hindsight_langchain._gate import SPECIFIC_MATCHES, GateDecision, RiskGate, gate_answer
+from hindsight_langchain._gate import (
+    SPECIFIC_MATCHES,
+    GateDecision,
+    RiskGate,
+    gate_answer,
+    run_state,
+)
 from hindsight_langchain._scope import Scope
 from hindsight_langchain._seen import NO_RESUME, Expectation, expect, thread, watch
 
@@ -674,6 +680,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 "tenant_id": invoke.scope.tenant_id,
                 "namespace": invoke.scope.namespace,
                 "task_type": invoke.scope.task_type,
+                "state": run_state(request.state),
             }
             return str(tool), dict(args) if isinstance(args, Mapping) else {}, options
         except Exception as exc:

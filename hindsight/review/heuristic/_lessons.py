@@ -1,4 +1,4 @@
-"""The lesson builders of the heuristic reviewer (MISSION S2, issue 15).
+"""The lesson builders of the heuristic reviewer (docs/review.md#what-a-review-learns).
 
 Every builder takes a :class:`Context` (the run's calls, language, outcome and masker) and
 returns :class:`~hindsight.ports.Lesson` objects whose content is one general sentence about a
@@ -9,7 +9,7 @@ last step, its task sentence) is not a lesson: it is the run's episode
 Each lesson carries, in ``metadata`` (the contract with write-back, docs/review.md):
 
 * ``lesson_key`` - its identity across runs and tasks (``tool_error:<tool>:<status>:<masked
-  error>``, ``anti_pattern:...``, ``fix:...``, ``contrast:<diff key>``): write-back folds a
+  error>``, ``anti_pattern:...``, ``fix:...``): write-back folds a
   lesson into the active experience with the same key, so the same failure seen in 25 runs is
   one lesson with 25 sources, not 25 lessons;
 * ``support`` - the runs that are evidence for it (``trajectory_id``, ``polarity`` +1,
@@ -32,10 +32,6 @@ from hindsight.ports import Lesson
 from hindsight.review._calls import ToolCall, is_read_only
 from hindsight.review._text import error_text, shorten, tokens
 from hindsight.review.contrast import (
-    Action,
-    Diff,
-    changing,
-    diff_actions,
     readable_class,
     value_class,
 )
@@ -45,18 +41,14 @@ from hindsight.writeback import variants
 
 __all__ = [
     "ANTI_PATTERN_CONFIDENCE",
-    "CONTRAST_CLASS_CONFIDENCE",
-    "CONTRAST_CONFIDENCE",
     "FIX_CONFIDENCE",
     "FIX_IN_FAILED_RUN_CONFIDENCE",
     "FIX_OTHER_TOOL_CONFIDENCE",
     "IMPORTANCE",
-    "MAX_CONTRAST_LESSONS",
     "MAX_LESSON_CHARS",
     "TOOL_RELIABILITY_CONFIDENCE",
     "Context",
     "anti_patterns",
-    "contrast_lessons",
     "fixes",
     "tool_reliability",
 ]
@@ -71,13 +63,6 @@ FIX_CONFIDENCE = 0.6
 FIX_IN_FAILED_RUN_CONFIDENCE = 0.45
 #: A substitute tool is guessed from shared argument names, a weaker inference.
 FIX_OTHER_TOOL_CONFIDENCE = 0.4
-#: A failed run and its reference differ in an argument's class: observed on both sides.
-CONTRAST_CLASS_CONFIDENCE = 0.65
-#: Other differences (a missing or extra call, a number, another id): which of them decided
-#: the outcome is inferred.
-CONTRAST_CONFIDENCE = 0.55
-#: At most this many contrast lessons from one comparison (the most telling first).
-MAX_CONTRAST_LESSONS = 3
 
 #: Importance in [0,1] per kind: how much a lesson of this kind can change a future run.
 IMPORTANCE: dict[ExperienceKind, float] = {
@@ -91,7 +76,6 @@ IMPORTANCE: dict[ExperienceKind, float] = {
 MAX_LESSON_CHARS = 320
 _ERROR_CHARS = 120
 _MAX_CONDITION_ARGS = 2
-_DIFF_ORDER = {"missing": 0, "extra": 1, "class": 2, "higher": 3, "lower": 3, "amounts": 4}
 
 
 @dataclass(frozen=True)
@@ -420,121 +404,3 @@ def _variants_entry(ctx: Context, content: str, part: str, join: str) -> dict[st
         "values": [value],
         "join": render(join, ctx.lang),
     }
-
-
-def _instead(ctx: Context, diffs: Sequence[Diff]) -> str:
-    """What the failed run of ``ctx`` did instead of a missing call: the first state-changing
-    call the reference did not make, else the call it stopped after, else no call at all."""
-    extra = next((d.tool for d in diffs if d.op == "extra"), None)
-    if extra is not None:
-        return render("instead_called", ctx.lang, other=extra)
-    if ctx.calls:
-        return render("instead_stopped", ctx.lang, last=ctx.calls[-1].tool)
-    return render("instead_nothing", ctx.lang)
-
-
-def _instead_tool(ctx: Context, diffs: Sequence[Diff], missing: str) -> str | None:
-    """The state-changing tool the failed run of ``ctx`` called in place of the ``missing``
-    call (the one :func:`_instead` names), or ``None`` when it called none (it stopped after a
-    read, or replied in text). A check of the missing-call rule triggers on it: at decision
-    time the agent is about to call it where successful runs called ``missing``
-    (:mod:`hindsight.checks.compile`)."""
-    extra = next((d.tool for d in diffs if d.op == "extra"), None)
-    if extra is not None:
-        return extra
-    last = ctx.calls[-1].tool if ctx.calls else None
-    changed = [a.tool for a in changing(Action(c.tool, c.args) for c in ctx.calls)]
-    return last if last is not None and last != missing and last in changed else None
-
-
-def _diff_sentence(ctx: Context, diff: Diff, ref: str, instead: str) -> str:
-    # A missing or extra call is one lesson per tool across tasks: its arguments, which differ
-    # from task to task, stay out of the text (they are in metadata["contrast"]); what a failed
-    # run did instead of a missing call is its one varying part (hindsight.writeback.variants).
-    if diff.op == "missing":
-        if diff.how == "fewer":
-            return render("missing_fewer", ctx.lang, tool=diff.tool, ref=ref)
-        return render("missing", ctx.lang, tool=diff.tool, instead=instead, ref=ref)
-    if diff.op == "extra":
-        return render("extra", ctx.lang, tool=diff.tool, ref=ref)
-    if diff.how == "class":
-        return render(
-            "arg_class", ctx.lang, tool=diff.tool, key=diff.key,
-            actual=readable_class(diff.actual, diff.expected, ctx.lang),
-            expected=readable_class(diff.expected, diff.actual, ctx.lang), ref=ref,
-        )  # fmt: skip
-    if diff.how in ("higher", "lower", "amounts"):
-        return render(f"arg_{diff.how}", ctx.lang, tool=diff.tool, key=diff.key, ref=ref)
-    what = diff.key.removesuffix("_ids").removesuffix("_id").replace("_", " ") or diff.key
-    return render("arg_other", ctx.lang, tool=diff.tool, what=what, key=diff.key, ref=ref)
-
-
-def _contrast_entry(ctx: Context, diff: Diff, diffs: Sequence[Diff]) -> dict[str, Any]:
-    """``metadata["contrast"]`` of a rule (docs/review.md): the difference, and for a missing
-    call the lists write-back unites across runs (:func:`hindsight.writeback.variants.
-    fold_contrast`): ``references``, the salient argument classes of the reference's call, and
-    ``instead``, the state-changing tool the failed run called in its place (also one of the
-    rule's ``tools``, so the decision-time lookup finds it by that tool)."""
-    entry: dict[str, Any] = {
-        "op": diff.op,
-        "tool": diff.tool,
-        "key": diff.key,
-        "how": diff.how,
-        "expected": diff.expected,
-        "actual": diff.actual,
-    }
-    if diff.op == "missing":
-        entry["references"] = [diff.expected] if diff.expected else []
-        other = None if diff.how else _instead_tool(ctx, diffs, diff.tool)
-        entry["instead"] = [other] if other else []
-    return entry
-
-
-def contrast_lessons(
-    ctx: Context,
-    reference: Sequence[Action],
-    *,
-    reference_run: str | None = None,
-) -> list[Lesson]:
-    """Rules from comparing the failed run of ``ctx`` with ``reference``: a successful run of
-    the same task (``reference_run`` its id) or the run's expected actions (``None``).
-
-    At most :data:`MAX_CONTRAST_LESSONS`, the most telling differences first: a missing or an
-    extra state-changing call, then an argument whose class differs, then a number's direction
-    or an amounts split, then another id. Sources: both runs; support: the failed run (it did
-    otherwise and failed) and the reference run (it did so and succeeded).
-    """
-    actual = [Action(c.tool, c.args) for c in ctx.calls]
-    diffs = diff_actions(reference, actual, ctx.masker)
-    diffs.sort(key=lambda d: _DIFF_ORDER.get(d.op if d.op != "arg" else d.how, 5))
-    ref = render("ref_success" if reference_run else "ref_expected", ctx.lang)
-    support = [_observed(ctx, "failed_with_difference")]
-    if reference_run:
-        support.append({"trajectory_id": reference_run, "polarity": 1, "role": "reference_success"})
-    instead = _instead(ctx, diffs)
-    lessons = []
-    for diff in diffs[:MAX_CONTRAST_LESSONS]:
-        strong = diff.op == "arg" and diff.how == "class"
-        content = _diff_sentence(ctx, diff, ref, instead)
-        slot = (
-            _variants_entry(ctx, content, instead, "instead_join")
-            if diff.op == "missing" and not diff.how
-            else None
-        )
-        entry = _contrast_entry(ctx, diff, diffs)
-        lessons.append(
-            _lesson(
-                ctx,
-                ExperienceKind.RULE,
-                content,
-                CONTRAST_CLASS_CONFIDENCE if strong else CONTRAST_CONFIDENCE,
-                [diff.tool, *entry.get("instead", [])],
-                f"contrast:{diff.key_id}",
-                support,
-                sources=[reference_run] if reference_run else [],
-                contrast=entry,
-                reference="run" if reference_run else "expected_actions",
-                variants=slot,
-            )
-        )
-    return lessons

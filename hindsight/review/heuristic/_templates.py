@@ -1,10 +1,10 @@
 """Sentence templates of the heuristic reviewer, in English and in Chinese.
 
 The Chinese set is used when the run is mostly CJK text, so that a Chinese query finds the
-lessons of a Chinese run (case C06). Every template is a general, actionable sentence about a
+lessons of a Chinese run. Every template is a general, actionable sentence about a
 tool or a step ("before calling X, check Y: ..."), never a restatement of one run, and avoids
-absolute words ("never", "always"), which the write-time guard treats as suspicious (MISSION
-S8). Values reach the templates only as classes (:mod:`hindsight.review.masking`).
+absolute words ("never", "always"), which the write-time guard treats as suspicious
+(docs/security.md). Values reach the templates only as classes (:mod:`hindsight.review.masking`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     "change_join": {"en": ", ", "zh": "，"},
     # the changes of several runs that fixed the same error (hindsight.writeback.variants)
     "variants_join": {"en": ", or with ", "zh": "，或将 "},
-    "ref_success": {"en": "a successful run of the same task", "zh": "同一任务的成功运行"},
-    "ref_expected": {"en": "the expected action", "zh": "预期操作"},
     "went_through": {"en": "went through", "zh": "调用成功"},
     "worked": {"en": "worked", "zh": "奏效"},
     "timed_out": {"en": "times out", "zh": "超时"},
@@ -62,61 +60,6 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     "fix_other": {
         "en": "When {tool} {failure}, calling {other}{args} instead {result}.",
         "zh": "{tool} {failure}后，改用 {other}{args} 即{result}。",
-    },
-    # -- contrast with a reference (a successful run of the same task, or the expected action) --
-    "missing": {
-        "en": "When the user's request needs it, carry it through with {tool}: a failed run "
-        "ended without calling it ({instead}), where {ref} called it.",
-        "zh": "当用户的请求需要时，应调用 {tool} 完成操作：一次失败的运行没有调用它（{instead}），"
-        "而{ref}调用了。",
-    },
-    # the failed run called the tool, fewer times than the reference: the same negation as
-    # "missing", so that the guard never reads the two rules about one tool as opposed
-    "missing_fewer": {
-        "en": "When the user's request needs {tool} for several items or changes, make one call "
-        "for each: a failed run did not call it for every one, where {ref} did.",
-        "zh": "当用户的请求需要对多个项目或多处更改调用 {tool} 时，每一项调用一次："
-        "一次失败的运行没有做完这些调用，而{ref}全部做完了。",
-    },
-    # what a failed run did instead of the missing call (the "instead" of "missing")
-    # (worded without negation or stop words: the guard's conflict check reads polarity, and
-    # two rules that differ only here must never look opposed; tests/test_review_contrast.py)
-    "instead_called": {"en": "it called {other} instead", "zh": "它改为调用了 {other}"},
-    "instead_stopped": {"en": "its last call was {last}", "zh": "它最后调用的是 {last}"},
-    "instead_nothing": {"en": "it only replied in text", "zh": "它只用文字回复"},
-    "instead_join": {"en": "; or ", "zh": "；或"},
-    "extra": {
-        "en": "Call {tool} only when the user asked for it and the policy allows it: a failed "
-        "run called it, where {ref} did not.",
-        "zh": "只有在用户要求且政策允许时才调用 {tool}：一次失败的运行调用了它，而{ref}没有调用。",
-    },
-    "arg_class": {
-        "en": "Before calling {tool}, check {key} against the user's request: for example, a "
-        "failed run passed {actual} where {ref} passed {expected}.",
-        "zh": "调用 {tool} 之前，先对照用户的请求核对 {key}：例如一次失败的运行传入了 {actual}，"
-        "而{ref}传入的是 {expected}。",
-    },
-    "arg_higher": {
-        "en": "Before calling {tool}, recompute {key} from the user's request and the policy: "
-        "a failed run set it higher than {ref} did.",
-        "zh": "调用 {tool} 之前，根据用户的请求和政策重新计算 {key}：一次失败的运行设得比{ref}高。",
-    },
-    "arg_lower": {
-        "en": "Before calling {tool}, recompute {key} from the user's request and the policy: "
-        "a failed run set it lower than {ref} did.",
-        "zh": "调用 {tool} 之前，根据用户的请求和政策重新计算 {key}：一次失败的运行设得比{ref}低。",
-    },
-    "arg_amounts": {
-        "en": "Before calling {tool}, check the amounts in {key} against the user's request and "
-        "the total: a failed run split them differently from {ref}.",
-        "zh": "调用 {tool} 之前，对照用户的请求和总额核对 {key} 中的金额：一次失败的运行与{ref}的"
-        "分配不同。",
-    },
-    "arg_other": {
-        "en": "Before calling {tool}, confirm which {what} the user means: the {key} of a failed "
-        "run did not match {ref}.",
-        "zh": "调用 {tool} 之前，先与用户确认具体是哪个 {what}："
-        "一次失败的运行传入的 {key} 与{ref}不符。",
     },
 }
 

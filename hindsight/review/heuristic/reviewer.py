@@ -1,27 +1,26 @@
 """The heuristic reviewer: deterministic lessons from a run's structured events, no LLM.
 
-It answers the review questions of MISSION S2 that a run's events can answer in general terms:
-which tools failed or timed out and under which conditions (``tool_reliability``), identical
-failing calls repeated (``anti_pattern``), failures followed by a call that went through and
-what changed (``improvement``), and - when a reference for the same task is known - what the
-failed run did differently from it (``rule``): its outcome evidence's expected actions
-(:meth:`HeuristicReviewer.review_sync`) or a successful run of the same task group
-(:meth:`HeuristicReviewer.contrast_sync`, ExpeL's comparison). How the run went (outcome,
-steps, turning point) is its episode, not a lesson (:mod:`hindsight.review.episodes`).
+It answers the review questions a run's events can answer in general terms
+(docs/review.md#what-a-review-learns): which tools failed or timed out and under which
+conditions (``tool_reliability``), identical failing calls repeated (``anti_pattern``),
+failures followed by a call that went through and what changed (``improvement``). What a
+failed run did differently from a success or from its expected actions is not a rule on its
+own: one run cannot say *when* it applies, so it stays evidence for condition mining across
+runs (:mod:`hindsight.review.mining`, docs/review.md#condition-mining), which writes the rules
+whose condition separates outcomes. How the run went (outcome, steps, turning point) is its
+episode, not a lesson (:mod:`hindsight.review.episodes`).
 Confidences and the lesson metadata are documented in :mod:`hindsight.review.heuristic._lessons`.
 """
 
 from __future__ import annotations
 
-from hindsight.models import EventType, Outcome, Trajectory
+from hindsight.models import EventType, Trajectory
 from hindsight.ports import Lesson
 from hindsight.review._calls import collect_calls
 from hindsight.review._text import is_mostly_cjk, one_line
-from hindsight.review.contrast import Action
 from hindsight.review.heuristic._lessons import (
     Context,
     anti_patterns,
-    contrast_lessons,
     fixes,
     tool_reliability,
 )
@@ -32,7 +31,6 @@ __all__ = ["HeuristicReviewer", "has_reviewable_content"]
 
 _TOOL_EVENTS = (EventType.TOOL_CALL, EventType.TOOL_RESULT, EventType.ERROR)
 _BLANK = {"", "none", "null", "n/a"}
-_FAILED = (Outcome.FAILURE, Outcome.PARTIAL)
 
 
 def has_reviewable_content(trajectory: Trajectory) -> bool:
@@ -59,13 +57,13 @@ def run_language(trajectory: Trajectory) -> Lang:
     return "zh" if is_mostly_cjk(text) else "en"
 
 
-def _context(trajectory: Trajectory, *others: Trajectory) -> Context:
+def _context(trajectory: Trajectory) -> Context:
     return Context(
         lang=run_language(trajectory),
         trajectory_id=trajectory.id,
         calls=collect_calls(trajectory.events),
         outcome=trajectory.outcome,
-        masker=masker_for([trajectory, *others]),
+        masker=masker_for([trajectory]),
     )
 
 
@@ -87,13 +85,11 @@ class HeuristicReviewer:
 
     ``review_sync(t)`` returns, for a run with content: one lesson per failing tool and masked
     error (``tool_reliability``), per repeated identical failing call (``anti_pattern``), per
-    failure that a later call got through (``improvement``), and, for a failed run whose
-    outcome evidence lists the expected actions, up to three ``rule`` lessons on what it did
-    differently. ``contrast_sync(failed, reference)`` compares a failed run with a successful
-    run of the same task. Each content is one sentence of at most 320 characters with every
-    run-specific value masked (:mod:`hindsight.review.masking`), in Chinese when the run is
-    mostly CJK text. Lessons are unique within a review; empty or content-free runs give
-    ``[]`` (case C05). It never raises on well-formed trajectories.
+    failure that a later call got through (``improvement``). Each content is one sentence of
+    at most 320 characters with every run-specific value masked
+    (:mod:`hindsight.review.masking`), in Chinese when the run is mostly CJK text. Lessons are
+    unique within a review; empty or content-free runs give ``[]``. It never raises on
+    well-formed trajectories.
     """
 
     name = "heuristic"
@@ -103,27 +99,8 @@ class HeuristicReviewer:
         if not has_reviewable_content(trajectory):
             return []
         ctx = _context(trajectory)
-        lessons = [*tool_reliability(ctx), *anti_patterns(ctx), *fixes(ctx)]
-        evidence = trajectory.evidence
-        if trajectory.outcome in _FAILED and evidence is not None and evidence.expected_actions:
-            expected = [Action(a.tool, a.args) for a in evidence.expected_actions]
-            lessons += contrast_lessons(ctx, expected)
-        return _unique(lessons)
+        return _unique([*tool_reliability(ctx), *anti_patterns(ctx), *fixes(ctx)])
 
     async def review(self, trajectory: Trajectory) -> list[Lesson]:
         """Review ``trajectory``; the async form of :meth:`review_sync` (CPU-only, quick)."""
         return self.review_sync(trajectory)
-
-    def contrast_sync(self, failed: Trajectory, reference: Trajectory) -> list[Lesson]:
-        """Rules from comparing ``failed`` with ``reference``, a successful run of the same
-        task (ExpeL-style): what ``failed`` did differently at its state-changing calls. Both
-        runs are the lessons' sources. ``[]`` when either has no content."""
-        if not (has_reviewable_content(failed) and has_reviewable_content(reference)):
-            return []
-        ctx = _context(failed, reference)
-        ref = [Action(c.tool, c.args) for c in collect_calls(reference.events)]
-        return _unique(contrast_lessons(ctx, ref, reference_run=reference.id))
-
-    async def contrast(self, failed: Trajectory, reference: Trajectory) -> list[Lesson]:
-        """The async form of :meth:`contrast_sync`."""
-        return self.contrast_sync(failed, reference)

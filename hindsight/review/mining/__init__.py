@@ -3,7 +3,13 @@
 docs/review.md#condition-mining explains the method, its threshold and its sources.
 """
 
-from hindsight.review.mining.features import RunRecord, State, record_of, state_of_results
+from hindsight.review.mining.features import (
+    RunRecord,
+    State,
+    record_of,
+    state_of_args,
+    state_of_results,
+)
 from hindsight.review.mining.miner import MinedRule, Predicate, condition_holds, mine
 
 __all__ = [
@@ -14,5 +20,6 @@ __all__ = [
     "condition_holds",
     "mine",
     "record_of",
+    "state_of_args",
     "state_of_results",
 ]

@@ -7,11 +7,12 @@ features (docs/review.md#condition-mining):
   result it came from and the path of keys inside that result's JSON (``[]`` for a list's
   items); the call's own arguments are ``args.<key path>``; the run's task type is
   ``task_type``;
-* its values are **classes**, never identifying values: categorical words and booleans as
-  themselves, ids as their kind (``gift_card`` for ``gift_card_7504069``,
-  :func:`hindsight.review.contrast.value_class`), numbers as numbers, dates as days relative
-  to the run's start (``-3.0``: three days before), a list's length as ``<path>#``. Free
-  text, names and other identifying values are left out.
+* its values are **classes**, never identifying values: categorical words (also a short
+  word of Chinese or Japanese) and booleans as themselves, ids as their kind (``gift_card``
+  for ``gift_card_7504069``, :func:`hindsight.review.contrast.value_class`), numbers as
+  numbers, dates as days relative to the run's start (``-3.0``: three days before; the
+  feature's name ends in ``@days``), a list's length as ``<path>#``. Free text, names and
+  other identifying values are left out.
 
 A feature can hold several values (a list's items, two results of the same tool): a
 predicate holds when one of them satisfies it.
@@ -40,6 +41,7 @@ __all__ = [
     "Value",
     "error_class",
     "record_of",
+    "state_of_args",
     "state_of_results",
 ]
 
@@ -59,6 +61,7 @@ _MAX_ITEMS = 50
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
 _NUMBERED = re.compile(r"\d+(?:[.,]\d+)*")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_CJK_WORD = re.compile(r"^[\u3040-\u30ff\u4e00-\u9fff]{1,8}$")
 _IGNORED_TOOLS = frozenset({"think", "reflect", "plan", "note"})
 
 
@@ -94,6 +97,8 @@ def _flatten(
             out.setdefault(f"{prefix}{DAYS}", set()).add(days)
             return
         cls = value_class(key, value)
+        if cls.startswith("a ") and _CJK_WORD.match(value.strip()) and not identifying(key):
+            cls = value.strip()  # a short word in Chinese or Japanese is a class too
         if cls and not cls.startswith("a ") and cls != "none":
             out.setdefault(prefix, set()).add(cls)
     elif isinstance(value, Mapping):
@@ -137,6 +142,16 @@ def state_of_results(
             _flatten(str(tool), "", value, start, found, 0)
     if task_type:
         found.setdefault("task_type", set()).add(task_type)
+    return _freeze(found)
+
+
+def state_of_args(args: Mapping[str, Any], *, start: datetime) -> State:
+    """A proposed call's arguments as ``args.*`` features (what an ``error`` or ``avoid``
+    rule's argument predicates are tested against); dates relative to ``start``."""
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    found: dict[str, set[Value]] = {}
+    _flatten("args", "", dict(args), start, found, 0)
     return _freeze(found)
 
 
@@ -193,7 +208,8 @@ _OUTCOMES = {Outcome.SUCCESS: True, Outcome.FAILURE: False, Outcome.PARTIAL: Fal
 
 def _call_state(base: Mapping[str, set[Value]], call: ToolCall, start: datetime) -> State:
     found = {k: set(v) for k, v in base.items()}
-    _flatten("args", "", call.args, start, found, 0)
+    for k, v in state_of_args(call.args, start=start).items():
+        found[k] = set(v)
     return _freeze(found)
 
 

@@ -31,8 +31,8 @@ Source and method: docs/review.md#condition-mining. In short:
    decision was bad. One run is never enough.
 
 5. **Selection.** Conditions with the same votes are one (the simplest wording stays); per
-   tool and form, at most :data:`MAX_PER_FORM`, each covering bad groups the ones before did
-   not.
+   tool and form, at most :data:`MAX_PER_FORM`: the best, then only one that is significant
+   on the task groups the ones before did not cover (sequential covering).
 """
 
 from __future__ import annotations
@@ -360,6 +360,16 @@ class _Groups:
         self.badmask = badmask
         self.bad_groups = sum(1 for m in self.masks if m & badmask)
 
+    def without(self, names: set[str]) -> _Groups:
+        """The same decisions without the task groups ``names``."""
+        rest = object.__new__(_Groups)
+        keep = [i for i, n in enumerate(self.names) if n not in names]
+        rest.names = [self.names[i] for i in keep]
+        rest.masks = [self.masks[i] for i in keep]
+        rest.badmask = self.badmask
+        rest.bad_groups = sum(1 for m in rest.masks if m & rest.badmask)
+        return rest
+
     def votes(self, mask: int) -> _Votes:
         bad = held = bad_else = held_else = 0
         covered: list[str] = []
@@ -411,17 +421,13 @@ def _simplicity(c: _Candidate) -> tuple[int, int, int]:
     return (len(c.predicates), ops, sum(len(p.feature) for p in c.predicates))
 
 
-def _select(cands: list[_Candidate]) -> list[_Candidate]:
-    """Same votes -> the simplest; then at most :data:`MAX_PER_FORM` per decision set,
-    each covering bad groups the ones before did not (best first)."""
-    by_sig: dict[tuple[Any, tuple[int, ...]], _Candidate] = {}
-    for c in cands:
-        sig = (c.key, c.votes.signature)
-        old = by_sig.get(sig)
-        if old is None or _simplicity(c) < _simplicity(old):
-            by_sig[sig] = c
+def _select(cands: list[_Candidate], groups_of: Mapping[Any, _Groups]) -> list[_Candidate]:
+    """Same votes -> the simplest; then per decision set the best (highest Wilson bound,
+    then lowest p), and at most :data:`MAX_PER_FORM` - 1 more, each of which must stand on
+    the task groups the ones before did not cover (sequential covering: its Fisher test
+    there, Bonferroni over the set's candidates, at :data:`FDR`)."""
     by_key: dict[tuple[str, Form, str], list[_Candidate]] = defaultdict(list)
-    for c in by_sig.values():
+    for c in _distinct(cands):
         by_key[c.key].append(c)
     chosen: list[_Candidate] = []
     for key in sorted(by_key):
@@ -429,16 +435,21 @@ def _select(cands: list[_Candidate]) -> list[_Candidate]:
             by_key[key],
             key=lambda c: (-wilson_lower(c.votes.bad, c.votes.held), c.p, _simplicity(c)),
         )
+        groups = groups_of[key]
         covered: set[str] = set()
-        taken = 0
+        taken: list[_Candidate] = []
         for c in ranked:
-            if taken >= MAX_PER_FORM:
+            if len(taken) >= MAX_PER_FORM:
                 break
-            if c.votes.covered <= covered:
-                continue
+            if taken:
+                rest = groups.without(covered)
+                v = rest.votes(c.mask)
+                p = fisher_greater(v.bad, v.held - v.bad, v.bad_else, v.held_else - v.bad_else)
+                if v.bad < MIN_GROUPS or p * len(ranked) > FDR:
+                    continue
             covered |= c.votes.covered
-            chosen.append(c)
-            taken += 1
+            taken.append(c)
+        chosen.extend(taken)
     return chosen
 
 
@@ -483,7 +494,7 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
                     pairs.append(cand)
     kept += _standing(pairs, per_set=False)
     rules: list[MinedRule] = []
-    for c in _select(kept):
+    for c in _select(kept, {k: v[1] for k, v in sets.items()}):
         units, _, _ = sets[c.key]
         tool, form, message = c.key
         basis = "error" if form == "error" else _basis(units.basis)

@@ -169,9 +169,10 @@ async def recall(body: RecallBody, tenant: Tenant, memory: Memory) -> Any:
 
 @router.post("/checks", response_model=CheckResponse, summary="Risk checks of a proposed call")
 async def check_action(body: CheckBody, tenant: Tenant, memory: Memory) -> Any:
-    """The risk checks matching a proposed tool call (issue 16, docs/checks.md): exact lookup
-    by tool, arguments matched by class, each with its ``score`` and ``match``; ``rendered``
-    is the advice block for the model. Only the key's tenant is ever read."""
+    """The risk checks matching a proposed tool call (docs/checks.md): exact lookup by tool,
+    arguments matched by class, conditions tested against ``state``, each with its ``score``
+    and ``match``; ``rendered`` is the advice block for the model. Only the key's tenant is
+    ever read."""
     result = await memory.check_action(
         body.tool,
         body.args,
@@ -182,6 +183,7 @@ async def check_action(body: CheckBody, tenant: Tenant, memory: Memory) -> Any:
         top_k=body.top_k,
         trajectory_id=body.trajectory_id,
         record=body.record,
+        state=body.state,
     )
     doc: dict[str, Any] = result.model_dump(mode="json")
     doc["rendered"] = result.render(body.token_budget)

@@ -24,6 +24,7 @@ from hindsight._contract import (
     OnByDefault,
     OptionalTopK,
     Query,
+    RunState,
     SimilarityFloor,
     Source,
     Tags,
@@ -147,6 +148,12 @@ class CheckBody(_Body):
         "that run (POST /v1/outcomes credits or blames them); false: a dry run.",
     )
     token_budget: TokenBudget = None
+    state: RunState = Field(
+        default=None,
+        description='The tool results the run has seen so far, oldest first: [{"tool": '
+        '<name>, "result": <JSON value or text>}]. Rules with a condition are shown when it '
+        "holds, ranked lower when it cannot be told, left out when it is false.",
+    )
 
 
 class CheckResponse(BaseModel):

@@ -39,6 +39,7 @@ from hindsight._contract import (
     OnByDefault,
     OptionalTopK,
     Query,
+    RunState,
     ToolName,
     batch_size,
 )
@@ -287,6 +288,14 @@ def build_mcp_server(
                 "record_outcome later credits or blames the lessons behind the checks."
             ),
         ] = None,
+        state: Annotated[
+            RunState,
+            Field(
+                description="The tool results your run has seen so far, oldest first: "
+                '[{"tool": "<name>", "result": <JSON value or text>}]. Rules that hold only '
+                "under a condition are tested against it."
+            ),
+        ] = None,
     ) -> ChecksOut:
         """Before a state-changing tool call: what earlier runs learned to check first.
 
@@ -300,6 +309,7 @@ def build_mcp_server(
             namespace=ns(namespace),
             task_type=task_type,
             trajectory_id=trajectory_id,
+            state=state,
         )
         return ChecksOut(
             tool=result.tool,
