@@ -1,4 +1,4 @@
-"""Decision-time risk checks in HindsightMiddleware (issue 16): real ``create_agent`` agents
+"""Decision-time risk checks in HindsightMiddleware (docs/checks.md): real ``create_agent`` agents
 with scripted models; the advice reaches the model before the call runs, ``confirm``
 interrupts and resumes, a failing memory leaves the run untouched."""
 
@@ -134,3 +134,59 @@ def test_confirm_interrupts_and_resumes() -> None:
         if not booked:
             told = [m for m in model.prompts[1] if isinstance(m, ToolMessage)]
             assert "declined" in str(told[0].content) and BOOKED == []
+
+
+@tool
+def get_fare(flight: str) -> str:
+    """Look up a flight's fare."""
+    return '{"fare": {"class": "%s"}}' % ("nonrefundable" if flight == "HAT001" else "flex")
+
+
+@tool
+def refund_ticket(flight: str) -> str:
+    """Refund a ticket."""
+    BOOKED.append({"refund": flight})
+    return f"refunded {flight}"
+
+
+CONDITION = (
+    "refund_ticket: when fare.class (from get_fare) is nonrefundable, do not call it: the runs "
+    "that called it failed (4 of 4 tasks), against 0 of 9 otherwise."
+)
+
+
+def _refund_agent(mem: Any, flight: str) -> Any:
+    BOOKED.clear()
+    model = ScriptedChatModel(
+        replies=[
+            ai("", call("get_fare", {"flight": flight}, "c0")),
+            ai("", call("refund_ticket", {"flight": flight}, "c1")),
+            ai("", call("refund_ticket", {"flight": flight}, "c2")),
+            ai("Done."),
+        ]
+    )
+    middleware = HindsightMiddleware(mem, tenant_id=TENANT, recall=False)
+    return create_agent(model, [get_fare, refund_ticket], system_prompt="You refund tickets.",
+                        middleware=[middleware]), model  # fmt: skip
+
+
+def test_a_mined_rule_holds_a_call_only_when_the_runs_state_meets_its_condition() -> None:
+    """The middleware passes the run's tool results as the checks' state: a rule whose
+    condition holds holds the call once; the same rule is left out for another fare."""
+    mem = memory()
+    mem.add_experience(
+        CONDITION, tenant_id=TENANT, kind="rule", tools=["refund_ticket"], confidence=0.8,
+        metadata={"condition": {"tool": "refund_ticket", "form": "avoid", "predicates": [
+            {"feature": "get_fare.fare.class", "op": "=", "value": "nonrefundable"}]}},
+    )  # fmt: skip
+    agent, model = _refund_agent(mem, "HAT001")
+    agent.invoke({"messages": [("user", "Refund HAT001")]})
+    held = [m for m in model.prompts[2] if isinstance(m, ToolMessage) and m.tool_call_id == "c1"]
+    assert held and "nonrefundable" in str(held[0].content)
+    assert "NOT executed" in str(held[0].content)
+    assert BOOKED == [{"refund": "HAT001"}]  # the second proposal ran
+    agent, model = _refund_agent(mem, "HAT002")  # a flexible fare: the rule does not apply
+    agent.invoke({"messages": [("user", "Refund HAT002")]})
+    first = [m for m in model.prompts[2] if isinstance(m, ToolMessage) and m.tool_call_id == "c1"]
+    assert str(first[0].content) == "refunded HAT002"  # not held: the call ran
+    assert BOOKED == [{"refund": "HAT002"}] * 2

@@ -1,4 +1,4 @@
-"""check_action over HTTP (POST /v1/checks, the Python client) and MCP (issue 16), on SQLite
+"""check_action over HTTP (POST /v1/checks, the Python client) and MCP (docs/checks.md), on SQLite
 and PostgreSQL with the embedded Qdrant Edge index."""
 
 from __future__ import annotations
@@ -72,5 +72,63 @@ def test_checks_over_mcp(tmp_path: Path, database_url: str) -> None:
         assert asyncio.run(call("globex", args)).structured_content["checks"] == []
         refused = asyncio.run(call("acme", {"tool": "book_reservation", "args": ["x"]}))
         assert refused.is_error
+    finally:
+        mem.close()
+
+
+RULE = "renew_loan: when member.standing (from get_member) is suspended, do not call it."
+CONDITION = {"condition": {"tool": "renew_loan", "form": "avoid", "predicates": [
+    {"feature": "get_member.member.standing", "op": "=", "value": "suspended"}]}}  # fmt: skip
+SUSPENDED = [{"tool": "get_member", "result": {"member": {"standing": "suspended"}}}]
+GOOD = [{"tool": "get_member", "result": '{"member": {"standing": "good"}}'}]
+
+
+def test_conditions_are_tested_against_the_state_on_every_interface(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A mined rule's condition against ``state``: HTTP, the Python client and MCP answer as
+    Python does (condition / left out / unknown), and a malformed state is one line naming
+    the field."""
+    keys = tmp_path / "keys.json"
+    acme, _ = create_key(keys, "acme")
+    mem = make_memory(tmp_path / "data", database_url)
+    try:
+        rule = mem.add_experience(RULE, tenant_id="acme", kind="rule", tools=["renew_loan"],
+                                  confidence=0.8, metadata=CONDITION)  # fmt: skip
+        expect = {"held": ["condition"], "good": [], "none": ["unknown"]}
+        states = {"held": SUSPENDED, "good": GOOD, "none": None}
+        for k, v in states.items():
+            found = mem.check_action("renew_loan", {}, tenant_id="acme", state=v)
+            assert [m.match for m in found.checks] == expect[k], k
+        app = create_app(mem.aio, keyring=KeyRing.from_file(keys), mcp=False)
+        auth = {"Authorization": f"Bearer {acme}"}
+        with serving(app) as url:
+            for k, v in states.items():
+                got = httpx.post(f"{url}/v1/checks", headers=auth,
+                                 json={"tool": "renew_loan", "state": v})  # fmt: skip
+                assert got.status_code == 200, got.text
+                assert [c["match"] for c in got.json()["checks"]] == expect[k], k
+                if expect[k]:
+                    assert got.json()["checks"][0]["check"]["lesson_id"] == rule.id
+            for bad in ("get_member", [{"tool": ""}], [{"tool": "x", "extra": 1}], [1]):
+                got = httpx.post(f"{url}/v1/checks", headers=auth,
+                                 json={"tool": "renew_loan", "state": bad})  # fmt: skip
+                assert got.status_code == 422, got.text
+                assert "state" in got.text
+            with HindsightClient(url, acme) as client:
+                found = client.check_action("renew_loan", {}, state=SUSPENDED)
+                assert [m.match for m in found.checks] == ["condition"]
+
+        async def call(args: dict[str, Any]) -> Any:
+            server = build_mcp_server(mem.aio, tenant=fixed_tenant("acme"))
+            async with Client(server) as client:
+                return await client.call_tool("check_action", args)
+
+        for k, v in states.items():
+            done = asyncio.run(call({"tool": "renew_loan", "state": v}))
+            assert not done.is_error
+            assert [c["match"] for c in done.structured_content["checks"]] == expect[k], k
+        refused = asyncio.run(call({"tool": "renew_loan", "state": [{"tool": ""}]}))
+        assert refused.is_error and "state" in str(refused.content)
     finally:
         mem.close()
