@@ -53,6 +53,10 @@ TAGS = f"tags must be at most {MAX_LABELS} strings"
 TOOLS = f"tools must be at most {MAX_LABELS} strings"
 TOOL = f"tool must be a tool name of 1..{MAX_NAME_CHARS} characters"
 ITEMS = f"items must be a list of at most {MAX_BATCH_ITEMS} lessons"
+STATE = (
+    f"state must be a list of at most {MAX_BATCH_ITEMS} tool results, each an object "
+    '{"tool": <name>, "result": <JSON value or text>}'
+)
 SOURCE = "source must be one of system, user, tool, unknown, or another spelling"
 KIND = "kind must be one of outcome, key_step"
 NAMESPACE = "namespace must be a non-empty string"
@@ -144,6 +148,19 @@ TABLE: list[tuple[str, Any, str]] = [
     ("tool", "", TOOL),
     ("items", [], OK),
     ("items", MAX_BATCH_ITEMS + 1, ITEMS),
+    # the run's state of check_action (docs/checks.md#conditions)
+    ("state", None, OK),
+    ("state", [], OK),
+    ("state", [{"tool": "get_member", "result": {"member": {"standing": "good"}}}], OK),
+    ("state", [{"tool": "get_member", "result": "plain text"}] * MAX_BATCH_ITEMS, OK),
+    ("state", "get_member", STATE + ", got str"),
+    ("state", [{"tool": "get_member"}] * (MAX_BATCH_ITEMS + 1), STATE + ", got 1001 items"),
+    ("state", [{"tool": "get_member", "value": 1}], STATE + "; item 0 is not"),
+    (
+        "state",
+        [{"tool": "", "result": 1}],
+        "state[0].tool must be a tool name of 1..200 characters, got ''",
+    ),
     # spellings
     ("source", "tool_output", OK),
     ("source", "WEB", OK),
@@ -225,6 +242,8 @@ def _python(mem: Memory, eid: str, arg: str, value: Any) -> str:
             mem.adjust_confidence(eid, -float(value), tenant_id="t")  # back where it was
         elif arg == "tool":
             mem.check_action(value, {}, tenant_id="t")
+        elif arg == "state":
+            mem.check_action("renew_loan", {}, tenant_id="t", state=value)
         elif arg == "items":
             mem.add_experiences(_items(arg, value), tenant_id="t")
         else:
@@ -253,6 +272,8 @@ def _http(client: httpx.Client, eid: str, arg: str, value: Any) -> str:
             client.patch(f"/v1/experiences/{eid}", json={"confidence_delta": -float(value)})
     elif arg == "tool":
         r = client.post("/v1/checks", json={"tool": value, "args": {}})
+    elif arg == "state":
+        r = client.post("/v1/checks", json={"tool": "renew_loan", "state": value})
     elif arg == "items":
         return _batch_http(client, arg, value)
     else:
@@ -288,6 +309,8 @@ def _mcp_call(arg: str, value: Any, eid: str) -> tuple[str, dict[str, Any]] | No
         return "adjust_confidence", {"experience_id": eid, "delta": value}
     if arg == "tool":
         return "check_action", {"tool": value}
+    if arg == "state":
+        return "check_action", {"tool": "renew_loan", "state": value}
     return None  # not an argument of any tool
 
 
