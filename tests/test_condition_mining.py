@@ -227,3 +227,59 @@ def test_mining_can_be_turned_off_and_keeps_tenants_apart() -> None:
         tools = {e.metadata["condition"]["tool"] for e in _mined(mem)}
         assert tools == {"renew_loan"}
         assert {e.metadata["condition"]["tool"] for e in _mined(mem, "other")} == {"ship_parcel"}
+
+
+def test_the_llm_reviewer_is_shown_the_mined_conditions_and_may_answer_with_one(
+    tmp_path: Path,
+) -> None:
+    """The mined rules about a run's tools reach the LLM reviewer's request as <conditions>;
+    a rule the model gives with a structured condition becomes a checkable rule, and one whose
+    condition names a tool the run never called keeps its text only."""
+    import json
+
+    from hindsight.review.llm.prompts import FEW_SHOT_REPLY
+    from hindsight.review.llm.reviewer import LLMReviewer
+    from tests.llm_server import serve
+
+    with serve() as server:
+        llm = LLMReviewer("openai/test-model", api_base=server.base, backoff=0.0, timeout=20.0)
+        mem = make_memory(tmp_path / "data", f"sqlite:///{tmp_path / 'h.db'}", reviewer=llm)
+        try:
+            for traj in library_runs(21):
+                mem.store_episode(traj, review=False)
+            assert mem.aio.reviews.mining is not None
+            assert mem.aio.reviews.mining.mine_tenant("t") >= 1
+            [mined] = _mined(mem)
+            suspended = {"feature": "get_member.member.standing", "op": "=", "value": "suspended"}
+            reply = dict(FEW_SHOT_REPLY)
+            reply["rules"] = [
+                {"text": "When get_member shows a suspended member, do not call renew_loan "
+                 "(explain the suspension instead), because renewals for them fail.",
+                 "confidence": 0.8,
+                 "condition": {"tool": "renew_loan", "form": "avoid", "when": [suspended]}},
+                {"text": "When the loan is overdue, call send_reminder before ending the run.",
+                 "confidence": 0.6,
+                 "condition": {"tool": "send_reminder", "form": "do", "when": [
+                     {"feature": "get_loans.loans[].late", "op": "=", "value": "true"}]}},
+            ]  # fmt: skip
+            server.control(script=[json.dumps(reply)])
+            member = {"member": {"standing": "suspended"}}
+            new = run("Please extend my loans", [
+                ("get_member", {"member_id": "m7"}, member, False),
+                ("renew_loan", {"member_id": "m7"}, {"renewed": True}, False),
+            ], outcome=Outcome.FAILURE, task_key="library-new")  # fmt: skip
+            mem.store_episode(new)
+            assert mem.flush(timeout=60)
+            request = server.bodies()[-1]["messages"][-1]["content"]
+            assert "<conditions>" in request and mined.content in " ".join(request.split())
+            lessons = [e for e in mem.list_experiences(tenant_id="t", limit=1000)
+                       if new.id in e.source_trajectory_ids and e.kind.value == "rule"]  # fmt: skip
+            by_text = {e.content.split(",")[0]: e for e in lessons}
+            checked = by_text["When get_member shows a suspended member"]
+            assert checked.metadata["condition"]["predicates"] == [suspended]
+            assert "condition" not in by_text["When the loan is overdue"].metadata
+            state = [{"tool": "get_member", "result": {"member": {"standing": "suspended"}}}]
+            found = mem.check_action("renew_loan", {}, tenant_id="t", state=state, record=False)
+            assert checked.id in found.lesson_ids
+        finally:
+            mem.close()

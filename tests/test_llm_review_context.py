@@ -353,7 +353,7 @@ def test_through_the_memory_the_stored_policy_and_evidence_reach_the_model(
     # (contrastive prompt), and only that comparison wrote the other rules
     contrasted = [rules[c] for c in set(rules) - single]
     assert contrasted and all(
-        e.metadata["prompt_version"] == "contrast-v1"
+        e.metadata["prompt_version"] == "contrast-v2"
         and e.metadata["reference"] == "expected_actions"
         for e in contrasted
     )

@@ -191,7 +191,7 @@ def test_every_malformed_kind_yields_the_same_lessons(kind: str) -> None:
     assert lesson_tuples(lessons) == EXPECTED
     assert (lessons[-1].kind, lessons[-1].content) == (ExperienceKind.EPISODE, EPISODE_TEXT)
     for le in lessons:
-        assert le.metadata["prompt_version"] == PROMPT_VERSION == "review-v3"
+        assert le.metadata["prompt_version"] == PROMPT_VERSION == "review-v4"
         assert le.metadata["model"] == "openai/test-model"
         le.content.encode("utf-8")  # no lone surrogate survives
 

@@ -14,6 +14,7 @@ moved aside because it could not be loaded;
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -321,7 +322,7 @@ def _wire(
     from hindsight.writeback.dedup import dedup_threshold_of
 
     groups = TaskGroups(store, index, embedder, dedup_threshold_of(embedder))
-    mining = _mining(config, store, embedder, clock, writeback, deduper, vectors)
+    mining = _mining(config, reviewer, store, embedder, clock, writeback, deduper, vectors)
     reviews = ReviewRunner(
         store,
         reviewer,
@@ -339,6 +340,7 @@ def _wire(
 
 def _mining(
     config: MemoryConfig,
+    reviewer: Any,
     store: Any,
     embedder: Any,
     clock: Any,
@@ -348,7 +350,7 @@ def _mining(
 ) -> Any:
     """The condition-mining stage of the reviews (docs/review.md#condition-mining): new rules
     through the write path, changed ones as new versions, unsupported ones archived."""
-    from hindsight.review.mining.stage import REVIEWER, ConditionMining
+    from hindsight.review.mining.stage import REVIEWER, ConditionMining, mined_conditions
     from hindsight.writeback import forgetting, versions
 
     def edit(tenant: str, eid: str, content: str, metadata: dict[str, Any]) -> None:
@@ -365,6 +367,11 @@ def _mining(
         )
         vectors.sync()
 
+    from hindsight.review.run import review_parts
+
+    for part in review_parts(reviewer):
+        if hasattr(part, "conditions_source"):  # the LLM reviewer: show it the mined rules
+            part.conditions_source = functools.partial(mined_conditions, store)
     return ConditionMining(
         store,
         writeback.write,

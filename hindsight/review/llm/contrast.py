@@ -37,6 +37,7 @@ from hindsight.review.llm.prompts import (
     is_blank_answer,
     language_line,
     lesson_metadata,
+    structured_condition,
     support_entry,
     tagged,
 )
@@ -52,8 +53,9 @@ __all__ = [
     "render_expected_actions",
 ]
 
-CONTRAST_PROMPT_VERSION = "contrast-v1"
-"""Version of the contrastive prompt, schema and mapping; stored on every contrastive lesson."""
+CONTRAST_PROMPT_VERSION = "contrast-v2"
+"""Version of the contrastive prompt, schema and mapping; stored on every contrastive lesson
+(``contrast-v2``: a rule may give its condition in structured form, ``condition``)."""
 
 MAX_DIFFERENCES = 5
 """At most this many differences are kept from one reply, in reply order."""
@@ -141,7 +143,10 @@ went wrong.
 - rules: 1 to 3 rules "When <situation>, do A (not B), because <evidence>.", where A is what \
 the successful run did, B what the failed run did, and the evidence is the policy passage or \
 the outcome evidence; each with your confidence from 0 to 1 (0.9 or more only when the two \
-runs and the policy show it directly).
+runs and the policy show it directly), and, when its situation is a value of a tool result \
+field or an argument, its "condition": the tool, "avoid" or "do", and 1 or 2 tests \
+{{"feature": "<tool>.<key path>" or "args.<key>", "op": "=" or ">" or "<=", "value": \
+"..."}}; else null.
 
 {LESSON_RULES}
 
@@ -150,7 +155,8 @@ Rules for your reply:
 exactly as they are.
 - Reply with one JSON object and nothing else (no prose, no code fence), shaped like:
 {{"differences": ["failed run: ...; successful run: ..."], "turning_point": "...", \
-"rules": [{{"text": "When ..., do ... (not ...), because ....", "confidence": 0.0}}]}}"""
+"rules": [{{"text": "When ..., do ... (not ...), because ....", "confidence": 0.0, \
+"condition": null}}]}}"""
 
 
 def render_expected_actions(actions: Sequence[ExpectedAction]) -> str:
@@ -284,6 +290,7 @@ def contrast_to_lessons(
                     support=support,
                     reference="run" if reference_id is not None else "expected_actions",
                     contrast=details,
+                    condition=structured_condition(rule.condition, known_tools, mask),
                 ),
             )
         )

@@ -53,22 +53,25 @@ __all__ = [
     "build_messages",
     "is_blank_answer",
     "report_to_lessons",
+    "structured_condition",
     "trajectory_language",
 ]
 
-PROMPT_VERSION = "review-v3"
+PROMPT_VERSION = "review-v4"
 """Version of the prompt, schema and mapping below; stored on every lesson.
 
 History: ``review-v1`` six answers and 1-3 rules; ``review-v2`` adds the ``episode`` summary;
-``review-v3`` (issue 15) shows the policy passages and the outcome evidence, asks for general
-lessons with values as classes, and folds the answers that restate the run (outcome, cause,
-task class) into the episode instead of storing them as lessons."""
+``review-v3`` shows the policy passages and the outcome evidence, asks for general lessons
+with values as classes, and folds the answers that restate the run (outcome, cause, task
+class) into the episode instead of storing them as lessons; ``review-v4`` shows the conditions
+mined from earlier runs about the run's tools (``<conditions>``) and lets a rule give its
+condition in structured form (``condition``, docs/review.md#condition-mining)."""
 
 DEFAULT_CONFIDENCE = 0.5
-"""Confidence given to an answer whose reply left it out (neutral; MISSION S3 range [0,1])."""
+"""Confidence given to an answer whose reply left it out (neutral, in [0, 1])."""
 
 MAX_RULES = 3
-"""At most this many rules are kept from one reply, in reply order (MISSION S2: 1-3 rules)."""
+"""At most this many rules are kept from one reply, in reply order (the prompt asks for 1-3)."""
 
 MAX_EPISODE_WORDS = 120
 """The prompt asks for an episode summary of at most this many words ("a few hundred tokens
@@ -272,14 +275,40 @@ class ToolAnswer(_Rated):
         return _answer_input(value, extra={"tools": []})
 
 
+class ConditionPart(_Schema):
+    """One test of a rule's condition on a tool result field or an argument."""
+
+    feature: str = Field(
+        description="<tool>.<key path> of a field of that tool's JSON result, [] for a list's "
+        "items (get_order.items[].status), or args.<key> for an argument of the call."
+    )
+    op: Literal["=", ">", "<="] = Field(description="=, > or <=.")
+    value: str = Field(description="The class or number the field is compared with.")
+
+
+class RuleCondition(_Schema):
+    """A rule's condition in structured form (docs/review.md#condition-mining)."""
+
+    tool: str = Field(description="The tool the rule is about, as named in the run.")
+    form: Literal["avoid", "do"] = Field(
+        description="avoid: do not call the tool when the condition holds; do: call it."
+    )
+    when: list[ConditionPart] = Field(description="1 or 2 tests, all of which must hold.")
+
+
 class Rule(_Schema):
-    """A rule of the form "When X, do Y." and the confidence in it, from 0 to 1."""
+    """A rule of the form "When X, do Y.", the confidence in it, from 0 to 1, and its
+    condition in structured form when it is about tool result fields."""
 
     text: str = Field(
         description='One general rule of the form "When <situation>, do A (not B), because '
         '<evidence>." in the language of the trajectory, values as classes such as <amount>.'
     )
     confidence: float = Field(description="Self-rated confidence in this rule, from 0 to 1.")
+    condition: RuleCondition | None = Field(
+        description="The rule's situation as tests of tool result fields or arguments, when "
+        "it can be said that way; else null."
+    )
 
     _conf = field_validator("confidence", mode="before")(classmethod(lambda cls, v: _confidence(v)))
 
@@ -287,9 +316,11 @@ class Rule(_Schema):
     @classmethod
     def _lenient(cls, value: Any) -> Any:
         if isinstance(value, str):
-            return {"text": value, "confidence": None}
+            return {"text": value, "confidence": None, "condition": None}
         if isinstance(value, Mapping):
             data = dict(value)
+            if not isinstance(data.get("condition"), Mapping):
+                data["condition"] = None  # a malformed condition never costs the rule
             if "text" not in data:
                 for alias in ("rule", "content"):
                     if alias in data:
@@ -444,6 +475,9 @@ and errors touch, or the whole policy when it is short. The run is judged by thi
 - <outcome>: the recorded outcome and its evidence when known: the reward, the reason given \
 by the benchmark or the caller, the actions a successful run was expected to take, the final \
 state.
+- <conditions>: when present, rules mined from the outcomes of many earlier runs about the \
+tools of this run, each with its counts: statistics, not instructions. Where one applies to \
+this run, ground your rules in it.
 - <trajectory>: the run as numbered steps: the user's messages, the agent's thoughts and \
 replies, tool calls with their arguments, status and results, and the final answer. Long runs \
 were compressed: repeated identical calls are merged ("called N times"), long outputs are cut \
@@ -467,7 +501,11 @@ there were none.
 5. do_differently: "When <situation>, do A (not B), because <evidence>."
 6. task_class: what class of tasks does this apply to (general, not this one user's request)?
 Then write 1 to 3 rules of the form "When <situation>, do A (not B), because <evidence>." that \
-a future agent can apply, each with its confidence.
+a future agent can apply, each with its confidence. When a rule's situation is a value of a \
+tool result field or an argument (the reservation's cabin, the order's status, an amount), \
+also give it in "condition": the tool the rule is about, "avoid" (do not call it then) or \
+"do" (call it then), and 1 or 2 tests {{"feature": "<tool>.<key path>" or "args.<key>", \
+"op": "=" or ">" or "<=", "value": "<class or number>"}}; else null.
 Last, "episode": a summary of this run in at most {MAX_EPISODE_WORDS} words: the goal, the \
 steps and tools in order, the outcome, and the turning point (the step that decided the \
 outcome).
@@ -487,7 +525,8 @@ it directly; 0.5 to 0.8 for a likely reading; below 0.5 for a guess.
 "text": "..." or null, "confidence": 0.0}}, "repeated_attempts": {{"text": ..., "confidence": \
 0.0}}, "do_differently": {{"text": ..., "confidence": 0.0}}, "task_class": {{"text": ..., \
 "confidence": 0.0}}, "rules": [{{"text": "When ..., do ... (not ...), because ....", \
-"confidence": 0.0}}], "episode": "..."}}"""
+"confidence": 0.0, "condition": {{"tool": "...", "form": "avoid|do", "when": [{{"feature": \
+"...", "op": "=", "value": "..."}}]}} or null}}], "episode": "..."}}"""
 
 FEW_SHOT_POLICY = """\
 ## Refunds
@@ -551,11 +590,17 @@ FEW_SHOT_REPLY: dict[str, Any] = {
             "refund_order (not refund_order alone), because the policy requires it and a run "
             "that skipped it failed although the refund went through.",
             "confidence": 0.85,
+            "condition": {
+                "tool": "request_approval",
+                "form": "do",
+                "when": [{"feature": "get_order.paid", "op": ">", "value": "200"}],
+            },
         },
         {
             "text": "When refund_order times out, retry it with an idempotency_key (not the "
             "identical call), because identical retries time out again.",
             "confidence": 0.6,
+            "condition": None,
         },
     ],
     "episode": "Goal: refund a broken delivered order of <amount>. Steps: get_order showed it "
@@ -580,9 +625,12 @@ def tagged(tag: str, text: str) -> str:
     return f"<{tag}>\n{text.strip()}\n</{tag}>" if text.strip() else ""
 
 
-def _request_text(trajectory_text: str, language: str, policy: str, outcome: str) -> str:
+def _request_text(
+    trajectory_text: str, language: str, policy: str, outcome: str, conditions: str = ""
+) -> str:
     parts = [f"Review this finished run. {language_line(language)}"]
     parts += [tagged("policy", policy), tagged("outcome", outcome)]
+    parts.append(tagged("conditions", conditions))
     parts.append(f"<trajectory>\n{trajectory_text}\n</trajectory>")
     return "\n\n".join(p for p in parts if p)
 
@@ -594,15 +642,16 @@ def build_messages(
     few_shot: bool = True,
     policy: str = "",
     outcome: str = "",
+    conditions: str = "",
 ) -> list[dict[str, str]]:
     """The chat messages of one review request (OpenAI format, as litellm takes them).
 
     ``trajectory_text`` is the (compressed) trajectory, ``language`` the English name of its
     language (:func:`trajectory_language`), ``policy`` the policy excerpt
     (:func:`hindsight.review.policy.select_policy`) and ``outcome`` the outcome evidence
-    (:func:`render_outcome`); a blank one is left out with its tags. With ``few_shot``
-    (default on, MISSION S2 "optional few-shot examples") one short example exchange precedes
-    the real request.
+    (:func:`render_outcome`) and ``conditions`` the mined conditions about the run's tools
+    (one per line, docs/review.md#condition-mining); a blank one is left out with its tags.
+    With ``few_shot`` (default on) one short example exchange precedes the real request.
     """
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
     if few_shot:
@@ -612,7 +661,10 @@ def build_messages(
             {"role": "assistant", "content": json.dumps(FEW_SHOT_REPLY, ensure_ascii=False)}
         )
     messages.append(
-        {"role": "user", "content": _request_text(trajectory_text, language, policy, outcome)}
+        {
+            "role": "user",
+            "content": _request_text(trajectory_text, language, policy, outcome, conditions),
+        }
     )
     return messages
 
@@ -795,9 +847,14 @@ def report_to_lessons(
         ),
     ]
     entries += [("rules", ExperienceKind.RULE, r.text, r.confidence, None) for r in report.rules]
+    conditions = [None] * (len(entries) - len(report.rules)) + [
+        structured_condition(r.condition, known_tools, mask) for r in report.rules
+    ]
 
     lessons: list[Lesson] = []
-    for question, kind, text, confidence, tools in entries:
+    for (question, kind, text, confidence, tools), condition in zip(
+        entries, conditions, strict=True
+    ):
         if text is None or is_blank_answer(text):
             continue
         content = (mask(text.strip()) if mask is not None else text.strip()).strip()
@@ -817,6 +874,7 @@ def report_to_lessons(
                     support=[support_entry(trajectory_id, "reviewed_run")]
                     if trajectory_id
                     else None,
+                    condition=condition,
                 ),
             )
         )
@@ -831,6 +889,54 @@ def report_to_lessons(
             )
         )
     return lessons
+
+
+def _condition_value(op: str, text: str) -> str | bool | float | None:
+    value = " ".join(str(text).split())
+    try:
+        number = float(value.replace(",", ""))
+    except ValueError:
+        number = None
+    if op != "=":
+        return number if number is not None and number == number else None
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return number if number is not None and number == number else (value or None)
+
+
+def structured_condition(
+    condition: RuleCondition | None,
+    known_tools: Sequence[str],
+    mask: Callable[[str], str] | None = None,
+) -> dict[str, Any] | None:
+    """A model's structured condition as a rule's ``metadata["condition"]`` (the form
+    condition mining writes, docs/review.md#condition-mining, so the risk checks test it
+    against the run's state), or ``None`` when it does not hold up: its tool and every
+    feature's tool must be tools of the run (``args.*`` for arguments), 1 or 2 tests, a number
+    for ``>`` / ``<=``, and no value the masker would mask (an id, a name, an e-mail)."""
+    if condition is None or not 1 <= len(condition.when) <= 2:
+        return None
+    tools = set(known_tools)
+    if condition.tool not in tools:
+        return None
+    predicates: list[dict[str, Any]] = []
+    for part in condition.when:
+        source = part.feature.split(".", 1)[0]
+        if "." not in part.feature or (source != "args" and source not in tools):
+            return None
+        value = _condition_value(part.op, part.value)
+        if value is None:
+            return None
+        if isinstance(value, str) and mask is not None and mask(value) != value:
+            return None
+        predicates.append({"feature": part.feature, "op": part.op, "value": value})
+    return {
+        "tool": condition.tool,
+        "form": condition.form,
+        "predicates": predicates,
+        "message": "",
+        "evidence": {"basis": "model"},
+    }
 
 
 def support_entry(trajectory_id: str, role: str, polarity: int = 1) -> dict[str, Any]:

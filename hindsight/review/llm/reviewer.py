@@ -73,6 +73,10 @@ tokens of English, a contrastive one (five differences, a turning point, three r
 OUTCOME_SHARE = 0.15
 """Largest share of ``max_input_tokens`` the outcome evidence may take."""
 
+CONDITIONS_SHARE = 0.1
+"""Largest share of ``max_input_tokens`` the mined conditions about the run's tools may take
+(docs/review.md#condition-mining)."""
+
 POLICY_SHARE = 0.35
 """Share of ``max_input_tokens`` kept for the policy excerpt before the run is compressed; the
 run's leftover goes to the policy too, and a short policy takes only what it needs."""
@@ -219,6 +223,9 @@ class LLMReviewer:
         self.num_retries = num_retries
         self.max_input_tokens = max_input_tokens
         self.few_shot = few_shot
+        self.conditions_source: Callable[[Trajectory], Sequence[str]] | None = None
+        """Set by the memory that runs the reviews: the texts of the rules mined from the
+        tenant's runs about the tools of a run (shown as ``<conditions>``)."""
         self.backoff = backoff
 
     @classmethod
@@ -337,7 +344,8 @@ class LLMReviewer:
         policy passages the run touches in whatever is left
         (:func:`hindsight.review.policy.select_policy`)."""
         outcome, outcome_tokens = self._outcome(traj)
-        left = self.max_input_tokens - outcome_tokens
+        conditions, conditions_tokens = self._conditions(traj)
+        left = self.max_input_tokens - outcome_tokens - conditions_tokens
         reserve = self._policy_reserve(traj.system_prompt)
         compressed, run_tokens = self._compress(traj, left - reserve)
         policy = self._policy(traj.system_prompt, run_terms([traj]), left - run_tokens)
@@ -360,7 +368,31 @@ class LLMReviewer:
             few_shot=self.few_shot,
             policy=policy.text,
             outcome=outcome,
+            conditions=conditions,
         )
+
+    def _conditions(self, traj: Trajectory) -> tuple[str, int]:
+        """The ``<conditions>`` block (one mined rule per line, at most
+        :data:`CONDITIONS_SHARE` of the budget, the first lines first) and its tokens."""
+        source = self.conditions_source
+        if source is None:
+            return "", 0
+        try:
+            texts = list(source(traj))
+        except Exception as exc:  # the review goes on without them
+            log.warning("hindsight: mined conditions for the review of %s: %s", traj.id, exc)
+            return "", 0
+        budget = int(self.max_input_tokens * CONDITIONS_SHARE)
+        lines: list[str] = []
+        used = 0
+        for text in texts:
+            line = f"- {' '.join(text.split())}"
+            cost = self.count_tokens(line)
+            if used + cost > budget:
+                break
+            lines.append(line)
+            used += cost
+        return "\n".join(lines), used
 
     def build_contrast_messages(
         self, failed: Trajectory, reference: Trajectory | Sequence[ExpectedAction]

@@ -36,7 +36,14 @@ from hindsight.review.mining.miner import MinedRule, mine
 from hindsight.review.mining.render import render_rule
 from hindsight.review.mining.stats import wilson_lower
 
-__all__ = ["MAX_RUNS", "MIN_INTERVAL", "REVIEWER", "ConditionMining", "condition_metadata"]
+__all__ = [
+    "MAX_RUNS",
+    "MIN_INTERVAL",
+    "REVIEWER",
+    "ConditionMining",
+    "condition_metadata",
+    "mined_conditions",
+]
 
 log = logging.getLogger("hindsight")
 
@@ -61,6 +68,30 @@ def condition_metadata(rule: MinedRule) -> dict[str, Any]:
         "message": rule.message,
         "evidence": rule.evidence(),
     }
+
+
+def mined_conditions(store: Any, traj: Any, limit: int = 20) -> list[str]:
+    """The texts of the active mined rules of ``traj``'s tenant and namespace that concern
+    ``traj``: about a tool it called, or with a condition on a tool it called (a rule to call
+    a tool the run never called matters most there), most confident first (at most
+    ``limit``): what the LLM reviewer is shown as ``<conditions>``
+    (docs/review.md#condition-mining)."""
+    tools = {e.tool_name for e in traj.events if e.tool_name}
+    if not tools:
+        return []
+    rows = store.list_experiences(
+        traj.tenant_id, namespaces=[traj.namespace], tags=[TAG], limit=500
+    )
+
+    def concerns(cond: dict[str, Any]) -> bool:
+        sources = {str(p.get("feature", "")).split(".", 1)[0] for p in cond.get("predicates", [])}
+        return cond.get("tool") in tools or bool(sources & tools)
+
+    return [
+        e.content
+        for e in rows
+        if e.reviewer == REVIEWER and concerns(e.metadata.get("condition") or {})
+    ][:limit]
 
 
 class ConditionMining:
