@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from hindsight import Experience, ExperienceKind, Lesson, Trajectory
+from hindsight import Experience, ExperienceKind, Lesson, Trajectory, UsageError
 from hindsight.bench.learning import (
     MASK,
     Call,
@@ -289,20 +289,23 @@ def sum_or(masks: list[int]) -> int:
     return out
 
 
-def test_score_queries_averages_and_skips() -> None:
+def test_score_queries_counts_every_query() -> None:
     out = score_queries(
         {"1": ["a", "b"], "2": ["c"], "3": ["e"]},
         {"1": {"b"}, "2": {"x", "y"}, "3": set()},
         pool=10,
         k=2,
     )
-    assert out["queries"] == 2 and out["skipped"] == 1 and out["pool"] == 10
-    assert out["hit"] == 0.5 and out["mrr"] == pytest.approx(0.25)
-    assert out["normalized_recall"] == pytest.approx(0.5)
+    # query 3 has no relevant item: it counts 0 on both sides, never left out
+    assert out["queries"] == 3 and out["without_relevant"] == 1 and out["pool"] == 10
+    assert out["hit"] == pytest.approx(1 / 3) and out["mrr"] == pytest.approx(0.5 / 3)
+    assert out["normalized_recall"] == pytest.approx(1 / 3)
     rand = [random_expectation(10, 1, 2), random_expectation(10, 2, 2)]
-    assert out["random"]["mrr"] == pytest.approx((rand[0]["rr"] + rand[1]["rr"]) / 2)
-    empty = score_queries({"1": []}, {"1": set()}, pool=3, k=1)
+    assert out["random"]["mrr"] == pytest.approx((rand[0]["rr"] + rand[1]["rr"]) / 3)
+    empty = score_queries({}, {}, pool=3, k=1)
     assert empty["hit"] is None and empty["random"]["hit"] is None
+    none_relevant = score_queries({"1": []}, {"1": set()}, pool=3, k=1)
+    assert none_relevant["hit"] == 0.0 and none_relevant["random"]["hit"] == 0.0
 
 
 def test_lesson_figures_on_hand_made_lessons() -> None:
@@ -636,3 +639,43 @@ def test_cli_rejects_bad_input_in_one_line(
     assert proc.stdout == ""
     errors = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and message in errors[0], proc.stderr
+
+
+# -- rules that say when (hindsight.bench.learning._conditions) -----------------------------------
+def test_the_strict_figures_on_a_generic_domain(tmp_path: Path) -> None:
+    """A planted policy (renewing a suspended member fails): on tasks never reviewed, the failed
+    runs that renewed for a suspended member get a block and a check naming the condition they
+    violated; without expected actions too; a condition-less rule never counts."""
+    from hindsight.bench.learning import Run, evaluate_conditions, parse_every, task_split
+    from hindsight.bench.learning._conditions import violates
+    from hindsight.review.mining import record_of
+    from tests.domains import library_runs
+
+    trajs = library_runs(31, tasks=40, replicas=4, expected=True)
+    runs = []
+    for i, traj in enumerate(trajs):
+        traj = traj.model_copy(update={"tenant_id": "bench-learning"})
+        runs.append(Run(traj, traj.task_key or "", i % 4, traj.outcome.value == "success",
+                        traj.task, (), ()))  # fmt: skip
+    split = task_split(runs, 5)
+    assert {r.task for r in split.held}.isdisjoint({r.task for r in split.train})
+    for mode in ("expected", "outcome"):
+        out = evaluate_conditions(runs, split="task", mode=mode, k=5, every=5, parent=tmp_path)
+        assert out["conditional_rules"] >= 1 and out["truisms"] == 0, out
+        assert out["failed_runs"] == sum(not r.success for r in split.held)
+        assert out["text_only"]["queries"] == len(split.held)  # every query counted
+        assert out["opposed_blocks"] == 0
+        # the failed held-out runs that renewed for a suspended member violated the rule
+        violators = [
+            r for r in split.held if not r.success and any(c.tool == "renew_loan" for c in
+            record_of(r.trajectory).calls) and "suspended" in str(r.trajectory.events[2].content)
+        ]  # fmt: skip
+        assert violators and out["corrective"] >= len(violators), out
+        assert out["corrective_checks"] >= len(violators), out
+        assert out["corrective_random"] < 0.5
+    bare = {"tool": "renew_loan", "form": "avoid", "predicates": []}
+    assert not any(violates(bare, record_of(r.trajectory)) for r in runs)
+    assert parse_every("every:5") == 5
+    for bad in ("5", "every:1", "every:x", ""):
+        with pytest.raises(UsageError):
+            parse_every(bad)

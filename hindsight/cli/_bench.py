@@ -304,6 +304,13 @@ def bench_learning(
     tasks: Annotated[
         int | None, typer.Option("--tasks", help="Only the first N tasks (default all).")
     ] = None,
+    held_out_tasks: Annotated[
+        str,
+        typer.Option(
+            "--held-out-tasks",
+            help="The task split: every run of every N-th task held out (every:N).",
+        ),
+    ] = "every:5",
     data_dir: TempDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -312,9 +319,12 @@ def bench_learning(
     Reports same-task recall with the task text masked out of the lessons, identifiers in
     lessons, lessons per run, duplicates, confidence against outcomes, and whether a failed
     run's recall block names what it got wrong; next to the raw-message baseline and random
-    (docs/benchmarks.md#learning). Temporary embedded stores only: never DATABASE_URL,
-    VECTOR_DB_URL or the global --data-dir."""
-    from hindsight.bench.learning import parse_trials, render_report, run_learning
+    (docs/benchmarks.md#learning); and, on a trial split and a task split (tasks never
+    reviewed), with and without expected actions: rules with and without a condition,
+    lesson-text-only recall, opposed blocks, and blocks and checks that name a condition the
+    failed run violated. Temporary embedded stores only: never DATABASE_URL, VECTOR_DB_URL or
+    the global --data-dir."""
+    from hindsight.bench.learning import parse_every, parse_trials, render_report, run_learning
 
     _check_temp_dir(data_dir)
     progress = say_to_stderr("learning")
@@ -329,6 +339,7 @@ def bench_learning(
             tasks=tasks,
             parent=data_dir,
             progress=progress,
+            held_out_every=parse_every(held_out_tasks),
         )
     if as_json:
         print_json(report)

@@ -1,5 +1,5 @@
 """``hindsight bench learning FILE``: do the lessons learned from some runs help the next run
-of the same task, and are they the right kind of lesson? (issue 15, item 7)
+of the same task, and are they the right kind of lesson? (docs/benchmarks.md#learning)
 
 Measured on a tau-bench results file given as argument (other domains than airline work the
 same: nothing here knows a tool or a field of one domain), **through the public API only**:
@@ -13,7 +13,7 @@ trial; the query trial (default 3) is held out, one run per task. Figures:
 
 1. **Recall of same-task lessons**, queried with each held-out run's first user message: a
    recalled lesson is relevant when one of its source runs is a train run of the same task.
-   hit@k (issue 15's "recall@5"), recall@k normalised (``|top k & relevant| / min(k,
+   hit@k ("recall@5" in older reports), recall@k normalised (``|top k & relevant| / min(k,
    |relevant|)``) and MRR@k (:mod:`._ranking`). Four ways: lessons **as stored** and with the
    **task text masked** (every quote of a train run's first user message replaced by
    ``<task>``, :mod:`._quotes`), each **with the situation match** recall does (its
@@ -37,7 +37,7 @@ trial; the query trial (default 3) is held out, one run per task. Figures:
    record's ground truth (:mod:`._truth`: a missing, extra or mis-argued state-changing call);
    it counts as corrected when its rendered recall block (``RecallResult.render()``) names
    that tool and, for an argument, that key.
-6. **Risk checks** (issue 16, ``checks`` in the JSON), from the train runs' lessons only
+6. **Risk checks** (``checks`` in the JSON), from the train runs' lessons only
    (computed before any held-out run is stored). Denominator: every held-out failed run with
    a state-changing call, its own or the ground truth's (``failed_runs_with_state_change``).
    Before each of the run's state-changing calls, in order, the checks an integration would
@@ -51,6 +51,14 @@ trial; the query trial (default 3) is held out, one run per task. Figures:
    of its arguments; an extra call has no ground-truth class and never counts there.
    ``named_tool_only`` counts a check naming only the tool; ``by_op`` splits both.
 
+7. **Rules that say when** (``conditions`` in the JSON, :mod:`._conditions`): on the trial
+   split and on a **task split** (every run of every N-th task held out, tasks never
+   reviewed), with and without the expected actions: rules with and without a condition,
+   lesson-text-only recall over every held-out query, opposed blocks, and the failed runs
+   whose block or decision-time checks hold a rule whose condition their own state met and
+   which they violated, beside a random block and the tool-name-only criterion.
+
+Every held-out query is in every denominator (a query whose task taught nothing counts 0).
 Each figure stands next to the **raw-first-message baseline** (the train runs' first user
 messages indexed with ``add_experience``, no review; a hit is a message of the same task) and,
 for 1 and 5, its exact value under **random** choice from the same pool.
@@ -61,6 +69,7 @@ the embedders (built once per run), models, ports and the guard's reserved metad
 
 from __future__ import annotations
 
+from hindsight.bench.learning._conditions import evaluate_conditions, task_split, violates
 from hindsight.bench.learning._data import TENANT, Run, Split, load_runs, split_runs
 from hindsight.bench.learning._harness import (
     Context,
@@ -80,7 +89,13 @@ from hindsight.bench.learning._ranking import (
     reciprocal_rank,
 )
 from hindsight.bench.learning._report import render_report
-from hindsight.bench.learning._run import REVIEWERS, commit_info, parse_trials, run_learning
+from hindsight.bench.learning._run import (
+    REVIEWERS,
+    commit_info,
+    parse_every,
+    parse_trials,
+    run_learning,
+)
 from hindsight.bench.learning._truth import (
     Call,
     Difference,
@@ -111,6 +126,7 @@ __all__ = [
     "corrected",
     "differences",
     "evaluate_baseline",
+    "evaluate_conditions",
     "evaluate_reviewer",
     "expected_actions",
     "hit_at_k",
@@ -120,6 +136,7 @@ __all__ = [
     "names_difference",
     "normalized_recall_at_k",
     "normalized_text",
+    "parse_every",
     "parse_trials",
     "random_expectation",
     "random_subset_probability",
@@ -130,5 +147,7 @@ __all__ = [
     "run_learning",
     "score_queries",
     "split_runs",
+    "task_split",
     "unjudged",
+    "violates",
 ]

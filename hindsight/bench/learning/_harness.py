@@ -161,30 +161,42 @@ def _key(text: str) -> str:
 def score_queries(
     rankings: dict[str, list[str]], relevant: dict[str, set[str]], pool: int, k: int
 ) -> dict[str, Any]:
-    """Mean hit@k, recall@k, normalized recall@k and MRR@k over the queries with a relevant
-    item, each next to its exact value for a random ranking of ``pool`` candidates.
+    """Mean hit@k, recall@k, normalized recall@k and MRR@k over **every** query, each next to
+    its exact value for a random ranking of ``pool`` candidates. A query with no relevant item
+    (its task taught nothing) counts 0 on both sides: it is a query the memory did not help.
 
     Returns:
-        ``{"queries", "skipped", "pool", "hit", "recall", "normalized_recall", "mrr",
-        "random": {same four}}``; the means are ``None`` when no query has a relevant item.
+        ``{"queries", "without_relevant", "pool", "hit", "recall", "normalized_recall", "mrr",
+        "random": {same four}}``; the means are ``None`` when there is no query.
     """
-    scored = [q for q in rankings if relevant.get(q)]
-    out: dict[str, Any] = {"queries": len(scored), "skipped": len(rankings) - len(scored)}
-    out["pool"] = pool
+    queries = list(rankings)
+    out: dict[str, Any] = {
+        "queries": len(queries),
+        "without_relevant": sum(1 for q in queries if not relevant.get(q)),
+        "pool": pool,
+    }
     names = ("hit", "recall", "normalized_recall", "mrr")
-    if not scored or pool < 1:
+    if not queries or pool < 1:
         out.update(dict.fromkeys(names), random=dict.fromkeys(names))
         return out
-    rand = [random_expectation(pool, min(pool, len(relevant[q])), k) for q in scored]
+    zero = {"hit": 0.0, "recall": 0.0, "normalized_recall": 0.0, "rr": 0.0}
+
+    def each(fn: Any, q: str) -> float:
+        return float(fn(rankings[q], relevant[q], k)) if relevant.get(q) else 0.0
+
+    rand = [
+        random_expectation(pool, min(pool, len(relevant[q])), k) if relevant.get(q) else zero
+        for q in queries
+    ]
     out.update(
-        hit=mean(hit_at_k(rankings[q], relevant[q], k) for q in scored),
-        recall=mean(recall_at_k(rankings[q], relevant[q], k) for q in scored),
-        normalized_recall=mean(normalized_recall_at_k(rankings[q], relevant[q], k) for q in scored),
-        mrr=mean(reciprocal_rank(rankings[q], relevant[q], k) for q in scored),
+        hit=mean(each(hit_at_k, q) for q in queries),
+        recall=mean(each(recall_at_k, q) for q in queries),
+        normalized_recall=mean(each(normalized_recall_at_k, q) for q in queries),
+        mrr=mean(each(reciprocal_rank, q) for q in queries),
         random={
             "hit": mean(r["hit"] for r in rand),
             "recall": mean(r["recall"] for r in rand),
-            "normalized_recall": mean(r["normalized_recall"] for r in rand),
+            "normalized_recall": mean(r.get("normalized_recall", 0.0) for r in rand),
             "mrr": mean(r["rr"] for r in rand),
         },
     )
@@ -403,7 +415,7 @@ def _diff_named(
 
 
 def _checks_figure(ctx: Context, mem: Any) -> dict[str, Any]:
-    """Decision-time risk checks (issue 16), from the lessons of the train runs only (the
+    """Decision-time risk checks (docs/checks.md), from the lessons of the train runs only (the
     held-out runs are not stored yet). Denominator: every held-out failed run with a
     state-changing call (its own or the ground truth's). Before each of the run's
     state-changing calls, in order, the checks an integration would show with its defaults

@@ -1,4 +1,4 @@
-"""Does a lesson hold run identifiers or personal data? An independent check (issue 15, item 7).
+"""Does a lesson hold run identifiers or personal data? An independent check.
 
 Written apart from the reviewers' masking (:mod:`hindsight.review.masking` is not imported), so
 that it checks what they produce rather than mirroring it. A text **holds identifiers** when it

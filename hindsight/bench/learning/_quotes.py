@@ -1,5 +1,5 @@
 """Mask the quoted task text out of a lesson: what recall finds once a lesson no longer
-copies the user's request (issue 15, item 7).
+copies the user's request.
 
 A lesson that restates its run's first user message is found again by the next run of the
 same task because the user words the request the same way, not because the lesson is

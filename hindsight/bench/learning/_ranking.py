@@ -8,7 +8,7 @@ system ranks (every active lesson of the tenant).
 * ``normalized recall@k = |ranked[:k] & relevant| / min(k, |relevant|)``: 1.0 when the top
   ``k`` is as full of relevant items as it can be (the usual recall cannot reach 1 when a
   query has more than ``k`` relevant items);
-* ``hit@k = 1`` if any of ``ranked[:k]`` is relevant, else 0 (issue 15 calls its mean
+* ``hit@k = 1`` if any of ``ranked[:k]`` is relevant, else 0 (older reports call its mean
   "recall@5": the share of queries with at least one relevant item in the top 5);
 * ``RR@k = 1 / rank`` of the first relevant item within ``ranked[:k]``, 0 if none (MRR is its
   mean over queries).

@@ -176,4 +176,36 @@ def render_report(report: dict[str, Any]) -> list[Any]:
             )
         if run["review_failures"]:
             facts.append(f"{who}: {run['review_failures']} reviews failed")
-    return [_recall_table(report), _lesson_table(report), _outcome_table(report), *facts]
+    tables = [_recall_table(report), _lesson_table(report), _outcome_table(report)]
+    if report.get("conditions"):
+        tables.append(_conditions_table(report))
+    return [*tables, *facts]
+
+
+def _conditions_table(report: dict[str, Any]) -> Table:
+    """The strict figures (:mod:`hindsight.bench.learning._conditions`), one row per split and
+    mode: rules, truisms, lesson-text-only recall, opposed blocks, corrective blocks and
+    checks, beside random and the tool-name-only criterion."""
+    k = report["k"]
+    table = _table(
+        "Rules that say when (hash embedder, heuristic reviewer + condition mining)",
+        "rules (conditional / truisms)",
+        f"text-only hit@{k} (random)",
+        "opposed blocks",
+        "corrective block (random)",
+        "corrective check",
+        "tool named only",
+    )
+    for row in report["conditions"]:
+        text = row["text_only"]
+        failed = row["failed_runs"]
+        table.add_row(
+            f"{row['split']} split\n{row['mode']}",
+            f"{row['rules']} ({row['conditional_rules']} / {row['truisms']})",
+            f"{_f(text['hit'])} ({_f(text['random']['hit'])}) of {text['queries']}",
+            f"{row['opposed_blocks']} of {row['blocks']}",
+            f"{row['corrective']} of {failed} ({_f(row['corrective_random'])})",
+            f"{row['corrective_checks']} of {failed}",
+            f"{row['corrective_tool_only']} of {failed}",
+        )
+    return table

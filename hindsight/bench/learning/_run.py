@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from hindsight._errors import UsageError
+from hindsight.bench.learning._conditions import evaluate_all
 from hindsight.bench.learning._data import load_runs, split_runs
 from hindsight.bench.learning._harness import Context, evaluate_baseline, evaluate_reviewer
 
-__all__ = ["REVIEWERS", "commit_info", "parse_trials", "run_learning"]
+__all__ = ["REVIEWERS", "commit_info", "parse_every", "parse_trials", "run_learning"]
 
 REVIEWERS = ("heuristic", "llm", "both")
 """Reviewers the benchmark can run; ``llm`` and ``both`` need ``REFLECTION_MODEL``."""
@@ -37,6 +38,21 @@ def parse_trials(text: str) -> list[int]:
     if not out:
         raise UsageError("--train-trials needs at least one trial, e.g. 0,1,2")
     return out
+
+
+def parse_every(text: str) -> int:
+    """``"every:5"`` -> ``5`` (the task split's held-out tasks: every N-th, N >= 2).
+
+    Raises:
+        UsageError: not ``every:N`` with a whole N >= 2 (one line).
+    """
+    raw = str(text).strip().lower()
+    number = raw.removeprefix("every:")
+    if raw == number or not number.isdigit() or int(number) < 2:
+        raise UsageError(
+            f"--held-out-tasks must be every:N with N >= 2 (e.g. every:5), got {text!r}"
+        )
+    return int(number)
 
 
 def commit_info() -> dict[str, Any]:
@@ -103,6 +119,7 @@ def run_learning(
     tasks: int | None = None,
     parent: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    held_out_every: int = 5,
 ) -> dict[str, Any]:
     """Run the learning benchmark on a tau-bench file (:mod:`hindsight.bench.learning`).
 
@@ -114,10 +131,13 @@ def run_learning(
         tasks: only the first N task ids (default all).
         parent: folder for the temporary stores (default: the system temp dir).
         progress: called with a short line per step.
+        held_out_every: the task split holds out every run of every N-th task
+            (:mod:`hindsight.bench.learning._conditions`).
 
     Returns:
         ``{"file", "tasks", "train_trials", "query_trial", "k", "train_runs", "held_out_runs",
-        "held_out_failed", "baselines": [per embedder], "runs": [per embedder x reviewer]
+        "held_out_failed", "baselines": [per embedder], "runs": [per embedder x reviewer],
+        "conditions": [per split x mode, the strict figures]
         (each with ``embedder_spec``, the spec given, and ``embedder``, the model's name),
         "commit", "dirty", "machine", "cpu_seconds", "wall_seconds"}``.
 
@@ -132,6 +152,10 @@ def run_learning(
         raise UsageError(f"--tasks must be >= 1, got {tasks}")
     if query_trial < 0:
         raise UsageError(f"--query-trial must be >= 0, got {query_trial}")
+    if held_out_every < 2:
+        raise UsageError(
+            f"--held-out-tasks must be every:N with N >= 2, got every:{held_out_every}"
+        )
     if not Path(path).is_file():
         raise UsageError(f"tau-bench file not found: {path}")
     names = _check_reviewers(reviewers)
@@ -162,6 +186,16 @@ def run_learning(
         for name in names:
             run = evaluate_reviewer(ctx, model, name)
             report["runs"].append({"embedder_spec": spec, **run})
+    report["held_out_every"] = held_out_every
+    report["conditions"] = evaluate_all(
+        runs,
+        k=k,
+        every=held_out_every,
+        train_trials=list(dict.fromkeys(train_trials)),
+        query_trial=query_trial,
+        parent=parent,
+        progress=say,
+    )
     report.update(commit)
     report["machine"] = _machine()
     report["cpu_seconds"] = time.process_time() - cpu
