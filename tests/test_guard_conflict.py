@@ -191,6 +191,52 @@ def test_directives_leave_out_context_clauses_and_facts() -> None:
     assert [d.polarity for d in zh] == [1]
 
 
+# "Do A (not B)": the form the LLM review asks for. The rejected alternative is advice against
+# B, never a negation of A, so two lessons in this form (or one in it and one without) that
+# give the same advice about A are not opposed; advice for B against "(not B)" still is.
+REJECTED_ALTERNATIVE_SAME = [
+    (
+        "When changing a flight, verify the cabin class with get_reservation_details "
+        "(not on assumptions).",
+        "When changing a flight, verify the cabin class with get_reservation_details before "
+        "calling update_reservation_flights.",
+    ),
+    (
+        "Base the refund on the amount returned by get_invoice (not on assumptions).",
+        "Base the refund on the amount returned by get_invoice (not on the user's estimate).",
+    ),
+    (
+        "Confirm the shipping address with get_order rather than the address in the chat.",
+        "Confirm the shipping address with get_order before calling ship_order.",
+    ),
+    (
+        "When a deploy fails, read the build log first instead of guessing.",
+        "When a deploy fails, read the build log first.",
+    ),
+    (
+        "当用户要求退款时，先用 get_order 核实金额（而不是凭假设）。",
+        "当用户要求退款时，先用 get_order 核实金额。",
+    ),
+    ("Prüfe den Betrag mit get_invoice (not per Schätzung).", "Prüfe den Betrag mit get_invoice."),
+]
+REJECTED_ALTERNATIVE_OPPOSED = [
+    ("Refund to paypal (not to the gift card).", "Refund to the gift card."),
+    ("Refund to paypal rather than the gift card.", "Refund to the gift card."),
+    ("退款到 paypal（而不是礼品卡）。", "退款到礼品卡。"),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), REJECTED_ALTERNATIVE_SAME)
+def test_do_a_not_b_is_not_a_conflict_by_its_form(a: str, b: str) -> None:
+    assert not _flags(a, b) and not _flags(b, a)
+    assert any(d.polarity == 1 for d in directives(a))
+
+
+@pytest.mark.parametrize(("a", "b"), REJECTED_ALTERNATIVE_OPPOSED)
+def test_advice_for_the_rejected_alternative_is_still_a_conflict(a: str, b: str) -> None:
+    assert _flags(a, b) and _flags(b, a)
+
+
 def test_a_bare_statement_still_conflicts_with_a_directive() -> None:
     assert _flags("2FA is not needed for admin logins.", "Keep 2FA enabled for admin logins.")
     assert _flags("create_invoice 前无需校验金额。", "调用 create_invoice 前必须校验金额。")

@@ -1,4 +1,4 @@
-"""Cheap lexical contradiction test between two lessons (issue 5, item 1, "conflict").
+"""Cheap lexical contradiction test between two lessons (docs/security.md#layer-1-before-write).
 
 Two lessons contradict when they talk about the same things (most key terms shared) and give
 **opposite advice about the same action** ("always validate the amount" vs "never validate the
@@ -6,8 +6,8 @@ amount", "keep 2FA enabled" vs "disable 2FA", "必须校验参数" vs "跳过参
 parity of the negation/removal markers, so a double negation ("never skip validation") is
 positive.
 
-Only a lesson's *directives* carry its stance (issue 5 follow-up: honest reviews of different
-runs were quarantined as "conflicts"). A lesson is split into clauses (at ``. ; : , !  ?``,
+Only a lesson's *directives* carry its stance (honest reviews of different runs must not be
+quarantined as "conflicts"). A lesson is split into clauses (at ``. ; : , !  ?``,
 their CJK forms and "then"); clauses that set the scene - a condition or cause ("when
 search_direct_flight returns no flights", "if the payment is not enough", "因为接口不可用时")
 or a plain fact ("book_reservation did not accept the certificate") - are context, and a
@@ -103,7 +103,7 @@ def _stance_text(text: str) -> str:
     return _BOUND.sub(" ", _ARGUMENT.sub(" ", norm))
 
 
-@lru_cache(maxsize=4096)  # pure; the write path compares the same texts often (issue 10)
+@lru_cache(maxsize=4096)  # pure; the write path compares the same texts often
 def polarity(text: str) -> int:
     """``+1`` or ``-1``: the parity of negation/removal markers in ``text`` (normalized here),
     leaving out quoted text (an error message a lesson quotes is not the lesson's stance),
@@ -237,19 +237,38 @@ def _is_directive(clause: str) -> bool:
     return len(words) < 2 or (words[1] not in _FINITE and not words[1].endswith("ed"))
 
 
-@lru_cache(maxsize=4096)  # pure; a lesson is compared with several neighbours (issue 10)
+# The rejected alternative of "do A (not B)", "do A rather than B", "做A（而不是B）": advice
+# against B, its own directive, never a negation of A (the form the review asks for).
+_ALTERNATIVE = re.compile(
+    r"[(（]\s*(?:not|rather than|instead of|而不是|而非|不是)\s*([^)）]*)[)）]"
+    r"|\b(?:rather than|instead of)\s+([^,.;:!?\n]*)"
+    r"|(?:而不是|而非)([^,.;:!?\n，。；：！？]*)"
+)
+
+
+@lru_cache(maxsize=4096)  # pure; a lesson is compared with several neighbours
 def directives(text: str) -> tuple[Directive, ...]:
     """The directives of a lesson (see the module docstring): imperative or modal clauses with
     their key terms and polarity, leaving out context clauses (conditions, causes, facts).
 
-    A lesson with no directive clause is one directive made of its whole text (its terms and
-    :func:`polarity`), so bare statements keep the old whole-text behaviour.
+    The rejected alternative of "do A (not B)" ("(not B)", "rather than B", "instead of B",
+    "（而不是B）") is a directive against what sets B apart from the rest of the lesson, so
+    the form itself never makes A's directive negative. A lesson with no directive clause is
+    one directive made of its whole text (its terms and :func:`polarity`), so bare statements
+    keep the old whole-text behaviour.
 
     ``"When search_direct_flight returns no flights, check the date"`` ->
     ``(Directive({'check', 'date'}, +1),)``.
     """
     norm = _stance_text(text)
     found = []
+    rest = _ALTERNATIVE.sub(" ", norm)
+    for m in _ALTERNATIVE.finditer(norm):
+        # what sets B apart from A: "the address in the chat" against "confirm the address"
+        terms = _terms(next(g for g in m.groups() if g is not None)) - _terms(rest)
+        if terms:
+            found.append(Directive(terms, -1))
+    norm = rest
     for raw in _CLAUSE_SPLIT.split(norm):
         clause = raw.strip(" \t-—()[]\"'")
         if not clause or _is_context(clause) or not _is_directive(clause):
