@@ -9,16 +9,16 @@ start it). Nothing imports the CLI but ``python -m hindsight``.
 
 # Registration order is the order of `hindsight --help`: _app's commands first.
 from hindsight.cli import _app as _core_commands  # noqa: F401  (ingest, recall, stats, demo)
-from hindsight.cli import _backup as _backup_commands  # noqa: F401  (issue 9)
-from hindsight.cli import _bench as _bench_command  # noqa: F401  (hindsight bench: issue 10)
-from hindsight.cli import _bench_write as _bench_write_commands  # noqa: F401  (issue 20)
-from hindsight.cli import _experiences as _lifecycle_commands  # noqa: F401  (issue 4)
-from hindsight.cli import _guard as _guard_commands  # noqa: F401  (quarantine, guard scan: issue 5)
-from hindsight.cli import _jobs as _jobs_commands  # noqa: F401  (jobs, worker: issue 3)
-from hindsight.cli import _maintain as _maintain_commands  # noqa: F401  (issue 4)
-from hindsight.cli import _mcp as _mcp_command  # noqa: F401  (hindsight mcp: issue 9)
-from hindsight.cli import _serve as _serve_commands  # noqa: F401  (serve, keys: issue 9)
-from hindsight.cli import _trajectories as _trajectory_commands  # noqa: F401  (issues 15, 19)
+from hindsight.cli import _backup as _backup_commands  # noqa: F401
+from hindsight.cli import _bench as _bench_command  # noqa: F401
+from hindsight.cli import _bench_write as _bench_write_commands  # noqa: F401
+from hindsight.cli import _experiences as _lifecycle_commands  # noqa: F401
+from hindsight.cli import _guard as _guard_commands  # noqa: F401  (quarantine, guard scan)
+from hindsight.cli import _jobs as _jobs_commands  # noqa: F401  (jobs, worker)
+from hindsight.cli import _maintain as _maintain_commands  # noqa: F401
+from hindsight.cli import _mcp as _mcp_command  # noqa: F401  (hindsight mcp)
+from hindsight.cli import _serve as _serve_commands  # noqa: F401  (serve, keys)
+from hindsight.cli import _trajectories as _trajectory_commands  # noqa: F401
 from hindsight.cli._app import main
 from hindsight.cli._common import app
 

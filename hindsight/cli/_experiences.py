@@ -1,4 +1,4 @@
-"""Commands of the write-back lifecycle (issue 4): ``experiences list|show|history|rollback|
+"""Commands of the write-back lifecycle: ``experiences list|show|history|rollback|
 restore``, ``confidence``, ``outcome`` and ``forget``. Each takes ``--tenant`` (required) and
 ``--json``."""
 
@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from hindsight._contract import ConfidenceDelta, check
 from hindsight._paging import walk
 from hindsight.cli._common import (
     CursorOpt,
@@ -175,6 +174,8 @@ def confidence(
 ) -> None:
     """Adjust an experience's confidence by DELTA (clamped to [0, 1], audited)."""
     with guarded():
+        from hindsight._contract import ConfidenceDelta, check
+
         change = check(ConfidenceDelta, delta)  # the contract's words, before opening
     with guarded(), open_memory(state(ctx)) as mem:
         before = mem.get_experience(experience_id, tenant_id=tenant).confidence

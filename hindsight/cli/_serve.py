@@ -5,10 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from hindsight.config import MemoryConfig
 
 from hindsight.cli._common import (
     HindsightTyper,
@@ -22,7 +25,6 @@ from hindsight.cli._common import (
     print_json,
     state,
 )
-from hindsight.config import MemoryConfig, load_config
 
 keys_app = HindsightTyper(
     name="keys",
@@ -42,6 +44,8 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def _config(st: State, **overrides: Any) -> MemoryConfig:
+    from hindsight.config import load_config
+
     if st.data_dir is not None:
         overrides["data_dir"] = st.data_dir
     return load_config(**overrides)

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import typer
 
 from hindsight.cli._common import fail
-from hindsight.review.combined import REVIEWER_CHOICES
 
 __all__ = ["ReviewerOpt", "check_reviewer", "review_wait_seconds", "wait_for_reviews"]
 
@@ -35,6 +34,8 @@ def check_reviewer(name: str | None) -> dict[str, Any]:
     """
     if name is None:
         return {}
+    from hindsight.review.combined import REVIEWER_CHOICES
+
     if name.strip().lower() not in REVIEWER_CHOICES:
         raise fail(f"--reviewer must be one of {', '.join(REVIEWER_CHOICES)}, got {name!r}", 2)
     return {"reviewer": name.strip().lower()}
