@@ -313,7 +313,9 @@ def test_heuristic_lessons_quoting_tool_output_start_at_tool_trust(
             assert exp.trust == pytest.approx(trust * TRUST_WEIGHTS[source])
 
 
-def test_lesson_quoting_user_and_tool_keeps_the_user_weight() -> None:
+def test_lesson_quoting_user_and_tool_is_worth_its_weakest_source() -> None:
+    """Quoting the user's request never lends user trust to words that came from a tool
+    output (docs/security.md#provenance)."""
     reviewer = ScriptedReviewer(
         [lesson("look up order 7 failed: upstream database connection pool exhausted", kind="rule")]
     )
@@ -322,7 +324,7 @@ def test_lesson_quoting_user_and_tool_keeps_the_user_weight() -> None:
         mem.store_episode(traj, review=False)
         (exp,) = [e for e in mem.review_now(traj.id, tenant_id="t") if e.kind.value == "rule"]
         assert exp.metadata["evidence"] == ["tool", "user"]
-        assert exp.trust == TRUST_WEIGHTS["user"] and exp.provenance.value == "user"
+        assert exp.trust == TRUST_WEIGHTS["tool"] and exp.provenance.value == "tool"
 
 
 # ------------------------------------------------------------------ consensus after recall

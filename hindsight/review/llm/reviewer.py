@@ -37,6 +37,7 @@ from hindsight.models import EventType, ExpectedAction, ExperienceKind, Trajecto
 from hindsight.ports import Lesson
 from hindsight.review.compress import MIN_BUDGET, CompressedTrajectory, compress_trajectory
 from hindsight.review.episodes import summarize_episode
+from hindsight.review.gate import LessonGate
 from hindsight.review.llm._parse import ReportParseError, parse_reply
 from hindsight.review.llm.contrast import (
     ContrastReport,
@@ -61,7 +62,6 @@ __all__ = [
     "POLICY_SHARE",
     "LLMReviewer",
     "ReviewTimeoutError",
-    "mask_lesson_text",
 ]
 
 DEFAULT_MAX_TOKENS = 1024
@@ -135,20 +135,6 @@ def _litellm() -> Any:
 
     litellm.suppress_debug_info = True
     return litellm
-
-
-def mask_lesson_text(traj: Trajectory, text: str, *others: Trajectory) -> str:
-    """A lesson's text with the run-specific values of ``traj`` (and ``others``) masked into
-    classes (``<reservation_id>``, ``<amount>``; issue 15, item 4).
-
-    THE ONE CALL SITE OF THE LESSON MASKER in the LLM reviewer: every single-run and
-    contrastive lesson text goes through here. TODO(lead, issue 15): wire
-    ``hindsight.review.masking`` (``masker_for([traj, *others]).mask(text)``) once it is on
-    main; until then the text is returned unchanged (the prompt already asks the model for
-    classes).
-    """
-    del others
-    return text
 
 
 def _short(exc: BaseException) -> str:
@@ -562,13 +548,14 @@ class LLMReviewer:
         but the episode null or blank) is unusable too."""
         report = parse_reply(response)
         tools = list(dict.fromkeys(e.tool_name for e in traj.events if e.tool_name))
+        gate = LessonGate(traj)
         lessons = report_to_lessons(
             report,
             model=self.model,
             outcome=traj.outcome,
             known_tools=tools,
             trajectory_id=traj.id,
-            mask=lambda text: mask_lesson_text(traj, text),
+            mask=gate.mask,
             fallback_episode=lambda: summarize_episode(traj),
         )
         if all(lesson.kind is ExperienceKind.EPISODE for lesson in lessons):
@@ -577,7 +564,7 @@ class LLMReviewer:
                 "rules were all null or blank; give at least one rule",
                 reply_text(response),
             )
-        return lessons
+        return gate.seal(lessons)
 
     def _contrast_lessons(
         self,
@@ -589,13 +576,14 @@ class LLMReviewer:
         report = parse_reply(response, ContrastReport)
         runs = [failed, *([reference] if isinstance(reference, Trajectory) else [])]
         tools = list(dict.fromkeys(e.tool_name for run in runs for e in run.events if e.tool_name))
+        gate = LessonGate(failed, *runs[1:])
         lessons = contrast_to_lessons(
             report,
             model=self.model,
             failed_id=failed.id,
             reference_id=reference.id if isinstance(reference, Trajectory) else None,
             known_tools=tools,
-            mask=lambda text: mask_lesson_text(failed, text, *runs[1:]),
+            mask=gate.mask,
         )
         if not lessons:
             raise ReportParseError(
@@ -603,7 +591,7 @@ class LLMReviewer:
                 '<evidence>." in "rules"',
                 reply_text(response),
             )
-        return lessons
+        return gate.seal(lessons)
 
     async def _ask(
         self,
