@@ -1,4 +1,4 @@
-"""What the LLM reviewer sends and keeps (issue 15): the policy passages and the outcome
+"""What the LLM reviewer sends and keeps (docs/review.md): the policy passages and the outcome
 evidence in the single-run request, both runs in the contrastive request, the replies as
 general lessons with the write-back contract, and malformed replies failing visibly.
 

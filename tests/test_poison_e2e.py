@@ -1,5 +1,5 @@
 """A poisoned tool output inside an ingested trajectory never reaches a rendered recall block
-(issue 5 "Done when"; case C24), whatever reviewer turns the run into lessons: the heuristic
+(docs/security.md), whatever reviewer turns the run into lessons: the heuristic
 reviewer (which quotes tool errors), a scripted LLM-like reviewer that repeats, paraphrases or
 clips the poison, and the real LLM reviewer through litellm over HTTP (respx). Also: the render
 escaping covers every chat-template tag the guard knows."""

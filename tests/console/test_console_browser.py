@@ -1,4 +1,4 @@
-"""The audit console in Chromium (issue 21): every view, rollback, approve and reject, the
+"""The audit console in Chromium (docs/console.md): every view, rollback, approve and reject, the
 recall playground, stored XSS, CSRF and two tenants side by side, against ``hindsight serve``."""
 
 from __future__ import annotations

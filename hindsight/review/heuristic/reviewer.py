@@ -34,7 +34,7 @@ _BLANK = {"", "none", "null", "n/a"}
 
 
 def has_reviewable_content(trajectory: Trajectory) -> bool:
-    """True when a run has a non-blank user message or a tool call or result (case C05).
+    """True when a run has a non-blank user message or a tool call or result.
 
     Runs without either (``[]``, blank messages, only empty content parts) have nothing to
     learn from; reviewers return ``[]`` for them without any model call.

@@ -1,4 +1,4 @@
-"""Post-hoc review by a language model through litellm (MISSION S2, issues 3 and 15).
+"""Post-hoc review by a language model through litellm (docs/review.md).
 
 :class:`LLMReviewer` compresses a finished trajectory to a token budget
 (:mod:`hindsight.review.compress`), adds the passages of its policy that the run touches
@@ -68,7 +68,7 @@ DEFAULT_MAX_TOKENS = 1024
 """Default ``max_tokens`` of a reply. A single-run reply at its longest (six answers of at most
 40 words, three rules with their evidence, a 120-word episode, the JSON keys) is about 800
 tokens of English, a contrastive one (five differences, a turning point, three rules) about
-600; 512 (MISSION S2's "~512") cut the longest of them off mid-string (issue 15)."""
+600; 512 (the review template's "~512") cut the longest of them off mid-string."""
 
 OUTCOME_SHARE = 0.15
 """Largest share of ``max_input_tokens`` the outcome evidence may take."""
@@ -92,7 +92,7 @@ _NO_KEY = "no-key"  # placeholder for keyless OpenAI-compatible servers (the SDK
 
 
 class ReviewTimeoutError(ReviewError):
-    """The model did not answer within the timeout, on the first try and every retry (C22)."""
+    """The model did not answer within the timeout, on the first try and every retry."""
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -143,7 +143,7 @@ def _short(exc: BaseException) -> str:
 
 
 class LLMReviewer:
-    """A :class:`~hindsight.ports.Reviewer` that asks a language model (MISSION S2).
+    """A :class:`~hindsight.ports.Reviewer` that asks a language model (docs/review.md).
 
     Args:
         model: litellm model name, e.g. ``"openai/gpt-4o-mini"``, ``"ollama/qwen2.5:7b"``;
@@ -153,10 +153,10 @@ class LLMReviewer:
         api_key: the provider's key; config ``LLM_API_KEY``. ``None``: litellm's usual
             environment variables; for an ``openai/`` model with an ``api_base`` and no key
             anywhere, a placeholder is sent, since keyless local servers ignore it.
-        temperature: sampling temperature, 0.2 (MISSION S2: 0.2-0.3).
+        temperature: sampling temperature, 0.2 (the review template: 0.2-0.3).
         max_tokens: maximum tokens of the reply, :data:`DEFAULT_MAX_TOKENS` (1024: what the
-            longest single-run or contrastive reply needs; MISSION S2 says ~512).
-        timeout: seconds one HTTP request may take, 30.0 (clients use ~30 s, MISSION S7);
+            longest single-run or contrastive reply needs; the review template says ~512).
+        timeout: seconds one HTTP request may take, 30.0 (clients use ~30 s);
             always passed, since litellm's own default is 6000 s.
         num_retries: extra tries of one request after a 429, a 5xx, a timeout or a connection
             error, with exponential backoff (``backoff * 2**n`` seconds, jittered, at least the
@@ -634,7 +634,7 @@ class LLMReviewer:
     async def review(self, trajectory: Trajectory) -> list[Lesson]:
         """Review ``trajectory`` with the model (``litellm.acompletion``).
 
-        Returns ``[]`` for an empty or content-free trajectory without any request (case C05).
+        Returns ``[]`` for an empty or content-free trajectory without any request.
         Compression and token counting run in a worker thread, off the event loop.
         The lessons are the general answers (failing tools, repeated attempts, what to do
         differently, the rules), their text masked; each one's metadata holds
@@ -643,9 +643,9 @@ class LLMReviewer:
         that restate the run folded in) comes last as a lesson of kind ``EPISODE``.
 
         Raises:
-            ReviewTimeoutError: every try timed out (case C22).
+            ReviewTimeoutError: every try timed out.
             ReportParseError: the reply, and the one retry that showed the model its error,
-                held no valid report; ``problem`` says why (cases C06, C21).
+                held no valid report; ``problem`` says why (docs/review.md#replies-that-are-not-clean-json).
             ReviewError: the provider failed otherwise (after retries where they make sense).
         """
         if trajectory.is_empty():
@@ -663,7 +663,7 @@ class LLMReviewer:
     async def contrast(
         self, failed: Trajectory, reference: Trajectory | list[ExpectedAction]
     ) -> list[Lesson]:
-        """Compare ``failed`` with ``reference`` (issue 15, item 3; ExpeL): a successful run of
+        """Compare ``failed`` with ``reference`` (docs/review.md#the-contrastive-review; ExpeL): a successful run of
         the same task, or the actions a successful run was expected to take.
 
         One forced-JSON request with the contrastive prompt
