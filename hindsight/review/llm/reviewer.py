@@ -645,7 +645,8 @@ class LLMReviewer:
         Raises:
             ReviewTimeoutError: every try timed out.
             ReportParseError: the reply, and the one retry that showed the model its error,
-                held no valid report; ``problem`` says why (docs/review.md#replies-that-are-not-clean-json).
+                held no valid report; ``problem`` says why
+                (docs/review.md#replies-that-are-not-clean-json).
             ReviewError: the provider failed otherwise (after retries where they make sense).
         """
         if trajectory.is_empty():
@@ -663,8 +664,9 @@ class LLMReviewer:
     async def contrast(
         self, failed: Trajectory, reference: Trajectory | list[ExpectedAction]
     ) -> list[Lesson]:
-        """Compare ``failed`` with ``reference`` (docs/review.md#the-contrastive-review; ExpeL): a successful run of
-        the same task, or the actions a successful run was expected to take.
+        """Compare ``failed`` with ``reference`` (docs/review.md#the-contrastive-review;
+        ExpeL): a successful run of the same task, or the actions a successful run was expected
+        to take.
 
         One forced-JSON request with the contrastive prompt
         (:mod:`hindsight.review.llm.contrast`, version
