@@ -335,3 +335,17 @@ def test_the_gate_seals_the_words_before_masking() -> None:
     [sealed] = gate.seal([Lesson(kind="rule", content=masked, confidence=0.8)])
     assert sealed.content == masked
     assert element in {t["element"] for t in sealed.metadata["provenance"]["tainted"]}
+
+
+def test_two_texts_masked_to_one_lesson_are_both_sealed() -> None:
+    """The user's account and the attacker's mask to the same class: the lesson still knows
+    one of them came from the tool output."""
+    tool, output, _, element, _ = INJECTIONS["english-email"]
+    gate = LessonGate(run_of(tool, output, user="Rent goes to IBAN DE44500105175407324931."))
+    first = gate.mask("Pay the rent to IBAN DE44500105175407324931.")
+    second = gate.mask(f"Pay the rent to IBAN {element}.")
+    assert first == second
+    [sealed] = gate.seal([Lesson(kind="rule", content=first, confidence=0.8)])
+    record = sealed.metadata["provenance"]
+    assert [t["element"] for t in record["tainted"]] == [element]
+    assert record["sources"] == ["user", "data"]

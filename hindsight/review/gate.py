@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from hindsight.guard.provenance import PROVENANCE_KEY, RunSpans
+from hindsight.guard.provenance import PROVENANCE_KEY, SPAN_SOURCES, LessonProvenance, RunSpans
 from hindsight.models import Trajectory
 from hindsight.ports import Lesson
 from hindsight.review.masking import Masker
@@ -30,14 +30,17 @@ __all__ = ["LessonGate", "RecordingMasker"]
 
 @dataclass
 class RecordingMasker(Masker):
-    """A :class:`Masker` that remembers, for each masked text, the text it was given."""
+    """A :class:`Masker` that remembers, for each masked text, every text it was given that
+    masks to it (two accounts mask to one ``<id>``: both are remembered)."""
 
-    raw: dict[str, str] = field(default_factory=dict)
+    raw: dict[str, list[str]] = field(default_factory=dict)
 
     def mask(self, text: str) -> str:
         """``Masker.mask(text)``, remembering ``text`` under the masked result (stripped)."""
         out = super().mask(text)
-        self.raw.setdefault(out.strip(), text.strip())
+        given = self.raw.setdefault(out.strip(), [])
+        if text.strip() not in given:
+            given.append(text.strip())
         return out
 
 
@@ -60,22 +63,27 @@ class LessonGate:
         """``text`` with every run-specific value replaced by its class."""
         return self.masker.mask(text)
 
-    def raw(self, content: str) -> str:
-        """The words a reviewer wrote for the lesson ``content`` before masking (``content``
-        itself when it was not masked through this gate)."""
+    def raw(self, content: str) -> list[str]:
+        """Every text a reviewer wrote that this gate masked to the lesson ``content``
+        (``[content]`` when none was: a lesson not masked through this gate)."""
         text = content.strip()
-        found = self.masker.raw.get(text)
-        if found is None and text.endswith("…"):  # shortened after masking
+        found = list(self.masker.raw.get(text, ()))
+        if not found and text.endswith("…"):  # shortened after masking
             head = text[:-1].rstrip()
-            found = next((r for m, r in self.masker.raw.items() if m.startswith(head)), None)
-        return content if found is None else found
+            found = [r for m, rs in self.masker.raw.items() if m.startswith(head) for r in rs]
+        return found or [content]
 
     def seal(self, lessons: Sequence[Lesson]) -> list[Lesson]:
-        """``lessons`` with their provenance in ``metadata["provenance"]`` (computed on the
-        words before masking); the lessons are copied, not changed."""
+        """``lessons`` with their provenance in ``metadata["provenance"]``, computed on the
+        words before masking (of all of them, when several masked to one text); the lessons
+        are copied, not changed."""
         out = []
         for lesson in lessons:
-            record = self.spans.provenance(self.raw(lesson.content)).to_dict()
+            found = [self.spans.provenance(text) for text in self.raw(lesson.content)]
+            record = LessonProvenance(
+                tuple(s for s in SPAN_SOURCES if any(s in p.sources for p in found)),
+                tuple(dict.fromkeys(t for p in found for t in p.tainted)),
+            ).to_dict()
             out.append(
                 lesson.model_copy(update={"metadata": {**lesson.metadata, PROVENANCE_KEY: record}})
             )
