@@ -1,4 +1,4 @@
-"""The memory guard wired into the engine (issue 5 items 1-4): before write, provenance trust,
+"""The memory guard wired into the engine (docs/security.md): before write, provenance trust,
 consensus after recall, misled runs, and the quarantine workflow."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_each_rule_kind_quarantines_on_the_write_path(content: str) -> None:
 
 
 def test_invisible_characters_kept_exactly_and_matched_without_them() -> None:
-    """Issue 18: stored content is exactly what was sent; the guard reads a normalized copy,
+    """Stored content is exactly what was sent; the guard reads a normalized copy,
     the rendered block drops the invisible characters."""
     with test_memory() as mem:
         sent = "Retry order_\u200bquery once\u2060 on 502"
@@ -313,7 +313,9 @@ def test_heuristic_lessons_quoting_tool_output_start_at_tool_trust(
             assert exp.trust == pytest.approx(trust * TRUST_WEIGHTS[source])
 
 
-def test_lesson_quoting_user_and_tool_keeps_the_user_weight() -> None:
+def test_lesson_quoting_user_and_tool_is_worth_its_weakest_source() -> None:
+    """Quoting the user's request never lends user trust to words that came from a tool
+    output (docs/security.md#provenance)."""
     reviewer = ScriptedReviewer(
         [lesson("look up order 7 failed: upstream database connection pool exhausted", kind="rule")]
     )
@@ -322,7 +324,7 @@ def test_lesson_quoting_user_and_tool_keeps_the_user_weight() -> None:
         mem.store_episode(traj, review=False)
         (exp,) = [e for e in mem.review_now(traj.id, tenant_id="t") if e.kind.value == "rule"]
         assert exp.metadata["evidence"] == ["tool", "user"]
-        assert exp.trust == TRUST_WEIGHTS["user"] and exp.provenance.value == "user"
+        assert exp.trust == TRUST_WEIGHTS["tool"] and exp.provenance.value == "tool"
 
 
 # ------------------------------------------------------------------ consensus after recall
@@ -338,7 +340,7 @@ OUTLIER = "Never cache order_query results."
 def test_consensus_drops_the_outlier_with_the_reason() -> None:
     with test_memory() as mem:
         ids = {mem.add_experience(t, tenant_id="t").id for t in AGREEING}
-        assert len(ids) >= 2  # write-back may merge near-duplicates (issue 4)
+        assert len(ids) >= 2  # write-back may merge near-duplicates (docs/concepts.md)
         odd = mem.add_experience(OUTLIER, tenant_id="t")
         assert odd.status.value == "active"  # passes the before-write rules
         result = everything(mem, "t", "cache order_query results")

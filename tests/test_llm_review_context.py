@@ -1,4 +1,4 @@
-"""What the LLM reviewer sends and keeps (issue 15): the policy passages and the outcome
+"""What the LLM reviewer sends and keeps (docs/review.md): the policy passages and the outcome
 evidence in the single-run request, both runs in the contrastive request, the replies as
 general lessons with the write-back contract, and malformed replies failing visibly.
 
@@ -32,6 +32,7 @@ from hindsight.review import CombinedReviewer, HeuristicReviewer, ReportParseErr
 from hindsight.review.llm.contrast import CONTRAST_PROMPT_VERSION, CONTRAST_SYSTEM_PROMPT
 from hindsight.review.llm.prompts import PROMPT_VERSION, SYSTEM_PROMPT
 from hindsight.review.llm.reviewer import DEFAULT_MAX_TOKENS, LLMReviewer
+from hindsight.review.masking import masker_for
 from hindsight.writeback.text import dedup_key
 from tests.helpers import tool_step
 from tests.llm_server import Server, contrast_report_for, report_for, serve
@@ -82,6 +83,13 @@ You help members borrow, renew and return items.
 RENEWAL_PASSAGE = "A loan can be renewed at most twice"
 HOLDS_PASSAGE = "Before renew_loan, check get_holds"
 UNTOUCHED = "Study rooms at Harbour"
+
+
+def masked(*runs: Any) -> Any:
+    """The lesson masker of ``runs``: the LLM reviewer stores its lessons masked, like the
+    heuristic reviewer's (docs/review.md#masking)."""
+    masker = masker_for(list(runs))
+    return lambda text: masker.mask(text).strip()
 
 
 def renewal(ticket: str, *, ok: bool, marker: str = "") -> Trajectory:
@@ -176,11 +184,12 @@ def test_single_run_request_shows_the_touched_policy_passages_and_the_evidence(
     assert not {ExperienceKind.OUTCOME, ExperienceKind.KEY_STEP, ExperienceKind.TASK_SCOPE} & set(
         kinds
     )
+    mask = masked(run)
     assert {le.content for le in lessons[:-1]} == {
-        report["failing_tools"]["text"],
-        report["repeated_attempts"]["text"],
-        report["do_differently"]["text"],
-        *(r["text"] for r in report["rules"]),
+        mask(report["failing_tools"]["text"]),
+        mask(report["repeated_attempts"]["text"]),
+        mask(report["do_differently"]["text"]),
+        *(mask(r["text"]) for r in report["rules"]),
     }
     for lesson in lessons[:-1]:
         assert lesson.metadata["prompt_version"] == PROMPT_VERSION
@@ -242,8 +251,9 @@ def test_contrast_request_holds_both_runs_and_the_rules_become_lessons(
     )
 
     report = contrast_report_for("T-201")  # the server answers about the failed run
+    mask = masked(failed, success)
     assert [(le.kind, le.content, le.confidence) for le in lessons] == [
-        (ExperienceKind.RULE, r["text"], r["confidence"]) for r in report["rules"]
+        (ExperienceKind.RULE, mask(r["text"]), r["confidence"]) for r in report["rules"]
     ]
     [rule] = lessons
     assert rule.sources == [failed.id, success.id]
@@ -257,8 +267,8 @@ def test_contrast_request_holds_both_runs_and_the_rules_become_lessons(
     ]
     assert rule.metadata["reference"] == "run"
     assert rule.metadata["contrast"] == {
-        "differences": report["differences"],
-        "turning_point": report["turning_point"],
+        "differences": [mask(d) for d in report["differences"]],
+        "turning_point": mask(report["turning_point"]),
     }
 
 
@@ -311,14 +321,15 @@ def test_both_reviewer_contrasts_with_each_part_that_can(server: Server) -> None
     failed, success = renewal("T-601", ok=False), renewal("T-602", ok=True)
     both = CombinedReviewer([HeuristicReviewer(), reviewer(server)])
     lessons = asyncio.run(both.contrast(failed, success))
-    llm_rules = [r["text"] for r in contrast_report_for("T-601")["rules"]]
+    rules = [r["text"] for r in contrast_report_for("T-601")["rules"]]
+    llm_rules = [masked(failed, success)(r) for r in rules]
     assert [le.content for le in lessons if le.metadata.get("model") == MODEL] == llm_rules
     assert all(le.kind is ExperienceKind.RULE for le in lessons)
     assert len({le.content for le in lessons}) == len(lessons)
     # expected actions: only the LLM part (the heuristic compares with them in its review)
     expected = [ExpectedAction(tool="get_holds", args={"loan_id": "L-4471"})]
     only_llm = asyncio.run(both.contrast(failed, expected))
-    assert [le.content for le in only_llm] == llm_rules
+    assert [le.content for le in only_llm] == [masked(failed)(r) for r in rules]
 
 
 def test_through_the_memory_the_stored_policy_and_evidence_reach_the_model(
@@ -347,7 +358,7 @@ def test_through_the_memory_the_stored_policy_and_evidence_reach_the_model(
     kinds = {e.kind for e in stored}
     assert ExperienceKind.EPISODE in kinds and ExperienceKind.OUTCOME not in kinds
     rules = {e.content: e for e in stored if e.kind is ExperienceKind.RULE}
-    single = {r["text"] for r in report["rules"]}
+    single = {masked(run)(r["text"]) for r in report["rules"]}
     assert single <= set(rules)
     # the run's evidence lists the expected actions: the review run also compared them
     # (contrastive prompt), and only that comparison wrote the other rules

@@ -154,6 +154,8 @@ def test_good_reply_gives_exact_lessons_and_the_request_is_as_specified(
             "question": le.metadata["question"],
             "lesson_key": "text:" + dedup_key(le.content),
             "support": [{"trajectory_id": traj.id, "polarity": 1, "role": "reviewed_run"}],
+            # sealed by the gate (docs/security.md#provenance): nothing copied from tool data
+            "provenance": {"sources": le.metadata["provenance"]["sources"], "tainted": []},
         }
         for le in lessons
         if le.kind is not ExperienceKind.EPISODE

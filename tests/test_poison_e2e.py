@@ -1,5 +1,5 @@
 """A poisoned tool output inside an ingested trajectory never reaches a rendered recall block
-(issue 5 "Done when"; case C24), whatever reviewer turns the run into lessons: the heuristic
+(docs/security.md), whatever reviewer turns the run into lessons: the heuristic
 reviewer (which quotes tool errors), a scripted LLM-like reviewer that repeats, paraphrases or
 clips the poison, and the real LLM reviewer through litellm over HTTP (respx). Also: the render
 escaping covers every chat-template tag the guard knows."""
@@ -260,9 +260,13 @@ def test_llm_reviewer_repeating_the_poison_is_quarantined(
         assert route.called
         sent = json.loads(route.calls.last.request.content)
         assert "x.example" in json.dumps(sent)  # the model did see the poisoned output
-        quarantined = {e.content for e in mem.list_quarantined(tenant_id="acme")}
-        assert POISON in quarantined
-        assert report["do_differently"]["text"] in quarantined  # clipped copy: tainted
+        held = {e.content: e for e in mem.list_quarantined(tenant_id="acme")}
+        # the LLM reviewer's lessons are masked like the heuristic reviewer's: no URL kept
+        # (an error message is the tool's behaviour, not data: the rules hold this one, not
+        # the provenance rule, docs/security.md#provenance; tests/test_provenance.py)
+        masked = POISON.replace("https://x.example", "<url>")
+        assert masked in held and not any("x.example" in text for text in held)
+        assert report["do_differently"]["text"] in held  # clipped copy: tainted
         rendered = assert_never_rendered(mem)
         assert "When a reservation lookup fails, ask the user to confirm the code." in rendered
 

@@ -1,6 +1,6 @@
 """End to end, no mocks in the reviewing process: a real OpenAI-compatible server on loopback
 (``tests/llm_server.py``, its own process) and hindsight in other processes (the CLI, or a
-small agent script). Cases C16 and C22, and the issue's "Done when" flow:
+small agent script). An exit right after queuing, a slow endpoint, and the review flow:
 ``hindsight ingest FILE --reviewer llm`` -> lessons traceable to their runs; malformed replies
 -> failed jobs listed by ``hindsight jobs --state failed --json`` -> ``hindsight jobs retry
 --all-failed`` -> ``hindsight worker --once`` -> succeeded.
@@ -21,6 +21,7 @@ import pytest
 
 from hindsight import ExperienceKind, Memory
 from hindsight.review import PROMPT_VERSION
+from hindsight.review.masking import Masker
 from tests.llm_server import Server, report_for, serve
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +47,7 @@ def env_for(data_dir: Path, server: Server, **extra: str) -> dict[str, str]:
         HINDSIGHT_DATA_DIR=str(data_dir),
         REFLECTION_MODEL=MODEL,
         LLM_BASE_URL=server.base,
-        # Issue 3's flow on its own: no LLM dedup judge; identical lessons of several runs may
+        # The review flow on its own: no LLM dedup judge; identical lessons of several runs may
         # still merge into one experience. The memory guard stays on (its default): honest
         # review output must pass it (tests/test_guard_conflict.py).
         HINDSIGHT_DEDUP_JUDGE="false",
@@ -109,10 +110,12 @@ def refund_run(ticket: str, marker: str = "") -> dict[str, Any]:
 
 
 def expected_lessons(ticket: str, chinese: bool = False) -> set[str]:
+    """The lessons of the server's reply, masked as the reviewer stores them (the runs'
+    values are not in the reply: the patterns alone apply, docs/review.md#masking)."""
     report = report_for(ticket, chinese)
     texts = [report[k]["text"] for k in LESSON_KEYS]
     texts += [r["text"] for r in report["rules"]]
-    return {t.strip() for t in texts if t and t.strip()}
+    return {Masker().mask(t).strip() for t in texts if t and t.strip()}
 
 
 def test_ingest_with_a_real_openai_compatible_server_then_jobs_retry_and_worker(
@@ -216,7 +219,7 @@ def _lessons_by_ticket(mem: Memory) -> dict[str, dict[str, Any]]:
     return out
 
 
-# -- C16: submit run 1's review, start run 2 at once, exit ----------------------------------------
+# -- submit run 1's review, start run 2 at once, exit ----------------------------------------
 
 AGENT = """
 import json, sys
@@ -290,7 +293,7 @@ with Memory() as mem:               # the next start resumes what was left
         assert any("T-2" in c for c in second["contents"])
 
 
-# -- C22: a slow endpoint never delays the agent or hangs exit ------------------------------------
+# -- a slow endpoint never delays the agent or hangs exit ------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -328,7 +331,7 @@ print(json.dumps({{"tid": tid, "finished_ms": finished_ms, "state": job.state.va
         env=env,
         timeout=90,  # a hang fails here; the process never waits for the slow reply
     )
-    print(f"\nC22 ({when}): agent run finished in {first['finished_ms']:.1f} ms")
+    print(f"\nslow endpoint ({when}): agent run finished in {first['finished_ms']:.1f} ms")
     if when == "after_timeout":
         assert server.requests()["count"] >= 1  # the review did reach the slow endpoint
     with Memory(data_dir=data, background_review=False) as mem:

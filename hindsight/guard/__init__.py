@@ -1,4 +1,4 @@
-"""Memory guard: keep poisoned lessons out of the experience store (MISSION S8, issue 5).
+"""Memory guard: keep poisoned lessons out of the experience store (docs/security.md).
 
 Three layers defend the memory; this package holds all of them: the checks (rules, trust,
 conflict, consensus, evidence), the screen every write goes through
@@ -15,7 +15,9 @@ and the human review of what was quarantined (:mod:`hindsight.guard.quarantine`)
    :mod:`hindsight.guard.rules_file`.
 2. **At write** - :func:`initial_trust` turns provenance (system > user > tool > unknown) into
    the experience's trust weight, which multiplies its recall score; a lesson's sources are
-   what it copies of its run (:func:`~hindsight.guard.evidence.lesson_sources`).
+   what it copies of its run (:func:`~hindsight.guard.evidence.lesson_sources`) and the span
+   sources its words draw on (:mod:`hindsight.guard.provenance`: an element of its advice from
+   tool output alone quarantines it as an "instruction from tool output").
 3. **After recall** - :func:`~hindsight.guard.consensus.find_outliers` flags recalled items
    that contradict the majority; :func:`~hindsight.guard.after_recall.drop_outliers` takes them
    out of a recall, and :func:`~hindsight.guard.after_recall.apply_misled_policy` demotes, then

@@ -10,7 +10,9 @@ every experience that is created or edited, before deduplication:
    high-confidence experiences most similar to it (vector search in the same tenant, in its
    namespace and the shared one: :data:`CONFLICT_NEIGHBOURS` nearest) for the conflict test,
    and, for reviewed lessons, with the passages of the trajectory the lesson quotes (taint,
-   :class:`~hindsight.guard.evidence.EvidenceIndex`);
+   :class:`~hindsight.guard.evidence.EvidenceIndex`), and for reviewed lessons whose advice
+   carries an element of a tool output that neither the instructions nor the user's request
+   contain (:func:`tool_instructions`, the reason ``"instruction from tool output"``);
 3. **quarantine** - on any hit the experience is stored with status ``quarantined`` and the
    reasons in ``metadata["quarantine_reasons"]``; it is never recalled until a human approves
    it (:mod:`hindsight.guard.quarantine`).
@@ -32,6 +34,7 @@ from hindsight.guard import Guard, strip_invisible
 from hindsight.guard.checker import Established, Finding
 from hindsight.guard.evidence import EvidenceIndex
 from hindsight.guard.llm_judge import GuardJudge, JudgeItem, JudgeVerdict
+from hindsight.guard.provenance import PROVENANCE_KEY, TaintedSpan
 from hindsight.guard.trust import trust_mass
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 from hindsight.ports import Clock, Embedder, VectorIndex
@@ -46,6 +49,7 @@ __all__ = [
     "guard_metadata",
     "owned_by_guard",
     "quarantine",
+    "tool_instructions",
 ]
 
 Fetch = Callable[[str, list[str]], Mapping[str, Experience]]
@@ -86,6 +90,9 @@ GUARD_METADATA_KEYS = frozenset(
         # the prior / offset / outcome masses the confidence is derived from
         "support",
         "confidence_basis",
+        # where a reviewed lesson's words came from (hindsight.guard.provenance): recorded by
+        # the review, never by a caller
+        PROVENANCE_KEY,
     }
 )
 """``Experience.metadata`` keys written by the guard (and by the write-back's evidence-based
@@ -168,6 +175,27 @@ def quarantine(
     return exp.model_copy(
         update={"status": ExperienceStatus.QUARANTINED, "metadata": meta, "updated_at": now}
     )
+
+
+MAX_TAINT_REASONS = 3
+"""Tainted spans of one lesson turned into quarantine reasons (all stay in its provenance)."""
+
+
+def tool_instructions(exp: Experience) -> list[Finding]:
+    """Findings for the elements of a reviewed lesson's advice that came from tool output
+    alone (``metadata["provenance"]["tainted"]``, recorded by the review:
+    :class:`hindsight.guard.provenance.RunSpans`): one ``provenance`` finding per span, at
+    most :data:`MAX_TAINT_REASONS`, each with the reason ``"instruction from tool output:
+    ..."`` naming the element, the tool and the span. Episodes (a run's factual summary, not
+    advice) have none."""
+    record = exp.metadata.get(PROVENANCE_KEY)
+    if exp.kind is ExperienceKind.EPISODE or not isinstance(record, Mapping):
+        return []
+    out = []
+    for item in list(record.get("tainted") or [])[:MAX_TAINT_REASONS]:
+        span = TaintedSpan.from_dict(item if isinstance(item, Mapping) else {})
+        out.append(Finding("provenance", "injection", "provenance.tool_output", 1.0, span.reason()))
+    return out
 
 
 class WriteScreen:
@@ -405,7 +433,7 @@ class WriteScreen:
                 support=self.support(exp),
                 vector=vector,
             )
-            findings = list(verdict.findings)
+            findings = list(verdict.findings) + tool_instructions(exp)
             if evidence is not None:
                 findings += [
                     Finding("rules", "taint", "tainted", 1.0, reason)

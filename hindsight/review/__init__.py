@@ -1,18 +1,19 @@
-"""Review (MISSION S2): after a run ends, turn its trajectory into lessons and an episode.
+"""Review (docs/review.md): after a run ends, turn its trajectory into lessons and an episode.
 
 Owns the reviewers (:mod:`.heuristic`: deterministic, no model, the default; :mod:`.llm`: a
 language model through litellm, its prompts and the parsing of its replies; :mod:`.combined`:
 both, lessons deduplicated, and :func:`make_reviewer`), the compression of long trajectories
 before a model sees them (:mod:`.compress`), the episode summary of a run (:mod:`.episodes`),
-one review run from reviewer to stored lessons (:mod:`.run`) and the review jobs: the worker
-that claims them (:mod:`.worker`, in process) and worker processes (:mod:`.workers`,
-``hindsight worker``). Every reviewer implements the :class:`hindsight.ports.Reviewer` port.
+one review run from reviewer to stored lessons (:mod:`.run`), the gate every reviewer's
+lessons pass (:mod:`.gate`: masking, provenance sealed before masking) and the review jobs:
+the worker that claims them (:mod:`.worker`, in process) and worker processes
+(:mod:`.workers`, ``hindsight worker``). Every reviewer implements the
+:class:`hindsight.ports.Reviewer` port.
 
 * :class:`HeuristicReviewer`: config ``reviewer=heuristic`` (default).
 * :class:`LLMReviewer`: ``reviewer=llm``, configured by ``REFLECTION_MODEL``, ``LLM_BASE_URL``,
   ``LLM_API_KEY``; it raises :class:`ReviewTimeoutError` when the model does not answer in
-  time and :class:`ReportParseError` when its reply holds no usable report (cases C06, C21,
-  C22).
+  time and :class:`ReportParseError` when its reply holds no usable report.
 * :class:`CombinedReviewer`: several reviewers, lessons deduplicated (``reviewer=both``).
 * :func:`make_reviewer`: the reviewer a :class:`~hindsight.MemoryConfig` names.
 

@@ -35,7 +35,9 @@ from hindsight._errors import UsageError
 from hindsight._ids import stable_id
 from hindsight.guard import TRUST_WEIGHTS, initial_trust
 from hindsight.guard.evidence import EvidenceIndex
+from hindsight.guard.provenance import PROVENANCE_KEY, RunSpans, source_trust_names
 from hindsight.guard.screening import check_user_metadata
+from hindsight.guard.trust import canonical_source
 from hindsight.models import Experience, ExperienceKind, Provenance, Trajectory
 from hindsight.ports import Lesson
 from hindsight.writeback.confidence import SUPPORT_KEY, check_support
@@ -83,11 +85,15 @@ def lessons_to_experiences(
     without surrounding whitespace (never NFKC-folded: "x²" stays "x²"). Lessons whose content
     is blank are skipped.
 
-    Provenance (docs/security.md): each lesson's evidence sources come from what it quotes of the
-    run (:func:`hindsight.guard.evidence.lesson_sources`: a lesson quoting only tool output is
-    ``tool`` evidence, otherwise the trajectory's ``source``); they are kept in
-    ``metadata["evidence"]``, ``provenance`` is the most trusted of them and
-    ``trust = traj.trust * initial_trust(sources)``. ``source_trajectory_ids`` is the
+    Provenance (docs/security.md#provenance): each lesson's evidence sources come from what it
+    quotes of the run (:func:`hindsight.guard.evidence.lesson_sources`: a lesson quoting tool
+    output is ``tool`` evidence, otherwise the trajectory's ``source``), kept in
+    ``metadata["evidence"]``, and from the span sources its words draw on
+    (``metadata["provenance"]``, recorded by the review's gate before masking, or computed here
+    from the stored text: :class:`hindsight.guard.provenance.RunSpans`). A lesson is worth
+    its *least* trusted source: ``provenance`` is that source and
+    ``trust = traj.trust * initial_trust([provenance])``, so quoting the user's request never
+    lends the user's trust to words that came from a tool output. ``source_trajectory_ids`` is the
     reviewed run followed by the lesson's extra ``sources``, in order, without repeats.
 
     Evidence (docs/review.md): the lesson's ``metadata["support"]`` (checked,
@@ -100,15 +106,25 @@ def lessons_to_experiences(
         UsageError: a lesson's ``metadata["support"]`` is malformed (one line).
     """
     evidence = EvidenceIndex.of(traj)
+    run = canonical_source(traj.source)
+    spans: RunSpans | None = None
     out: dict[str, Experience] = {}
     for lesson in lessons:
         content = lesson.content.strip()
         key = normalize_content(content)
         if not key:
             continue
+        record = lesson.metadata.get(PROVENANCE_KEY)
+        if not isinstance(record, dict):
+            spans = spans or RunSpans(traj)
+            record = spans.provenance(content).to_dict()
         sources = evidence.sources(content)
-        trust = round(traj.trust * initial_trust(sources), 4)
-        provenance = Provenance(max(sources, key=lambda s: TRUST_WEIGHTS[s]))
+        weakest = min(
+            [*sources, *source_trust_names(record.get("sources") or [], run)],
+            key=lambda s: TRUST_WEIGHTS[s],
+        )
+        trust = round(traj.trust * initial_trust([weakest]), 4)
+        provenance = Provenance(weakest)
         exp_id = stable_id(traj.id, reviewer, lesson.kind.value, dedup_key(content))
         source_ids = list(dict.fromkeys([traj.id, *lesson.sources]))
         given = lesson.metadata.get(SUPPORT_KEY)
@@ -139,7 +155,12 @@ def lessons_to_experiences(
             updated_at=now,
             embedding_model=embedding_model,
             reviewer=reviewer,
-            metadata={**lesson.metadata, "evidence": sources, SUPPORT_KEY: support},
+            metadata={
+                **lesson.metadata,
+                PROVENANCE_KEY: record,
+                "evidence": sources,
+                SUPPORT_KEY: support,
+            },
         )
     return list(out.values())
 

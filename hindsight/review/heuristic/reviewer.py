@@ -18,6 +18,7 @@ from hindsight.models import EventType, Trajectory
 from hindsight.ports import Lesson
 from hindsight.review._calls import collect_calls
 from hindsight.review._text import is_mostly_cjk, one_line
+from hindsight.review.gate import LessonGate
 from hindsight.review.heuristic._lessons import (
     Context,
     anti_patterns,
@@ -25,7 +26,6 @@ from hindsight.review.heuristic._lessons import (
     tool_reliability,
 )
 from hindsight.review.heuristic._templates import Lang
-from hindsight.review.masking import masker_for
 
 __all__ = ["HeuristicReviewer", "has_reviewable_content"]
 
@@ -34,7 +34,7 @@ _BLANK = {"", "none", "null", "n/a"}
 
 
 def has_reviewable_content(trajectory: Trajectory) -> bool:
-    """True when a run has a non-blank user message or a tool call or result (case C05).
+    """True when a run has a non-blank user message or a tool call or result.
 
     Runs without either (``[]``, blank messages, only empty content parts) have nothing to
     learn from; reviewers return ``[]`` for them without any model call.
@@ -57,13 +57,13 @@ def run_language(trajectory: Trajectory) -> Lang:
     return "zh" if is_mostly_cjk(text) else "en"
 
 
-def _context(trajectory: Trajectory) -> Context:
+def _context(trajectory: Trajectory, gate: LessonGate) -> Context:
     return Context(
         lang=run_language(trajectory),
         trajectory_id=trajectory.id,
         calls=collect_calls(trajectory.events),
         outcome=trajectory.outcome,
-        masker=masker_for([trajectory]),
+        masker=gate.masker,
     )
 
 
@@ -87,9 +87,11 @@ class HeuristicReviewer:
     error (``tool_reliability``), per repeated identical failing call (``anti_pattern``), per
     failure that a later call got through (``improvement``). Each content is one sentence of
     at most 320 characters with every run-specific value masked
-    (:mod:`hindsight.review.masking`), in Chinese when the run is mostly CJK text. Lessons are
-    unique within a review; empty or content-free runs give ``[]``. It never raises on
-    well-formed trajectories.
+    (:mod:`hindsight.review.masking`), in Chinese when the run is mostly CJK text, and the
+    provenance of its words in ``metadata["provenance"]``
+    (:class:`hindsight.review.gate.LessonGate`, the gate the LLM reviewer's lessons pass too).
+    Lessons are unique within a review; empty or content-free runs give ``[]``. It never
+    raises on well-formed trajectories.
     """
 
     name = "heuristic"
@@ -98,8 +100,9 @@ class HeuristicReviewer:
         """Review ``trajectory`` synchronously; see the class docstring for the lessons."""
         if not has_reviewable_content(trajectory):
             return []
-        ctx = _context(trajectory)
-        return _unique([*tool_reliability(ctx), *anti_patterns(ctx), *fixes(ctx)])
+        gate = LessonGate(trajectory)
+        ctx = _context(trajectory, gate)
+        return gate.seal(_unique([*tool_reliability(ctx), *anti_patterns(ctx), *fixes(ctx)]))
 
     async def review(self, trajectory: Trajectory) -> list[Lesson]:
         """Review ``trajectory``; the async form of :meth:`review_sync` (CPU-only, quick)."""

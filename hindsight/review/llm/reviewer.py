@@ -1,4 +1,4 @@
-"""Post-hoc review by a language model through litellm (MISSION S2, issues 3 and 15).
+"""Post-hoc review by a language model through litellm (docs/review.md).
 
 :class:`LLMReviewer` compresses a finished trajectory to a token budget
 (:mod:`hindsight.review.compress`), adds the passages of its policy that the run touches
@@ -37,6 +37,7 @@ from hindsight.models import EventType, ExpectedAction, ExperienceKind, Trajecto
 from hindsight.ports import Lesson
 from hindsight.review.compress import MIN_BUDGET, CompressedTrajectory, compress_trajectory
 from hindsight.review.episodes import summarize_episode
+from hindsight.review.gate import LessonGate
 from hindsight.review.llm._parse import ReportParseError, parse_reply
 from hindsight.review.llm.contrast import (
     ContrastReport,
@@ -61,14 +62,13 @@ __all__ = [
     "POLICY_SHARE",
     "LLMReviewer",
     "ReviewTimeoutError",
-    "mask_lesson_text",
 ]
 
 DEFAULT_MAX_TOKENS = 1024
 """Default ``max_tokens`` of a reply. A single-run reply at its longest (six answers of at most
 40 words, three rules with their evidence, a 120-word episode, the JSON keys) is about 800
 tokens of English, a contrastive one (five differences, a turning point, three rules) about
-600; 512 (MISSION S2's "~512") cut the longest of them off mid-string (issue 15)."""
+600; 512 (the review template's "~512") cut the longest of them off mid-string."""
 
 OUTCOME_SHARE = 0.15
 """Largest share of ``max_input_tokens`` the outcome evidence may take."""
@@ -92,7 +92,7 @@ _NO_KEY = "no-key"  # placeholder for keyless OpenAI-compatible servers (the SDK
 
 
 class ReviewTimeoutError(ReviewError):
-    """The model did not answer within the timeout, on the first try and every retry (C22)."""
+    """The model did not answer within the timeout, on the first try and every retry."""
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -137,27 +137,13 @@ def _litellm() -> Any:
     return litellm
 
 
-def mask_lesson_text(traj: Trajectory, text: str, *others: Trajectory) -> str:
-    """A lesson's text with the run-specific values of ``traj`` (and ``others``) masked into
-    classes (``<reservation_id>``, ``<amount>``; issue 15, item 4).
-
-    THE ONE CALL SITE OF THE LESSON MASKER in the LLM reviewer: every single-run and
-    contrastive lesson text goes through here. TODO(lead, issue 15): wire
-    ``hindsight.review.masking`` (``masker_for([traj, *others]).mask(text)``) once it is on
-    main; until then the text is returned unchanged (the prompt already asks the model for
-    classes).
-    """
-    del others
-    return text
-
-
 def _short(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= 500 else text[:500] + "…"
 
 
 class LLMReviewer:
-    """A :class:`~hindsight.ports.Reviewer` that asks a language model (MISSION S2).
+    """A :class:`~hindsight.ports.Reviewer` that asks a language model (docs/review.md).
 
     Args:
         model: litellm model name, e.g. ``"openai/gpt-4o-mini"``, ``"ollama/qwen2.5:7b"``;
@@ -167,10 +153,10 @@ class LLMReviewer:
         api_key: the provider's key; config ``LLM_API_KEY``. ``None``: litellm's usual
             environment variables; for an ``openai/`` model with an ``api_base`` and no key
             anywhere, a placeholder is sent, since keyless local servers ignore it.
-        temperature: sampling temperature, 0.2 (MISSION S2: 0.2-0.3).
+        temperature: sampling temperature, 0.2 (the review template: 0.2-0.3).
         max_tokens: maximum tokens of the reply, :data:`DEFAULT_MAX_TOKENS` (1024: what the
-            longest single-run or contrastive reply needs; MISSION S2 says ~512).
-        timeout: seconds one HTTP request may take, 30.0 (clients use ~30 s, MISSION S7);
+            longest single-run or contrastive reply needs; the review template says ~512).
+        timeout: seconds one HTTP request may take, 30.0 (clients use ~30 s);
             always passed, since litellm's own default is 6000 s.
         num_retries: extra tries of one request after a 429, a 5xx, a timeout or a connection
             error, with exponential backoff (``backoff * 2**n`` seconds, jittered, at least the
@@ -562,13 +548,14 @@ class LLMReviewer:
         but the episode null or blank) is unusable too."""
         report = parse_reply(response)
         tools = list(dict.fromkeys(e.tool_name for e in traj.events if e.tool_name))
+        gate = LessonGate(traj)
         lessons = report_to_lessons(
             report,
             model=self.model,
             outcome=traj.outcome,
             known_tools=tools,
             trajectory_id=traj.id,
-            mask=lambda text: mask_lesson_text(traj, text),
+            mask=gate.mask,
             fallback_episode=lambda: summarize_episode(traj),
         )
         if all(lesson.kind is ExperienceKind.EPISODE for lesson in lessons):
@@ -577,7 +564,7 @@ class LLMReviewer:
                 "rules were all null or blank; give at least one rule",
                 reply_text(response),
             )
-        return lessons
+        return gate.seal(lessons)
 
     def _contrast_lessons(
         self,
@@ -589,13 +576,14 @@ class LLMReviewer:
         report = parse_reply(response, ContrastReport)
         runs = [failed, *([reference] if isinstance(reference, Trajectory) else [])]
         tools = list(dict.fromkeys(e.tool_name for run in runs for e in run.events if e.tool_name))
+        gate = LessonGate(failed, *runs[1:])
         lessons = contrast_to_lessons(
             report,
             model=self.model,
             failed_id=failed.id,
             reference_id=reference.id if isinstance(reference, Trajectory) else None,
             known_tools=tools,
-            mask=lambda text: mask_lesson_text(failed, text, *runs[1:]),
+            mask=gate.mask,
         )
         if not lessons:
             raise ReportParseError(
@@ -603,7 +591,7 @@ class LLMReviewer:
                 '<evidence>." in "rules"',
                 reply_text(response),
             )
-        return lessons
+        return gate.seal(lessons)
 
     async def _ask(
         self,
@@ -646,7 +634,7 @@ class LLMReviewer:
     async def review(self, trajectory: Trajectory) -> list[Lesson]:
         """Review ``trajectory`` with the model (``litellm.acompletion``).
 
-        Returns ``[]`` for an empty or content-free trajectory without any request (case C05).
+        Returns ``[]`` for an empty or content-free trajectory without any request.
         Compression and token counting run in a worker thread, off the event loop.
         The lessons are the general answers (failing tools, repeated attempts, what to do
         differently, the rules), their text masked; each one's metadata holds
@@ -655,9 +643,10 @@ class LLMReviewer:
         that restate the run folded in) comes last as a lesson of kind ``EPISODE``.
 
         Raises:
-            ReviewTimeoutError: every try timed out (case C22).
+            ReviewTimeoutError: every try timed out.
             ReportParseError: the reply, and the one retry that showed the model its error,
-                held no valid report; ``problem`` says why (cases C06, C21).
+                held no valid report; ``problem`` says why
+                (docs/review.md#replies-that-are-not-clean-json).
             ReviewError: the provider failed otherwise (after retries where they make sense).
         """
         if trajectory.is_empty():
@@ -675,8 +664,9 @@ class LLMReviewer:
     async def contrast(
         self, failed: Trajectory, reference: Trajectory | list[ExpectedAction]
     ) -> list[Lesson]:
-        """Compare ``failed`` with ``reference`` (issue 15, item 3; ExpeL): a successful run of
-        the same task, or the actions a successful run was expected to take.
+        """Compare ``failed`` with ``reference`` (docs/review.md#the-contrastive-review;
+        ExpeL): a successful run of the same task, or the actions a successful run was expected
+        to take.
 
         One forced-JSON request with the contrastive prompt
         (:mod:`hindsight.review.llm.contrast`, version

@@ -1,0 +1,429 @@
+"""Provenance of a lesson's words: which parts of a run they draw on (docs/security.md#provenance).
+
+A reviewer reads a whole run and writes lessons. The run's text has several authors, and only
+the first two may tell a later run what to do:
+
+==================  ==========================================================  ============
+span source         what                                                        may instruct
+==================  ==========================================================  ============
+``instruction``     the system prompt (policy, tenant configuration), the       yes
+                    outcome evidence's expected actions, the names of the tools
+``user``            the user's messages and the run's ``task``                  yes
+``agent``           the agent's thoughts, calls (with their arguments), answers no: it may
+                                                                                echo data
+``tool_behaviour``  failed tool results and error events, and a successful      no: a fact
+                    result that is a short status message (at most
+                    :data:`MESSAGE_WORDS` words, no salient element): the
+                    tool's own behaviour
+``data``            every other tool result and custom event: written by        no
+                    whatever the tool read (a web page, an e-mail, a file)
+==================  ==========================================================  ============
+
+The keys of a JSON tool result are its shape, not data: only its values are data.
+
+:meth:`RunSpans.provenance` tells, for a lesson's words (before masking), which span sources
+they draw on and which of its **salient elements** come from data alone: elements found in a
+``data`` span and in neither the trusted instructions nor the user's request. The elements,
+found by the shape of the text, never by a vocabulary, so the same in every language:
+
+* ``email`` and ``url`` (with a scheme or ``www.``);
+* ``identifier``: a token with three or more digits, or digits and letters, or letters joined
+  by ``.`` or ``@`` (account numbers, IBANs, amounts, dates, ids, domain and file names);
+* ``quoted``: a quoted string (``'..'``, ``".."``, ``“..”``, ``「..」``) of at least three
+  characters that is not a lower-case class of one or two words (``"pending"``, ``"in
+  transit"``);
+* ``name``: a capitalised word that does not open a sentence and that the run never writes in
+  lower case (recipients, companies, people);
+* ``passage``: :data:`PASSAGE_WORDS` consecutive words (:data:`PASSAGE_CJK_CHARS` tokens with
+  Chinese characters, each character one token) copied from a data span.
+
+An element found in data alone makes the lesson carry an instruction from tool output: the
+write path quarantines it with the reason ``"instruction from tool output"`` and the span it
+came from (:func:`hindsight.guard.screening.tool_instructions`). What decides is where the
+words came from, never how they are phrased: a paraphrase keeps the account, the address, the
+amount or the recipient the attacker wants used.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+from hindsight.guard.normalize import normalize
+from hindsight.models import Event, EventStatus, EventType, Trajectory
+
+__all__ = [
+    "INSTRUCTION_FROM_TOOL",
+    "MESSAGE_WORDS",
+    "PASSAGE_CJK_CHARS",
+    "PASSAGE_WORDS",
+    "PROVENANCE_KEY",
+    "SPAN_CHARS",
+    "SPAN_SOURCES",
+    "LessonProvenance",
+    "RunSpans",
+    "TaintedSpan",
+    "elements",
+    "source_trust_names",
+]
+
+PROVENANCE_KEY: Final = "provenance"
+"""The metadata key of a reviewed lesson's provenance record (:meth:`LessonProvenance.to_dict`)."""
+
+INSTRUCTION_FROM_TOOL: Final = "instruction from tool output"
+"""The quarantine reason of a lesson whose advice carries an element of a tool output."""
+
+SPAN_SOURCES: Final = ("instruction", "user", "agent", "tool_behaviour", "data")
+"""The span sources, most trusted first (see the module docstring)."""
+
+PASSAGE_WORDS: Final = 6
+"""Consecutive words shared with a data span that make a copied passage: longer than a
+reviewer's template phrase, shorter than an instruction needs."""
+PASSAGE_CJK_CHARS: Final = 10
+"""Consecutive tokens shared with a data span that make a copied passage when a Chinese
+character is among them."""
+MESSAGE_WORDS: Final = 12
+"""Longest successful tool result (words, not JSON, no salient element) taken for the tool's
+own status message (``No results found.``) rather than data."""
+SPAN_CHARS: Final = 160
+"""Characters of the data event kept on each side of a tainting element (the span shown with
+the quarantine reason)."""
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# Tokens: split at white space, brackets, quotes, CJK punctuation and CJK characters.
+_TOKEN = re.compile(rf"[^\s()\[\]{{}}<>\"'`“”‘’«»「」『』、。，；：！？（）【】{_CJK}]+")
+_EDGE = ".,;:!?*-_/#|~"
+_QUOTED = re.compile(
+    r"(?<!\w)'([^'\n]{3,200})'(?!\w)|(?<!\w)\"([^\"\n]{3,200})\"(?!\w)|“([^”\n]{3,200})”"
+    r"|「([^」\n]{3,200})」"
+)
+_CLASS_WORDS = re.compile(r"[^\W\d_]+(?:[ _-][^\W\d_]+)?")
+_PASSAGE_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
+_PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
+_OPENERS = frozenset(".!?。！？\"'“‘「(（[-*•>#")
+
+
+def _kind(token: str) -> str | None:
+    """The element kind of one token (already stripped of edge punctuation), or ``None``."""
+    if len(token) < 3:
+        return None
+    at = token.find("@")
+    if at > 0 and "." in token[at + 2 : -1]:
+        return "email"
+    if token.lower().startswith(("http://", "https://", "www.")):
+        return "url"
+    digits = sum(c.isdigit() for c in token)
+    letters = sum(c.isalpha() for c in token)
+    if digits >= 3 or (digits and letters and len(token) >= 4):
+        return "identifier"
+    parts = re.split(r"[.@]", token)
+    if sum(len(p) >= 2 and p.replace("-", "").isalnum() for p in parts) >= 2:
+        return "identifier"
+    return None
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    before = text[max(0, start - 24) : start].rstrip()
+    return not before or before[-1] in _OPENERS
+
+
+def elements(text: str) -> list[tuple[str, str]]:
+    """The salient elements of ``text`` as ``(kind, element)`` pairs, kinds ``email``,
+    ``url``, ``identifier``, ``quoted``, ``name`` (module docstring; ``name`` here is every
+    capitalised word that does not open a sentence), in order of kind and appearance, without
+    repeats. Placeholders of masked text (``<amount>``) are not elements. Linear in the
+    length of ``text``; never raises on a ``str``."""
+    found: dict[str, str] = {}
+    clean = _PLACEHOLDER.sub(" ", text)
+    names: list[str] = []
+    for m in _TOKEN.finditer(clean):
+        token = re.sub(r"['’]s$", "", m.group().strip(_EDGE))
+        kind = _kind(token)
+        if kind is not None:
+            found.setdefault(token, kind)
+        elif (
+            len(token) >= 3
+            and token[0].isupper()
+            and not token.isupper()
+            and token.replace("-", "").replace("'", "").isalpha()
+            and not _opens_sentence(clean, m.start())
+        ):
+            names.append(token)
+    for m in _QUOTED.finditer(clean):
+        quoted = next(g for g in m.groups() if g).strip()
+        plain = quoted.islower() and _CLASS_WORDS.fullmatch(quoted)
+        if len(quoted) >= 3 and not plain and not any(quoted in e for e in found):
+            found.setdefault(quoted, "quoted")
+    for name in names:
+        found.setdefault(name, "name")
+    return [(kind, element) for element, kind in found.items()]
+
+
+def _passage_text(text: str) -> str:
+    """``text`` (normalized) as its passage tokens joined by single spaces, padded."""
+    return " " + " ".join(_PASSAGE_TOKEN.findall(text)) + " "
+
+
+def _passages(text: str) -> list[str]:
+    """The :data:`PASSAGE_WORDS`-word (with CJK: :data:`PASSAGE_CJK_CHARS`-token) passages of
+    ``text`` (normalized), each as ``" w1 w2 ... "``."""
+    words = _PASSAGE_TOKEN.findall(text)
+    cjk = [bool(re.fullmatch(f"[{_CJK}]", w)) for w in words]
+    out: dict[str, None] = {}
+    for size in (PASSAGE_WORDS, PASSAGE_CJK_CHARS):
+        for i in range(len(words) - size + 1):
+            if (size == PASSAGE_WORDS) != any(cjk[i : i + size]):
+                out.setdefault(" " + " ".join(words[i : i + size]) + " ")
+    return list(out)
+
+
+def _values(value: Any) -> Iterable[str]:
+    """The scalar values of a JSON document (its keys are its shape, not data)."""
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _values(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _values(v)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
+def _data_text(content: str) -> str:
+    text = content.strip()
+    if text[:1] in "[{":
+        try:
+            return "\n".join(_values(json.loads(text)))
+        except (ValueError, RecursionError):
+            pass
+    return content
+
+
+def _event_source(event: Event) -> str:
+    kind = event.event_type
+    if kind is EventType.USER_MESSAGE:
+        return "user"
+    if kind in (EventType.MODEL_THOUGHT, EventType.MODEL_CALL, EventType.TOOL_CALL):
+        return "agent"
+    if kind is EventType.FINAL_ANSWER:
+        return "agent"
+    if kind is EventType.ERROR or event.status in (EventStatus.FAILURE, EventStatus.TIMEOUT):
+        return "tool_behaviour"
+    text = event.content.strip()
+    if (
+        kind is EventType.TOOL_RESULT
+        and text[:1] not in "[{"
+        and len(text.split()) <= MESSAGE_WORDS
+        and not elements(text)
+    ):
+        return "tool_behaviour"
+    return "data"
+
+
+@dataclass(frozen=True, slots=True)
+class TaintedSpan:
+    """An element of a lesson found in data alone, and where.
+
+    ``kind`` is the element kind (module docstring), ``event_index`` the event's position in
+    its run (0-based), ``event_type`` its type's value, ``span`` the event's text around the
+    element (:data:`SPAN_CHARS` characters on each side, white space folded, ``…`` where cut).
+    """
+
+    kind: str
+    element: str
+    trajectory_id: str
+    event_index: int
+    event_type: str
+    tool_name: str | None
+    span: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form kept in ``metadata["provenance"]["tainted"]``: every field."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, item: Mapping[str, Any]) -> TaintedSpan:
+        """The span of a :meth:`to_dict` record; missing or odd fields read as empty."""
+        index = item.get("event_index")
+        return cls(
+            str(item.get("kind") or ""),
+            str(item.get("element") or ""),
+            str(item.get("trajectory_id") or ""),
+            index if isinstance(index, int) else -1,
+            str(item.get("event_type") or ""),
+            None if item.get("tool_name") is None else str(item.get("tool_name")),
+            str(item.get("span") or ""),
+        )
+
+    def reason(self) -> str:
+        """``instruction from tool output: "<element>" (<tool> result, event #<n>): "<span>"``."""
+        what = "result" if self.event_type == EventType.TOOL_RESULT.value else self.event_type
+        where = " ".join(p for p in (self.tool_name, what.replace("_", " ")) if p)
+        return (
+            f'{INSTRUCTION_FROM_TOOL}: "{self.element}" ({where}, event #{self.event_index + 1}): '
+            f'"{self.span}"'
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LessonProvenance:
+    """Where a lesson's words came from.
+
+    ``sources``: the span sources (:data:`SPAN_SOURCES`) its elements and passages draw on,
+    most trusted first (empty: only the reviewer's own words); ``tainted``: its elements
+    found in data alone, at most one passage per event (empty for a clean lesson)."""
+
+    sources: tuple[str, ...]
+    tainted: tuple[TaintedSpan, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form kept in ``metadata["provenance"]``."""
+        return {"sources": list(self.sources), "tainted": [t.to_dict() for t in self.tainted]}
+
+
+def source_trust_names(sources: Iterable[str], run_source: str) -> list[str]:
+    """Span sources as trust sources (:data:`hindsight.guard.TRUST_WEIGHTS`): ``instruction``
+    -> ``system``; ``user`` and ``agent`` -> ``run_source`` (the run as recorded);
+    ``tool_behaviour`` and ``data`` -> ``tool``. No source -> ``[run_source]``."""
+    table = {"instruction": "system", "user": run_source, "agent": run_source}
+    names = [table.get(s, "tool") for s in sources] or [run_source]
+    return list(dict.fromkeys(names))
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    trajectory_id: str
+    event_index: int
+    event_type: str
+    tool_name: str | None
+    source: str
+    raw: str
+    text: str  # normalized
+    words: str  # normalized passage tokens, space-joined and padded
+
+
+class RunSpans:
+    """The text of one or more runs, split by span source (see the module docstring).
+
+    Args:
+        trajectories: the reviewed run and, for a contrastive review, the runs it is
+            compared with (their tool output is data as well).
+
+    Building costs one pass over the runs' text; :meth:`provenance` one pass over the spans
+    per element of the lesson. Never raises on valid trajectories.
+    """
+
+    def __init__(self, *trajectories: Trajectory) -> None:
+        self.spans: list[_Span] = []
+        trusted: list[str] = []
+        for traj in trajectories:
+            trusted.append(traj.system_prompt or "")
+            for action in getattr(traj.evidence, "expected_actions", None) or []:
+                trusted.append(f"{action.tool} {json.dumps(action.args, ensure_ascii=False)}")
+            trusted.extend(e.tool_name for e in traj.events if e.tool_name)
+            if traj.task:
+                self._add(traj.id, -1, "task", None, "user", traj.task)
+            for i, event in enumerate(traj.events):
+                source = _event_source(event)
+                raw = event.content
+                if source == "agent" and event.tool_args:
+                    raw = f"{raw}\n{json.dumps(event.tool_args, ensure_ascii=False)}"
+                elif source in ("data", "tool_behaviour"):
+                    raw = _data_text(raw)
+                self._add(traj.id, i, event.event_type.value, event.tool_name, source, raw)
+        trusted_text = normalize("\n".join(trusted))
+        user_text = "\n".join(s.text for s in self.spans if s.source == "user")
+        self._given = {"instruction": trusted_text, "user": user_text}
+        self._given_words = {k: _passage_text(v) for k, v in self._given.items()}
+        self._lower = {
+            t
+            for s in self.spans
+            for t in (m.group().strip(_EDGE) for m in _TOKEN.finditer(s.raw))
+            if t.isalpha() and t.islower()
+        }
+
+    def _add(
+        self, traj_id: str, index: int, kind: str, tool: str | None, source: str, raw: str
+    ) -> None:
+        if raw.strip():
+            text = normalize(raw)
+            self.spans.append(
+                _Span(traj_id, index, kind, tool, source, raw, text, _passage_text(text))
+            )
+
+    def _given_in(self, needle: str, *, words: bool = False) -> str | None:
+        """``instruction`` or ``user`` when ``needle`` occurs in the trusted instructions or
+        the user's request (checked in that order), else ``None``."""
+        given = self._given_words if words else self._given
+        return next((source for source, text in given.items() if needle in text), None)
+
+    def provenance(self, text: str) -> LessonProvenance:
+        """The provenance of a lesson whose words are ``text`` (before masking).
+
+        An element or passage found in the trusted instructions or the user's request is
+        theirs wherever else it occurs; any other is attributed to the spans it occurs in, and
+        one found in a ``data`` span is tainted (one passage per event). Never raises."""
+        sources: set[str] = set()
+        tainted: dict[str, TaintedSpan] = {}
+        for kind, element in elements(text):
+            key = normalize(element)
+            if kind == "name" and key in self._lower:
+                continue  # a common word the run also writes in lower case
+            given = self._given_in(key)
+            if given is not None:
+                sources.add(given)
+                continue
+            hits = [s for s in self.spans if _contains(s.text, key, kind)]
+            sources.update(s.source for s in hits)
+            data = next((s for s in hits if s.source == "data"), None)
+            if data is not None:
+                tainted.setdefault(key, _taint(kind, element, re.escape(key), data))
+        events: set[tuple[str, int]] = set()
+        for passage in _passages(normalize(text)):
+            given = self._given_in(passage, words=True)
+            if given is not None:
+                sources.add(given)
+                continue
+            for span in self.spans:
+                if passage not in span.words:
+                    continue
+                sources.add(span.source)
+                where = (span.trajectory_id, span.event_index)
+                if span.source == "data" and where not in events:
+                    events.add(where)
+                    pattern = r"\W*".join(re.escape(w) for w in passage.split())
+                    tainted.setdefault(passage, _taint("passage", passage.strip(), pattern, span))
+        order = tuple(s for s in SPAN_SOURCES if s in sources)
+        return LessonProvenance(order, tuple(tainted.values()))
+
+
+def _contains(text: str, element: str, kind: str) -> bool:
+    if kind != "name":
+        return element in text
+    return re.search(rf"(?<!\w){re.escape(element)}(?!\w)", text) is not None
+
+
+def _taint(kind: str, element: str, pattern: str, span: _Span) -> TaintedSpan:
+    """The tainted span of ``element`` in ``span``: cut from its raw text where ``pattern``
+    finds it (ignoring case), else from its normalized text."""
+    source = span.raw
+    m = re.search(pattern, source, re.IGNORECASE)
+    if m is None:
+        source = span.text
+        m = re.search(pattern, source)
+    lo, hi = (m.start(), m.end()) if m is not None else (0, 0)
+    start, end = max(0, lo - SPAN_CHARS), hi + SPAN_CHARS
+    excerpt = " ".join(source[start:end].split())
+    excerpt = ("…" if start > 0 else "") + excerpt + ("…" if end < len(source) else "")
+    return TaintedSpan(
+        kind,
+        element,
+        span.trajectory_id,
+        span.event_index,
+        span.event_type,
+        span.tool_name,
+        excerpt,
+    )
