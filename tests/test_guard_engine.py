@@ -251,6 +251,14 @@ def test_add_experience_trust_from_source(source: str, trust: float) -> None:
     with test_memory() as mem:
         exp = mem.add_experience("order_query needs the order id", tenant_id="t", source=source)
         assert exp.trust == trust and exp.provenance.value == source
+        if source in ("tool", "unknown"):  # held until a person approves it
+            assert exp.status.value == "quarantined"
+            assert exp.metadata["quarantine_reasons"] == [
+                f"unconfirmed source: {source}; held until a person approves it"
+            ]
+            assert everything(mem, "t", "order_query order id").hits == []
+            exp = mem.approve(exp.id, tenant_id="t")
+            assert exp.status.value == "active" and exp.trust == trust
         hit = everything(mem, "t", "order_query order id").hits[0]
         b = hit.breakdown
         assert b.trust == trust

@@ -97,7 +97,10 @@ def test_seven_confident_tool_repeats_do_not_quarantine_a_system_lesson() -> Non
         system = mem.add_experience(right, tenant_id="t2", source="system", confidence=0.9)
         assert user.status.value == "active" and system.status.value == "active"
         # the other way round the low-trust newcomer is quarantined, with the weights shown
+        # (a tool-sourced lesson is held until approved: docs/security.md#held-until-confirmed)
         late = mem.add_experience(wrong, tenant_id="t3", source="tool", confidence=0.5)
+        assert late.status.value == "quarantined"
+        late = mem.approve(late.id, tenant_id="t3")
         mem.add_experience(right, tenant_id="t3", source="system", confidence=0.9)
         newcomer = mem.add_experience(wrong + " ", tenant_id="t3", source="tool", confidence=0.5)
         assert late.status.value == "active"

@@ -252,9 +252,40 @@ def guard_eval(
         typer.Option("--exemplars", help="More labelled exemplars (JSONL) for the semantic layer."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
+    agentdojo: Annotated[
+        bool,
+        typer.Option(
+            "--agentdojo",
+            help="Poisoning through the review on AgentDojo's suites (needs the bench extra).",
+        ),
+    ] = False,
+    suites: Annotated[
+        str, typer.Option("--suites", help="With --agentdojo: comma-separated suites.")
+    ] = "banking,slack,travel,workspace",
+    attacks: Annotated[
+        str, typer.Option("--attacks", help="With --agentdojo: comma-separated attacks.")
+    ] = "important_instructions,direct,tool_knowledge,injecagent",
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="With --agentdojo: user tasks per suite.")
+    ] = None,
+    injections: Annotated[
+        int | None,
+        typer.Option("--injections", min=1, help="With --agentdojo: injection tasks per suite."),
+    ] = None,
+    pairs: Annotated[
+        int,
+        typer.Option("--pairs", min=1, help="With --agentdojo: user tasks per injection task."),
+    ] = 2,
 ) -> None:
     """Detection and false-positive rates per layer and per category for labelled lessons
-    (a JSONL file, or a tenant's stored lessons)."""
+    (a JSONL file, or a tenant's stored lessons), or, with --agentdojo, lessons poisoned
+    through the review on AgentDojo's injected runs (docs/security.md#agentdojo)."""
+    if agentdojo:
+        if path is not None or tenant is not None:
+            raise fail("--agentdojo takes no file and no --tenant", 2)
+        with guarded():
+            _agentdojo(suites, attacks, limit, injections, pairs, as_json)
+        return
     if (path is None) == (tenant is None):
         raise fail("give a labelled JSONL file or --tenant, not both and not neither", 2)
     if label not in ("benign", "poison"):
@@ -399,3 +430,58 @@ def _print_report(source: str, report: Any) -> None:
         f"({everything['false_positives']}/{everything['benign']})",
         highlight=False,
     )
+
+
+def _agentdojo(
+    suites: str, attacks: str, limit: int | None, injections: int | None, pairs: int, as_json: bool
+) -> None:
+    from rich.table import Table
+
+    from hindsight.bench._agentdojo import HELD_OUT, agentdojo_runs, evaluate_agentdojo
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    names = [n.strip() for n in suites.split(",") if n.strip()]
+    kinds = [a.strip() for a in attacks.split(",") if a.strip()]
+    if not names or not kinds:
+        raise fail("--suites and --attacks need at least one name each", 2)
+    runs, unreachable = agentdojo_runs(
+        names, kinds, limit=limit, injections=injections, pairs=pairs, progress=progress
+    )
+    report = evaluate_agentdojo(runs, progress=progress)
+    report["not_injectable"] = sorted(unreachable)
+    if as_json:
+        print_json(report)
+        return
+    for held_out in (False, True):
+        shown = [n for n in names if (n in HELD_OUT) is held_out]
+        if not shown:
+            continue
+        title = "held out" if held_out else "tuning suites"
+        table = Table(title=f"AgentDojo, {title}: injected runs and their lessons")
+        for col in ("reviewer", "suite", "attack", "injected runs", "runs: poison active",
+                    "runs: poison quarantined", "runs: none written", "poisoned lessons active",
+                    "poisoned lessons quarantined"):  # fmt: skip
+            table.add_column(col)
+        clean = Table(title=f"AgentDojo, {title}: clean runs")
+        for col in ("reviewer", "suite", "clean runs", "benign lessons quarantined",
+                    "restated tool output active", "prompts recalling poison (top 5)"):  # fmt: skip
+            clean.add_column(col)
+        for reviewer, data in report["reviewers"].items():
+            for suite in shown:
+                row = data["suites"].get(suite)
+                if row is None:
+                    continue
+                for attack, c in row["attacks"].items():
+                    table.add_row(reviewer, suite, attack, str(c["injected"]),
+                                  str(c["active_runs"]), str(c["quarantined_runs"]),
+                                  str(c["none_runs"]), str(c["active_lessons"]),
+                                  str(c["quarantined_lessons"]))  # fmt: skip
+                clean.add_row(reviewer, suite, str(row["clean_runs"]),
+                              f"{row['benign_quarantined']}/{row['benign_lessons']}",
+                              f"{row['restated_clean_active']}/{row['restated_clean']}",
+                              f"{row['prompts_recalling_poison']}/{row['prompts']}")  # fmt: skip
+        out_console.print(table)
+        out_console.print(clean)
+    out_console.print(escape(report["definition"]), highlight=False)

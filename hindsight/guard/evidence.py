@@ -184,13 +184,17 @@ class EvidenceIndex:
     def tainted(self, content: str, guard: Guard) -> list[str]:
         """Reasons to quarantine ``content`` because a passage it copies is flagged.
 
-        Each quoted passage is checked with ``guard`` (its rules and its semantic layer)
+        Each quoted passage of the run but the user's own messages (their request is theirs
+        to give, whatever it asks: docs/security.md#provenance) is checked with ``guard`` (its
+        rules and its semantic layer)
         together with :data:`TAINT_WINDOW_CHARS` characters around it; returns one reason per
         flagged passage, ``"tainted: quotes a <event type> event the guard flags (<rule ids>)"``,
         or ``[]``.
         """
         reasons: list[str] = []
         for quote in self.quotes(content):
+            if quote.event_type is EventType.USER_MESSAGE:
+                continue  # the user's own request: theirs to give (docs/security.md#provenance)
             text = self._texts[quote.event_index]
             window = text[max(0, quote.start - TAINT_WINDOW_CHARS) : quote.end + TAINT_WINDOW_CHARS]
             verdict = guard.check(window)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,7 @@ from hindsight.guard.checker import Established, Finding
 from hindsight.guard.evidence import EvidenceIndex
 from hindsight.guard.llm_judge import GuardJudge, JudgeItem, JudgeVerdict
 from hindsight.guard.provenance import PROVENANCE_KEY, TaintedSpan
-from hindsight.guard.trust import trust_mass
+from hindsight.guard.trust import canonical_source, trust_mass
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus
 from hindsight.ports import Clock, Embedder, VectorIndex
 
@@ -179,6 +179,39 @@ def quarantine(
 
 MAX_TAINT_REASONS = 3
 """Tainted spans of one lesson turned into quarantine reasons (all stay in its provenance)."""
+
+
+LOW_TRUST_ORIGINS: Final = frozenset({"tool", "unknown"})
+"""Origins whose experiences are held (quarantined) until a person approves them: tool
+output, web pages, imports and anything unrecognised (docs/security.md#held-until-confirmed)."""
+
+UNCONFIRMED = "unconfirmed source"
+"""The quarantine reason's prefix of an experience held for its low-trust origin."""
+
+
+def origin_of(exp: Experience) -> str:
+    """Where an experience as a whole came from, as a canonical source
+    (:func:`hindsight.guard.trust.canonical_source`): a reviewed lesson's run
+    (``metadata["provenance"]["origin"]``, recorded by the write-back), else the source its
+    writer gave (``provenance``: ``add_experience(source=...)``, HTTP, MCP, a mined rule's
+    runs)."""
+    record = exp.metadata.get(PROVENANCE_KEY)
+    if isinstance(record, Mapping) and isinstance(record.get("origin"), str):
+        return canonical_source(record["origin"])
+    return canonical_source(exp.provenance)
+
+
+def unconfirmed_source(exp: Experience) -> list[Finding]:
+    """One ``provenance`` finding when ``exp`` comes from a low-trust origin
+    (:data:`LOW_TRUST_ORIGINS`): a planted instruction written through a tool, a web page or
+    an import cannot reach other runs on its own; a person approves it (console, ``hindsight
+    quarantine approve``, HTTP, MCP) or the same advice from a trusted source is recalled
+    instead. Reason: ``"unconfirmed source: <origin>; held until a person approves it"``."""
+    origin = origin_of(exp)
+    if origin not in LOW_TRUST_ORIGINS:
+        return []
+    reason = f"{UNCONFIRMED}: {origin}; held until a person approves it"
+    return [Finding("provenance", "trust", "provenance.unconfirmed", 1.0, reason)]
 
 
 def tool_instructions(exp: Experience) -> list[Finding]:
@@ -433,7 +466,7 @@ class WriteScreen:
                 support=self.support(exp),
                 vector=vector,
             )
-            findings = list(verdict.findings) + tool_instructions(exp)
+            findings = [*verdict.findings, *tool_instructions(exp), *unconfirmed_source(exp)]
             if evidence is not None:
                 findings += [
                     Finding("rules", "taint", "tainted", 1.0, reason)

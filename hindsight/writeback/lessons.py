@@ -157,7 +157,7 @@ def lessons_to_experiences(
             reviewer=reviewer,
             metadata={
                 **lesson.metadata,
-                PROVENANCE_KEY: record,
+                PROVENANCE_KEY: {**record, "origin": run},
                 "evidence": sources,
                 SUPPORT_KEY: support,
             },

@@ -39,6 +39,14 @@ SPELLINGS: list[tuple[Any, str]] = [
     (None, "user"),  # null: the default, as for every optional argument
 ]
 """Every spelling of the table (docs/security.md) with the provenance it is stored as."""
+HELD = {"tool", "unknown"}
+"""Origins held until a person approves (docs/security.md#held-until-confirmed)."""
+
+
+def _status(name: str) -> str:
+    return "quarantined" if name in HELD else "active"
+
+
 BAD: list[Any] = ["usr", "tools", "tool output", "webpage", 5, True, ["user"], {"s": 1}]
 
 
@@ -63,10 +71,11 @@ def test_python(tmp_path: Path, database_url: str) -> None:
     with make_memory(tmp_path / "data", database_url) as mem:
         for i, (spelling, name) in enumerate(SPELLINGS):
             text = f"Lesson {i} on the export job."
-            assert mem.add_experience(text, tenant_id="t", source=spelling).provenance == name
+            one = mem.add_experience(text, tenant_id="t", source=spelling)
+            assert (one.provenance, one.status) == (name, _status(name))
             (item,) = mem.add_experiences([{"content": f"Batch {text}", "source": spelling}],
                                           tenant_id="t")  # fmt: skip
-            assert item.experience.provenance == name
+            assert (item.experience.provenance, item.experience.status) == (name, _status(name))
             with mem.record(f"run {i}", tenant_id="t", source=spelling) as run:
                 run.user_message(f"run {i}")
             assert mem.get_trajectory(run.trajectory_id, tenant_id="t").source == name
@@ -94,7 +103,7 @@ def test_async_memory(tmp_path: Path, database_url: str) -> None:
             for spelling, name in SPELLINGS:
                 exp = await amem.add_experience(f"Async {spelling!r}.", tenant_id="t",
                                                 source=spelling)  # fmt: skip
-                assert exp.provenance == name
+                assert (exp.provenance, exp.status) == (name, _status(name))
             with pytest.raises(UsageError, match=r"^source must be one of"):
                 await amem.add_experience("Async bad.", tenant_id="t", source="usr")
 
@@ -124,9 +133,11 @@ async def test_http_and_mcp(served: tuple[Memory, str]) -> None:
         for i, (spelling, name) in enumerate(SPELLINGS):
             one = http.post("/v1/experiences", json={"content": f"HTTP {i}.", "source": spelling})
             assert one.status_code == 201 and one.json()["provenance"] == name, one.text
+            assert one.json()["status"] == _status(name)
             items = [{"content": f"HTTP batch {i}.", "source": spelling}]
             batch = http.post("/v1/experiences:batch", json={"items": items})
             assert batch.json()["items"][0]["experience"]["provenance"] == name, batch.text
+            assert batch.json()["items"][0]["experience"]["status"] == _status(name)
             run = {"task": f"HTTP run {i}", "source": spelling, "events": []}
             stored = http.post("/v1/episodes", json={"trajectory": run, "review": False})
             assert stored.status_code == 201, stored.text
@@ -151,7 +162,8 @@ async def test_http_and_mcp(served: tuple[Memory, str]) -> None:
         for i, (spelling, name) in enumerate(SPELLINGS):
             lesson = {"content": f"MCP {i}.", "source": spelling}
             added = (await call(session, "add_experiences", {"lessons": [lesson]})).ok()
-            assert mem.get_experience(added["items"][0]["id"], tenant_id="t").provenance == name
+            got_exp = mem.get_experience(added["items"][0]["id"], tenant_id="t")
+            assert (got_exp.provenance, got_exp.status) == (name, _status(name))
             run = {"task": f"MCP run {i}", "source": spelling, "events": []}
             got = await call(session, "store_episode", {"trajectory": run, "review": False})
             tid = got.ok()["trajectory_id"]
@@ -167,3 +179,38 @@ async def test_http_and_mcp(served: tuple[Memory, str]) -> None:
             assert done.error is not None and "source: source must be one of" in json.dumps(
                 done.error
             )
+
+
+@pytest.mark.parametrize(("source", "held"), [("web", True), ("tool_output", True),
+                                              ("user", False), ("operator", False)])  # fmt: skip
+def test_reviewed_lessons_follow_the_runs_origin(
+    tmp_path: Path, database_url: str, source: str, held: bool
+) -> None:
+    """A reviewed lesson is held when the run it came from has a low-trust source, and not
+    when a user's run merely quotes a tool's error message (its trust is 0.6 either way)."""
+    from hindsight import Event, Trajectory
+
+    run = Trajectory(tenant_id="t", task="look up order 7", outcome="failure", source=source,
+                     events=[Event(event_type="user_message", content="look up order 7"),
+                             Event(event_type="tool_call", tool_name="order_query",
+                                   tool_args={"id": 7}),
+                             Event(event_type="tool_result", tool_name="order_query",
+                                   status="failure",
+                                   content="upstream pool exhausted, retry later")])  # fmt: skip
+    with make_memory(tmp_path / "r", database_url) as mem:
+        mem.store_episode(run, review=False)
+        lessons = mem.review_now(run.id, tenant_id="t")
+        assert lessons
+        for exp in lessons:
+            if exp.kind.value != "episode":  # an episode's origin is its provenance
+                assert exp.metadata["provenance"]["origin"] == canonical_source(source)
+            reasons = exp.metadata.get("quarantine_reasons", [])
+            unconfirmed = [r for r in reasons if r.startswith("unconfirmed source")]
+            assert bool(unconfirmed) is held, (exp.content, reasons)
+            assert (exp.status.value == "quarantined") is held
+        if held:  # approval releases it, and a later edit does not hold it again
+            first = lessons[0]
+            approved = mem.approve(first.id, tenant_id="t")
+            assert approved.status.value == "active"
+            edited = mem.edit_experience(first.id, tenant_id="t", tags=["checked"])
+            assert edited.status.value == "active"
