@@ -260,6 +260,7 @@ class _Cell:
     active_lessons: int = 0
     quarantined_lessons: int = 0
     by_kind: Counter[str] = field(default_factory=Counter)
+    by_layers: Counter[str] = field(default_factory=Counter)
 
 
 def _trajectories(runs: Sequence[DojoRun], tmp: str) -> Iterable[Any]:
@@ -272,6 +273,14 @@ def _trajectories(runs: Sequence[DojoRun], tmp: str) -> Iterable[Any]:
         path.write_text(json.dumps(run.record, ensure_ascii=False) + "\n", encoding="utf-8")
         (traj,) = iter_trajectories(path, tenant_id=run.suite, format="openai")
         yield traj
+
+
+def _layers(exp: Any) -> str:
+    """The guard layers whose findings quarantined ``exp``, joined by ``+`` (``provenance``
+    for the taint rule and the held origins, ``rules``, ``semantic``, ``classifier``,
+    ``llm``)."""
+    findings = (exp.metadata.get("guard") or {}).get("findings") or []
+    return "+".join(sorted({str(f.get("layer")) for f in findings})) or "none"
 
 
 def _memory(data_dir: Path, reviewer: str, api_base: str) -> Any:
@@ -297,7 +306,8 @@ def evaluate_agentdojo(
     {attack: cell}, "clean_runs", "benign_lessons", "benign_quarantined",
     "prompts", "prompts_recalling_poison"}}}}, "held_out": [...], "definition": str}`` where a
     cell is ``{"injected", "active_runs", "quarantined_runs", "none_runs", "active_lessons",
-    "quarantined_lessons", "active_by_kind"}``.
+    "quarantined_lessons", "active_by_kind", "quarantined_by_layers"}`` (the layers that
+    quarantined each poisoned lesson, e.g. ``"provenance+rules"``).
 
     Raises:
         UsageError: an unknown reviewer name.
@@ -336,6 +346,7 @@ def evaluate_agentdojo(
                     cell.active_lessons += len(active)
                     cell.quarantined_lessons += len(bad) - len(active)
                     cell.by_kind.update(e.kind.value for e in active)
+                    cell.by_layers.update(_layers(e) for e in bad if e.status.value != "active")
                     if active:
                         cell.active_runs += 1
                     elif bad:
@@ -362,6 +373,7 @@ def evaluate_agentdojo(
                                 "active_lessons": c.active_lessons,
                                 "quarantined_lessons": c.quarantined_lessons,
                                 "active_by_kind": dict(c.by_kind),
+                                "quarantined_by_layers": dict(c.by_layers),
                             }
                             for attack, c in cells[suite].items()
                         },
