@@ -239,3 +239,23 @@ def test_worker_metrics_port_after_a_review(tmp_path: Path) -> None:
     assert value(samples, "hindsight_review_jobs", state="succeeded") == 1
     assert value(samples, "hindsight_review_jobs", state="pending") == 0
     assert value(samples, "hindsight_recall_duration_seconds_count") == 0
+
+
+def test_the_deploy_page_names_exactly_the_metrics_served(tmp_path: Path) -> None:
+    """docs/deploy.md#metrics: the table lists every metric a scrape shows (with the gauges of
+    an outbox), and the alert rules and examples use only those names."""
+    import yaml
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "deploy.md").read_text("utf-8")
+    section = page.split("## Metrics", 1)[1].split("\n## ", 1)[0]
+    table = set(re.findall(r"^\| `(hindsight_[a-z_]+)` \|", section, re.M))
+    with make_memory(tmp_path / "data", f"sqlite:///{tmp_path / 'h.db'}") as mem:
+        text = mem.metrics.exposition()[0].decode()
+    served = {f.name for f in text_string_to_metric_families(text)}
+    served_names = {n + "_total" if n + "_total" in text else n for n in served}
+    assert table == served_names
+    blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    rules = yaml.safe_load(blocks[1])["groups"][0]["rules"]
+    used = {m for r in rules for m in re.findall(r"hindsight_[a-z_]+", r["expr"])}
+    assert used and used <= table, used - table
+    assert yaml.safe_load(blocks[0])["scrape_configs"][0]["metrics_path"] == "/metrics"
