@@ -95,6 +95,8 @@ def test_sync_graph_spans_nest_under_the_run(mem: Memory, spans: InMemorySpanExp
 
     def check(state: State) -> State:
         found = mem.check_action("refund_order", {"order_id": "1234"}, tenant_id="acme")
+        # a sync call through the memory's loop (another thread) keeps the caller's context
+        mem.add_experience("Retry order_query once after a 502.", tenant_id="acme")
         return {"checks": len(found.checks)}
 
     builder = StateGraph(State)
@@ -111,12 +113,14 @@ def test_sync_graph_spans_nest_under_the_run(mem: Memory, spans: InMemorySpanExp
     got = _by_name(spans.get_finished_spans())
     [recall_span] = got["hindsight.recall"]
     [check_span] = got["hindsight.check_action"]
+    [write_span] = got["hindsight.writeback"]
     run_id = run.get_span_context()
-    for s in (recall_span, check_span):
+    assert write_span.attributes["hindsight.created"] == 1
+    for s in (recall_span, check_span, write_span):
         assert s.parent is not None and s.parent.span_id == run_id.span_id
         assert s.context.trace_id == run_id.trace_id
         assert s.attributes["hindsight.tenant"] == "acme"
-        assert s.attributes["hindsight.duration_ms"] >= 0
+    assert recall_span.attributes["hindsight.duration_ms"] >= 0
     assert recall_span.attributes["hindsight.hits"] >= 1
     assert check_span.attributes["hindsight.checks"] >= 1
     assert check_span.attributes["hindsight.tool"] == "refund_order"
