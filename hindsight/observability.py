@@ -211,36 +211,31 @@ class _Collector:
 
         latency, writes, quarantined, failures = self._metrics._snapshot()
         for name, (buckets, total) in latency.items():
-            family = HistogramMetricFamily(
+            histogram = HistogramMetricFamily(
                 f"hindsight_{name}_duration_seconds",
                 f"Duration of {name.replace('_', ' ')} calls in this process, in seconds.",
             )
-            family.add_metric([], buckets, total)
-            yield family
-        family = CounterMetricFamily(
-            "hindsight_writes",
-            "Experiences through the write path, by result.",
-            labels=["result"],
-        )
-        for result, n in writes.items():
-            family.add_metric([result], n)
-        yield family
-        family = CounterMetricFamily(
-            "hindsight_quarantined",
-            "Experiences quarantined by the memory guard, by finding category.",
-            labels=["category"],
-        )
-        for category, n in sorted(quarantined.items()):
-            family.add_metric([category], n)
-        yield family
-        family = CounterMetricFamily(
-            "hindsight_review_job_failures",
-            "Failed review attempts in this process, by reason.",
-            labels=["reason"],
-        )
-        for reason, n in failures.items():
-            family.add_metric([reason], n)
-        yield family
+            histogram.add_metric([], buckets, total)
+            yield histogram
+        for name, text, label, counts in (
+            ("writes", "Experiences through the write path, by result.", "result", writes),
+            (
+                "quarantined",
+                "Experiences quarantined by the memory guard, by finding category.",
+                "category",
+                dict(sorted(quarantined.items())),
+            ),
+            (
+                "review_job_failures",
+                "Failed review attempts in this process, by reason.",
+                "reason",
+                failures,
+            ),
+        ):
+            counter = CounterMetricFamily(f"hindsight_{name}", text, labels=[label])
+            for value, n in counts.items():
+                counter.add_metric([value], n)
+            yield counter
         source = self._metrics._gauges
         if source is None:
             return
@@ -309,15 +304,33 @@ def span(name: str, **attributes: Any) -> Any:
 
     ``attributes`` (``None`` values left out) are set as ``hindsight.<key>``: pass ids,
     counts and timings, never lesson or query text. Without ``opentelemetry-api`` this is a
-    shared no-op. An exception leaving the block is recorded on the span and re-raised.
+    shared no-op. An exception leaving the block marks the span as failed (its type only,
+    ``hindsight.error``) and is re-raised.
     """
     tracer = _get_tracer()
     if tracer is None:
         return _NO_SPAN
-    return tracer.start_as_current_span(
-        name,
-        attributes={f"hindsight.{k}": v for k, v in attributes.items() if v is not None},
+    return _otel_span(
+        tracer, name, {f"hindsight.{k}": v for k, v in attributes.items() if v is not None}
     )
+
+
+@contextmanager
+def _otel_span(tracer: Any, name: str, attributes: dict[str, Any]) -> Iterator[Any]:
+    """The span of :func:`span` with ``opentelemetry-api``. An exception sets the status to
+    ERROR with the exception's type only, never its message (which may quote a lesson or a
+    query): ``hindsight.error`` holds the type name."""
+    with tracer.start_as_current_span(
+        name, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except Exception as exc:
+            from opentelemetry.trace import Status, StatusCode
+
+            current.set_attribute("hindsight.error", type(exc).__name__)
+            current.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            raise
 
 
 @contextmanager

@@ -186,3 +186,17 @@ def test_without_opentelemetry_spans_are_a_shared_no_op(
         current.set_attribute("hindsight.hits", 1)
     assert mem.recall(QUERY, tenant_id="acme").hits  # works, untraced
     assert observability._tracer is None
+
+
+def test_a_failed_call_marks_its_span_without_the_message(spans: InMemorySpanExporter) -> None:
+    with (
+        pytest.raises(ValueError, match="cannot store"),
+        observability.span("hindsight.writeback", tenant="acme"),
+    ):
+        raise ValueError(f"cannot store {LESSON}")
+    [failed] = spans.get_finished_spans()
+    assert failed.status.status_code is trace.StatusCode.ERROR
+    assert failed.status.description == "ValueError"
+    assert failed.attributes["hindsight.error"] == "ValueError"
+    assert not failed.events  # no exception event: its message would carry the text
+    _no_text([failed])

@@ -106,7 +106,7 @@ def _handler(metrics: Metrics, keyring: KeyRing) -> type[BaseHTTPRequestHandler]
                 self._error(404, "not_found", "only /metrics is served here")
                 return
             if not keyring.is_empty():  # keys created after the start count at once
-                raw = key_from_headers(self.headers)
+                raw = key_from_headers(dict(self.headers.items()))
                 if keyring.authenticate(raw) is None:
                     self._error(401, "unauthorized", MISSING_KEY if not raw else UNKNOWN_KEY)
                     return
