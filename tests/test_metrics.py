@@ -259,3 +259,15 @@ def test_the_deploy_page_names_exactly_the_metrics_served(tmp_path: Path) -> Non
     used = {m for r in rules for m in re.findall(r"hindsight_[a-z_]+", r["expr"])}
     assert used and used <= table, used - table
     assert yaml.safe_load(blocks[0])["scrape_configs"][0]["metrics_path"] == "/metrics"
+
+
+def test_worker_metrics_on_another_address_without_keys_is_a_one_line_error(
+    tmp_path: Path,
+) -> None:
+    env = _env(HINDSIGHT_DATA_DIR=str(tmp_path / "data"))
+    proc = _cli("worker", "--once", "--metrics-port", "0", "--metrics-host", "0.0.0.0", env=env)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 2, err
+    [line] = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert "API keys" in line and "127.0.0.1" in line
+    assert "Traceback" not in err
