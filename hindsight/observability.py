@@ -123,8 +123,8 @@ class Metrics:
 
     Args:
         gauges: called at each scrape for the store's gauges (:class:`StoreGauges`); ``None``:
-            no store gauges. An exception it raises is logged by ``prometheus_client`` as a
-            failed scrape (HTTP 500 on ``/metrics``), never swallowed into zeros.
+            no store gauges. An exception it raises fails the scrape (an error answer on
+            ``/metrics``): a store that cannot be read is never reported as zeros.
 
     Thread-safe: observations come from the caller's threads, the worker loop and the scrape.
     """
