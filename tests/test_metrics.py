@@ -271,3 +271,25 @@ def test_worker_metrics_on_another_address_without_keys_is_a_one_line_error(
     [line] = [x for x in err.splitlines() if x.startswith("error: ")]
     assert "API keys" in line and "127.0.0.1" in line
     assert "Traceback" not in err
+
+
+def test_a_memory_nobody_scrapes_never_loads_prometheus_client(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import hindsight\n"
+        "assert 'prometheus_client' not in sys.modules and 'opentelemetry' not in sys.modules\n"
+        "with hindsight.Memory(data_dir=sys.argv[1]) as mem:\n"
+        "    mem.add_experience('Retry order_query once after a 502.', tenant_id='acme')\n"
+        "    mem.recall('order_query', tenant_id='acme')\n"
+        "assert 'prometheus_client' not in sys.modules\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
