@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -156,6 +156,24 @@ def worker(
     ] = 1,
     once: Annotated[bool, typer.Option("--once", help="Exit when no job is ready to run.")] = False,
     reviewer: ReviewerOpt = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            min=0,
+            max=65535,
+            envvar="HINDSIGHT_METRICS_PORT",
+            help="Serve Prometheus metrics at http://HOST:PORT/metrics (docs/deploy.md#metrics).",
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str,
+        typer.Option(
+            "--metrics-host",
+            envvar="HINDSIGHT_METRICS_HOST",
+            help="Address of --metrics-port; another than loopback needs API keys.",
+        ),
+    ] = "127.0.0.1",
     as_json: JsonOpt = False,
 ) -> None:
     """Run review workers in this process against the configured store.
@@ -180,12 +198,24 @@ def worker(
                 highlight=False,
             )
 
-    with guarded(), open_memory(state(ctx), note_pending=False, **overrides) as mem:
+    with (
+        guarded(),
+        open_memory(state(ctx), note_pending=False, **overrides) as mem,
+        ExitStack() as stack,
+    ):
         if mem.aio._lock is not None and not as_json:
             err_console.print(
                 "note: embedded store: this worker holds the data-dir lock until it exits",
                 highlight=False,
             )
+        if metrics_port is not None:
+            from hindsight.service._keys import KeyRing
+            from hindsight.service.metrics_http import MetricsServer
+
+            keyring = KeyRing.from_env(data_dir=mem.config.data_dir)
+            served = MetricsServer(mem.metrics, metrics_port, metrics_host, keyring)
+            stack.callback(served.close)
+            err_console.print(f"metrics at {served.url}", highlight=False)
 
         def ready() -> None:  # on stderr even with --json: stdout stays one document
             err_console.print(

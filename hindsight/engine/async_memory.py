@@ -60,6 +60,7 @@ from hindsight.config import MemoryConfig
 from hindsight.engine._lifecycle import LifecycleMethods
 from hindsight.engine._open import open_components, resolve_config
 from hindsight.models import AddResult, Experience, ExperienceKind, Provenance, Trajectory
+from hindsight.observability import Metrics, StoreGauges, operation
 from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex
 from hindsight.recall import RecallMode, RecallResult
 from hindsight.recall.render import strip_block
@@ -167,6 +168,10 @@ class AsyncMemory(LifecycleMethods):
         self.reviewer, self.guard = parts.reviewer, parts.guard
         self.writeback, self.deduper = parts.writeback, parts.deduper
         self._recall, self.reviews = parts.recall, parts.reviews
+        self.metrics = Metrics(self._store_gauges)
+        """This memory's metrics (:class:`hindsight.observability.Metrics`): ``/metrics`` of
+        ``hindsight serve`` and ``hindsight worker --metrics-port`` (docs/deploy.md#metrics)."""
+        self.writeback.metrics = self.reviews.metrics = self.metrics
         _OPEN.add(self)
         self._integrations: weakref.WeakSet[Any] = weakref.WeakSet()
         area = self.config.unsaved_dir()
@@ -181,6 +186,16 @@ class AsyncMemory(LifecycleMethods):
         self.found_open_reviews = self.config.background_review and self.reviews.has_open_jobs()
         if self.found_open_reviews:
             self.reviews.ensure_worker()  # resume jobs a previous process left pending
+
+    def _store_gauges(self) -> StoreGauges:
+        """The store's gauges at scrape time: one grouped query over the review jobs, one
+        count of the vector outbox when the store keeps one."""
+        counts, oldest = self.store.review_job_summary()
+        age = None if oldest is None else max(0.0, (self.store.now() - oldest).total_seconds())
+        outbox = None
+        if not self.store.vectors_in_sql:
+            outbox = int(self.store.vector_outbox_state()["pending"])
+        return StoreGauges(review_jobs=counts, oldest_pending_seconds=age, outbox_pending=outbox)
 
     @property
     def _worker(self) -> ReviewWorker | None:
@@ -638,10 +653,27 @@ class AsyncMemory(LifecycleMethods):
         self._check_open()
         floor = check(SimilarityFloor, options.pop("similarity_floor", None))
         request = self._recall.request(query, similarity_floor=floor, **options)
-        with self.store.recall_reads():
+        with (
+            operation(
+                "recall",
+                self.metrics,
+                tenant=request.tenant_id,
+                trajectory_id=request.trajectory_id,
+                top_k=request.top_k,
+                tools=len(request.tools),
+            ) as span,
+            self.store.recall_reads(),
+        ):
             result = self._recall_ready(request)
             if risk_checks and request.tools:
                 result = self._with_risks(result, request)
+            span.set_attributes(
+                {
+                    "hindsight.hits": len(result.hits),
+                    "hindsight.episodes": len(result.episodes),
+                    "hindsight.risk_lessons": len(result.risk_lesson_ids),
+                }
+            )
         return result
 
     def _with_risks(self, result: RecallResult, request: Any) -> RecallResult:
@@ -802,7 +834,12 @@ class AsyncMemory(LifecycleMethods):
         tt = check(TaskType, task_type)
         tid = None if trajectory_id is None else check(TrajectoryId, trajectory_id)
         seen = check(RunState, state)
-        with self.store.recall_reads():
+        with (
+            operation(
+                "check_action", self.metrics, tenant=tenant, trajectory_id=tid, top_k=k, tool=tool
+            ) as span,
+            self.store.recall_reads(),
+        ):
             result = find_checks(
                 self.store,
                 tenant,
@@ -815,6 +852,7 @@ class AsyncMemory(LifecycleMethods):
                 state=seen,
                 now=self.clock.now(),
             )
+            span.set_attribute("hindsight.checks", len(result.checks))
         if record and tid is not None and result.checks:
             self.store.buffer_recall(tenant, result.lesson_ids, self.clock.now(), tid)
         return result

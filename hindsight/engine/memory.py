@@ -19,6 +19,7 @@ from hindsight.capture.writer import TrajectoryWriter
 from hindsight.config import MemoryConfig
 from hindsight.engine.async_memory import AsyncMemory, EpisodeReceipt
 from hindsight.models import Experience, Provenance, Trajectory
+from hindsight.observability import Metrics
 from hindsight.store import TrajectorySummary
 
 __all__ = ["Memory"]
@@ -51,6 +52,11 @@ class Memory:
     @property
     def config(self) -> MemoryConfig:
         return self.aio.config
+
+    @property
+    def metrics(self) -> Metrics:
+        """This memory's metrics (see :attr:`AsyncMemory.metrics`, docs/deploy.md#metrics)."""
+        return self.aio.metrics
 
     def record(
         self,

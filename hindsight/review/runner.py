@@ -18,8 +18,15 @@ from typing import TYPE_CHECKING, Any
 from hindsight._runtime import BackgroundLoop
 from hindsight.config import MemoryConfig
 from hindsight.models import Experience, Trajectory
+from hindsight.observability import Metrics, operation
 from hindsight.ports import Clock, Reviewer
-from hindsight.review.worker import ModelBackoff, ReviewWorker, model_of, prepare_reviewer
+from hindsight.review.worker import (
+    ModelBackoff,
+    ReviewWorker,
+    failure_reason,
+    model_of,
+    prepare_reviewer,
+)
 
 if TYPE_CHECKING:
     from hindsight.review.groups import TaskGroups
@@ -77,6 +84,8 @@ class ReviewRunner:
         self._last_store = 0.0
         self._prepared = False
         self.backoff = ModelBackoff(store, model_of(reviewer), config.review_retry_base)
+        self.metrics: Metrics | None = None
+        """The memory's metrics (set by the engine): review latency and failed attempts."""
 
     @property
     def run(self) -> ReviewRun:
@@ -98,7 +107,15 @@ class ReviewRunner:
         while not lock.acquire(blocking=False):  # polled: cancellation never strands it
             await asyncio.sleep(0.01)
         try:
-            found = await self.run(traj)
+            with operation(
+                "review",
+                self.metrics,
+                tenant=traj.tenant_id,
+                trajectory_id=traj.id,
+                events=len(traj.events),
+            ) as span:
+                found = await self.run(traj)
+                span.set_attribute("hindsight.experiences_written", len(found))
         finally:
             lock.release()
         if self.mining is not None:
@@ -114,6 +131,12 @@ class ReviewRunner:
             idle = await asyncio.to_thread(self.store.count_review_jobs, state="pending")
             if not idle:
                 await asyncio.to_thread(mining.settle, force=False)
+
+    def job_failed(self, exc: BaseException) -> None:
+        """Count a failed review attempt in the memory's metrics, by
+        :func:`~hindsight.review.worker.failure_reason`."""
+        if self.metrics is not None:
+            self.metrics.job_failed(failure_reason(exc))
 
     # -- the queue ---------------------------------------------------------------------------
     def stored(self, queued: bool) -> None:
@@ -146,6 +169,7 @@ class ReviewRunner:
                     retry_base=self.config.review_retry_base,
                     defer=self._defer,
                     backoff=self.backoff,
+                    on_failure=self.job_failed,
                 )
             self.worker.wake()
 

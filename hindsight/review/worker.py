@@ -38,6 +38,7 @@ __all__ = [
     "RETRY_BASE_SECONDS",
     "ModelBackoff",
     "ReviewWorker",
+    "failure_reason",
     "is_retryable",
     "model_of",
     "prepare_reviewer",
@@ -236,6 +237,28 @@ def is_retryable(exc: BaseException) -> bool:
     return bool(getattr(exc, "retryable", True))
 
 
+def failure_reason(exc: BaseException) -> str:
+    """The bounded reason of a failed review attempt, the ``reason`` label of
+    ``hindsight_review_job_failures_total`` (docs/deploy.md#metrics): ``"store_error"`` (the
+    store around the review failed), ``"timeout"`` (``review_timeout`` or the provider's),
+    ``"rate_limited"`` (HTTP 429), ``"provider_error"`` (another HTTP error of the provider),
+    ``"invalid_reply"`` (a reply the reviewer could not use, not retried) or ``"other"``."""
+    from hindsight.review.llm.reviewer import ReviewTimeoutError
+
+    if isinstance(exc, StoreError):
+        return "store_error"
+    if isinstance(exc, (TimeoutError, ReviewTimeoutError)):
+        return "timeout"
+    status, _ = provider_failure(exc)
+    if status == 429:
+        return "rate_limited"
+    if status is not None and status >= 400:
+        return "provider_error"
+    if not is_retryable(exc):
+        return "invalid_reply"
+    return "other"
+
+
 class ReviewWorker:
     """Runs review jobs one at a time on the engine's background loop.
 
@@ -252,6 +275,8 @@ class ReviewWorker:
             "until the agent has been quiet for 50 ms"); ``None``: never wait.
         backoff: the pause shared by the jobs of the reviewer's model (:class:`ModelBackoff`);
             ``None``: no shared pause.
+        on_failure: called with the exception of each failed review attempt (the memory's
+            metrics count it by :func:`failure_reason`); ``None``: nothing is called.
     """
 
     def __init__(
@@ -265,8 +290,10 @@ class ReviewWorker:
         retry_base: float = RETRY_BASE_SECONDS,
         defer: Callable[[], float] | None = None,
         backoff: ModelBackoff | None = None,
+        on_failure: Callable[[BaseException], None] | None = None,
     ) -> None:
         self._store = store
+        self._on_failure = on_failure
         self._backoff = backoff
         self._dead_checked = -1e9
         self._handle = handle
@@ -461,6 +488,8 @@ class ReviewWorker:
                 await self._settle(self._store.complete_review_job, job.id)
             except Exception as exc:
                 self.failed += 1
+                if self._on_failure is not None:
+                    self._on_failure(exc)
                 error = f"{type(exc).__name__}: {exc}"[:2000]
                 retry, attempt = self._retry_after(job, exc)
                 log.warning("hindsight: review of %s failed (%s)", job.trajectory_id, error)

@@ -109,6 +109,7 @@ async def run_workers(
             max_attempts=config.review_max_attempts,
             retry_base=config.review_retry_base,
             backoff=memory.reviews.backoff,
+            on_failure=memory.reviews.job_failed,
         )
         for _ in range(concurrency)
     ]

@@ -349,6 +349,20 @@ class JobStore(StoreCore):
         with self._tx() as conn:
             return int(conn.execute(query).scalar_one())
 
+    def review_job_summary(self) -> tuple[dict[str, int], Any]:
+        """``({state: jobs}, created_at of the oldest pending job or None)`` over every
+        tenant, in one grouped query (the gauges of docs/deploy.md#metrics). Every state is
+        present, zero when unused."""
+        query = select(_jobs.state, func.count(), func.min(_jobs.created_at)).group_by(_jobs.state)
+        counts = {s.value: 0 for s in JobState}
+        oldest = None
+        with self._tx() as conn:
+            for state, n, first in conn.execute(query):
+                counts[state] = int(n)
+                if state == JobState.PENDING.value:
+                    oldest = first
+        return counts, oldest
+
     def list_review_jobs(
         self,
         state: str | None = None,

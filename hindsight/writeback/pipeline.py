@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy.typing as npt
 
-from hindsight.guard import TRUST_WEIGHTS, initial_trust
+from hindsight.guard import CATEGORIES, TRUST_WEIGHTS, initial_trust
 from hindsight.guard.checker import Established
 from hindsight.guard.evidence import EvidenceIndex
+from hindsight.guard.harm import HARM_CATEGORIES
 from hindsight.guard.screening import WriteScreen
 from hindsight.models import Experience, ExperienceStatus, Trajectory
+from hindsight.observability import Metrics, span
 from hindsight.ports import Embedder, embedded
 from hindsight.store import SqlStore
 from hindsight.writeback import confidence
@@ -27,7 +29,45 @@ from hindsight.writeback.dedup import RowCache
 if TYPE_CHECKING:
     from hindsight.writeback.dedup import Deduper
 
-__all__ = ["WriteBack"]
+__all__ = ["WriteBack", "write_labels"]
+
+_KNOWN_CATEGORIES = frozenset(CATEGORIES) | frozenset(HARM_CATEGORIES) | {"conflict", "taint"}
+"""Guard finding categories counted by name; any other (a custom rule's free-text category)
+is counted as ``other``, so the ``category`` label stays bounded."""
+
+
+def write_labels(
+    given: Sequence[Experience], results: Sequence[tuple[str, Experience]]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """``({result: n}, {category: n})`` of one write, for the metrics (docs/deploy.md#metrics).
+
+    ``result`` is ``created``, ``merged``, ``superseded`` (a new row that replaced an older
+    one: ``metadata["supersedes"]`` set by the write) or ``quarantined``; each quarantined
+    experience counts once under each distinct category of its guard findings
+    (``metadata["guard"]["findings"]``), bounded to the built-in categories and ``other``.
+    """
+    counts = dict.fromkeys(("created", "merged", "superseded", "quarantined"), 0)
+    categories: dict[str, int] = {}
+    for before, (result, stored) in zip(given, results, strict=True):
+        if (
+            result == "created"
+            and "supersedes" in stored.metadata
+            and "supersedes" not in before.metadata
+        ):
+            result = "superseded"
+        counts[result] = counts.get(result, 0) + 1
+        if result != "quarantined":
+            continue
+        guard = stored.metadata.get("guard")
+        findings = guard.get("findings", []) if isinstance(guard, dict) else []
+        names = {
+            f.get("category") if f.get("category") in _KNOWN_CATEGORIES else "other"
+            for f in findings
+            if isinstance(f, dict)
+        } or {"other"}
+        for name in names:
+            categories[str(name)] = categories.get(str(name), 0) + 1
+    return counts, categories
 
 
 class WriteBack:
@@ -60,6 +100,9 @@ class WriteBack:
         self.screen = screen
         self.dedup: Deduper | None = None
         """Step 2, set by the engine: :class:`hindsight.writeback.dedup.Deduper`."""
+        self.metrics: Metrics | None = None
+        """The memory's metrics (set by the engine): writes by result, quarantines by
+        category (:func:`write_labels`)."""
 
     def guard_experience(
         self,
@@ -179,6 +222,23 @@ class WriteBack:
         """
         if not experiences:
             return []
+        tenants = sorted({e.tenant_id for e in experiences})
+        with span(
+            "hindsight.writeback",
+            tenant=tenants[0] if len(tenants) == 1 else None,
+            tenants=len(tenants),
+            candidates=len(experiences),
+        ) as current:
+            results = self._write_items(experiences, trajectory)
+            counts, categories = write_labels(experiences, results)
+            current.set_attributes({f"hindsight.{k}": n for k, n in counts.items()})
+        if self.metrics is not None:
+            self.metrics.wrote(counts, categories)
+        return results
+
+    def _write_items(
+        self, experiences: Sequence[Experience], trajectory: Trajectory | None
+    ) -> list[tuple[str, Experience]]:
         new = self.with_evidence(experiences)
         if self.screen is not None:
             new = [self.screen.clean(e) for e in new]

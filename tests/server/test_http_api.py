@@ -51,6 +51,7 @@ ROUTES = [
     ("POST", "/v1/outcomes", {"trajectory_id": str(uuid.uuid4()), "success": True}),
     ("GET", "/v1/quarantine", None),
     ("GET", "/v1/jobs", None),
+    ("GET", "/metrics", None),
     ("POST", "/v1/forget", {"everything": True}),
     ("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
 ]

@@ -14,7 +14,7 @@ from hindsight.service._keys import key_from_headers
 from hindsight.service._wire import client_message
 from hindsight.service.http._deps import Memory, Tenant, keyring_of
 from hindsight.service.http._errors import error_response
-from hindsight.service.http._openapi import V1_ERRORS, ErrorResponse
+from hindsight.service.http._openapi import V1_ERRORS, ErrorResponse, errors
 from hindsight.service.http._schemas import RetryJobsBody
 
 __all__ = ["router"]
@@ -142,3 +142,25 @@ async def retry_jobs(body: RetryJobsBody, tenant: Tenant, memory: Memory) -> lis
         body.job_ids, all_failed=body.all_failed, tenant_id=tenant
     )
     return [j.to_json() for j in jobs]
+
+
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics of this process (any valid key)",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "the Prometheus text format (docs/deploy.md#metrics)",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        },
+        **errors(401, 503),
+    },
+)
+async def metrics(tenant: Tenant, memory: Memory) -> Response:
+    """Latency histograms, write and failure counters of this process and the store's review
+    job and vector outbox gauges, for every tenant together (no tenant label: one series per
+    tenant would grow without bound; docs/deploy.md#metrics). Any valid API key may read it:
+    the numbers are deployment-wide aggregates, never a tenant's content."""
+    del tenant  # the key is checked like on every route; the metrics have no tenant
+    body, content_type = await asyncio.to_thread(memory.metrics.exposition)
+    return Response(content=body, headers={"Content-Type": content_type})
