@@ -1,4 +1,4 @@
-"""Conflicts settled by trust and evidence, not by count (issue 17 item 3, guard side).
+"""Conflicts settled by trust and evidence, not by count (docs/security.md#layer-2-provenance-trust).
 
 A lesson is quarantined for contradicting established lessons only when they outweigh it:
 their total support mass is at least its own and the most trusted of them is at least as
@@ -115,7 +115,7 @@ def test_seven_confident_tool_repeats_do_not_quarantine_a_system_lesson() -> Non
         ([Established("x", 0.9, 1.0, 1.0)], 1.0, 1.0, True),  # equal: the established wins
         ([Established("x", 0.9, 1.0, 1.0)], 0.9, 2.7, False),  # more support on the candidate
         ([Established("x", 0.9, 0.9, 0.9)] * 3, 0.9, 2.7, True),
-        ([Established("x", 0.9)], 1.0, 1.0, True),  # unknown trust: the test before issue 17
+        ([Established("x", 0.9)], 1.0, 1.0, True),  # unknown trust: the older test
     ],
 )
 def test_outweighs(

@@ -1,4 +1,4 @@
-"""Where a lesson's words come from: quotes of a trajectory's events (issue 5, items 1 and 2).
+"""Where a lesson's words come from: quotes of a trajectory's events (docs/security.md#provenance).
 
 A reviewer turns a run into lessons, and a lesson may copy words from the run: the heuristic
 reviewer quotes a failing tool's error text, an LLM reviewer may repeat whatever a tool output
@@ -116,7 +116,7 @@ class EvidenceIndex:
         """The index of ``trajectory``, built once for the last :data:`INDEX_CACHE_SIZE` runs.
 
         A review writes a run's lessons, then its episode, and works out their stable ids on
-        the way: each step used to build its own index (issue 10: four per tau-bench run).
+        the way: each step used to build its own index (four per tau-bench run).
         The cache key is what the index depends on (the run's id and source, and every
         event's type and content), so an edited trajectory gets a new index.
         """

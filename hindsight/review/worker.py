@@ -5,7 +5,7 @@ process exits: a job interrupted by shutdown goes back to pending, and a job who
 is re-claimed when its lease expires (case C16), or at once by the next worker on the same
 machine, which sees that the process is gone.
 
-Jobs end in a clear state (issue 22):
+Jobs end in a clear state (docs/review.md):
 
 * ``attempts`` counts only reviews that failed (the reviewer, usually a model call, raised);
   a claim is not an attempt, a lease lost to a crash is not one (those are ``lost_leases``,
@@ -107,7 +107,7 @@ def provider_failure(exc: BaseException) -> tuple[int | None, float | None]:
 
 
 class ModelBackoff:
-    """A pause shared by every job of one model (issue 22: "429 and repeated 5xx back off
+    """A pause shared by every job of one model ("429 and repeated 5xx back off
     across jobs of the same model").
 
     A 429 pauses the model for its ``Retry-After`` (else ``base`` seconds); a 5xx pauses it
@@ -231,7 +231,7 @@ def is_retryable(exc: BaseException) -> bool:
 
     An exception whose class sets ``retryable = False`` is not: e.g.
     :class:`~hindsight.review.ReportParseError`, raised after the reviewer already re-asked
-    the model once with the error (issue 3: "then the job fails visibly"). Timeouts, provider
+    the model once with the error (then the job fails visibly). Timeouts, provider
     and store errors are retried.
     """
     return bool(getattr(exc, "retryable", True))
@@ -318,7 +318,7 @@ class ReviewWorker:
         idle; ``True`` when the caller must :meth:`wake` it (it is then counted as awake).
 
         This spares the end of each run a cross-thread wake of the loop (a GIL handoff to the
-        loop thread on the agent's path, issue 10) while the worker is busy anyway. It is
+        loop thread on the agent's path) while the worker is busy anyway. It is
         safe: the worker clears the flag *before* its last claim (see :meth:`_disarm`), so a
         job committed before a ``False`` answer is seen by that claim.
         """

@@ -1,4 +1,4 @@
-"""Review workers outside the agent's process (``hindsight worker``; issue 3, MISSION S10).
+"""Review workers outside the agent's process (``hindsight worker``; docs/deploy.md).
 
 Review jobs are rows in the SQL store, so any process that opens the same store can run them.
 :func:`run_workers` runs ``concurrency`` workers on one event loop; each claims one job at a

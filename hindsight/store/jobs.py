@@ -71,7 +71,7 @@ class JobStore(StoreCore):
 
         Claimable: ``pending`` with ``run_after <= now``, or ``running`` with an expired lease
         (its worker died or hung). The job becomes ``running`` and the lease lasts
-        ``lease_seconds``. A claim is not an attempt (issue 22: ``attempts`` counts only
+        ``lease_seconds``. A claim is not an attempt (``attempts`` counts only
         reviews that failed, :meth:`fail_review_job`); taking over an expired lease counts a
         lost lease instead, and a job whose worker died :data:`MAX_LOST_LEASES` times is left
         ``failed`` (the review may crash or hang its process) and the next job is claimed. Two

@@ -392,7 +392,7 @@ def test_errors_have_one_shape_and_strings_stay_strings(
             exp = add(http, text)
             got = http.get(f"/v1/experiences/{exp['id']}").json()["content"]
             assert got == exp["content"] and isinstance(got, str)
-            assert got == text  # stored exactly as sent (issue 18), as in Python
+            assert got == text  # stored exactly as sent, as in Python
 
 
 def test_request_size_limit_is_413(served: Served, tenant_pair: tuple[str, str]) -> None:
