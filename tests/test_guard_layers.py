@@ -1,6 +1,7 @@
-"""The guard's layers (docs/security.md#layered-detection-and-hindsight-guard-eval): the harm model, nearest exemplars, the LLM judge on a
-real loopback OpenAI-compatible server with scripted replies, and how their findings are kept
-and shown. The sentences here are written for these tests (none is from ../shared/poison)."""
+"""The guard's layers (docs/security.md, layered detection): the harm model, nearest
+exemplars, the LLM judge on a real loopback OpenAI-compatible server with scripted replies,
+and how their findings are kept and shown. The sentences here are written for these tests
+(none is from ../shared/poison)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conflicts settled by trust and evidence, not by count (docs/security.md#layer-2-provenance-trust).
+"""Conflicts settled by trust and evidence, not by count (docs/security.md, layer 2).
 
 A lesson is quarantined for contradicting established lessons only when they outweigh it:
 their total support mass is at least its own and the most trusted of them is at least as

@@ -334,7 +334,8 @@ class AsyncMemory(LifecycleMethods):
         review: bool = True,
         merge: bool = False,
     ) -> EpisodeReceipt:
-        """Store a finished trajectory and queue its post-hoc review (docs/review.md) in the background.
+        """Store a finished trajectory and queue its post-hoc review (docs/review.md) in the
+        background.
 
         Idempotent: storing a trajectory whose id exists changes nothing, unless ``merge``.
         Empty trajectories (no content anywhere) are stored but never reviewed;
@@ -594,7 +595,8 @@ class AsyncMemory(LifecycleMethods):
                 embedded (lessons about those tools come closer) and boost like tags.
             top_k: 1..1000, default ``config.top_k`` (5).
             mode: ``"vector"`` (similarity; default) or ``"task_type"`` (exact task_type match,
-                no vectors: docs/concepts.md; default when ``query`` is empty and ``task_type`` is given).
+                no vectors: docs/concepts.md; default when ``query`` is empty and ``task_type``
+                is given).
             similarity_floor: cosine floor; default ``config.similarity_floor`` or the
                 embedder's own.
             trajectory_id: the run asking, recorded for outcome attribution.
