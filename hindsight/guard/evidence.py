@@ -181,7 +181,7 @@ class EvidenceIndex:
             out.append(f"{quote.event_type.value}: {window}")
         return out
 
-    def tainted(self, content: str, guard: Guard) -> list[str]:
+    def tainted(self, content: str, guard: Guard, *, tool_output_only: bool = False) -> list[str]:
         """Reasons to quarantine ``content`` because a passage it copies is flagged.
 
         Each quoted passage of the run but the user's own messages (their request is theirs
@@ -189,12 +189,16 @@ class EvidenceIndex:
         rules and its semantic layer)
         together with :data:`TAINT_WINDOW_CHARS` characters around it; returns one reason per
         flagged passage, ``"tainted: quotes a <event type> event the guard flags (<rule ids>)"``,
-        or ``[]``.
+        or ``[]``. ``tool_output_only`` checks only quotes of tool output
+        (:data:`TOOL_EVENT_TYPES`): an episode's record of the agent's own calls is what the
+        run did, not advice (docs/security.md#episodes).
         """
         reasons: list[str] = []
         for quote in self.quotes(content):
             if quote.event_type is EventType.USER_MESSAGE:
                 continue  # the user's own request: theirs to give (docs/security.md#provenance)
+            if tool_output_only and quote.event_type not in TOOL_EVENT_TYPES:
+                continue
             text = self._texts[quote.event_index]
             window = text[max(0, quote.start - TAINT_WINDOW_CHARS) : quote.end + TAINT_WINDOW_CHARS]
             verdict = guard.check(window)

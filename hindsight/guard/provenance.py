@@ -56,6 +56,7 @@ from hindsight.guard.normalize import normalize
 from hindsight.models import Event, EventStatus, EventType, Trajectory
 
 __all__ = [
+    "ELEMENT_CLASSES",
     "INSTRUCTION_FROM_TOOL",
     "MESSAGE_WORDS",
     "PASSAGE_CJK_CHARS",
@@ -86,11 +87,19 @@ PASSAGE_CJK_CHARS: Final = 10
 """Consecutive tokens shared with a data span that make a copied passage when a Chinese
 character is among them."""
 MESSAGE_WORDS: Final = 12
-"""Longest successful tool result (words, not JSON, no salient element) taken for the tool's
-own status message (``No results found.``) rather than data."""
+"""Longest successful tool result (words, each Chinese or Japanese character one word; not
+JSON, no salient element) taken for the tool's own status message (``No results found.``,
+``找不到结果。``) rather than data."""
 SPAN_CHARS: Final = 160
 """Characters of the data event kept on each side of a tainting element (the span shown with
 the quarantine reason)."""
+
+ELEMENT_CLASSES: Final = {"email": "<email>", "url": "<url>", "identifier": "<id>"}
+"""The class an episode shows in place of an element of these kinds it took from data alone
+(:meth:`RunSpans.mask_data`). Numbers and dates stay (a count or an amount that a tool result
+happens to hold as well), and so do names and quoted strings: the personal ones are masked by
+the review already (docs/review.md#masking), and a class in place of one word of a name helps
+no reader."""
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # Tokens: split at white space, brackets, quotes, CJK punctuation and CJK characters.
@@ -103,6 +112,7 @@ _QUOTED = re.compile(
 _CLASS_WORDS = re.compile(r"[^\W\d_]+(?:[ _-][^\W\d_]+)?")
 _PASSAGE_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 _PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
+_KEY_PREFIX = re.compile(r"^[^\W\d]\w*=(?=\S)")
 _OPENERS = frozenset(".!?。！？\"'“‘「(（[-*•>#")
 
 
@@ -141,6 +151,8 @@ def elements(text: str) -> list[tuple[str, str]]:
     names: list[str] = []
     for m in _TOKEN.finditer(clean):
         token = re.sub(r"['’]s$", "", m.group().strip(_EDGE))
+        if not token.lower().startswith(("http://", "https://", "www.")):
+            token = _KEY_PREFIX.sub("", token)  # recipient=UK12...: the value is the element
         kind = _kind(token)
         if kind is not None:
             found.setdefault(token, kind)
@@ -216,7 +228,7 @@ def _event_source(event: Event) -> str:
     if (
         kind is EventType.TOOL_RESULT
         and text[:1] not in "[{"
-        and len(text.split()) <= MESSAGE_WORDS
+        and len(_PASSAGE_TOKEN.findall(text)) <= MESSAGE_WORDS  # a CJK character: one word
         and not elements(text)
     ):
         return "tool_behaviour"
@@ -398,6 +410,32 @@ class RunSpans:
                     tainted.setdefault(passage, _taint("passage", passage.strip(), pattern, span))
         order = tuple(s for s in SPAN_SOURCES if s in sources)
         return LessonProvenance(order, tuple(tainted.values()))
+
+    def mask_data(self, text: str) -> tuple[str, LessonProvenance]:
+        """An episode's ``text`` with every element it took from data alone shown as its
+        class (:data:`ELEMENT_CLASSES`), and the provenance of ``text`` with only the copied
+        passages left tainted (docs/security.md#episodes).
+
+        An episode is a record of one run, not advice: that the agent paid the recipient a
+        bill named is a fact about the run. What it must not do is carry a value an attacker
+        planted in a tool result to a later prompt, so those values are replaced; a passage
+        copied from a tool result that the agent's own calls and answers do not hold (an
+        instruction restated, not an action recorded) stays tainted and quarantines the
+        episode. Never raises."""
+        found = self.provenance(text)
+        out = text
+        for span in found.tainted:
+            label = ELEMENT_CLASSES.get(span.kind)
+            if label is None or re.fullmatch(r"[\d.,:/-]+", span.element):
+                continue  # a number or a date: a count or an amount, nowhere to send anything
+            out = re.sub(rf"(?<!\w){re.escape(span.element)}(?!\w)", label, out)
+        acted = [s.words for s in self.spans if s.source == "agent"]
+        passages = tuple(
+            t
+            for t in found.tainted
+            if t.kind == "passage" and not any(f" {t.element} " in words for words in acted)
+        )
+        return out, LessonProvenance(found.sources, passages)
 
 
 def _contains(text: str, element: str, kind: str) -> bool:

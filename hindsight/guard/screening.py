@@ -49,6 +49,7 @@ __all__ = [
     "guard_metadata",
     "owned_by_guard",
     "quarantine",
+    "reviewed_episode",
     "tool_instructions",
 ]
 
@@ -219,16 +220,27 @@ def tool_instructions(exp: Experience) -> list[Finding]:
     alone (``metadata["provenance"]["tainted"]``, recorded by the review:
     :class:`hindsight.guard.provenance.RunSpans`): one ``provenance`` finding per span, at
     most :data:`MAX_TAINT_REASONS`, each with the reason ``"instruction from tool output:
-    ..."`` naming the element, the tool and the span. Episodes (a run's factual summary, not
-    advice) have none."""
+    ..."`` naming the element, the tool and the span. A reviewed episode's record holds only
+    the passages it copied from tool output (its other data elements are masked:
+    :meth:`hindsight.guard.provenance.RunSpans.mask_data`)."""
     record = exp.metadata.get(PROVENANCE_KEY)
-    if exp.kind is ExperienceKind.EPISODE or not isinstance(record, Mapping):
+    if not isinstance(record, Mapping):
         return []
     out = []
     for item in list(record.get("tainted") or [])[:MAX_TAINT_REASONS]:
         span = TaintedSpan.from_dict(item if isinstance(item, Mapping) else {})
         out.append(Finding("provenance", "injection", "provenance.tool_output", 1.0, span.reason()))
     return out
+
+
+def reviewed_episode(exp: Experience) -> bool:
+    """Whether ``exp`` is an episode the review wrote: kind ``episode`` with the provenance
+    record only the review sets (``metadata["provenance"]``, a key callers may not write:
+    :data:`GUARD_METADATA_KEYS`). Such an episode is a record of one run, not advice: the text
+    layers do not judge it as advice, its provenance does (docs/security.md#episodes)."""
+    return exp.kind is ExperienceKind.EPISODE and isinstance(
+        exp.metadata.get(PROVENANCE_KEY), Mapping
+    )
 
 
 class WriteScreen:
@@ -458,6 +470,19 @@ class WriteScreen:
                 near = list(self.neighbours(exp, vector))
             else:
                 near = list(wanted[i] or [])
+            findings = [*tool_instructions(exp), *unconfirmed_source(exp)]
+            if reviewed_episode(exp):
+                # a record of one run, not advice: judged by where its words came from
+                # (docs/security.md#episodes), the tool output it quotes included
+                if evidence is not None:
+                    findings += [
+                        Finding("rules", "taint", "tainted", 1.0, reason)
+                        for reason in evidence.tainted(
+                            exp.content, self.guard, tool_output_only=True
+                        )
+                    ]
+                screened.append((i, findings, near))
+                continue
             verdict = self.guard.check(
                 exp.content,
                 source=exp.provenance.value,
@@ -466,7 +491,7 @@ class WriteScreen:
                 support=self.support(exp),
                 vector=vector,
             )
-            findings = [*verdict.findings, *tool_instructions(exp), *unconfirmed_source(exp)]
+            findings = [*verdict.findings, *findings]
             if evidence is not None:
                 findings += [
                     Finding("rules", "taint", "tainted", 1.0, reason)
@@ -489,6 +514,8 @@ class WriteScreen:
     def _needs_vector(self, exp: Experience, existing: object) -> bool:
         assert self.guard is not None
         semantic = self.guard.semantic
+        if reviewed_episode(exp):
+            return False
         looks_up = exp.kind in ADVICE_KINDS and existing is None
         return looks_up or (semantic is not None and semantic.uses_vectors)
 

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hindsight.guard.provenance import PROVENANCE_KEY, RunSpans
 from hindsight.models import Experience, ExperienceKind, Outcome, Trajectory
 from hindsight.ports import Clock, Lesson, Reviewer
 from hindsight.review.combined import CombinedReviewer, content_key
@@ -254,6 +255,11 @@ class ReviewRun:
             content, source, meta = summarize_episode(traj), "trajectory", {}
         if not content.strip():
             return None, None
+        # an episode is judged by where its words came from, not by its wording
+        # (docs/security.md#episodes): values it took from tool output alone are shown as
+        # their class, a passage copied from one stays tainted
+        content, record = RunSpans(traj).mask_data(content)
+        meta[PROVENANCE_KEY] = record.to_dict()
         exp = episode_experience(
             traj,
             content,
