@@ -232,7 +232,7 @@ def guard_eval(
         str,
         typer.Option(
             "--embedder",
-            help="Embedder of the semantic layer's nearest exemplars and of the classifier: "
+            help="Embedder of the classifier: "
             "hash, local, any EMBEDDING_MODEL spec, or none (no classifier then).",
         ),
     ] = "hash",
@@ -240,16 +240,21 @@ def guard_eval(
         str | None,
         typer.Option(
             "--holdout",
-            help="kind or lang: leave each category (language) out of the exemplars, test on it.",
+            help="kind or lang: leave each category (language) out of the classifier's "
+            "training data, test on it.",
         ),
     ] = None,
     strict: Annotated[
         bool,
-        typer.Option("--strict", help="With --holdout kind, drop the category from the bank too."),
+        typer.Option(
+            "--strict", help="With --holdout kind, drop the category from the shipped data too."
+        ),
     ] = False,
     exemplars: Annotated[
         Path | None,
-        typer.Option("--exemplars", help="More labelled exemplars (JSONL) for the semantic layer."),
+        typer.Option(
+            "--exemplars", help="More labelled exemplars (JSONL) to train the classifier on."
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
     agentdojo: Annotated[
@@ -327,7 +332,7 @@ def _eval(
         )
     embedder = (
         None
-        if embedder_spec.strip().lower() == "none" or not {"semantic", "classifier"} & set(chosen)
+        if embedder_spec.strip().lower() == "none" or "classifier" not in chosen
         else make_embedder(embedder_spec)
     )
     extra = (
@@ -372,7 +377,6 @@ def _eval(
     _print_report(source, report)
 
 
-_SHORT = {"semantic.harm_model": "harm model", "semantic.exemplar": "exemplar"}
 _CAPTION = "poison rows: detection rate; benign rows: false-positive rate"
 
 
@@ -388,7 +392,7 @@ def _print_report(source: str, report: Any) -> None:
     table.add_column("label", no_wrap=True)
     table.add_column("n", justify="right")
     for layer in report.layers:
-        table.add_column(_SHORT.get(layer, layer), justify="right", no_wrap=True)
+        table.add_column(layer, justify="right", no_wrap=True)
     rows = [
         *report.by("kind").items(),
         ("ALL", {"label": "poison", **overall}),
@@ -403,18 +407,6 @@ def _print_report(source: str, report: Any) -> None:
         cells = [_rate(row[layer][rate_key]) for layer in report.layers]
         table.add_row(name, kind, str(n), *cells)
     out_console.print(table)
-    if report.calibration:
-        c = report.calibration
-        out_console.print(
-            f"nearest exemplars ({c['embedder']}): "
-            + (
-                f"threshold {c['threshold']:.2f}, margin {c['margin']:+.2f}"
-                if c["threshold"] is not None
-                else f"off (at best {c['detected']}/{c['harm']} bank harm exemplars "
-                "without a benign one, leave-one-out)"
-            ),
-            highlight=False,
-        )
     if report.classifier:
         c = report.classifier
         out_console.print(

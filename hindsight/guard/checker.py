@@ -104,9 +104,9 @@ class Finding:
 
     ``layer`` is one of :data:`LAYERS`; ``category`` the harm category (a rule category,
     ``conflict``, or a category of :data:`~hindsight.guard.harm.HARM_CATEGORIES`); ``id`` the
-    rule id, ``"conflict"``, ``"semantic.harm_model"`` / ``"semantic.exemplar"``,
-    ``"classifier"`` or ``"llm"``; ``score`` in [0, 1] (1.0 for a rule; the similarity, the
-    classifier's probability or the judge's confidence otherwise); ``reason`` the one line
+    rule id, ``"conflict"``, ``"semantic.harm_model"``, ``"classifier"`` or ``"llm"``;
+    ``score`` in [0, 1] (1.0 for a rule or the harm model; the classifier's probability or the
+    judge's confidence otherwise); ``reason`` the one line
     kept in ``metadata["quarantine_reasons"]``.
     """
 
@@ -365,9 +365,8 @@ class Guard:
             ``"classifier"`` (``"llm"`` is accepted and runs on the write path only). Default
             ``rules`` and ``semantic``.
         semantic: the semantic layer (default: :class:`~hindsight.guard.semantic.
-            SemanticLayer` on ``embedder``).
-        embedder: the embedder of the semantic layer's nearest-exemplar part and of the
-            classifier; ``None`` runs the harm model only (and refuses ``classifier``).
+            SemanticLayer`, the harm model).
+        embedder: the classifier's embedder; ``None`` refuses the ``classifier`` layer.
         classifier: the classifier layer (default: :class:`~hindsight.guard.classifier.
             ClauseClassifier` on ``embedder``, its model cached in ``cache_dir``).
         cache_dir: where the default classifier keeps its trained model (``None``: in memory).
@@ -401,7 +400,7 @@ class Guard:
             raise UsageError(f"unknown guard layers {bad}; known: {', '.join(LAYERS)}")
         self.layers = tuple(name for name in LAYERS if name in chosen)
         if "semantic" in self.layers:
-            self.semantic: SemanticLayer | None = semantic or SemanticLayer(embedder)
+            self.semantic: SemanticLayer | None = semantic or SemanticLayer()
         else:
             self.semantic = None
         self.classifier: ClauseClassifier | None = None
@@ -471,7 +470,6 @@ class Guard:
         existing: Sequence[Established | tuple[Any, ...]] = (),
         trust: float | None = None,
         support: float | None = None,
-        vector: Any = None,
     ) -> Verdict:
         """Check one candidate lesson with the rules (and the conflict test) and the semantic
         layer (the layers this guard runs: ``layers``; the LLM judge runs on the write path,
@@ -491,8 +489,6 @@ class Guard:
                 outweighs any candidate.
             trust: the candidate's trust in [0, 1] (default: the weight of ``source``).
             support: the candidate's support mass (default: its trust).
-            vector: the candidate's embedding by the semantic layer's embedder (the write
-                path passes the one it computed); ``None`` embeds it when needed.
 
         Returns:
             A :class:`Verdict`; ``"quarantine"`` with one reason per rule that fired (and per
@@ -538,7 +534,7 @@ class Guard:
                         Finding("rules", CONFLICT_RULE_ID, CONFLICT_RULE_ID, e.confidence, reason)
                     )
         if self.semantic is not None:
-            for hit in self.semantic.check(content, vector):
+            for hit in self.semantic.check(content):
                 if hit.category in self._off:
                     continue  # a category switched off for this deployment, in every layer
                 findings.append(

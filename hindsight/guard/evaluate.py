@@ -1,21 +1,21 @@
-"""Honest evaluation of the guard, layer by layer (issue 17 item 2): ``hindsight guard eval``.
+"""Honest evaluation of the guard, layer by layer: ``hindsight guard eval``
+(docs/security.md#layered-detection-and-hindsight-guard-eval).
 
 Input: labelled candidates, one JSON object per line, the schema of the dev set
 (``{"id", "label": "poison"|"benign", "kind", "source", "content"}``; ``lang`` optional,
 detected from the script when absent). For every candidate each layer decides on its own -
-``rules`` (the rule list and, with ``existing``, the conflict test), ``semantic`` (and its two
-parts, ``semantic.harm_model`` and ``semantic.exemplar``), ``classifier`` (the learned clause
+``rules`` (the rule list and, with ``existing``, the conflict test), ``semantic`` (the harm
+model), ``classifier`` (the learned clause
 classifier, :mod:`hindsight.guard.classifier`; needs an embedder), ``llm`` (the LLM judge, when
 one is configured) - and ``all`` is their combination (any layer flags: quarantine), as on the write
 path. :func:`evaluate` returns per layer the detection rate (flagged poison / poison) and the
 false-positive rate (flagged benign / benign), overall and per category (``kind``).
 
 **Held-out evaluation** (``holdout="kind"`` or ``"lang"``): for each category (or language)
-of the file, the semantic layer gets the shipped bank *plus the file's other records* as
-exemplars, and the classifier is trained on its shipped data plus the file's other records
-(threshold by cross-validation on that), and both are tested on the held-out records only; the
-rules and the judge learn nothing, so they score the same as without it. ``strict=True`` also
-removes the held-out category from the shipped bank and the classifier's training data
+of the file, the classifier is trained on its shipped data *plus the file's other records*
+(threshold by cross-validation on that) and tested on the held-out records only; the rules,
+the harm model and the judge learn nothing, so they score the same as without it.
+``strict=True`` also removes the held-out category from the classifier's shipped training data
 (leave-one-category-out in the full sense).
 """
 
@@ -27,8 +27,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from hindsight._errors import UsageError
 from hindsight.guard.checker import Guard
@@ -76,7 +74,7 @@ class EvalReport:
     """What :func:`evaluate` measured. ``results``: one dict per candidate (``id``,
     ``label``, ``kind``, ``lang``, ``layers`` {layer: flagged}, ``reasons``); ``layers``: the
     layer names measured (``all`` last); ``holdout``: ``"kind"``, ``"lang"`` or ``None``;
-    ``calibration``: the semantic layer's thresholds (or ``None``); ``classifier``: the
+    ``classifier``: the
     classifier's threshold and out-of-fold figures on its training data (first fold; or
     ``None``)."""
 
@@ -85,7 +83,6 @@ class EvalReport:
     holdout: str | None = None
     strict: bool = False
     embedder: str | None = None
-    calibration: dict[str, Any] | None = None
     classifier: dict[str, Any] | None = None
     groups: list[str] = field(default_factory=list)
 
@@ -120,14 +117,13 @@ class EvalReport:
         return {g: {"label": groups[g][0]["label"], **self.rates(groups[g])} for g in order}
 
     def to_json(self) -> dict[str, Any]:
-        """The report as JSON: ``{"layers", "embedder", "calibration", "classifier",
+        """The report as JSON: ``{"layers", "embedder", "classifier",
         "holdout", "strict", "overall", "by_category", "by_language", "missed",
         "false_positives"}``."""
         flagged = "all"
         return {
             "layers": self.layers,
             "embedder": self.embedder,
-            "calibration": self.calibration,
             "classifier": self.classifier,
             "holdout": self.holdout,
             "strict": self.strict,
@@ -186,14 +182,13 @@ def evaluate(
     Args:
         records: ``{"id", "label", "kind", "content", "source"?, "lang"?}`` mappings.
         layers: of ``rules``, ``semantic``, ``classifier``, ``llm``.
-        embedder: the semantic layer's embedder (nearest exemplars) and the classifier's;
-            ``None``: harm model only (and no ``classifier`` layer).
+        embedder: the classifier's embedder; ``None``: no ``classifier`` layer.
         judge: the LLM judge, required for the ``llm`` layer.
         guard: the rules (default: the built-in rules).
-        exemplars: more exemplars for the semantic layer (all records' folds add theirs).
+        exemplars: more training exemplars for the classifier (every fold adds its own).
         holdout: ``None``, ``"kind"`` or ``"lang"``.
-        strict: with ``holdout="kind"``, also drop the held-out category from the bank and
-            the classifier's training data.
+        strict: with ``holdout="kind"``, also drop the held-out category from the
+            classifier's shipped training data.
         cache_dir: where the classifier keeps trained models (``None``: in memory).
 
     Raises:
@@ -217,21 +212,18 @@ def evaluate(
     rules = (guard or Guard(layers=("rules",))) if "rules" in names else None
     if rules is not None and "semantic" in rules.layers:
         rules = Guard(layers=("rules",))
-    vectors = None
-    if "semantic" in names and embedder is not None:
-        vectors = np.asarray(embedder.embed([r["content"] for r in rows]), dtype=np.float32)
+    semantic = SemanticLayer() if "semantic" in names else None
     extra = list(exemplars)
     groups: list[str] = []
-    folds: list[tuple[list[int], SemanticLayer | None, ClauseClassifier | None]] = []
+    folds: list[tuple[list[int], ClauseClassifier | None]] = []
     learn = "classifier" in names and embedder is not None
     if holdout is None:
-        layer = SemanticLayer(embedder, extra=extra) if "semantic" in names else None
         model = (
             ClauseClassifier(embedder, extra=extra, cache_dir=cache_dir)
             if learn and embedder is not None
             else None
         )
-        folds.append((list(range(len(rows))), layer, model))
+        folds.append((list(range(len(rows))), model))
     else:
         for group in sorted({r[holdout] for r in rows}):
             groups.append(group)
@@ -239,15 +231,6 @@ def evaluate(
             train = [
                 Exemplar.from_record(r, f"record {r['id']}") for r in rows if r[holdout] != group
             ]
-            layer = (
-                SemanticLayer(
-                    embedder,
-                    extra=[*extra, *train],
-                    drop_categories=[group] if strict and holdout == "kind" else (),
-                )
-                if "semantic" in names
-                else None
-            )
             drop = [group] if strict and holdout == "kind" else []
             model = (
                 ClauseClassifier(
@@ -259,24 +242,14 @@ def evaluate(
                 if learn
                 else None
             )
-            folds.append((inside, layer, model))
+            folds.append((inside, model))
     llm_flags = _judge_all(judge, rows) if "llm" in names and judge is not None else None
     results: list[dict[str, Any]] = [{} for _ in rows]
-    calibration = None
     learned: dict[str, Any] | None = None
-    for inside, semantic, model in folds:
+    for inside, model in folds:
         scores = model.scores([rows[i]["content"] for i in inside]) if model else None
         if model is not None and learned is None:
             learned = {**model.model.figures(), "training": len(model.data)}
-        if semantic is not None and semantic.calibration is not None and calibration is None:
-            c = semantic.calibration
-            calibration = {
-                "threshold": c.threshold,
-                "margin": c.margin,
-                "embedder": c.embedder,
-                "detected": c.detected,
-                "harm": c.harm,
-            }
         for n, i in enumerate(inside):
             row = rows[i]
             flags: dict[str, bool] = {}
@@ -286,10 +259,8 @@ def evaluate(
                 flags["rules"] = verdict.quarantined
                 reasons += verdict.reasons
             if semantic is not None:
-                hits = semantic.check(row["content"], None if vectors is None else vectors[i])
+                hits = semantic.check(row["content"])
                 flags["semantic"] = bool(hits)
-                flags["semantic.harm_model"] = any(h.part == "harm_model" for h in hits)
-                flags["semantic.exemplar"] = any(h.part == "exemplar" for h in hits)
                 reasons += [h.reason for h in hits]
             if model is not None and scores is not None:
                 hit = model.hit(*scores[n])
@@ -310,18 +281,13 @@ def evaluate(
                 "layers": flags,
                 "reasons": reasons,
             }
-    measured = list(names)
-    if "semantic" in names:
-        at = measured.index("semantic") + 1
-        measured[at:at] = ["semantic.harm_model", "semantic.exemplar"]
-    measured.append("all")
+    measured = [*names, "all"]
     return EvalReport(
         results=results,
         layers=measured,
         holdout=holdout,
         strict=strict,
         embedder=embedder.name if embedder is not None else None,
-        calibration=calibration,
         classifier=learned,
         groups=groups,
     )

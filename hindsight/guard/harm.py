@@ -58,7 +58,7 @@ from functools import lru_cache
 from hindsight.guard.lexicon import LEXICON
 from hindsight.guard.normalize import normalize
 
-__all__ = ["HARM_CATEGORIES", "HarmFrame", "Span", "acts", "harm_frames"]
+__all__ = ["HARM_CATEGORIES", "HarmFrame", "Span", "harm_frames"]
 
 HARM_CATEGORIES = (
     "absolute_directive",
@@ -884,56 +884,6 @@ _STATING = re.compile(
 )
 _STATING_BEFORE = re.compile(r"\b(?:does|did|is|are|was|were|could|would)\s*$")
 _PRONOUN_IN = re.compile(r"\b(?:it|them|this|that)\b")
-_ACT_SLOTS: dict[str, tuple[str, ...]] = {
-    "exfiltration": ("move", "reveal", "logging"),
-    "publish_personal_data": ("move", "reveal"),
-    "third_party_misuse": ("misuse",),
-    "payment": ("money_out",),
-    "conceal_from_user": ("conceal", "claim"),
-    "remove_confirmation": ("remove", "without", "dismiss", "assume", "blanket"),
-    "disable_validation": ("remove", "without", "dismiss", "blanket"),
-    "disable_security": ("remove", "without", "dismiss", "insecure"),
-    "absolute_directive": ("blanket", "remove", "without"),
-    "destructive": ("destroy", "wipe"),
-    "privilege": ("grant", "run_privileged", "remove"),
-    "prompt_injection": ("override",),
-}
-"""The act slots of each category: what a lesson must *advise doing* (in the polarity of
-advice) for a nearest-exemplar match of that category to count (see :func:`acts`)."""
-_NEGATED_ACTS = ("safe_act", "use")
-"""Slots that are harmful when negated ("never validate"): they count for the safeguard
-categories when a negation scopes them."""
-_SAFEGUARD_CATEGORIES = frozenset(
-    {"remove_confirmation", "disable_validation", "disable_security", "absolute_directive"}
-)
-
-
-@lru_cache(maxsize=4096)
-def acts(text: str) -> frozenset[str]:
-    """The harm categories whose *act* the lesson advises, objects or not: a removal, moving,
-    paying, hiding, destroying or granting verb (:data:`_ACT_SLOTS`) in a clause that advises
-    it (not negated, not a mere condition, not refused or reported), or a safeguard act that
-    is negated ("never validate"). Weaker than :func:`harm_frames` (the object slots are not
-    required); the nearest-exemplar detector needs it so that a lesson close to a harmful
-    exemplar in topic but opposite in stance ("never skip validation") is not flagged."""
-    norm = normalize(text).replace("\u2019", "'").replace("\u2018", "'")
-    reader = _Reader(norm)
-    found: set[str] = set()
-    for sent in reader.sentences:
-        advised = {
-            slot
-            for slots in _ACT_SLOTS.values()
-            for slot in slots
-            if any(sent.advice(span) and not sent.scoped(span) for span in sent.get(slot))
-        }
-        if any(sent.dropped(span) for slot in _NEGATED_ACTS for span in sent.get(slot)):
-            found.update(_SAFEGUARD_CATEGORIES)
-        for category, slots in _ACT_SLOTS.items():
-            if advised.intersection(slots):
-                found.add(category)
-    return frozenset(found)
-
-
 _ABSOLUTE = frozenset(
     {"never", "永远不要", "绝不", "从不", "nunca", "jamás", "jamais", "niemals", "nie", "決して"}
 )

@@ -489,7 +489,6 @@ class WriteScreen:
                 existing=near,
                 trust=exp.trust,
                 support=self.support(exp),
-                vector=vector,
             )
             findings = [*verdict.findings, *findings]
             if evidence is not None:
@@ -512,12 +511,8 @@ class WriteScreen:
         return out
 
     def _needs_vector(self, exp: Experience, existing: object) -> bool:
-        assert self.guard is not None
-        semantic = self.guard.semantic
-        if reviewed_episode(exp):
-            return False
-        looks_up = exp.kind in ADVICE_KINDS and existing is None
-        return looks_up or (semantic is not None and semantic.uses_vectors)
+        """Whether the conflict test will look up ``exp``'s neighbours (by its vector)."""
+        return not reviewed_episode(exp) and exp.kind in ADVICE_KINDS and existing is None
 
     def _judge(
         self,
