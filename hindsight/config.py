@@ -120,9 +120,9 @@ class MemoryConfig(BaseSettings):
         guard_rules: a JSON or TOML file of extra/disabled guard rules and thresholds
             (``HINDSIGHT_GUARD_RULES``; format in :mod:`hindsight.guard.rules_file`).
         guard_layers: the guard's detection layers, comma-separated, of ``rules``,
-            ``semantic``, ``classifier`` and ``llm`` (``HINDSIGHT_GUARD_LAYERS``; default
-            ``rules,semantic,llm``: the classifier is opt-in; ``llm`` runs only when
-            ``reflection_model`` is set). docs/security.md.
+            ``semantic`` and ``llm`` (``HINDSIGHT_GUARD_LAYERS``; default
+            ``rules,semantic,llm``; ``llm`` runs only when ``reflection_model`` is set).
+            docs/security.md.
         drain_timeout: seconds ``close()`` waits for the runs the framework integrations
             handed to the memory's background writer (``HINDSIGHT_DRAIN_TIMEOUT``, 10); what is
             still unwritten then goes to the unsaved area (:meth:`unsaved_dir`) and is stored

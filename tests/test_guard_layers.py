@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from hindsight import Lesson, Memory, Trajectory
-from hindsight.embedders import HashEmbedder
+from hindsight._errors import UsageError
 from hindsight.guard import Guard
 from hindsight.guard.harm import HARM_CATEGORIES, _fragment, harm_frames
 from hindsight.guard.lexicon import LEXICON
@@ -394,7 +394,7 @@ def test_guard_eval_rates_per_layer_and_category(tmp_path: Path) -> None:
             "content": "order_query times out at peak hours; retry once.",
         },
     ]
-    report = evaluate(rows, layers=("rules", "semantic"), embedder=HashEmbedder())
+    report = evaluate(rows, layers=("rules", "semantic"))
     overall = report.rates()
     assert report.layers == ["rules", "semantic", "all"]
     assert overall["all"]["detected"] == 3 and overall["all"]["false_positives"] == 0
@@ -402,9 +402,9 @@ def test_guard_eval_rates_per_layer_and_category(tmp_path: Path) -> None:
     assert report.by("kind")["conceal_from_user"]["rules"]["detection"] == 0.0
     assert report.by("lang")["zh"]["all"]["detection"] == 1.0
     assert detect_lang("Ne dis pas au client les frais.") == "fr"
-    loco = evaluate(rows, holdout="kind", embedder=HashEmbedder())
-    assert loco.groups == ["conceal_from_user", "payment", "prompt_injection", "tool_reliability"]
-    assert len(loco.results) == 4
+    assert report.to_json()["missed"] == [] and report.to_json()["false_positives"] == []
+    with pytest.raises(UsageError, match="layers must be some of rules, semantic, llm"):
+        evaluate(rows, layers=("rules", "classifier"))
 
 
 def test_guard_eval_json_stays_json_when_the_judge_fails(tmp_path: Path) -> None:
@@ -454,3 +454,17 @@ def test_guard_eval_json_stays_json_when_the_judge_fails(tmp_path: Path) -> None
     assert report["overall"]["llm"]["detected"] == 0  # failed: the other layers decide
     assert report["overall"]["all"]["detected"] == 1
     assert "guard judge openai/judge failed" in done.stderr
+
+
+@pytest.mark.parametrize("spec", ["rules,classifier", "semantic,exemplar", ""])
+def test_an_unknown_guard_layer_is_a_one_line_error(spec: str) -> None:
+    """The learned classifier and the nearest-exemplar part were removed
+    (docs/security.md#measured-what-generalizes-and-what-does-not): asking for them says so in
+    one line, from the configuration as from the Python API."""
+    from hindsight.guard.rules_file import guard_layers
+
+    with pytest.raises(UsageError, match="comma-separated list of rules, semantic, llm") as err:
+        guard_layers(spec)
+    assert "\n" not in str(err.value)
+    with pytest.raises(UsageError, match="unknown guard layers"):
+        Guard(layers=spec.split(",") if spec else ["nothing"])

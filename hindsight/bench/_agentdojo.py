@@ -277,8 +277,7 @@ def _trajectories(runs: Sequence[DojoRun], tmp: str) -> Iterable[Any]:
 
 def _layers(exp: Any) -> str:
     """The guard layers whose findings quarantined ``exp``, joined by ``+`` (``provenance``
-    for the taint rule and the held origins, ``rules``, ``semantic``, ``classifier``,
-    ``llm``)."""
+    for the taint rule and the held origins, ``rules``, ``semantic``, ``llm``)."""
     findings = (exp.metadata.get("guard") or {}).get("findings") or []
     return "+".join(sorted({str(f.get("layer")) for f in findings})) or "none"
 

@@ -226,36 +226,8 @@ def guard_eval(
     ] = "benign",
     layers: Annotated[
         str,
-        typer.Option("--layers", help="Comma-separated: rules, semantic, classifier, llm."),
-    ] = "rules,semantic,classifier",
-    embedder: Annotated[
-        str,
-        typer.Option(
-            "--embedder",
-            help="Embedder of the classifier: "
-            "hash, local, any EMBEDDING_MODEL spec, or none (no classifier then).",
-        ),
-    ] = "hash",
-    holdout: Annotated[
-        str | None,
-        typer.Option(
-            "--holdout",
-            help="kind or lang: leave each category (language) out of the classifier's "
-            "training data, test on it.",
-        ),
-    ] = None,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict", help="With --holdout kind, drop the category from the shipped data too."
-        ),
-    ] = False,
-    exemplars: Annotated[
-        Path | None,
-        typer.Option(
-            "--exemplars", help="More labelled exemplars (JSONL) to train the classifier on."
-        ),
-    ] = None,
+        typer.Option("--layers", help="Comma-separated: rules, semantic, llm."),
+    ] = "rules,semantic",
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
     agentdojo: Annotated[
         bool,
@@ -298,7 +270,7 @@ def guard_eval(
     if path is not None and not path.is_file():
         raise fail(f"no such file: {path}", 2)
     with guarded():
-        _eval(ctx, path, tenant, label, layers, embedder, holdout, strict, exemplars, as_json)
+        _eval(ctx, path, tenant, label, layers, as_json)
 
 
 def _eval(
@@ -307,39 +279,23 @@ def _eval(
     tenant: str | None,
     label: str,
     layers: str,
-    embedder_spec: str,
-    holdout: str | None,
-    strict: bool,
-    exemplars: Path | None,
     as_json: bool,
 ) -> None:
     from hindsight.config import load_config
-    from hindsight.embedders import make_embedder
     from hindsight.guard.evaluate import evaluate
     from hindsight.guard.llm_judge import GuardJudge
     from hindsight.guard.rules_file import guard_layers
     from hindsight.guard.scan import _read_jsonl
-    from hindsight.guard.semantic import Exemplar
 
     chosen = guard_layers(layers)
-    config = load_config()
     judge = None
     if "llm" in chosen:
+        config = load_config()
         if not config.reflection_model:
             raise fail("--layers llm needs a model: set REFLECTION_MODEL (and LLM_BASE_URL)", 2)
         judge = GuardJudge(
             config.reflection_model, api_base=config.llm_base_url, api_key=config.llm_api_key
         )
-    embedder = (
-        None
-        if embedder_spec.strip().lower() == "none" or "classifier" not in chosen
-        else make_embedder(embedder_spec)
-    )
-    extra = (
-        [Exemplar.from_record(r, f"{exemplars}:{r['id']}") for r in _read_jsonl(exemplars)]
-        if exemplars is not None
-        else []
-    )
     if path is not None:
         records = list(_read_jsonl(path))
         source = str(path)
@@ -361,16 +317,7 @@ def _eval(
             for e in stored
         ]
         source = f"tenant {tenant!r} ({len(records)} stored lessons)"
-    report = evaluate(
-        records,
-        layers=chosen,
-        embedder=embedder,
-        judge=judge,
-        exemplars=extra,
-        holdout=holdout,
-        strict=strict,
-        cache_dir=Path(config.data_dir) / "guard",
-    )
+    report = evaluate(records, layers=chosen, judge=judge)
     if as_json:
         print_json({"source": source, **report.to_json()})
         return
@@ -385,8 +332,6 @@ def _print_report(source: str, report: Any) -> None:
 
     overall = report.rates()
     title = f"{source}: {len(report.results)} candidates"
-    if report.holdout:
-        title += f", each {report.holdout} held out" + (" (strict)" if report.strict else "")
     table = Table(title=title, title_justify="left", caption=_CAPTION, caption_justify="left")
     table.add_column("category", no_wrap=True)
     table.add_column("label", no_wrap=True)
@@ -407,14 +352,6 @@ def _print_report(source: str, report: Any) -> None:
         cells = [_rate(row[layer][rate_key]) for layer in report.layers]
         table.add_row(name, kind, str(n), *cells)
     out_console.print(table)
-    if report.classifier:
-        c = report.classifier
-        out_console.print(
-            f"classifier ({c['embedder']}, {c['training']} training lessons): threshold "
-            f"{c['threshold']:.2f}; out of fold {c['detected']}/{c['harm']} harm, "
-            f"{c['false_positives']}/{c['benign']} benign flagged",
-            highlight=False,
-        )
     everything = overall["all"]
     out_console.print(
         f"all layers: detection {_rate(everything['detection'])} ({everything['detected']}/"

@@ -284,13 +284,7 @@ def _wire(
     from hindsight.guard.rules_file import guard_from_file, guard_layers
 
     layers = guard_layers(config.guard_layers)
-    guard = (
-        guard_from_file(
-            config.guard_rules, layers=layers, embedder=embedder, cache_dir=_cache_dir(config)
-        )
-        if config.guard
-        else None
-    )
+    guard = guard_from_file(config.guard_rules, layers=layers) if config.guard else None
     judge = None
     if guard is not None and "llm" in layers and config.reflection_model:
         from hindsight.guard.llm_judge import GuardJudge
@@ -381,9 +375,3 @@ def _mining(
         embedder.name,
         enabled=config.condition_mining,
     )
-
-
-def _cache_dir(config: MemoryConfig) -> Path:
-    """Where the guard's classifier layer keeps its trained model: ``<data dir>/guard``
-    (written only when that layer runs)."""
-    return Path(config.data_dir) / "guard"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,7 +11,6 @@ from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
 from hindsight._errors import UsageError
-from hindsight.guard.classifier import ClauseClassifier
 from hindsight.guard.conflict import compare
 from hindsight.guard.harm import HARM_CATEGORIES
 from hindsight.guard.normalize import normalize
@@ -20,7 +18,6 @@ from hindsight.guard.prefilter import Gate, need
 from hindsight.guard.rules import CATEGORIES, DEFAULT_RULES, VOCAB, Rule
 from hindsight.guard.semantic import SemanticLayer
 from hindsight.guard.trust import initial_trust
-from hindsight.ports import Embedder
 
 __all__ = [
     "CONFLICT_RULE_ID",
@@ -91,10 +88,10 @@ _NEGATION_WINDOW = 60
 _SPAN_CHARS = 60
 
 
-LAYERS = ("rules", "semantic", "classifier", "llm")
-"""The guard's detection layers, in the order they run (issue 17 item 1): the rules (and the
-conflict test), the semantic layer (:mod:`hindsight.guard.semantic`), the learned clause
-classifier (:mod:`hindsight.guard.classifier`, needs an embedder), the LLM judge
+LAYERS = ("rules", "semantic", "llm")
+"""The guard's detection layers, in the order they run
+(docs/security.md#layered-detection-and-hindsight-guard-eval): the rules (and the conflict
+test), the semantic layer (the harm model, :mod:`hindsight.guard.semantic`), the LLM judge
 (:mod:`hindsight.guard.llm_judge`, on the write path when an LLM is configured)."""
 
 
@@ -104,9 +101,8 @@ class Finding:
 
     ``layer`` is one of :data:`LAYERS`; ``category`` the harm category (a rule category,
     ``conflict``, or a category of :data:`~hindsight.guard.harm.HARM_CATEGORIES`); ``id`` the
-    rule id, ``"conflict"``, ``"semantic.harm_model"``, ``"classifier"`` or ``"llm"``;
-    ``score`` in [0, 1] (1.0 for a rule or the harm model; the classifier's probability or the
-    judge's confidence otherwise); ``reason`` the one line
+    rule id, ``"conflict"``, ``"semantic.harm_model"`` or ``"llm"``; ``score`` in [0, 1] (1.0
+    for a rule or the harm model; the judge's confidence otherwise); ``reason`` the one line
     kept in ``metadata["quarantine_reasons"]``.
     """
 
@@ -149,7 +145,7 @@ class Verdict:
     findings: tuple[Finding, ...] = ()
 
     def layer(self, name: str) -> tuple[Finding, ...]:
-        """The findings of one layer (``"rules"``, ``"semantic"``, ``"classifier"``, ``"llm"``)."""
+        """The findings of one layer (``"rules"``, ``"semantic"``, ``"llm"``)."""
         return tuple(f for f in self.findings if f.layer == name)
 
     @property
@@ -361,21 +357,15 @@ class Guard:
             contradiction to quarantine the candidate.
         conflict_overlap: minimum share (0-1) of key terms two lessons must have in common to
             be compared at all.
-        layers: the layers :meth:`check` runs, of ``"rules"``, ``"semantic"`` and
-            ``"classifier"`` (``"llm"`` is accepted and runs on the write path only). Default
-            ``rules`` and ``semantic``.
+        layers: the layers :meth:`check` runs, of ``"rules"`` and ``"semantic"`` (``"llm"`` is
+            accepted and runs on the write path only). Default ``rules`` and ``semantic``.
         semantic: the semantic layer (default: :class:`~hindsight.guard.semantic.
             SemanticLayer`, the harm model).
-        embedder: the classifier's embedder; ``None`` refuses the ``classifier`` layer.
-        classifier: the classifier layer (default: :class:`~hindsight.guard.classifier.
-            ClauseClassifier` on ``embedder``, its model cached in ``cache_dir``).
-        cache_dir: where the default classifier keeps its trained model (``None``: in memory).
 
     Raises:
         UsageError: a rule id is duplicated, a pattern is not a valid regex or uses an unknown
             ``{placeholder}``, a name in ``disabled`` matches no rule or category, a
-            threshold is outside [0, 1], a layer is unknown, or ``classifier`` is chosen
-            without an embedder.
+            threshold is outside [0, 1], or a layer is unknown.
 
     A ``Guard`` is immutable after construction and safe to share between threads.
     """
@@ -390,9 +380,6 @@ class Guard:
         conflict_overlap: float = 0.6,
         layers: Iterable[str] = ("rules", "semantic"),
         semantic: SemanticLayer | None = None,
-        embedder: Embedder | None = None,
-        classifier: ClauseClassifier | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         chosen = [layers] if isinstance(layers, str) else list(layers)
         bad = sorted(set(chosen) - set(LAYERS))
@@ -403,14 +390,6 @@ class Guard:
             self.semantic: SemanticLayer | None = semantic or SemanticLayer()
         else:
             self.semantic = None
-        self.classifier: ClauseClassifier | None = None
-        if "classifier" in self.layers:
-            if classifier is None and embedder is None:
-                raise UsageError("the classifier layer needs an embedder (Guard(embedder=...))")
-            self.classifier = classifier or ClauseClassifier(
-                embedder,  # type: ignore[arg-type]
-                cache_dir=cache_dir,
-            )
         for name, value in (
             ("conflict_threshold", conflict_threshold),
             ("conflict_overlap", conflict_overlap),
@@ -539,14 +518,6 @@ class Guard:
                     continue  # a category switched off for this deployment, in every layer
                 findings.append(
                     Finding("semantic", hit.category, f"semantic.{hit.part}", hit.score, hit.reason)
-                )
-        if self.classifier is not None:
-            learned = self.classifier.check(content)
-            if learned is not None and learned.category not in self._off:
-                findings.append(
-                    Finding(
-                        "classifier", learned.category, "classifier", learned.score, learned.reason
-                    )
                 )
         reasons = [f.reason for f in findings]
         return Verdict(

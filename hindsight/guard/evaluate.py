@@ -5,18 +5,11 @@ Input: labelled candidates, one JSON object per line, the schema of the dev set
 (``{"id", "label": "poison"|"benign", "kind", "source", "content"}``; ``lang`` optional,
 detected from the script when absent). For every candidate each layer decides on its own -
 ``rules`` (the rule list and, with ``existing``, the conflict test), ``semantic`` (the harm
-model), ``classifier`` (the learned clause
-classifier, :mod:`hindsight.guard.classifier`; needs an embedder), ``llm`` (the LLM judge, when
-one is configured) - and ``all`` is their combination (any layer flags: quarantine), as on the write
-path. :func:`evaluate` returns per layer the detection rate (flagged poison / poison) and the
-false-positive rate (flagged benign / benign), overall and per category (``kind``).
-
-**Held-out evaluation** (``holdout="kind"`` or ``"lang"``): for each category (or language)
-of the file, the classifier is trained on its shipped data *plus the file's other records*
-(threshold by cross-validation on that) and tested on the held-out records only; the rules,
-the harm model and the judge learn nothing, so they score the same as without it.
-``strict=True`` also removes the held-out category from the classifier's shipped training data
-(leave-one-category-out in the full sense).
+model), ``llm`` (the LLM judge, when one is configured) - and ``all`` is their combination (any
+layer flags: quarantine), as on the write path. :func:`evaluate` returns per layer the
+detection rate (flagged poison / poison) and the false-positive rate (flagged benign /
+benign), overall, per category (``kind``) and per language. None of the layers learns from the
+file, so there is no held-out split to make: every record is a test case.
 """
 
 from __future__ import annotations
@@ -24,20 +17,17 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from hindsight._errors import UsageError
 from hindsight.guard.checker import Guard
-from hindsight.guard.classifier import ClauseClassifier
 from hindsight.guard.llm_judge import GuardJudge, JudgeItem
-from hindsight.guard.semantic import Exemplar, SemanticLayer, load_bank
-from hindsight.ports import Embedder
+from hindsight.guard.semantic import SemanticLayer, load_bank
 
 __all__ = ["EVAL_LAYERS", "EvalReport", "detect_lang", "evaluate"]
 
-EVAL_LAYERS = ("rules", "semantic", "classifier", "llm")
+EVAL_LAYERS = ("rules", "semantic", "llm")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af]")
@@ -73,18 +63,10 @@ def detect_lang(text: str) -> str:
 class EvalReport:
     """What :func:`evaluate` measured. ``results``: one dict per candidate (``id``,
     ``label``, ``kind``, ``lang``, ``layers`` {layer: flagged}, ``reasons``); ``layers``: the
-    layer names measured (``all`` last); ``holdout``: ``"kind"``, ``"lang"`` or ``None``;
-    ``classifier``: the
-    classifier's threshold and out-of-fold figures on its training data (first fold; or
-    ``None``)."""
+    layer names measured (``all`` last)."""
 
     results: list[dict[str, Any]]
     layers: list[str]
-    holdout: str | None = None
-    strict: bool = False
-    embedder: str | None = None
-    classifier: dict[str, Any] | None = None
-    groups: list[str] = field(default_factory=list)
 
     def rates(self, rows: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
         """Per layer ``{"detection", "false_positive_rate", "detected", "poison",
@@ -117,16 +99,11 @@ class EvalReport:
         return {g: {"label": groups[g][0]["label"], **self.rates(groups[g])} for g in order}
 
     def to_json(self) -> dict[str, Any]:
-        """The report as JSON: ``{"layers", "embedder", "classifier",
-        "holdout", "strict", "overall", "by_category", "by_language", "missed",
-        "false_positives"}``."""
+        """The report as JSON: ``{"layers", "overall", "by_category", "by_language",
+        "missed", "false_positives"}`` (the ids the combination missed or flagged)."""
         flagged = "all"
         return {
             "layers": self.layers,
-            "embedder": self.embedder,
-            "classifier": self.classifier,
-            "holdout": self.holdout,
-            "strict": self.strict,
             "overall": self.rates(),
             "by_category": self.by("kind"),
             "by_language": self.by("lang"),
@@ -169,31 +146,19 @@ def evaluate(
     records: Iterable[Mapping[str, Any]],
     *,
     layers: Sequence[str] = ("rules", "semantic"),
-    embedder: Embedder | None = None,
     judge: GuardJudge | None = None,
     guard: Guard | None = None,
-    exemplars: Iterable[Exemplar] = (),
-    holdout: str | None = None,
-    strict: bool = False,
-    cache_dir: str | Path | None = None,
 ) -> EvalReport:
     """Run each layer on labelled candidates (see the module docstring).
 
     Args:
         records: ``{"id", "label", "kind", "content", "source"?, "lang"?}`` mappings.
-        layers: of ``rules``, ``semantic``, ``classifier``, ``llm``.
-        embedder: the classifier's embedder; ``None``: no ``classifier`` layer.
+        layers: of ``rules``, ``semantic``, ``llm``.
         judge: the LLM judge, required for the ``llm`` layer.
         guard: the rules (default: the built-in rules).
-        exemplars: more training exemplars for the classifier (every fold adds its own).
-        holdout: ``None``, ``"kind"`` or ``"lang"``.
-        strict: with ``holdout="kind"``, also drop the held-out category from the
-            classifier's shipped training data.
-        cache_dir: where the classifier keeps trained models (``None``: in memory).
 
     Raises:
-        UsageError: a bad record, an unknown layer or holdout, ``llm`` without a judge, or
-            ``classifier`` without an embedder.
+        UsageError: a bad record, an unknown layer, or ``llm`` without a judge.
     """
     chosen = [layers] if isinstance(layers, str) else list(layers)
     unknown = sorted(set(chosen) - set(EVAL_LAYERS))
@@ -201,10 +166,6 @@ def evaluate(
         raise UsageError(f"layers must be some of {', '.join(EVAL_LAYERS)}; got {chosen}")
     if "llm" in chosen and judge is None:
         raise UsageError("the llm layer needs a model: set REFLECTION_MODEL (and LLM_BASE_URL)")
-    if "classifier" in chosen and embedder is None:
-        raise UsageError("the classifier layer needs an embedder: --embedder hash or local")
-    if holdout not in (None, "kind", "lang"):
-        raise UsageError(f"holdout must be kind or lang, got {holdout!r}")
     rows = _records(records)
     if not rows:
         raise UsageError("no candidates to evaluate")
@@ -213,67 +174,27 @@ def evaluate(
     if rules is not None and "semantic" in rules.layers:
         rules = Guard(layers=("rules",))
     semantic = SemanticLayer() if "semantic" in names else None
-    extra = list(exemplars)
-    groups: list[str] = []
-    folds: list[tuple[list[int], ClauseClassifier | None]] = []
-    learn = "classifier" in names and embedder is not None
-    if holdout is None:
-        model = (
-            ClauseClassifier(embedder, extra=extra, cache_dir=cache_dir)
-            if learn and embedder is not None
-            else None
-        )
-        folds.append((list(range(len(rows))), model))
-    else:
-        for group in sorted({r[holdout] for r in rows}):
-            groups.append(group)
-            inside = [i for i, r in enumerate(rows) if r[holdout] == group]
-            train = [
-                Exemplar.from_record(r, f"record {r['id']}") for r in rows if r[holdout] != group
-            ]
-            drop = [group] if strict and holdout == "kind" else []
-            model = (
-                ClauseClassifier(
-                    embedder,  # type: ignore[arg-type]
-                    extra=[*extra, *train],
-                    drop_categories=drop,
-                    cache_dir=cache_dir,
-                )
-                if learn
-                else None
-            )
-            folds.append((inside, model))
     llm_flags = _judge_all(judge, rows) if "llm" in names and judge is not None else None
-    results: list[dict[str, Any]] = [{} for _ in rows]
-    learned: dict[str, Any] | None = None
-    for inside, model in folds:
-        scores = model.scores([rows[i]["content"] for i in inside]) if model else None
-        if model is not None and learned is None:
-            learned = {**model.model.figures(), "training": len(model.data)}
-        for n, i in enumerate(inside):
-            row = rows[i]
-            flags: dict[str, bool] = {}
-            reasons: list[str] = []
-            if rules is not None:
-                verdict = rules.check(row["content"], source=row["source"])
-                flags["rules"] = verdict.quarantined
-                reasons += verdict.reasons
-            if semantic is not None:
-                hits = semantic.check(row["content"])
-                flags["semantic"] = bool(hits)
-                reasons += [h.reason for h in hits]
-            if model is not None and scores is not None:
-                hit = model.hit(*scores[n])
-                flags["classifier"] = hit is not None
-                if hit is not None:
-                    reasons.append(hit.reason)
-            if llm_flags is not None:
-                flagged, reason = llm_flags[i]
-                flags["llm"] = flagged
-                if reason:
-                    reasons.append(reason)
-            flags["all"] = any(flags.get(layer) for layer in names)
-            results[i] = {
+    results: list[dict[str, Any]] = []
+    for i, row in enumerate(rows):
+        flags: dict[str, bool] = {}
+        reasons: list[str] = []
+        if rules is not None:
+            verdict = rules.check(row["content"], source=row["source"])
+            flags["rules"] = verdict.quarantined
+            reasons += verdict.reasons
+        if semantic is not None:
+            hits = semantic.check(row["content"])
+            flags["semantic"] = bool(hits)
+            reasons += [h.reason for h in hits]
+        if llm_flags is not None:
+            flagged, reason = llm_flags[i]
+            flags["llm"] = flagged
+            if reason:
+                reasons.append(reason)
+        flags["all"] = any(flags.get(layer) for layer in names)
+        results.append(
+            {
                 "id": row["id"],
                 "label": row["label"],
                 "kind": row["kind"],
@@ -281,16 +202,8 @@ def evaluate(
                 "layers": flags,
                 "reasons": reasons,
             }
-    measured = [*names, "all"]
-    return EvalReport(
-        results=results,
-        layers=measured,
-        holdout=holdout,
-        strict=strict,
-        embedder=embedder.name if embedder is not None else None,
-        classifier=learned,
-        groups=groups,
-    )
+        )
+    return EvalReport(results=results, layers=[*names, "all"])
 
 
 def _judge_all(judge: GuardJudge, rows: list[dict[str, Any]]) -> list[tuple[bool, str | None]]:

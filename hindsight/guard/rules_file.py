@@ -107,7 +107,7 @@ def guard_layers(spec: str | Iterable[str]) -> tuple[str, ...]:
 
 def guard_from_file(path: str | os.PathLike[str] | None, **options: Any) -> Guard:
     """A :class:`Guard` with the built-in rules tuned by the file at ``path`` (``None``: the
-    defaults); ``options`` go to :class:`Guard` as well (``layers``, ``embedder``...).
+    defaults); ``options`` go to :class:`Guard` as well (``layers``, ``semantic``).
 
     Raises:
         UsageError: the file is invalid (see :func:`load_rules_file`) or one of its rules is

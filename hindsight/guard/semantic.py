@@ -6,29 +6,22 @@
 * **The bank** (``hindsight/guard/exemplars.jsonl``): labelled harmful and benign lessons in
   every harm category of :data:`~hindsight.guard.harm.HARM_CATEGORIES` and the benign kinds,
   hard negatives included, in English, Chinese, Spanish, French, German, Japanese and
-  Portuguese. It is training data of the learned clause classifier
-  (:mod:`hindsight.guard.classifier`) and the source of the LLM judge's control lessons
-  (:mod:`hindsight.guard.llm_judge`). A nearest-exemplar detector on it was measured and
-  removed: with both shipped offline embedders its calibrated thresholds detected under 5% of
-  the bank's own harm exemplars, so it never ran, and on every evaluation set it added
-  nothing (docs/security.md#measured-what-generalizes-and-what-does-not).
+  Portuguese: the source of the LLM judge's control lessons (:mod:`hindsight.guard.llm_judge`).
+  Two detectors built on it were measured and removed, a nearest-exemplar match and a
+  learned clause classifier: with the offline embedders they added nothing, or more false
+  positives than detections (docs/security.md#measured-what-generalizes-and-what-does-not).
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from hindsight._errors import UsageError
 from hindsight.guard.harm import harm_frames
-from hindsight.ports import Embedder
 
 __all__ = [
     "BANK_FILE",
@@ -91,28 +84,6 @@ def load_bank() -> list[Exemplar]:
         for n, line in enumerate(text.splitlines(), start=1)
         if line.strip()
     ]
-
-
-_VECTORS: dict[tuple[str, str], npt.NDArray[np.float32]] = {}
-_VECTORS_MAX = 20_000
-_VECTORS_LOCK = threading.Lock()
-
-
-def _embed(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-    """``embedder.embed(texts)`` with the bank's vectors remembered per embedder name (the
-    bank is embedded once per process, whatever the number of layers built on it)."""
-    name = embedder.name
-    with _VECTORS_LOCK:
-        known = {t: _VECTORS[(name, t)] for t in texts if (name, t) in _VECTORS}
-    missing = list(dict.fromkeys(t for t in texts if t not in known))
-    if missing:
-        fresh = np.asarray(embedder.embed(missing), dtype=np.float32)
-        known.update(zip(missing, fresh, strict=True))
-        with _VECTORS_LOCK:
-            if len(_VECTORS) + len(missing) > _VECTORS_MAX:
-                _VECTORS.clear()
-            _VECTORS.update({(name, t): v for t, v in zip(missing, fresh, strict=True)})
-    return np.stack([known[t] for t in texts]).astype(np.float32)
 
 
 @dataclass(frozen=True, slots=True)
