@@ -1,4 +1,4 @@
-"""The before-write check: :class:`Guard` and its :class:`Verdict` (issue 5, item 1)."""
+"""The before-write check: :class:`Guard` and its :class:`Verdict`."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ CONFLICT_RULE_ID = "conflict"
 
 SCAN_CACHE_SIZE = 4096
 """Texts whose rule hits one :class:`Guard` remembers (least recently used go first). The
-rules are most of the write path's CPU (issue 10: tau-bench ingest checked 4,004 texts, 2,116
+rules are most of the write path's CPU (measured: tau-bench ingest checked 4,004 texts, 2,116
 distinct); a hit costs a dict lookup."""
 SCAN_CACHE_MAX_CHARS = 4000
 """Longer texts are scanned every time (bounds the cache's memory to ~16 MB)."""
@@ -197,7 +197,7 @@ def _case_free(pattern: re.Pattern[str] | None) -> re.Pattern[str] | None:
     """``pattern`` compiled without IGNORECASE when that cannot change what it matches in a
     :func:`_plain_lower` text: outside escapes its source has no letter but ASCII lower case
     and uncased characters (CJK). Otherwise ``pattern`` itself. Matching without the flag is
-    ~1.6x faster on the built-in rules (issue 10)."""
+    ~1.6x faster on the built-in rules."""
     if pattern is None:
         return None
     bare = _ESCAPE.sub("", pattern.pattern)
@@ -343,7 +343,7 @@ class _Text:
 
 
 class Guard:
-    """Checks candidate lessons before they are written (MISSION S8, issue 5 item 1).
+    """Checks candidate lessons before they are written.
 
     Args:
         rules: the rule set; ``None`` means :data:`~hindsight.guard.rules.DEFAULT_RULES`.
@@ -542,7 +542,7 @@ class Guard:
         """The normalized ``content`` and ``(rule id, reason)`` of every rule that fires on it,
         in rule order. Pure in ``content`` (the rules never change), so :meth:`check` caches
         it: the write path checks the same text more than once (a lesson learned again, the
-        same quoted passage of a run for several of its lessons; issue 10)."""
+        same quoted passage of a run for several of its lessons)."""
         return self._scan_rules(content, prefilter=True)
 
     def _scan_rules(
@@ -610,7 +610,7 @@ class Established(NamedTuple):
     ``confidence`` in [0, 1]; ``trust`` in [0, 1] (its most trusted evidence,
     :func:`~hindsight.guard.initial_trust`) and ``support`` (>= 0, the trust mass of its
     distinct supporting sources) are ``None`` when unknown: such an experience outweighs any
-    candidate (the test before issue 17)."""
+    candidate (the earlier, trust-blind test)."""
 
     content: str
     confidence: float
@@ -620,7 +620,7 @@ class Established(NamedTuple):
 
 def outweighs(against: Sequence[Established], trust: float, support: float) -> bool:
     """Whether contradicting experiences ``against`` settle a conflict against a candidate of
-    ``trust`` and ``support`` (issue 17 item 3): their total support is at least the
+    ``trust`` and ``support``: their total support is at least the
     candidate's and the most trusted of them is at least as trusted as it. So a lesson is
     never quarantined for contradicting lessons of lower total trust, and repeating a claim
     from lower-trust sources never outranks a more trusted lesson, however often it is

@@ -1,5 +1,5 @@
 """An explicit model of harm: who is harmed, what safeguard is removed, where data goes
-(issue 17 item 1, the structured half of the semantic layer).
+(the semantic layer, docs/security.md#layered-detection-and-hindsight-guard-eval).
 
 A lesson is harmful when it advises an act that takes something from someone. This module
 reads a lesson as *harm frames*: slots filled from the word classes of

@@ -1,4 +1,4 @@
-"""Loading a deployment's guard tuning from a file (``HINDSIGHT_GUARD_RULES``, issue 5).
+"""Loading a deployment's guard tuning (``HINDSIGHT_GUARD_RULES``; docs/security.md#tuning).
 
 The file is JSON (``.json``) or TOML (``.toml``; literal strings ``'...'`` keep regexes
 readable). Either a list of rules, or an object::
