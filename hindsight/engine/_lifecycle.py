@@ -80,7 +80,7 @@ class LifecycleMethods:
         self, trajectory_id: Any, success: bool, *, tenant_id: str
     ) -> list[Experience]:
         """Credit or blame the experiences the run ``trajectory_id`` recalled
-        (docs/concepts.md#experiences-and-confidence-s3).
+        (docs/concepts.md#experiences-and-confidence).
 
         The run becomes evidence of each one: a success adds ``OUTCOME_WEIGHT`` (1.0) to its
         supporting mass and 1 to ``helped_count``, a failure to its contradicting mass and
@@ -434,7 +434,7 @@ class LifecycleMethods:
     async def rescan(
         self, experience_id: Any = None, *, tenant_id: str, namespace: str | None = None
     ) -> list[Experience]:
-        """Run the memory guard again on stored experiences (after its rules or exemplars
+        """Run the memory guard again on stored experiences (after its rules or its harm model
         changed, or to screen what was stored with the guard off); each one's stored vector is
         reused.
 

@@ -582,7 +582,7 @@ class AsyncMemory(LifecycleMethods):
         record: bool = True,
         risk_checks: bool = True,
     ) -> RecallResult:
-        """Recall the experiences most useful for ``query`` (docs/concepts.md#recall-s5).
+        """Recall the experiences most useful for ``query`` (docs/concepts.md#recall).
 
         Args:
             query: the task or latest user message (may be empty in ``task_type`` mode).
@@ -602,7 +602,7 @@ class AsyncMemory(LifecycleMethods):
             trajectory_id: the run asking, recorded for outcome attribution.
             token_budget: budget of :meth:`RecallResult.render` (default 2000 tokens).
             include_episodes: also recall the most similar past episodes (run summaries,
-                docs/concepts.md#memory-layers-s4) into ``RecallResult.episodes``: at most
+                docs/concepts.md#memory-layers) into ``RecallResult.episodes``: at most
                 ``min(top_k, EPISODE_TOP_K)`` (3), ranked like lessons, rendered after the
                 lessons in their own section with their own share of the budget
                 (:mod:`hindsight.recall.candidates`). Episodes are never among ``hits``.

@@ -101,7 +101,7 @@ happens to hold as well), and so do names and quoted strings: the personal ones 
 the review already (docs/review.md#masking), and a class in place of one word of a name helps
 no reader."""
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # kana and Han
 # Tokens: split at white space, brackets, quotes, CJK punctuation and CJK characters.
 _TOKEN = re.compile(rf"[^\s()\[\]{{}}<>\"'`“”‘’«»「」『』、。，；：！？（）【】{_CJK}]+")
 _EDGE = ".,;:!?*-_/#|~"
@@ -112,7 +112,7 @@ _QUOTED = re.compile(
 _CLASS_WORDS = re.compile(r"[^\W\d_]+(?:[ _-][^\W\d_]+)?")
 _PASSAGE_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 _PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
-_KEY_PREFIX = re.compile(r"^[^\W\d]\w*=(?=\S)")
+_KEY_PREFIX = re.compile(r"^[^\W\d]\w*[=:](?!//)(?=\S)")
 _OPENERS = frozenset(".!?。！？\"'“‘「(（[-*•>#")
 
 
@@ -412,30 +412,76 @@ class RunSpans:
         return LessonProvenance(order, tuple(tainted.values()))
 
     def mask_data(self, text: str) -> tuple[str, LessonProvenance]:
-        """An episode's ``text`` with every element it took from data alone shown as its
-        class (:data:`ELEMENT_CLASSES`), and the provenance of ``text`` with only the copied
-        passages left tainted (docs/security.md#episodes).
+        """An episode's ``text`` with every element it took from tool output alone shown as
+        its class (:data:`ELEMENT_CLASSES`), and the provenance of ``text`` with only the
+        copied passages left tainted (docs/security.md#episodes).
 
         An episode is a record of one run, not advice: that the agent paid the recipient a
         bill named is a fact about the run. What it must not do is carry a value an attacker
-        planted in a tool result to a later prompt, so those values are replaced; a passage
-        copied from a tool result that the agent's own calls and answers do not hold (an
-        instruction restated, not an action recorded) stays tainted and quarantines the
-        episode. Never raises."""
+        planted in a tool result (data or an error message) to a later prompt, so those
+        values are replaced, in every spelling and wherever they stand (next to Chinese text,
+        after ``key:`` or ``key=``), together with the space-separated groups that follow
+        them in the tool output (a grouped IBAN or card number). A count, an amount (at most
+        six digits before the decimals, or thousands separators) or a date stays. A passage
+        copied from a tool result that the agent's calls and answers (not its thoughts) do
+        not hold - an instruction restated, not an action recorded - stays tainted and
+        quarantines the episode. Never raises."""
         found = self.provenance(text)
         out = text
-        for span in found.tainted:
-            label = ELEMENT_CLASSES.get(span.kind)
-            if label is None or re.fullmatch(r"[\d.,:/-]+", span.element):
-                continue  # a number or a date: a count or an amount, nowhere to send anything
-            out = re.sub(rf"(?<!\w){re.escape(span.element)}(?!\w)", label, out)
-        acted = [s.words for s in self.spans if s.source == "agent"]
+        tool_text = [s.text for s in self.spans if s.source in ("data", "tool_behaviour")]
+        for kind, element in elements(text):
+            label = ELEMENT_CLASSES.get(kind)
+            key = normalize(element)
+            if label is None or self._given_in(key) is not None:
+                continue
+            if not any(key in t for t in tool_text):
+                continue
+            pattern = re.compile(
+                rf"{_LEFT}{re.escape(element)}{_RIGHT}(?:{_GROUP.pattern})*", re.IGNORECASE
+            )
+            out = pattern.sub(
+                lambda m, e=element, c=label: _masked(m.group(), e, c, tool_text), out
+            )
+        acted = [
+            s.words
+            for s in self.spans
+            if s.source == "agent" and s.event_type != EventType.MODEL_THOUGHT.value
+        ]
         passages = tuple(
             t
             for t in found.tainted
             if t.kind == "passage" and not any(f" {t.element} " in words for words in acted)
         )
         return out, LessonProvenance(found.sources, passages)
+
+
+_LEFT = rf"(?<![^\W{_CJK}])"  # not inside a token (a Chinese character next to it is no token)
+_RIGHT = rf"(?![^\W{_CJK}])"
+_GROUP = re.compile(rf"[ \u00a0](?-i:[A-Z0-9]{{1,6}}){_RIGHT}")
+"""A group of a grouped account or card number (``DE89 3704 0044``): upper-case letters or
+digits after one space."""
+_KEPT_NUMBER = re.compile(
+    r"[$€£¥₹]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,6}(?:[.,]\d{1,2})?)%?"  # a count, an amount
+    r"|\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?"  # an ISO date (and time)
+    r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?"  # a written date, a time
+)
+
+
+def _masked(found: str, element: str, label: str, tool_text: list[str]) -> str:
+    """``found`` (``element`` and the groups after it in the episode) with the longest
+    prefix that a tool output holds as one string shown as ``label``, unless that prefix is
+    a count, an amount or a date (:data:`_KEPT_NUMBER`; a number of seven digits or more in
+    groups is none of them)."""
+    groups = _GROUP.findall(found, len(element))
+    for n in range(len(groups), -1, -1):
+        candidate = found[: len(element) + sum(len(g) for g in groups[:n])]
+        if not any(normalize(candidate) in t for t in tool_text):
+            continue
+        kept = _KEPT_NUMBER.fullmatch(candidate) or (
+            _KEPT_NUMBER.fullmatch(element) and sum(c.isdigit() for c in candidate) < 7
+        )
+        return found if kept else label + found[len(candidate) :]
+    return found
 
 
 def _contains(text: str, element: str, kind: str) -> bool:

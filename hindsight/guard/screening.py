@@ -12,7 +12,9 @@ every experience that is created or edited, before deduplication:
    and, for reviewed lessons, with the passages of the trajectory the lesson quotes (taint,
    :class:`~hindsight.guard.evidence.EvidenceIndex`), and for reviewed lessons whose advice
    carries an element of a tool output that neither the instructions nor the user's request
-   contain (:func:`tool_instructions`, the reason ``"instruction from tool output"``);
+   contain (:func:`tool_instructions`, the reason ``"instruction from tool output"``). An
+   episode the review wrote is judged by provenance on its record and read by the rules on
+   its own words only (:func:`reviewed_episode`, docs/security.md#episodes);
 3. **quarantine** - on any hit the experience is stored with status ``quarantined`` and the
    reasons in ``metadata["quarantine_reasons"]``; it is never recalled until a human approves
    it (:mod:`hindsight.guard.quarantine`).
@@ -22,6 +24,7 @@ With the guard off (``HINDSIGHT_GUARD=off``) only step 1 runs.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
@@ -42,14 +45,17 @@ from hindsight.ports import Clock, Embedder, VectorIndex
 __all__ = [
     "ADVICE_KINDS",
     "CONFLICT_NEIGHBOURS",
+    "EPISODE_SEAL",
     "GUARD_METADATA_KEYS",
     "GUARD_OWNED_FIELDS",
     "WriteScreen",
     "check_user_metadata",
+    "episode_words",
     "guard_metadata",
     "owned_by_guard",
     "quarantine",
     "reviewed_episode",
+    "seal_episode",
     "tool_instructions",
 ]
 
@@ -70,7 +76,8 @@ tau-bench runs: testing every kind quarantined 36 of 673 harmless lessons (outco
 tasks "conflict"), testing advice kinds none (docs/security.md). An experience of any other
 kind - above all an ``episode``, a factual summary of one run - is never conflict-tested, even
 when ``existing`` is handed to :meth:`WriteScreen.check`; the rules and the taint check still
-run on it."""
+run on it (on an episode the review wrote, the rules read only the words it did not build from
+the run's record: :func:`episode_words`)."""
 
 GUARD_METADATA_KEYS = frozenset(
     {
@@ -233,14 +240,48 @@ def tool_instructions(exp: Experience) -> list[Finding]:
     return out
 
 
+EPISODE_SEAL: Final = "episode"
+"""The key, inside a reviewed episode's provenance record, of its seal (:func:`seal_episode`)."""
+
+
+def seal_episode(record: Mapping[str, Any], content: str, recorded_chars: int) -> dict[str, Any]:
+    """The provenance ``record`` of an episode the review wrote, sealed to its ``content``:
+    the content's SHA-256 and ``recorded_chars``, how many of its first characters the review
+    built from the run's record (goal, calls, outcome, evidence; ``0`` for a summary an LLM
+    wrote). Only the review calls it; the key is the guard's (:data:`GUARD_METADATA_KEYS`).
+
+    Raises:
+        ValueError: ``recorded_chars`` is not within ``0..len(content)``.
+    """
+    if not 0 <= recorded_chars <= len(content):
+        raise ValueError(f"recorded_chars must be within 0..{len(content)}, got {recorded_chars}")
+    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    return {**record, EPISODE_SEAL: {"sha256": digest, "recorded_chars": recorded_chars}}
+
+
 def reviewed_episode(exp: Experience) -> bool:
-    """Whether ``exp`` is an episode the review wrote: kind ``episode`` with the provenance
-    record only the review sets (``metadata["provenance"]``, a key callers may not write:
-    :data:`GUARD_METADATA_KEYS`). Such an episode is a record of one run, not advice: the text
-    layers do not judge it as advice, its provenance does (docs/security.md#episodes)."""
-    return exp.kind is ExperienceKind.EPISODE and isinstance(
-        exp.metadata.get(PROVENANCE_KEY), Mapping
-    )
+    """Whether ``exp`` is an episode the review wrote, exactly as it wrote it: kind
+    ``episode`` whose provenance record (``metadata["provenance"]``, a key callers may not
+    write: :data:`GUARD_METADATA_KEYS`) holds the seal of its content (:func:`seal_episode`).
+    An edit that changes the content breaks the seal: the text is then screened as any other
+    (docs/security.md#episodes)."""
+    if exp.kind is not ExperienceKind.EPISODE:
+        return False
+    record = exp.metadata.get(PROVENANCE_KEY)
+    seal = record.get(EPISODE_SEAL) if isinstance(record, Mapping) else None
+    if not isinstance(seal, Mapping) or not isinstance(seal.get("recorded_chars"), int):
+        return False
+    digest = hashlib.sha256(exp.content.encode("utf-8")).hexdigest()
+    return seal.get("sha256") == digest and 0 <= seal["recorded_chars"] <= len(exp.content)
+
+
+def episode_words(exp: Experience) -> str:
+    """The part of ``exp`` the text layers read: for a reviewed episode
+    (:func:`reviewed_episode`) the words after its record (the agent's final answer; the
+    whole text of a summary an LLM wrote), else all of ``exp.content``."""
+    if not reviewed_episode(exp):
+        return exp.content
+    return exp.content[exp.metadata[PROVENANCE_KEY][EPISODE_SEAL]["recorded_chars"] :]
 
 
 class WriteScreen:
@@ -417,7 +458,9 @@ class WriteScreen:
                 support (``support(exp)``) are weighed against theirs
                 (:func:`~hindsight.guard.checker.outweighs`). Ignored for experiences that are
                 not of an advice kind (:data:`ADVICE_KINDS`): episodes and other observations
-                are never conflict-tested, only checked by the rules and for taint.
+                are never conflict-tested, only checked by the rules and for taint (a
+                reviewed episode: its own words by the rules, :func:`episode_words`; its
+                record by provenance and for quotes of tool output).
             vector: the candidate's embedding (of the cleaned content): the neighbour search
                 and the semantic layer use it; ``None`` embeds it once when needed.
             evidence: the reviewed trajectory's quotable text, for the taint check and the
@@ -472,8 +515,15 @@ class WriteScreen:
                 near = list(wanted[i] or [])
             findings = [*tool_instructions(exp), *unconfirmed_source(exp)]
             if reviewed_episode(exp):
-                # a record of one run, not advice: judged by where its words came from
-                # (docs/security.md#episodes), the tool output it quotes included
+                # a record of one run: its record is judged by where its words came from
+                # (docs/security.md#episodes), the tool output it quotes included; the words
+                # the agent or an LLM reviewer wrote are read by the text layers as well
+                words = episode_words(exp)
+                if words.strip():
+                    verdict = self.guard.check(
+                        words, source=exp.provenance.value, existing=[], trust=exp.trust
+                    )
+                    findings = [*verdict.findings, *findings]
                 if evidence is not None:
                     findings += [
                         Finding("rules", "taint", "tainted", 1.0, reason)

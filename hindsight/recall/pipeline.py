@@ -1,4 +1,4 @@
-"""The recall pipeline, in order (docs/concepts.md#recall-s5):
+"""The recall pipeline, in order (docs/concepts.md#recall):
 
 1. **candidates** - the query (plus the asking agent's tools) is embedded and the nearest
    active lessons of the tenant's namespaces are fetched (:func:`.candidates.tier_candidates`,
@@ -364,7 +364,7 @@ class _Stale(Exception):
 
 def _mode(mode: Any, query: str, task_type: str | None) -> RecallMode:
     """The recall mode asked for, or the default: ``task_type`` for an empty query with a
-    task_type (docs/concepts.md#exact-task_type-mode-s16), else ``vector``.
+    task_type (docs/concepts.md#exact-task_type-mode), else ``vector``.
 
     Raises:
         UsageError: an unknown mode, an empty query in vector mode, task_type mode without a

@@ -1,4 +1,4 @@
-"""Episodes: one short, recallable summary per reviewed run (MISSION S4, S5; issue 3).
+"""Episodes: one short, recallable summary per reviewed run (docs/review.md#episodes).
 
 A trajectory is the raw episodic record of a run; lessons are the semantic memory drawn from
 it. Between the two sits the *episode*: a few sentences saying what the run tried (goal), what
@@ -36,13 +36,15 @@ from hindsight.tokens import estimate_tokens, truncate_to_tokens
 __all__ = [
     "EPISODE_CONFIDENCE",
     "EPISODE_MAX_TOKENS",
+    "answer_start",
     "episode_experience",
     "episode_id",
     "summarize_episode",
 ]
 
 EPISODE_MAX_TOKENS = 300
-"""Longest episode summary, in estimated tokens ("a few hundred tokens at most", issue 3)."""
+"""Longest episode summary, in estimated tokens (a few hundred at most: an episode is recalled
+next to the lessons, in their token budget)."""
 
 EPISODE_CONFIDENCE = 0.5
 """Confidence of an episode: neutral. An episode reports what happened; it claims no rule, so
@@ -241,6 +243,14 @@ def _final_answer(traj: Trajectory) -> str:
     return ""
 
 
+def _words(traj: Trajectory) -> tuple[str, dict[str, Any]]:
+    """The run's task (its user messages when it has none) and the summary's words: Chinese
+    when the task is mostly CJK text, else English."""
+    user_text = " ".join(e.content for e in traj.events if e.event_type is EventType.USER_MESSAGE)
+    task = traj.task if traj.task.strip() else user_text
+    return task, _ZH if is_mostly_cjk(task or user_text) else _EN
+
+
 def summarize_episode(traj: Trajectory, *, max_tokens: int = EPISODE_MAX_TOKENS) -> str:
     """A deterministic episode summary of ``traj``: goal, steps and tools in order, outcome,
     turning point, and the start of the final answer.
@@ -256,13 +266,11 @@ def summarize_episode(traj: Trajectory, *, max_tokens: int = EPISODE_MAX_TOKENS)
             default :data:`EPISODE_MAX_TOKENS` (300).
 
     Returns:
-        The summary, one paragraph; ``""`` for a trajectory without content (case C05).
+        The summary, one paragraph; ``""`` for a trajectory without content.
     """
     if traj.is_empty():
         return ""
-    user_text = " ".join(e.content for e in traj.events if e.event_type is EventType.USER_MESSAGE)
-    task = traj.task if traj.task.strip() else user_text
-    words = _ZH if is_mostly_cjk(task or user_text) else _EN
+    task, words = _words(traj)
     colon, end, sep = str(words["colon"]), str(words["end"]), str(words["sep"])
     calls = collect_calls(traj.events)
     goal = task_summary(task, 160) or (traj.task_type or "")
@@ -290,6 +298,18 @@ def summarize_episode(traj: Trajectory, *, max_tokens: int = EPISODE_MAX_TOKENS)
     if estimate_tokens(text) > max_tokens:
         text = truncate_to_tokens(text, max_tokens, marker=" …")
     return text
+
+
+def answer_start(traj: Trajectory, summary: str) -> int:
+    """Where the final answer starts in ``summary``, :func:`summarize_episode`'s text for
+    ``traj`` (masked or not): the first place its answer label (``Answer:``, ``回答：``)
+    stands, so that everything before it is built from the run's record (goal, calls,
+    outcome, evidence) and everything after it is the agent's own words; ``len(summary)``
+    when it holds no answer. A label the goal or a call happens to contain only moves the
+    start earlier."""
+    words = _words(traj)[1]
+    at = summary.find(f"{words['answer']}{words['colon']}")
+    return len(summary) if at < 0 else at
 
 
 def episode_experience(

@@ -31,10 +31,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from hindsight.guard.provenance import PROVENANCE_KEY, RunSpans
+from hindsight.guard.screening import seal_episode
 from hindsight.models import Experience, ExperienceKind, Outcome, Trajectory
 from hindsight.ports import Clock, Lesson, Reviewer
 from hindsight.review.combined import CombinedReviewer, content_key
-from hindsight.review.episodes import episode_experience, episode_id, summarize_episode
+from hindsight.review.episodes import (
+    answer_start,
+    episode_experience,
+    episode_id,
+    summarize_episode,
+)
 from hindsight.review.groups import TaskGroups
 from hindsight.review.heuristic import HeuristicReviewer, has_reviewable_content
 from hindsight.writeback import PROVENANCE_TRUST, WriteBack, lessons_to_experiences
@@ -233,7 +239,7 @@ class ReviewRun:
         """Write the episode of ``traj`` unless it is stored already: ``given`` is the
         reviewer's own summary and that reviewer's name, else the summary is
         :func:`summarize_episode`. Returns its id, or ``None`` for a run without reviewable
-        content (case C05)."""
+        content."""
         eid, exp = self._episode(traj, given)
         if exp is not None:
             self.writeback.write([exp], trajectory=traj)  # trajectory: the guard's taint check
@@ -259,7 +265,10 @@ class ReviewRun:
         # (docs/security.md#episodes): values it took from tool output alone are shown as
         # their class, a passage copied from one stays tainted
         content, record = RunSpans(traj).mask_data(content)
-        meta[PROVENANCE_KEY] = record.to_dict()
+        # the words after the record (the agent's answer; all of an LLM's summary) are
+        # screened by the text layers as well: the seal keeps that true only for this text
+        recorded = answer_start(traj, content) if given is None else 0
+        meta[PROVENANCE_KEY] = seal_episode(record.to_dict(), content, recorded)
         exp = episode_experience(
             traj,
             content,

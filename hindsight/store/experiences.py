@@ -374,7 +374,7 @@ class ExperienceStore(StoreCore):
         Order: ``confidence`` descending, then ``updated_at`` descending, then id
         (:data:`EXPERIENCE_ORDER`); ``order="created"``: oldest created first, then id
         (:data:`CREATED_ORDER`). Used by the exact task_type recall mode, which needs no
-        vectors (docs/concepts.md#exact-task_type-mode-s16).
+        vectors (docs/concepts.md#exact-task_type-mode).
 
         Args:
             tenant_id: the tenant (required).

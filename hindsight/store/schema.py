@@ -3,7 +3,7 @@
 The database itself is created and upgraded only by the Alembic migrations in
 ``hindsight/store/migrations``; a test checks that the migrated database matches these tables.
 Every table that holds user data has a ``tenant_id`` column so that every query can be scoped by
-it (tenant isolation, docs/concepts.md#tenants-and-namespaces-s9).
+it (tenant isolation, docs/concepts.md#tenants-and-namespaces).
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ experience_sources = Table(
     metadata,
     # One row per (experience, source run): ``Experience.source_trajectory_ids`` as a table,
     # so "the lessons these runs taught" is an index lookup (recall's situation match,
-    # docs/concepts.md#recall-s5). Kept equal to the JSON column on every insert and update
+    # docs/concepts.md#recall). Kept equal to the JSON column on every insert and update
     # of an experience; goes with the experience when it is hard-deleted (ON DELETE CASCADE).
     Column(
         "experience_id",
