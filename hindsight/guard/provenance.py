@@ -64,6 +64,7 @@ __all__ = [
     "PROVENANCE_KEY",
     "SPAN_CHARS",
     "SPAN_SOURCES",
+    "USER_RUN_WORDS",
     "LessonProvenance",
     "RunSpans",
     "TaintedSpan",
@@ -90,6 +91,9 @@ MESSAGE_WORDS: Final = 12
 """Longest successful tool result (words, each Chinese or Japanese character one word; not
 JSON, no salient element) taken for the tool's own status message (``No results found.``,
 ``找不到结果。``) rather than data."""
+USER_RUN_WORDS: Final = 3
+"""Consecutive words of the user's request that an episode repeats as the user's own words
+(:meth:`RunSpans.user_words`): long enough not to be a common pair of words."""
 SPAN_CHARS: Final = 160
 """Characters of the data event kept on each side of a tainting element (the span shown with
 the quarantine reason)."""
@@ -365,6 +369,29 @@ class RunSpans:
             self.spans.append(
                 _Span(traj_id, index, kind, tool, source, raw, text, _passage_text(text))
             )
+
+    def user_words(self, text: str) -> list[tuple[int, int]]:
+        """The ``(start, end)`` character ranges of ``text`` that repeat the user's request:
+        runs of at least :data:`USER_RUN_WORDS` consecutive words (each Chinese or Japanese
+        character one word) that the user's messages or the run's task hold in that order,
+        compared case-folded. What the user asked for is theirs to ask: an episode that
+        quotes it is not read as advice there (docs/security.md#episodes). Never raises."""
+        tokens = [(m.start(), m.end(), normalize(m.group())) for m in _PASSAGE_TOKEN.finditer(text)]
+        user = self._given_words["user"]
+        out: list[tuple[int, int]] = []
+        i = 0
+        while i < len(tokens):
+            j = i
+            while (
+                j < len(tokens) and (" " + " ".join(t[2] for t in tokens[i : j + 1]) + " ") in user
+            ):
+                j += 1
+            if j - i >= USER_RUN_WORDS:
+                out.append((tokens[i][0], tokens[j - 1][1]))
+                i = j
+            else:
+                i += 1
+        return out
 
     def _given_in(self, needle: str, *, words: bool = False) -> str | None:
         """``instruction`` or ``user`` when ``needle`` occurs in the trusted instructions or

@@ -244,19 +244,25 @@ EPISODE_SEAL: Final = "episode"
 """The key, inside a reviewed episode's provenance record, of its seal (:func:`seal_episode`)."""
 
 
-def seal_episode(record: Mapping[str, Any], content: str, recorded_chars: int) -> dict[str, Any]:
+def seal_episode(
+    record: Mapping[str, Any], content: str, recorded: Sequence[tuple[int, int]]
+) -> dict[str, Any]:
     """The provenance ``record`` of an episode the review wrote, sealed to its ``content``:
-    the content's SHA-256 and ``recorded_chars``, how many of its first characters the review
-    built from the run's record (goal, calls, outcome, evidence; ``0`` for a summary an LLM
-    wrote). Only the review calls it; the key is the guard's (:data:`GUARD_METADATA_KEYS`).
+    the content's SHA-256 and the ``recorded`` ``(start, end)`` character ranges that are not
+    read as advice - what the review built from the run's record (goal, calls, outcome,
+    evidence) and the words that repeat the user's request
+    (:meth:`~hindsight.guard.provenance.RunSpans.user_words`). Only the review calls it; the
+    key is the guard's (:data:`GUARD_METADATA_KEYS`).
 
     Raises:
-        ValueError: ``recorded_chars`` is not within ``0..len(content)``.
+        ValueError: a range is not within ``0..len(content)`` or ends before it starts.
     """
-    if not 0 <= recorded_chars <= len(content):
-        raise ValueError(f"recorded_chars must be within 0..{len(content)}, got {recorded_chars}")
+    for start, end in recorded:
+        if not 0 <= start <= end <= len(content):
+            raise ValueError(f"recorded range ({start}, {end}) is not within 0..{len(content)}")
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-    return {**record, EPISODE_SEAL: {"sha256": digest, "recorded_chars": recorded_chars}}
+    ranges = [[start, end] for start, end in sorted(recorded)]
+    return {**record, EPISODE_SEAL: {"sha256": digest, "recorded": ranges}}
 
 
 def reviewed_episode(exp: Experience) -> bool:
@@ -265,23 +271,47 @@ def reviewed_episode(exp: Experience) -> bool:
     write: :data:`GUARD_METADATA_KEYS`) holds the seal of its content (:func:`seal_episode`).
     An edit that changes the content breaks the seal: the text is then screened as any other
     (docs/security.md#episodes)."""
+    return _seal(exp) is not None
+
+
+def _seal(exp: Experience) -> list[tuple[int, int]] | None:
+    """The recorded ranges of a reviewed episode whose seal holds, else ``None``."""
     if exp.kind is not ExperienceKind.EPISODE:
-        return False
+        return None
     record = exp.metadata.get(PROVENANCE_KEY)
     seal = record.get(EPISODE_SEAL) if isinstance(record, Mapping) else None
-    if not isinstance(seal, Mapping) or not isinstance(seal.get("recorded_chars"), int):
-        return False
-    digest = hashlib.sha256(exp.content.encode("utf-8")).hexdigest()
-    return seal.get("sha256") == digest and 0 <= seal["recorded_chars"] <= len(exp.content)
+    if not isinstance(seal, Mapping) or not isinstance(seal.get("recorded"), list):
+        return None
+    if seal.get("sha256") != hashlib.sha256(exp.content.encode("utf-8")).hexdigest():
+        return None
+    ranges = []
+    for item in seal["recorded"]:
+        if not (
+            isinstance(item, list)
+            and len(item) == 2
+            and all(isinstance(n, int) for n in item)
+            and 0 <= item[0] <= item[1] <= len(exp.content)
+        ):
+            return None
+        ranges.append((item[0], item[1]))
+    return ranges
 
 
 def episode_words(exp: Experience) -> str:
     """The part of ``exp`` the text layers read: for a reviewed episode
-    (:func:`reviewed_episode`) the words after its record (the agent's final answer; the
-    whole text of a summary an LLM wrote), else all of ``exp.content``."""
-    if not reviewed_episode(exp):
+    (:func:`reviewed_episode`) its words outside the recorded ranges (the agent's final
+    answer, an LLM reviewer's summary, less what repeats the user's request), joined by
+    `` … ``; else all of ``exp.content``."""
+    ranges = _seal(exp)
+    if ranges is None:
         return exp.content
-    return exp.content[exp.metadata[PROVENANCE_KEY][EPISODE_SEAL]["recorded_chars"] :]
+    parts, at = [], 0
+    for start, end in ranges:
+        if start > at:
+            parts.append(exp.content[at:start])
+        at = max(at, end)
+    parts.append(exp.content[at:])
+    return " … ".join(p.strip() for p in parts if p.strip())
 
 
 class WriteScreen:

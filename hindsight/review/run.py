@@ -264,10 +264,14 @@ class ReviewRun:
         # an episode is judged by where its words came from, not by its wording
         # (docs/security.md#episodes): values it took from tool output alone are shown as
         # their class, a passage copied from one stays tainted
-        content, record = RunSpans(traj).mask_data(content)
-        # the words after the record (the agent's answer; all of an LLM's summary) are
-        # screened by the text layers as well: the seal keeps that true only for this text
-        recorded = answer_start(traj, content) if given is None else 0
+        spans = RunSpans(traj)
+        content, record = spans.mask_data(content)
+        # the words that are neither the run's record nor the user's request (the agent's
+        # answer; an LLM's summary) are read by the text layers as well: the seal keeps that
+        # true only for this text
+        recorded = spans.user_words(content)
+        if given is None:
+            recorded.append((0, answer_start(traj, content)))
         meta[PROVENANCE_KEY] = seal_episode(record.to_dict(), content, recorded)
         exp = episode_experience(
             traj,
