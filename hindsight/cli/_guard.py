@@ -286,6 +286,7 @@ def _eval(
     from hindsight.guard.llm_judge import GuardJudge
     from hindsight.guard.rules_file import guard_layers
     from hindsight.guard.scan import _read_jsonl
+    from hindsight.guard.screening import episode_words
 
     chosen = guard_layers(layers)
     judge = None
@@ -312,7 +313,9 @@ def _eval(
                 "label": label,
                 "kind": e.kind.value,
                 "source": e.provenance.value,
-                "content": e.content,
+                # what the write path's text layers read: a reviewed episode's own words
+                # (docs/security.md#episodes; "…" when it has none), else the whole text
+                "content": episode_words(e).strip() or "…",
             }
             for e in stored
         ]
