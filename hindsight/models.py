@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     AfterValidator,
@@ -244,6 +244,13 @@ def _task_type(value: Any) -> Any:
     return refuse_invalid(value, "task_type") if isinstance(value, str) else value
 
 
+STORED_KEY: Final = "stored"
+"""Validation context key (``model_validate(data, context=STORED)``) of values read back from
+the store: they were cleaned when written, so the text policy is not run on them again (the
+types and constraints still are)."""
+STORED: Final = MappingProxyType({STORED_KEY: True})
+
+
 class InputModel(BaseModel):
     """The invalid-value policy (:mod:`hindsight._text`) for a model built from input (every
     hindsight model, the HTTP request bodies, the MCP tool arguments): NaN and infinities
@@ -258,6 +265,8 @@ class InputModel(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _valid_text(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(info.context, Mapping) and info.context.get(STORED_KEY):
+            return value  # read back from the store: cleaned when it was written
         name = info.field_name or "value"
         if name in NAME_FIELDS:
             return refuse_invalid(value, name) if isinstance(value, str) else value

@@ -349,3 +349,27 @@ def test_two_texts_masked_to_one_lesson_are_both_sealed() -> None:
     record = sealed.metadata["provenance"]
     assert [t["element"] for t in record["tainted"]] == [element]
     assert record["sources"] == ["user", "data"]
+
+
+def test_run_spans_of_builds_a_run_once_and_again_when_its_events_change() -> None:
+    from hindsight import Event, EventType, Trajectory
+    from hindsight.guard.provenance import RunSpans
+
+    traj = Trajectory(
+        tenant_id="acme",
+        task="Pay the bill.",
+        events=[Event(event_type=EventType.USER_MESSAGE, content="Pay the bill.")],
+    )
+    first = RunSpans.of(traj)
+    assert RunSpans.of(traj) is first
+    other = traj.model_copy(deep=True)
+    assert RunSpans.of(other) is not first  # another object: built for itself
+    traj.events.append(
+        Event(
+            event_type=EventType.TOOL_RESULT,
+            tool_name="read",
+            content="IBAN DE89370400440532013000",
+        )
+    )
+    again = RunSpans.of(traj)
+    assert again is not first and len(again.spans) == len(first.spans) + 1

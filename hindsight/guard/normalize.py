@@ -11,6 +11,7 @@ Latin, whitespace collapsed) and is never what gets stored or shown.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -136,6 +137,17 @@ def normalize(text: str) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
+    if len(text) <= _CACHED_CHARS:
+        return _normalize_cached(text)
+    return _normalize(text)
+
+
+_CACHED_CHARS = 4096
+"""Texts up to this length are normalized once per process while they stay among the last
+:func:`functools.lru_cache`'s 2,048 (a review reads the same event texts several times)."""
+
+
+def _normalize(text: str) -> str:
     out = _one_pass(text)
     # Removing characters can make new NFKC compositions possible (e.g. two Hangul jamo
     # that were split by a zero-width space); repeat until nothing changes.
@@ -145,3 +157,6 @@ def normalize(text: str) -> str:
             break
         out = again
     return out
+
+
+_normalize_cached = functools.lru_cache(maxsize=2048)(_normalize)

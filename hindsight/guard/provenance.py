@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
@@ -309,6 +310,13 @@ def source_trust_names(sources: Iterable[str], run_source: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+SPANS_CACHE_SIZE: Final = 8
+"""Runs whose spans :meth:`RunSpans.of` keeps (one review reads at most a run and its
+group)."""
+_SPANS_CACHE: OrderedDict[tuple[tuple[int, int, int], ...], tuple[tuple[Trajectory, ...], RunSpans]]
+_SPANS_CACHE = OrderedDict()
+
+
 @dataclass(frozen=True, slots=True)
 class _Span:
     trajectory_id: str
@@ -331,6 +339,23 @@ class RunSpans:
     Building costs one pass over the runs' text; :meth:`provenance` one pass over the spans
     per element of the lesson. Never raises on valid trajectories.
     """
+
+    @classmethod
+    def of(cls, *trajectories: Trajectory) -> RunSpans:
+        """The spans of ``trajectories``, built once for the same trajectory objects: the
+        review's gate and its episode read one run twice. Keeps the last
+        :data:`SPANS_CACHE_SIZE` (holding the trajectories, so an object's identity is not
+        reused while it is cached; a trajectory whose events list changed is built again)."""
+        key = tuple((id(t), id(t.events), len(t.events)) for t in trajectories)
+        hit = _SPANS_CACHE.get(key)
+        if hit is not None:
+            _SPANS_CACHE.move_to_end(key)
+            return hit[1]
+        spans = cls(*trajectories)
+        _SPANS_CACHE[key] = (trajectories, spans)
+        while len(_SPANS_CACHE) > SPANS_CACHE_SIZE:
+            _SPANS_CACHE.popitem(last=False)
+        return spans
 
     def __init__(self, *trajectories: Trajectory) -> None:
         self.spans: list[_Span] = []
@@ -454,21 +479,32 @@ class RunSpans:
         not hold - an instruction restated, not an action recorded - stays tainted and
         quarantines the episode. Never raises."""
         found = self.provenance(text)
-        out = text
         tool_text = [s.text for s in self.spans if s.source in ("data", "tool_behaviour")]
+        wanted: dict[str, str] = {}
         for kind, element in elements(text):
             label = ELEMENT_CLASSES.get(kind)
             key = normalize(element)
             if label is None or self._given_in(key) is not None:
                 continue
-            if not any(key in t for t in tool_text):
+            if any(key in t for t in tool_text):
+                wanted[key] = label
+        out, at = [], 0
+        for m in _TOKEN.finditer(text) if wanted else ():
+            token = m.group()
+            start = m.start() + len(token) - len(token.lstrip(_EDGE))
+            end = m.start() + len(token.rstrip(_EDGE))
+            core = text[start:end]
+            if not core.lower().startswith(("http://", "https://", "www.")):
+                prefix = _KEY_PREFIX.match(core)  # recipient=UK12...: the value is the element
+                start += prefix.end() if prefix else 0
+            label = wanted.get(normalize(text[start:end]))
+            if label is None or start < at:
                 continue
-            pattern = re.compile(
-                rf"{_LEFT}{re.escape(element)}{_RIGHT}(?:{_GROUP.pattern})*", re.IGNORECASE
-            )
-            out = pattern.sub(
-                lambda m, e=element, c=label: _masked(m.group(), e, c, tool_text), out
-            )
+            groups = _GROUPS.match(text, end)  # matches the empty string at least
+            stop = groups.end() if groups else end
+            out += [text[at:start], _masked(text[start:stop], end - start, label, tool_text)]
+            at = stop
+        masked = "".join([*out, text[at:]])
         acted = [
             s.words
             for s in self.spans
@@ -479,14 +515,12 @@ class RunSpans:
             for t in found.tainted
             if t.kind == "passage" and not any(f" {t.element} " in words for words in acted)
         )
-        return out, LessonProvenance(found.sources, passages)
+        return masked, LessonProvenance(found.sources, passages)
 
 
-_LEFT = rf"(?<![^\W{_CJK}])"  # not inside a token (a Chinese character next to it is no token)
-_RIGHT = rf"(?![^\W{_CJK}])"
-_GROUP = re.compile(rf"[ \u00a0](?-i:[A-Z0-9]{{1,6}}){_RIGHT}")
-"""A group of a grouped account or card number (``DE89 3704 0044``): upper-case letters or
-digits after one space."""
+_GROUPS = re.compile(rf"(?:[ \u00a0][A-Z0-9]{{1,6}}(?![^\W{_CJK}]))*")
+"""The groups after the start of a grouped account or card number (``DE89 3704 0044``):
+upper-case letters or digits after one space, each ending a token."""
 _KEPT_NUMBER = re.compile(
     r"[$€£¥₹]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,6}(?:[.,]\d{1,2})?)%?"  # a count, an amount
     r"|\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?"  # an ISO date (and time)
@@ -494,20 +528,20 @@ _KEPT_NUMBER = re.compile(
 )
 
 
-def _masked(found: str, element: str, label: str, tool_text: list[str]) -> str:
-    """``found`` (``element`` and the groups after it in the episode) with the longest
-    prefix that a tool output holds as one string shown as ``label``, unless that prefix is
-    a count, an amount or a date (:data:`_KEPT_NUMBER`; a number of seven digits or more in
-    groups is none of them)."""
-    groups = _GROUP.findall(found, len(element))
-    for n in range(len(groups), -1, -1):
-        candidate = found[: len(element) + sum(len(g) for g in groups[:n])]
+def _masked(found: str, size: int, label: str, tool_text: list[str]) -> str:
+    """``found`` (an element of ``size`` characters and the groups after it in the episode)
+    with the longest prefix that a tool output holds as one string shown as ``label``, unless
+    that prefix is a count, an amount or a date (:data:`_KEPT_NUMBER`; a number of seven
+    digits or more in groups is none of them)."""
+    cuts = [size, *(m.end() + size for m in re.finditer(r"[ \u00a0]\S+", found[size:]))]
+    for cut in reversed(cuts):
+        candidate = found[:cut]
         if not any(normalize(candidate) in t for t in tool_text):
             continue
         kept = _KEPT_NUMBER.fullmatch(candidate) or (
-            _KEPT_NUMBER.fullmatch(element) and sum(c.isdigit() for c in candidate) < 7
+            _KEPT_NUMBER.fullmatch(found[:size]) and sum(c.isdigit() for c in candidate) < 7
         )
-        return found if kept else label + found[len(candidate) :]
+        return found if kept else label + found[cut:]
     return found
 
 

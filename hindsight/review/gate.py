@@ -57,7 +57,7 @@ class LessonGate:
         self.masker = RecordingMasker()
         for run in (trajectory, *others):
             self.masker.add_trajectory(run)
-        self.spans = RunSpans(trajectory, *others)
+        self.spans = RunSpans.of(trajectory, *others)
 
     def mask(self, text: str) -> str:
         """``text`` with every run-specific value replaced by its class."""

@@ -264,7 +264,7 @@ class ReviewRun:
         # an episode is judged by where its words came from, not by its wording
         # (docs/security.md#episodes): values it took from tool output alone are shown as
         # their class, a passage copied from one stays tainted
-        spans = RunSpans(traj)
+        spans = RunSpans.of(traj)
         content, record = spans.mask_data(content)
         # the words that are neither the run's record nor the user's request (the agent's
         # answer; an LLM's summary) are read by the text layers as well: the seal keeps that

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from hindsight._errors import UsageError
 from hindsight.models import (
+    STORED,
     Event,
     Experience,
     ExperienceKind,
@@ -84,7 +85,9 @@ def experience_row(exp: Experience) -> dict[str, Any]:
 
 def experience_from_row(row: Mapping[Any, Any]) -> Experience:
     """The experience stored in ``row`` (extra columns such as ``embedding`` are ignored)."""
-    return Experience.model_validate({name: row[name] for name in EXPERIENCE_FIELDS})
+    return Experience.model_validate(
+        {name: row[name] for name in EXPERIENCE_FIELDS}, context=STORED
+    )
 
 
 _FLOATS = ("confidence", "importance", "trust")
@@ -287,7 +290,7 @@ def trajectory_from_rows(
     data["events"] = [{name: ev[name] for name in _EVENT_FIELDS} for ev in events]
     data["system_prompt"] = system_prompt
     data["evidence"] = row["evidence"]
-    return Trajectory.model_validate(data)
+    return Trajectory.model_validate(data, context=STORED)
 
 
 def job_from_row(row: Mapping[Any, Any]) -> ReviewJob:
