@@ -1,4 +1,4 @@
-"""The guard's rules, as data (issue 5, item 1).
+"""The guard's rules, as data (docs/security.md#layer-1-before-write).
 
 A :class:`Rule` is a set of regular expressions over the *normalized* text (lower case, see
 :func:`hindsight.guard.normalize`) plus a few declarative modifiers that model the semantics

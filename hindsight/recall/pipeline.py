@@ -17,7 +17,8 @@
    (:func:`hindsight.guard.after_recall.drop_outliers`);
 6. **episodes** (``include_episodes=True``): the most similar past runs, their own tier
    (:func:`.candidates.recall_episodes`);
-7. **usage**: what was recalled is recorded for the run asking (outcome attribution, S3),
+7. **usage**: what was recalled is recorded for the run asking (outcome attribution:
+   docs/concepts.md#experiences-and-confidence),
    unless the request is a dry run (``record=False``: the console's recall playground, or an
    integration that records only what its model was seen to receive with
    :meth:`hindsight.AsyncMemory.record_recall`).
