@@ -373,3 +373,25 @@ def test_run_spans_of_builds_a_run_once_and_again_when_its_events_change() -> No
     )
     again = RunSpans.of(traj)
     assert again is not first and len(again.spans) == len(first.spans) + 1
+
+
+def test_masker_for_copies_the_shared_harvest_of_a_run() -> None:
+    from hindsight import Event, EventType, Trajectory
+    from hindsight.review.masking import harvested, masker_for
+
+    traj = Trajectory(
+        tenant_id="acme",
+        task="Refund order 88123.",
+        events=[
+            Event(
+                event_type=EventType.TOOL_CALL,
+                tool_name="refund",
+                tool_args={"user_id": "mia_li_3668"},
+            )
+        ],
+    )
+    first, second = masker_for([traj]), masker_for([traj])
+    assert first is not second and first.values == second.values == harvested(traj).values
+    first.add("order_id", "ORD-55555")
+    assert "ORD-55555" not in harvested(traj).values  # the shared harvest is not changed
+    assert first.mask("user mia_li_3668") == second.mask("user mia_li_3668") != "user mia_li_3668"

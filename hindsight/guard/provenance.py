@@ -48,11 +48,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from hindsight._runcache import RunCache
 from hindsight.guard.normalize import normalize
 from hindsight.models import Event, EventStatus, EventType, Trajectory
 
@@ -310,13 +310,6 @@ def source_trust_names(sources: Iterable[str], run_source: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-SPANS_CACHE_SIZE: Final = 8
-"""Runs whose spans :meth:`RunSpans.of` keeps (one review reads at most a run and its
-group)."""
-_SPANS_CACHE: OrderedDict[tuple[tuple[int, int, int], ...], tuple[tuple[Trajectory, ...], RunSpans]]
-_SPANS_CACHE = OrderedDict()
-
-
 @dataclass(frozen=True, slots=True)
 class _Span:
     trajectory_id: str
@@ -342,20 +335,10 @@ class RunSpans:
 
     @classmethod
     def of(cls, *trajectories: Trajectory) -> RunSpans:
-        """The spans of ``trajectories``, built once for the same trajectory objects: the
-        review's gate and its episode read one run twice. Keeps the last
-        :data:`SPANS_CACHE_SIZE` (holding the trajectories, so an object's identity is not
-        reused while it is cached; a trajectory whose events list changed is built again)."""
-        key = tuple((id(t), id(t.events), len(t.events)) for t in trajectories)
-        hit = _SPANS_CACHE.get(key)
-        if hit is not None:
-            _SPANS_CACHE.move_to_end(key)
-            return hit[1]
-        spans = cls(*trajectories)
-        _SPANS_CACHE[key] = (trajectories, spans)
-        while len(_SPANS_CACHE) > SPANS_CACHE_SIZE:
-            _SPANS_CACHE.popitem(last=False)
-        return spans
+        """The spans of ``trajectories``, built once for the same trajectory objects
+        (:class:`hindsight._runcache.RunCache`): the review's gate and its episode read one
+        run twice. Do not change what it returns."""
+        return _SPANS(*trajectories)
 
     def __init__(self, *trajectories: Trajectory) -> None:
         self.spans: list[_Span] = []
@@ -572,3 +555,6 @@ def _taint(kind: str, element: str, pattern: str, span: _Span) -> TaintedSpan:
         span.tool_name,
         excerpt,
     )
+
+
+_SPANS: RunCache[RunSpans] = RunCache(RunSpans)

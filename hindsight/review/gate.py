@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from hindsight.guard.provenance import PROVENANCE_KEY, SPAN_SOURCES, LessonProvenance, RunSpans
 from hindsight.models import Trajectory
 from hindsight.ports import Lesson
-from hindsight.review.masking import Masker
+from hindsight.review.masking import Masker, harvested
 
 __all__ = ["LessonGate", "RecordingMasker"]
 
@@ -56,7 +56,7 @@ class LessonGate:
     def __init__(self, trajectory: Trajectory, *others: Trajectory) -> None:
         self.masker = RecordingMasker()
         for run in (trajectory, *others):
-            self.masker.add_trajectory(run)
+            self.masker.absorb(harvested(run))
         self.spans = RunSpans.of(trajectory, *others)
 
     def mask(self, text: str) -> str:

@@ -34,12 +34,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hindsight._runcache import RunCache
 from hindsight.models import EventType, Trajectory
 
 __all__ = [
     "PERSONAL_KEYS",
     "PERSON_WORDS",
     "Masker",
+    "harvested",
     "identifying",
     "is_categorical",
     "is_phrase_class",
@@ -211,6 +213,14 @@ class Masker:
         for action in getattr(evidence, "expected_actions", None) or []:
             self.add("", action.args)
 
+    def absorb(self, other: Masker) -> None:
+        """Add the values ``other`` harvested (as if its runs had been added here after this
+        one's: a value known already keeps its class)."""
+        for value, cls in other.values.items():
+            self.values.setdefault(value, cls)
+        self.personal |= other.personal
+        self._patterns = None
+
     def word_id_class(self, value: str) -> str | None:
         """``gift_card_8190333`` -> ``gift_card_id``; ``None`` when ``value`` is not a word and
         a number, or when its word part is personal (``mia_li_3668``)."""
@@ -292,8 +302,25 @@ def _inside_placeholder(text: str, match: re.Match[str]) -> bool:
 
 
 def masker_for(trajectories: Iterable[Trajectory]) -> Masker:
-    """A :class:`Masker` knowing the values of every trajectory in ``trajectories``."""
+    """A new :class:`Masker` knowing the values of every trajectory in ``trajectories`` (each
+    run harvested once per trajectory object: :func:`harvested`)."""
     masker = Masker()
     for traj in trajectories:
-        masker.add_trajectory(traj)
+        masker.absorb(harvested(traj))
     return masker
+
+
+def _harvest(traj: Trajectory) -> Masker:
+    masker = Masker()
+    masker.add_trajectory(traj)
+    return masker
+
+
+_HARVESTED: RunCache[Masker] = RunCache(_harvest)
+
+
+def harvested(traj: Trajectory) -> Masker:
+    """The values of ``traj`` (:meth:`Masker.add_trajectory`), harvested once per trajectory
+    object (:class:`hindsight._runcache.RunCache`): the review's gate and its episode mask
+    with the values of the same run. Shared: :meth:`Masker.absorb` it, do not add to it."""
+    return _HARVESTED(traj)
