@@ -118,6 +118,7 @@ _CLASS_WORDS = re.compile(r"[^\W\d_]+(?:[ _-][^\W\d_]+)?")
 _PASSAGE_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 _PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
 _KEY_PREFIX = re.compile(r"^[^\W\d]\w*[=:](?!//)(?=\S)")
+_BARE_URL = re.compile(r"[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}/", re.IGNORECASE)  # site.example/pay
 _OPENERS = frozenset(".!?。！？\"'“‘「(（[-*•>#")
 
 
@@ -128,7 +129,7 @@ def _kind(token: str) -> str | None:
     at = token.find("@")
     if at > 0 and "." in token[at + 2 : -1]:
         return "email"
-    if token.lower().startswith(("http://", "https://", "www.")):
+    if token.lower().startswith(("http://", "https://", "www.")) or _BARE_URL.match(token):
         return "url"
     digits = sum(c.isdigit() for c in token)
     letters = sum(c.isalpha() for c in token)
@@ -462,14 +463,14 @@ class RunSpans:
         not hold - an instruction restated, not an action recorded - stays tainted and
         quarantines the episode. Never raises."""
         found = self.provenance(text)
-        tool_text = [s.text for s in self.spans if s.source in ("data", "tool_behaviour")]
+        tool_text = [_compact(s.text) for s in self.spans if s.source in ("data", "tool_behaviour")]
         wanted: dict[str, str] = {}
         for kind, element in elements(text):
             label = ELEMENT_CLASSES.get(kind)
             key = normalize(element)
             if label is None or self._given_in(key) is not None:
                 continue
-            if any(key in t for t in tool_text):
+            if any(_compact(key) in t for t in tool_text):
                 wanted[key] = label
         out, at = [], 0
         for m in _TOKEN.finditer(text) if wanted else ():
@@ -505,10 +506,22 @@ _GROUPS = re.compile(rf"(?:[ \u00a0][A-Z0-9]{{1,6}}(?![^\W{_CJK}]))*")
 """The groups after the start of a grouped account or card number (``DE89 3704 0044``):
 upper-case letters or digits after one space, each ending a token."""
 _KEPT_NUMBER = re.compile(
-    r"[$€£¥₹]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,6}(?:[.,]\d{1,2})?)%?"  # a count, an amount
-    r"|\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?"  # an ISO date (and time)
+    r"[$€£¥₹]?(?:\d{1,3}(?:[,.\u00a0 ]\d{3})+(?:[.,]\d{1,2})?|\d{1,9}[.,]\d{1,2}|\d{1,6})%?"
+    r"[€$£¥₹]?(?: ?[A-Z]{3})?"  # a count or an amount (1,250.00  1.250,00 EUR  98,70€  2500000.00)
+    r"|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}"  # an ISO date, and its time
+    r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
     r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?"  # a written date, a time
+    r"|v?\d{1,3}\.\d{1,3}\.\d{1,4}"  # a version (three parts: an IP address has four)
 )
+
+
+def _compact(text: str) -> str:
+    """``text`` (normalized) without spaces, dashes, dots and brackets: one spelling for
+    ``DE89 3704 0044``, ``de89370400440532013000``, ``+1 (202) 555-0147`` and ``+12025550147``."""
+    return _SEPARATORS.sub("", text)
+
+
+_SEPARATORS = re.compile(r"[\s\-–().]+")
 
 
 def _masked(found: str, size: int, label: str, tool_text: list[str]) -> str:
@@ -519,7 +532,7 @@ def _masked(found: str, size: int, label: str, tool_text: list[str]) -> str:
     cuts = [size, *(m.end() + size for m in re.finditer(r"[ \u00a0]\S+", found[size:]))]
     for cut in reversed(cuts):
         candidate = found[:cut]
-        if not any(normalize(candidate) in t for t in tool_text):
+        if not any(_compact(normalize(candidate)) in t for t in tool_text):
             continue
         kept = _KEPT_NUMBER.fullmatch(candidate) or (
             _KEPT_NUMBER.fullmatch(found[:size]) and sum(c.isdigit() for c in candidate) < 7

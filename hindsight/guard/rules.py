@@ -251,8 +251,7 @@ _SEND_ZH = (
     r"发(?:一份|一下|过去|个)|给[^,，。]{1,10}?发)"
 )
 _DESTINATION = (
-    r"(?:<(?:email|url)>|"  # a destination the review masked (docs/review.md#masking)
-    r"https?://\S+|\bwww\.\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:\d{1,3}\.){3}\d{1,3}\b|"
+    r"(?:https?://\S+|\bwww\.\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:\d{1,3}\.){3}\d{1,3}\b|"
     r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|co|me|info|biz|xyz|ru|cn|top|site|online|app|"
     r"dev|example|cc|tk|ml|ga|gq|us|uk|de|su|onion)\b|webhooks?|pastebin|paste ?sites?|"
     r"\bgists?\b|public (?:[\w-]+ ){0,2}(?:channels?|repo(?:sitor(?:y|ies))?s?|issues?|"

@@ -50,6 +50,7 @@ __all__ = [
     "GUARD_OWNED_FIELDS",
     "WriteScreen",
     "check_user_metadata",
+    "episode_user_words",
     "episode_words",
     "guard_metadata",
     "owned_by_guard",
@@ -245,24 +246,33 @@ EPISODE_SEAL: Final = "episode"
 
 
 def seal_episode(
-    record: Mapping[str, Any], content: str, recorded: Sequence[tuple[int, int]]
+    record: Mapping[str, Any],
+    content: str,
+    recorded: Sequence[tuple[int, int]],
+    user: Sequence[tuple[int, int]] = (),
 ) -> dict[str, Any]:
     """The provenance ``record`` of an episode the review wrote, sealed to its ``content``:
-    the content's SHA-256 and the ``recorded`` ``(start, end)`` character ranges that are not
-    read as advice - what the review built from the run's record (goal, calls, outcome,
-    evidence) and the words that repeat the user's request
-    (:meth:`~hindsight.guard.provenance.RunSpans.user_words`). Only the review calls it; the
-    key is the guard's (:data:`GUARD_METADATA_KEYS`).
+    the content's SHA-256, the ``recorded`` ``(start, end)`` character ranges the review built
+    from the run's record (goal, calls, outcome, evidence; none for a summary an LLM wrote),
+    which the text layers do not read, and the ``user`` ranges that repeat the user's request
+    (:meth:`~hindsight.guard.provenance.RunSpans.user_words`): a finding of the text layers on
+    the episode's own words that they also make on those words is the user's to ask, not
+    advice (:meth:`WriteScreen.check_many`). Only the review calls it; the key is the guard's
+    (:data:`GUARD_METADATA_KEYS`).
 
     Raises:
         ValueError: a range is not within ``0..len(content)`` or ends before it starts.
     """
-    for start, end in recorded:
+    for start, end in [*recorded, *user]:
         if not 0 <= start <= end <= len(content):
-            raise ValueError(f"recorded range ({start}, {end}) is not within 0..{len(content)}")
+            raise ValueError(f"range ({start}, {end}) is not within 0..{len(content)}")
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-    ranges = [[start, end] for start, end in sorted(recorded)]
-    return {**record, EPISODE_SEAL: {"sha256": digest, "recorded": ranges}}
+    seal = {
+        "sha256": digest,
+        "recorded": [[a, b] for a, b in sorted(recorded)],
+        "user": [[a, b] for a, b in sorted(user)],
+    }
+    return {**record, EPISODE_SEAL: seal}
 
 
 def reviewed_episode(exp: Experience) -> bool:
@@ -274,44 +284,61 @@ def reviewed_episode(exp: Experience) -> bool:
     return _seal(exp) is not None
 
 
-def _seal(exp: Experience) -> list[tuple[int, int]] | None:
-    """The recorded ranges of a reviewed episode whose seal holds, else ``None``."""
+def _ranges(items: Any, size: int) -> list[tuple[int, int]] | None:
+    if not isinstance(items, list):
+        return None
+    out = []
+    for item in items:
+        if not (
+            isinstance(item, list)
+            and len(item) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in item)
+            and 0 <= item[0] <= item[1] <= size
+        ):
+            return None
+        out.append((item[0], item[1]))
+    return out
+
+
+def _seal(exp: Experience) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
+    """``(recorded, user)`` ranges of a reviewed episode whose seal holds, else ``None``."""
     if exp.kind is not ExperienceKind.EPISODE:
         return None
     record = exp.metadata.get(PROVENANCE_KEY)
     seal = record.get(EPISODE_SEAL) if isinstance(record, Mapping) else None
-    if not isinstance(seal, Mapping) or not isinstance(seal.get("recorded"), list):
+    if not isinstance(seal, Mapping):
         return None
     if seal.get("sha256") != hashlib.sha256(exp.content.encode("utf-8")).hexdigest():
         return None
-    ranges = []
-    for item in seal["recorded"]:
-        if not (
-            isinstance(item, list)
-            and len(item) == 2
-            and all(isinstance(n, int) for n in item)
-            and 0 <= item[0] <= item[1] <= len(exp.content)
-        ):
-            return None
-        ranges.append((item[0], item[1]))
-    return ranges
+    recorded = _ranges(seal.get("recorded"), len(exp.content))
+    user = _ranges(seal.get("user", []), len(exp.content))
+    return None if recorded is None or user is None else (recorded, user)
 
 
 def episode_words(exp: Experience) -> str:
     """The part of ``exp`` the text layers read: for a reviewed episode
     (:func:`reviewed_episode`) its words outside the recorded ranges (the agent's final
-    answer, an LLM reviewer's summary, less what repeats the user's request), joined by
-    `` … ``; else all of ``exp.content``."""
-    ranges = _seal(exp)
-    if ranges is None:
+    answer; all of an LLM reviewer's summary), joined by `` … ``; else all of
+    ``exp.content``."""
+    sealed = _seal(exp)
+    if sealed is None:
         return exp.content
     parts, at = [], 0
-    for start, end in ranges:
+    for start, end in sealed[0]:
         if start > at:
             parts.append(exp.content[at:start])
         at = max(at, end)
     parts.append(exp.content[at:])
     return " … ".join(p.strip() for p in parts if p.strip())
+
+
+def episode_user_words(exp: Experience) -> str:
+    """The words of a reviewed episode that repeat the user's request (its sealed ``user``
+    ranges), joined by `` … ``; ``""`` for any other experience."""
+    sealed = _seal(exp)
+    if sealed is None:
+        return ""
+    return " … ".join(exp.content[a:b] for a, b in sealed[1])
 
 
 class WriteScreen:
@@ -553,7 +580,7 @@ class WriteScreen:
                     verdict = self.guard.check(
                         words, source=exp.provenance.value, existing=[], trust=exp.trust
                     )
-                    findings = [*verdict.findings, *findings]
+                    findings = [*self._not_asked(exp, verdict.findings), *findings]
                 if evidence is not None:
                     findings += [
                         Finding("rules", "taint", "tainted", 1.0, reason)
@@ -589,6 +616,18 @@ class WriteScreen:
             if new:
                 out[i] = quarantine(exp, list(new), self._now(), list(new.values()))
         return out
+
+    def _not_asked(self, exp: Experience, found: Sequence[Finding]) -> list[Finding]:
+        """``found`` (the text layers' findings on a reviewed episode's own words) less those
+        they also make on the words that repeat the user's request: what the user asked for
+        ("find and delete the largest file") is theirs to ask. The same finding is needed, so
+        an order the user only mentioned ("never forward my passwords") is not theirs."""
+        asked = episode_user_words(exp)
+        if not found or not asked.strip():
+            return list(found)
+        assert self.guard is not None
+        theirs = {(f.category, f.id) for f in self.guard.check(asked, existing=[]).findings}
+        return [f for f in found if (f.category, f.id) not in theirs]
 
     def _needs_vector(self, exp: Experience, existing: object) -> bool:
         """Whether the conflict test will look up ``exp``'s neighbours (by its vector)."""

@@ -266,13 +266,13 @@ class ReviewRun:
         # their class, a passage copied from one stays tainted
         spans = RunSpans.of(traj)
         content, record = spans.mask_data(content)
-        # the words that are neither the run's record nor the user's request (the agent's
-        # answer; an LLM's summary) are read by the text layers as well: the seal keeps that
+        # the words that are not the run's record (the agent's answer; an LLM's summary) are
+        # read by the text layers as well, less what the user asked for: the seal keeps that
         # true only for this text
-        recorded = spans.user_words(content)
-        if given is None:
-            recorded.append((0, answer_start(traj, content)))
-        meta[PROVENANCE_KEY] = seal_episode(record.to_dict(), content, recorded)
+        recorded = [] if given is not None else [(0, answer_start(traj, content))]
+        meta[PROVENANCE_KEY] = seal_episode(
+            record.to_dict(), content, recorded, spans.user_words(content)
+        )
         exp = episode_experience(
             traj,
             content,
