@@ -463,14 +463,14 @@ class RunSpans:
         not hold - an instruction restated, not an action recorded - stays tainted and
         quarantines the episode. Never raises."""
         found = self.provenance(text)
-        tool_text = [_compact(s.text) for s in self.spans if s.source in ("data", "tool_behaviour")]
+        tool_text = [_tool_text(s) for s in self.spans if s.source in ("data", "tool_behaviour")]
         wanted: dict[str, str] = {}
         for kind, element in elements(text):
             label = ELEMENT_CLASSES.get(kind)
             key = normalize(element)
             if label is None or self._given_in(key) is not None:
                 continue
-            if any(_compact(key) in t for t in tool_text):
+            if _in_tool(key, tool_text):
                 wanted[key] = label
         out, at = [], 0
         for m in _TOKEN.finditer(text) if wanted else ():
@@ -511,17 +511,37 @@ _KEPT_NUMBER = re.compile(
     r"|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}"  # an ISO date, and its time
     r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
     r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?"  # a written date, a time
+    r"(?:\s?[-–]\s?\d{1,2}:\d{2})?"  # (a time range)
     r"|v?\d{1,3}\.\d{1,3}\.\d{1,4}"  # a version (three parts: an IP address has four)
 )
 
 
 def _compact(text: str) -> str:
-    """``text`` (normalized) without spaces, dashes, dots and brackets: one spelling for
-    ``DE89 3704 0044``, ``de89370400440532013000``, ``+1 (202) 555-0147`` and ``+12025550147``."""
+    """``text`` without spaces, dashes, dots and brackets: one spelling for ``DE89 3704 0044``,
+    ``de89370400440532013000``, ``+1 (202) 555-0147`` and ``+12025550147``."""
     return _SEPARATORS.sub("", text)
 
 
 _SEPARATORS = re.compile(r"[\s\-–().]+")
+_GROUP_OF = r"(?:[A-Za-z]*\d[A-Za-z\d]*|[A-Z]{2,6})"
+_GROUPED_RUN = re.compile(rf"\+?{_GROUP_OF}(?:[ \u00a0\-–().]{{1,3}}{_GROUP_OF})+")
+"""A value written in groups in a tool output: groups with a digit, or of two to six capitals
+(``GB29 NWBK 6016 1331``, ``+1 (202) 555-0147``, ``4111-1111-1111-1111``), joined by a few
+separators; words are not groups, so ``sales 2015`` is not ``sales2015``."""
+
+
+def _tool_text(span: _Span) -> str:
+    """The normalized text of a tool output, then each of its grouped values without
+    separators (:data:`_GROUPED_RUN`), one per line."""
+    runs = [normalize(_compact(m.group())) for m in _GROUPED_RUN.finditer(span.raw)]
+    return "\n".join([span.text, *runs])
+
+
+def _in_tool(key: str, tool_text: list[str]) -> bool:
+    """Whether the normalized value ``key`` is in a tool output (:func:`_tool_text`), as
+    written or, without separators, as one of its grouped values."""
+    compact = _compact(key)
+    return any(key in t or compact in t for t in tool_text)
 
 
 def _masked(found: str, size: int, label: str, tool_text: list[str]) -> str:
@@ -532,7 +552,7 @@ def _masked(found: str, size: int, label: str, tool_text: list[str]) -> str:
     cuts = [size, *(m.end() + size for m in re.finditer(r"[ \u00a0]\S+", found[size:]))]
     for cut in reversed(cuts):
         candidate = found[:cut]
-        if not any(_compact(normalize(candidate)) in t for t in tool_text):
+        if not _in_tool(normalize(candidate), tool_text):
             continue
         kept = _KEPT_NUMBER.fullmatch(candidate) or (
             _KEPT_NUMBER.fullmatch(found[:size]) and sum(c.isdigit() for c in candidate) < 7

@@ -620,14 +620,16 @@ class WriteScreen:
     def _not_asked(self, exp: Experience, found: Sequence[Finding]) -> list[Finding]:
         """``found`` (the text layers' findings on a reviewed episode's own words) less those
         they also make on the words that repeat the user's request: what the user asked for
-        ("find and delete the largest file") is theirs to ask. The same finding is needed, so
-        an order the user only mentioned ("never forward my passwords") is not theirs."""
+        ("find and delete the largest file") is theirs to ask. The same finding is needed -
+        the same rule or harm, on the same words (its reason, which names what it matched) -
+        so an order the user only mentioned ("never forward my passwords") or another harm of
+        the same kind ("... and erase every backup") is not theirs."""
         asked = episode_user_words(exp)
         if not found or not asked.strip():
             return list(found)
         assert self.guard is not None
-        theirs = {(f.category, f.id) for f in self.guard.check(asked, existing=[]).findings}
-        return [f for f in found if (f.category, f.id) not in theirs]
+        theirs = {f.reason for f in self.guard.check(asked, existing=[]).findings}
+        return [f for f in found if f.reason not in theirs]
 
     def _needs_vector(self, exp: Experience, existing: object) -> bool:
         """Whether the conflict test will look up ``exp``'s neighbours (by its vector)."""
