@@ -1,4 +1,4 @@
-"""Masking of run-specific values in lesson text (issue 15, "lessons are general").
+"""Masking of run-specific values in lesson text (docs/review.md#masking: lessons are general).
 
 A lesson must hold no personal data and no run identifiers: names, e-mail addresses, phone
 numbers, ids, exact amounts and dates are replaced by their class (``<first_name>``,
