@@ -352,6 +352,17 @@ def test_bad_configuration_is_a_usage_error(kwargs: dict[str, object]) -> None:
         Guard(**kwargs)  # type: ignore[arg-type]
 
 
+def test_builtin_rules_compile_on_the_first_check_and_given_rules_at_construction() -> None:
+    """Opening a memory builds a guard; the built-in rules (valid by construction) are compiled
+    only when a text is first checked, a rule given to the constructor at once."""
+    guard = Guard(extra_rules=[_rule("given.rule", r"\bzebra\b")])
+    assert guard._built is None
+    assert [r.id for r in guard.rules][-1] == "given.rule"
+    assert "given.rule" in guard.check("a zebra").rule_ids
+    assert guard._built is not None
+    assert len(guard._compiled) == len(guard._case_free) == len(guard.rules)
+
+
 def test_bad_check_arguments_are_usage_errors() -> None:
     guard = Guard()
     with pytest.raises(UsageError):
