@@ -48,8 +48,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-import pydantic
-
 from hindsight._errors import UsageError
 
 __all__ = [
@@ -154,16 +152,25 @@ def warning_scope() -> Iterator[Replacements]:
         _warn(report)
 
 
-_INTERNAL = (
-    *(os.path.dirname(os.path.abspath(p)) + os.sep for p in (__file__, pydantic.__file__)),
-    contextlib.__file__,
-)
+def _folder(path: str) -> str:
+    return os.path.dirname(os.path.abspath(path)) + os.sep
+
+
+_INTERNAL = (_folder(__file__), contextlib.__file__)
+
+
+def _internal() -> tuple[str, ...]:
+    """Where hindsight's and pydantic's frames live (pydantic only once it is imported: this
+    module does not import it, so a process that never validates never loads it)."""
+    loaded = sys.modules.get("pydantic")
+    where = getattr(loaded, "__file__", None)
+    return _INTERNAL if where is None else (*_INTERNAL, _folder(where))
 
 
 def _warn(report: Replacements) -> None:
     """Warn once, attributed to the first caller outside hindsight and pydantic."""
-    level, frame = 2, sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+    level, frame, internal = 2, sys._getframe(1), _internal()
+    while frame is not None and frame.f_code.co_filename.startswith(internal):
         frame, level = frame.f_back, level + 1  # type: ignore[assignment]
     warnings.warn(InvalidTextWarning(f"hindsight: {report.message()}"), stacklevel=level)
 

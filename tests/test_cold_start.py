@@ -45,6 +45,17 @@ def test_nothing_heavy_before_the_first_call(code: str) -> None:
     assert [m for m in loaded if m.startswith(HEAVY)] == []
 
 
+def test_the_command_list_loads_no_validation_or_event_loop() -> None:
+    """``hindsight --help`` renders the commands without pydantic or asyncio: the commands
+    that need them import them when they run."""
+    loaded = _loaded(
+        "from hindsight.cli import main\nimport sys; sys.argv = ['hindsight', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    assert "hindsight.cli" in loaded  # the check sees what it should
+    assert [m for m in loaded if m.split(".")[0] in ("pydantic", "asyncio")] == []
+
+
 def test_a_public_name_loads_its_module_on_first_use() -> None:
     loaded = _loaded("import hindsight\nhindsight.Memory")
     assert "hindsight.engine.memory" in loaded

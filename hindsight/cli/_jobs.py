@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -223,6 +222,8 @@ def worker(
                 + ("" if once else "; stop with Ctrl-C or SIGTERM"),
                 highlight=False,
             )
+
+        import asyncio
 
         report = asyncio.run(
             run_workers(mem.aio, concurrency=concurrency, once=once, on_job=on_job, on_ready=ready)
