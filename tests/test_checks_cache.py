@@ -1,7 +1,8 @@
-"""The decision-time lookup's cache (issue 16: a check at 10k lessons must be cheap): answered
-from memory while the tenant's stamp (database triggers, migration 0007) has not moved; any
-write of the tenant's experiences, by this process or another one, makes the next lookup read
-the database again. On SQLite and PostgreSQL."""
+"""The decision-time lookup's cache (docs/checks.md: a check at 10k lessons must be cheap):
+answered from memory while the tenant's stamp (database triggers, Alembic revisions
+``0007_experience_stamps`` and ``0010_stamp_skips_bookkeeping``) has not moved; any write of
+the tenant's experiences other than the recall bookkeeping, by this process or another one,
+makes the next lookup read the database again. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def test_the_migration_gives_existing_tenants_a_stamp_and_goes_down(
     try:
         mem.add_experience(RULE, tenant_id="acme", tools=["cancel_order"], confidence=0.8)
         store = mem.aio.store
-        with store._tx(write=True) as conn:
+        with store._tx(write=True) as conn:  # through 0010's downgrade and 0007's
             command.downgrade(alembic_config(conn), "0006_vector_log")
         with store._tx(write=True) as conn:
             command.upgrade(alembic_config(conn), "head")
@@ -135,3 +136,49 @@ def test_checks_are_compiled_once_per_lesson_version_and_again_after_a_write(
         assert again == found and again.model_dump_json() == found.model_dump_json()
     finally:
         mem.close()
+
+
+def test_recall_bookkeeping_does_not_move_the_stamp_and_other_writes_do(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A recall writes ``recall_count`` and ``last_recalled_at`` of what it returned: that
+    alone keeps the lookups in memory; a write of any other column (confidence, text, tags,
+    status) still moves the stamp, as does the same statement setting both kinds."""
+    from sqlalchemy import update
+
+    from hindsight.store.schema import experiences
+
+    one = make_memory(tmp_path / "one", database_url)
+    two = make_memory(tmp_path / "two", database_url)  # another process's memory, same SQL
+    try:
+        store = one.aio.store
+        rule = two.add_experience(RULE, tenant_id="acme", tools=["cancel_order"], confidence=0.8)
+        assert _checked(one) == [(rule.id, 0.8)]
+        before, hits = _stamp(store, "acme"), store._about_tool_cache.hits
+        for _ in range(2):  # recalls by the other process, written through the same SQL
+            assert two.recall(RULE, tenant_id="acme").hits
+            two.flush(timeout=30)
+        assert two.get_experience(rule.id, tenant_id="acme").recall_count == 2  # written
+        assert _stamp(store, "acme") == before
+        assert _checked(one) == [(rule.id, 0.8)] and store._about_tool_cache.hits == hits + 1
+        writes = [
+            lambda: two.adjust_confidence(rule.id, -0.1, tenant_id="acme", reason="t", actor="t"),
+            lambda: two.edit_experience(rule.id, tenant_id="acme", tags=["billing"]),
+            lambda: two.edit_experience(rule.id, tenant_id="acme", content=RULE + " Always."),
+            lambda: two.archive(rule.id, tenant_id="acme"),
+        ]
+        for write in writes:
+            stamp = _stamp(store, "acme")
+            write()
+            assert _stamp(store, "acme") > stamp
+        stamp = _stamp(store, "acme")
+        with store._tx(write=True) as conn:  # bookkeeping and another column in one update
+            conn.execute(
+                update(experiences)
+                .where(experiences.c.id == rule.id)
+                .values(recall_count=experiences.c.recall_count + 1, confidence=0.2)
+            )
+        assert _stamp(store, "acme") == stamp + 1
+    finally:
+        one.close()
+        two.close()

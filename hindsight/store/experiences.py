@@ -760,8 +760,10 @@ class ExperienceStore(StoreCore):
         Cached per store: a lookup is answered from memory while the tenant's stamp
         (``experience_stamps``, bumped by database triggers on every write of the tenant's
         experiences, by any process) has not moved, one primary-key read instead of a scan of
-        the tenant's lessons. The experiences returned may be shared with later calls: do not
-        change them.
+        the tenant's lessons. The recall bookkeeping alone (``recall_count``,
+        ``last_recalled_at``) does not move the stamp: those two fields are as of when the rows
+        were read, plus this process's pending recalls. The experiences returned may be shared
+        with later calls: do not change them.
 
         Raises:
             TenantRequiredError: empty or missing tenant.
