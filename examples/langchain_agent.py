@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         for run in (1, 2):
             result = agent.invoke({"messages": [("user", QUESTION)]})
+            # the run is written in the background, and reviewed after it: wait for both (in a
+            # real app the next run comes later)
+            memory.flush(timeout=30)
             traj = memory.get_trajectory(middleware.last_trajectory_id, tenant_id="demo")
             tools = [
                 f"{e.tool_name}={e.status.value if e.status else '?'}"
@@ -107,7 +110,6 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 print("  recalled into its tail:")
                 print("    " + tail.replace("\n", "\n    "))
-            memory.flush(timeout=30)  # run 1's review; in a real app the next run comes later
     return 0
 
 

@@ -2,8 +2,10 @@
 
 Every framework integration (LangChain handler and middleware, LangGraph nodes, LlamaIndex
 capture) ends a run by handing a :class:`~hindsight.capture.unsaved.PendingWrite` to the
-writer of its memory and waiting at most a short, documented bound (``write_wait``, 0.05 s by
-default) for it: a slow or locked store delays the write, never the agent. One daemon thread
+writer of its memory and waiting for it at most a short, documented bound (``write_wait``: 0,
+no wait, for the LangChain handler and middleware and the LangGraph reflect node;
+:data:`WRITE_WAIT` for a LlamaIndex run, which returns the write's receipt): a slow or locked
+store delays the write, never the agent. One daemon thread
 per memory runs the writes in order:
 
 1. record the experiences the run's model saw as recalled by it (outcome attribution);

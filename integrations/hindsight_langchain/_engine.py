@@ -6,9 +6,9 @@ issue 9) and run in sync code, async code and executor threads. :class:`Engine` 
 
 * **ending a run**: the trajectory goes to the memory's background writer
   (:mod:`hindsight.capture.writer`); the run waits at most ``write_wait`` seconds for it
-  (:data:`~hindsight.capture.writer.WRITE_WAIT`, 0.05), so a slow or locked store never holds
-  the agent up; ``Memory.close()`` drains the writer and keeps what it could not write in the
-  memory's unsaved area, stored at the next open;
+  (0 for the handler, the middleware and the LangGraph nodes by default), so a slow or
+  locked store never holds the agent up; ``Memory.close()`` drains the writer and keeps
+  what it could not write in the memory's unsaved area, stored at the next open;
 * **recall**, bounded by ``recall_timeout`` seconds; after a failure recall is skipped for
   :data:`RECALL_COOLDOWN` seconds (one warning, not one per model call);
 * the count and last text of the integration's own failures: they are logged, never raised into

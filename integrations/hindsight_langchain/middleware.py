@@ -18,8 +18,9 @@ tenant_id="acme")])``. Per invoke of the agent:
 3. Every model call and tool call is captured as events (no callback handler needed); a pause
    at an interrupt and the resume that continues it are recorded as ``custom`` events
    (``metadata.name`` ``interrupt`` / ``resume``).
-4. ``after_agent``: the trajectory goes to the memory's background writer (the agent waits at
-   most ``write_wait`` seconds, 0.05 by default) and its outcome is attributed to the recalled
+4. ``after_agent``: the trajectory goes to the memory's background writer (the agent does not
+   wait for it unless ``write_wait`` says so; :meth:`HindsightMiddleware.wait` and
+   ``memory.flush()`` do) and its outcome is attributed to the recalled
    experiences it saw: the ``outcome`` callable on the final state, or the default detector
    (:func:`hindsight.capture.outcome.detect_outcome`). An exception leaving the middleware ends
    the trajectory as a failure.
@@ -66,7 +67,7 @@ from hindsight_langchain._convert import (
     model_output,
     tool_names,
 )
-from hindsight_langchain._engine import RECALL_TIMEOUT, WRITE_WAIT, Engine, log
+from hindsight_langchain._engine import RECALL_TIMEOUT, Engine, log
 from hindsight_langchain._gate import (
     SPECIFIC_MATCHES,
     GateDecision,
@@ -211,8 +212,10 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         review: queue the post-hoc review of stored trajectories (default True).
         source: provenance of the runs (default ``user``, MISSION S8).
         max_chars: event content is clipped to this many characters (8000).
-        write_wait: seconds the end of an invoke waits for its write (0.05); a slow or locked
-            store adds at most this to a run, the write goes on in the background.
+        write_wait: seconds the end of an invoke waits for its write (default 0: never, the
+            write goes on in the background; :meth:`wait` waits for it). A positive bound
+            makes a fast store's write done when the invoke returns; a slow or locked store
+            adds at most this to a run.
         recall_timeout: seconds a recall may take (5; 0: no limit) before the model is called
             without it; after a failure recall is skipped for 30 s.
         checks: decision-time risk checks of each proposed tool call (issue 16,
@@ -247,7 +250,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         review: bool = True,
         source: Provenance | str = Provenance.USER,
         max_chars: int = DEFAULT_MAX_CHARS,
-        write_wait: float = WRITE_WAIT,
+        write_wait: float = 0.0,
         recall_timeout: float = RECALL_TIMEOUT,
         checks: str | Mapping[str, str] = "advise",
     ) -> None:

@@ -1,10 +1,11 @@
-"""The memory the graph nodes use: hindsight_langchain's :class:`Engine` (issue 19).
+"""The memory the graph nodes use: hindsight_langchain's :class:`Engine`
+(docs/integrations/langgraph.md).
 
 One engine per node: a :class:`hindsight.Memory`, an :class:`hindsight.AsyncMemory` or a client
-of a ``hindsight serve`` (:mod:`hindsight.service.remote`, issue 9), its background writer
-(the reflect node hands the run over and waits at most ``write_wait`` seconds), recall bounded
-by ``recall_timeout``, and the failures seen, logged on ``hindsight.langgraph`` and never
-raised into the graph.
+of a ``hindsight serve`` (:mod:`hindsight.service.remote`, docs/http.md), its background
+writer (the reflect node hands the run over, and waits for its write only when ``write_wait``
+says so), recall bounded by ``recall_timeout``, and the failures seen, logged on
+``hindsight.langgraph`` and never raised into the graph.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from hindsight_langgraph._capture import (
     capture_of,
     router,
 )
-from hindsight_langgraph._memory import WRITE_WAIT, Engine, engine_for
+from hindsight_langgraph._memory import Engine, engine_for
 from hindsight_langgraph._prompt import block_of, latest_user_text, read_messages
 from hindsight_langgraph._scope import resolve_scope
 from hindsight_langgraph._state import RECALLED_KEY, TRAJECTORY_KEY
@@ -209,7 +209,7 @@ def create_reflect_node(
     trajectory_key: str | None = TRAJECTORY_KEY,
     recalled_key: str | None = RECALLED_KEY,
     review: bool = True,
-    write_wait: float = WRITE_WAIT,
+    write_wait: float = 0.0,
     name: str = REFLECT_NODE,
 ) -> RunnableLambda[Any, dict[str, Any]]:
     """A LangGraph node that ends the run's trajectory; put it last (before ``END``).
@@ -219,9 +219,9 @@ def create_reflect_node(
     AI message without tool calls) and hands the trajectory to the memory's background writer,
     which stores it, queues its post-hoc review and attributes its outcome to the experiences
     the run's model saw (``record_outcome``: confidence up on success, down on failure,
-    MISSION S3). The node waits at most ``write_wait`` seconds for that (a slow or locked store
-    never holds the graph up; ``Memory.close()`` drains the writer and keeps what it could not
-    write in the unsaved area, stored at the next open).
+    docs/concepts.md#experiences-and-confidence). The node does not wait for that unless
+    ``write_wait`` says so (``memory.flush()`` does; ``Memory.close()`` drains the writer and
+    keeps what it could not write in the unsaved area, stored at the next open).
 
     A run paused at ``interrupt()`` and resumed, in this process or in another one with a
     checkpointer, is one trajectory: its id is in the graph state (``trajectory_key``) and the
@@ -242,7 +242,8 @@ def create_reflect_node(
             as in :func:`create_recall_node`.
         trajectory_key, recalled_key: the state keys the recall node wrote.
         review: queue the post-hoc review (default True).
-        write_wait: seconds the node waits for the write (0.05).
+        write_wait: seconds the node waits for the write (default 0: never; a positive bound
+            makes a fast store's write done when the node returns).
         name: the node's run name.
 
     Returns:

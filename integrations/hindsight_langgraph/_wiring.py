@@ -12,7 +12,6 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 
 from hindsight import UsageError
-from hindsight_langgraph._memory import WRITE_WAIT
 from hindsight_langgraph._prompt import MessagesMode
 from hindsight_langgraph._recall import RECALL_NODE, create_recall_node
 from hindsight_langgraph._reflect import REFLECT_NODE, OutcomeFn, create_reflect_node
@@ -70,7 +69,7 @@ def add_hindsight(
     recall_name: str = RECALL_NODE,
     reflect_name: str = REFLECT_NODE,
     review: bool = True,
-    write_wait: float = WRITE_WAIT,
+    write_wait: float = 0.0,
     checks: str | Mapping[str, str] | None = None,
     **recall_options: Any,
 ) -> StateGraph[Any, Any, Any, Any]:

@@ -77,7 +77,10 @@ def closing() -> Iterator[None]:
 
 
 def stored(mem: Memory, trajectory_id: str | None, tenant: str = TENANT) -> Trajectory:
+    """The trajectory ``trajectory_id``, once the memory's background writer stored it (an
+    invoke does not wait for its write)."""
     assert trajectory_id is not None, "nothing was stored"
+    assert mem.writer.wait(30)
     return mem.get_trajectory(trajectory_id, tenant_id=tenant)
 
 

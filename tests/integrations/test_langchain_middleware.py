@@ -175,7 +175,7 @@ def test_a_run_that_was_misled_lowers_confidence() -> None:
     with pytest.raises(TimeoutError):
         agent.invoke({"messages": [("user", "Where is my parcel A1?")]})
     assert middleware.wait(timeout=30)  # the run (and its recall outcome) is written in the
-    # background; the agent waits at most write_wait (0.05 s) for it
+    # background; the agent does not wait for it (write_wait 0)
     assert exp.content in system_prompt_of(model.prompts[0])
     after = mem.get_experience(exp.id, tenant_id=TENANT)
     assert after.misled_count == 1 and after.confidence == pytest.approx(
@@ -441,10 +441,12 @@ def test_store_false_only_recalls_and_recall_false_only_captures() -> None:
         {"messages": [("user", "parcel lesson?")]}
     )
     assert "parcel lesson" in _check_tail(system_prompt_of(model.prompts[0]))
+    assert only_recall.wait(timeout=30) and mem.writer.wait(30)
     assert all_trajectories(mem) == 0
     only_capture = HindsightMiddleware(mem, tenant_id=TENANT, recall=False)
     create_agent(model, [], system_prompt=ORIGINAL, middleware=[only_capture]).invoke(
         {"messages": [("user", "parcel lesson?")]}
     )
     assert system_prompt_of(model.prompts[1]) == ORIGINAL
+    assert only_capture.wait(timeout=30)  # written in the background
     assert all_trajectories(mem) == 1
