@@ -282,19 +282,27 @@ class _NoSpan:
 _NO_SPAN = _NoSpan()
 _UNSET: Any = object()
 _tracer: Any = _UNSET
+_unset_provider: Any = None  # the API's placeholder provider: no SDK set (yet)
+_provider_of: Any = None  # opentelemetry.trace.get_tracer_provider
 
 
 def _get_tracer() -> Any:
-    """The OpenTelemetry tracer of hindsight, or ``None`` without ``opentelemetry-api``
-    (looked up once; the API's proxy tracer follows a provider the application sets later)."""
-    global _tracer
+    """The OpenTelemetry tracer of hindsight, or ``None`` without ``opentelemetry-api`` or
+    while the application has set no tracer provider (its spans would record nothing: the
+    API's proxy tracer makes non-recording spans until a provider is set, so none is made;
+    looked up once, the provider on every call, so one set later is followed)."""
+    global _tracer, _unset_provider, _provider_of
     if _tracer is _UNSET:
         try:
             from opentelemetry import trace
         except ModuleNotFoundError:
             _tracer = None
         else:
+            _provider_of = trace.get_tracer_provider
+            _unset_provider = trace.ProxyTracerProvider
             _tracer = trace.get_tracer("hindsight")
+    if _tracer is None or isinstance(_provider_of(), _unset_provider):
+        return None
     return _tracer
 
 
@@ -304,7 +312,9 @@ def span(name: str, **attributes: Any) -> Any:
 
     ``attributes`` (``None`` values left out) are set as ``hindsight.<key>``: pass ids,
     counts and timings, never lesson or query text. Without ``opentelemetry-api`` this is a
-    shared no-op. An exception leaving the block marks the span as failed (its type only,
+    shared no-op, as it is while the application has set no tracer provider (a span then
+    records nothing, see :func:`_get_tracer`). An exception leaving the block marks the span
+    as failed (its type only,
     ``hindsight.error``) and is re-raised.
     """
     tracer = _get_tracer()

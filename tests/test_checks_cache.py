@@ -37,6 +37,7 @@ def test_every_write_by_any_process_is_seen_and_reads_are_cached(
     two = make_memory(tmp_path / "two", database_url)  # another process's memory, same SQL
     try:
         store = one.aio.store
+        store.about_tool_max_age = 0  # read the stamp on every lookup (the default trusts it 1 s)
         assert _checked(one) == []
         first = two.add_experience(RULE, tenant_id="acme", tools=["cancel_order"],
                                    confidence=0.8)  # fmt: skip
@@ -152,6 +153,7 @@ def test_recall_bookkeeping_does_not_move_the_stamp_and_other_writes_do(
     two = make_memory(tmp_path / "two", database_url)  # another process's memory, same SQL
     try:
         store = one.aio.store
+        store.about_tool_max_age = 0
         rule = two.add_experience(RULE, tenant_id="acme", tools=["cancel_order"], confidence=0.8)
         assert _checked(one) == [(rule.id, 0.8)]
         before, hits = _stamp(store, "acme"), store._about_tool_cache.hits
@@ -179,6 +181,52 @@ def test_recall_bookkeeping_does_not_move_the_stamp_and_other_writes_do(
                 .values(recall_count=experiences.c.recall_count + 1, confidence=0.2)
             )
         assert _stamp(store, "acme") == stamp + 1
+    finally:
+        one.close()
+        two.close()
+
+
+def test_a_stamp_read_is_trusted_for_a_while_unless_this_store_wrote(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within ``about_tool_max_age`` seconds of reading the stamp, a lookup reads nothing from
+    the database; a write through this store is seen by the next lookup, one through another
+    store once that time has passed."""
+    from hindsight.store import experiences as module
+
+    now = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    one = make_memory(tmp_path / "one", database_url)
+    two = make_memory(tmp_path / "two", database_url)  # another process's memory, same SQL
+    try:
+        store = one.aio.store
+        assert store.about_tool_max_age == module.ABOUT_TOOL_MAX_AGE == 1.0
+        first = one.add_experience(RULE, tenant_id="acme", tools=["cancel_order"], confidence=0.8)
+        assert _checked(one) == [(first.id, 0.8)]
+        cache = store._about_tool_cache
+        reads, hits = cache.stamp_reads, cache.hits
+        for _ in range(3):
+            assert _checked(one) == [(first.id, 0.8)]
+        assert cache.stamp_reads == reads and cache.hits == hits + 3  # no database read
+        # another store's write: not seen before the stamp is read again
+        second = two.add_experience("Before calling cancel_order, read the order back.",
+                                    tenant_id="acme", tools=["cancel_order"],
+                                    confidence=0.9)  # fmt: skip
+        now[0] += 0.5
+        assert _checked(one) == [(first.id, 0.8)]
+        now[0] += 0.5  # max_age after the read: read again, seen
+        assert _checked(one) == [(second.id, 0.9), (first.id, 0.8)]
+        assert cache.stamp_reads == reads + 1
+        # this store's own write: seen at once, whatever the time
+        one.adjust_confidence(first.id, 0.15, tenant_id="acme", reason="t", actor="t")
+        assert _checked(one) == [(first.id, 0.95), (second.id, 0.9)]
+        one.archive(second.id, tenant_id="acme")
+        assert _checked(one) == [(first.id, 0.95)]
+        store.about_tool_max_age = 0
+        reads = cache.stamp_reads
+        _checked(one)
+        _checked(one)
+        assert cache.stamp_reads == reads + 2
     finally:
         one.close()
         two.close()

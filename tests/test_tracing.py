@@ -200,3 +200,32 @@ def test_a_failed_call_marks_its_span_without_the_message(spans: InMemorySpanExp
     assert failed.attributes["hindsight.error"] == "ValueError"
     assert not failed.events  # no exception event: its message would carry the text
     _no_text([failed])
+
+
+def test_no_span_is_made_until_the_application_sets_a_tracer_provider() -> None:
+    """Before a provider is set, the API's spans would record nothing: hindsight makes none
+    (the shared no-op, nothing on the agent's path); a provider set later is followed. In a
+    new process: a provider can be set once per process."""
+    import subprocess
+
+    code = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from hindsight import observability
+assert observability.span("hindsight.recall", tenant="acme") is observability._NO_SPAN
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+with observability.operation("recall", None, tenant="acme") as span:
+    assert span is not observability._NO_SPAN
+[done] = exporter.get_finished_spans()
+assert done.name == "hindsight.recall" and done.attributes["hindsight.tenant"] == "acme"
+print("ok")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -94,11 +94,12 @@ COMPILED_CACHE_SIZE = 65_536
 
 
 class _Compiled:
-    """``(lesson object, tool) -> its checks``, LRU, thread-safe: a lookup answered from the
-    store's cache (:meth:`hindsight.store.SqlStore.experiences_about_tool`) gets back the same
-    lesson objects while nothing of the tenant changed, so their checks are compiled once, not
-    on every call. Keyed by the object itself (identity, held so its id is not reused), never
-    by its id: a new version, a confidence change or any other write gives new objects."""
+    """``(lesson object, tool) -> its checks``, oldest compiled dropped first, thread-safe: a
+    lookup answered from the store's cache
+    (:meth:`hindsight.store.SqlStore.experiences_about_tool`) gets back the same lesson
+    objects while nothing of the tenant changed, so their checks are compiled once, not on
+    every call. Keyed by the object itself (identity, held so its id is not reused), never by
+    its id: a new version, a confidence change or any other write gives new objects."""
 
     def __init__(self, size: int = COMPILED_CACHE_SIZE) -> None:
         self.size = size
@@ -107,11 +108,9 @@ class _Compiled:
 
     def checks(self, exp: Any, tool: str) -> list[RiskCheck]:
         key = (id(exp), tool)
-        with self.lock:
-            found = self.items.get(key)
-            if found is not None and found[0] is exp:
-                self.items.move_to_end(key)
-                return found[1]
+        found = self.items.get(key)  # a hit takes no lock (one dict read is atomic)
+        if found is not None and found[0] is exp:
+            return found[1]
         checks = compile_checks(exp, asked=[tool])
         with self.lock:
             self.items[key] = (exp, checks)

@@ -129,6 +129,10 @@ class StoreCore:
     _lock: threading.RLock
     _closed: bool
     _recall_buffer: Any = None
+    _writes: int = 0
+    """Write transactions this store object ended (committed or not): a reader caching rows
+    of the database (:meth:`ExperienceStore.experiences_about_tool`) sees this process's own
+    writes through it without asking the database."""
     _vector_outbox: bool = True
     """Whether writes queue vector-outbox rows (:mod:`.outbox`): an index kept apart from SQL
     follows the store; ``False`` when the vectors are in the store itself (pgvector)."""
@@ -239,6 +243,8 @@ class StoreCore:
             raise StoreError(f"database error on {self.url}: {_one_line(exc)}") from exc
         finally:
             _DEPTH.n -= 1
+            if write:
+                self._writes += 1
 
     @contextmanager
     def batch(self) -> Iterator[None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -136,6 +137,11 @@ def _check_experiences(items: Any) -> list[Experience]:
 #: used dropped first).
 ABOUT_TOOL_CACHE_SIZE = 4096
 
+#: Seconds a tenant's stamp, once read, is trusted without reading it again while this store
+#: object has written nothing: how late a write by another process (or another store object)
+#: may reach :meth:`ExperienceStore.experiences_about_tool`. 0 reads the stamp on every call.
+ABOUT_TOOL_MAX_AGE = 1.0
+
 
 #: The tenant's change counter (migration 0007), one primary-key read; built once.
 _STAMP_OF_TENANT = select(_stamps.c.stamp).where(_stamps.c.tenant_id == bindparam("tenant"))
@@ -151,6 +157,24 @@ class _AboutToolCache:
         self.lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.stamp_reads = 0
+        # tenant -> (stamp, the store's write count before it was read, monotonic read time)
+        self.stamps: dict[str, tuple[int, int, float]] = {}
+
+    def trusted_stamp(self, tenant: str, writes: int, max_age: float) -> int | None:
+        """The tenant's stamp read less than ``max_age`` seconds ago, when the store has
+        written nothing since; else ``None`` (read it again)."""
+        found = self.stamps.get(tenant)
+        if found is None or found[1] != writes or time.monotonic() - found[2] >= max_age:
+            return None
+        return found[0]
+
+    def read_stamp(self, tenant: str, stamp: int, writes: int, at: float) -> None:
+        with self.lock:
+            self.stamp_reads += 1
+            if len(self.stamps) >= self.size:
+                self.stamps.clear()
+            self.stamps[tenant] = (stamp, writes, at)
 
     def get(self, key: tuple[Any, ...], stamp: int) -> list[Experience] | None:
         with self.lock:
@@ -174,6 +198,9 @@ class ExperienceStore(StoreCore):
     """Experience methods of :class:`~hindsight.store.SqlStore`."""
 
     _about_tool_cache: _AboutToolCache | None = None
+    about_tool_max_age: float = ABOUT_TOOL_MAX_AGE
+    """Seconds a tenant's stamp is trusted without reading it again
+    (:meth:`experiences_about_tool`); 0: read on every call."""
 
     def add_experiences(
         self, experiences: Sequence[Experience], vectors: npt.ArrayLike | None
@@ -760,10 +787,14 @@ class ExperienceStore(StoreCore):
         Cached per store: a lookup is answered from memory while the tenant's stamp
         (``experience_stamps``, bumped by database triggers on every write of the tenant's
         experiences, by any process) has not moved, one primary-key read instead of a scan of
-        the tenant's lessons. The recall bookkeeping alone (``recall_count``,
-        ``last_recalled_at``) does not move the stamp: those two fields are as of when the rows
-        were read, plus this process's pending recalls. The experiences returned may be shared
-        with later calls: do not change them.
+        the tenant's lessons. A stamp read less than :attr:`about_tool_max_age` seconds ago
+        (:data:`ABOUT_TOOL_MAX_AGE`, 1 s) is trusted without that read while this store object
+        has ended no write transaction since: a write through this store is seen by the next
+        call, one by another process (or another store object) within that many seconds. The
+        recall bookkeeping alone (``recall_count``, ``last_recalled_at``) does not move the
+        stamp: those two fields are as of when the rows were read, plus this process's pending
+        recalls. The experiences returned may be shared with later calls: do not change
+        them.
 
         Raises:
             TenantRequiredError: empty or missing tenant.
@@ -778,10 +809,19 @@ class ExperienceStore(StoreCore):
         if cache is None:
             cache = self._about_tool_cache = _AboutToolCache()
         key = (tenant, tool, tuple(namespaces), tuple(kinds), int(limit))
+        trusted = cache.trusted_stamp(tenant, self._writes, self.about_tool_max_age)
+        if trusted is not None:
+            cached = cache.get(key, trusted)
+            if cached is not None:
+                with self._stable():
+                    return self._overlaid_list(tenant, list(cached))
         with self._stable():  # the overlay sees each pending recall once
             with self._tx() as conn:
-                # the stamp first: a write committed after it makes the next lookup miss
+                # the write count, then the stamp: a write ended after either makes the next
+                # lookup read the stamp again, and one committed after it moves the stamp
+                writes, at = self._writes, time.monotonic()
                 stamp = int(conn.execute(_STAMP_OF_TENANT, {"tenant": tenant}).scalar() or 0)
+                cache.read_stamp(tenant, stamp, writes, at)
                 cached = cache.get(key, stamp)
                 if cached is not None:
                     return self._overlaid_list(tenant, list(cached))
