@@ -65,7 +65,7 @@ def test_goals_quick_prints_every_row_with_anchor_and_ratio(
         assert by_goal[name][2].startswith("the same agent without hindsight"), by_goal[name]
     text = proc.stdout
     assert "load average (1/5/15 min) at start" in text and "CPUs" in text
-    assert "includes the background writer and the review" in text
+    assert "the writer storing the trajectory, then its review" in text
     assert "vectors precomputed; medians of 2 stores" in text
     assert list(tmp_path.iterdir()) == []  # every temporary store removed
 

@@ -454,17 +454,20 @@ def _capture_rows(s: GoalSettings, parent: Path | None, say: Say) -> list[dict[s
         rows.append(
             _row(
                 goal,
-                f"+{add['cpu_ms']:.2f} ms CPU, +{add['wall_ms']:.2f} ms wall per run",
+                f"on the agent's path +{path['cpu_ms']:.2f} ms CPU, +{path['wall_ms']:.2f} ms "
+                f"wall per run; with its background work +{add['cpu_ms']:.2f} ms CPU",
                 f"the same agent without hindsight: {base['cpu_ms']:.2f} ms CPU, "
                 f"{base['wall_ms']:.2f} ms wall",
                 f"{x['wall']:.2f}x wall, {x['cpu']:.2f}x CPU",
                 target,
-                ("yes" if add["cpu_ms"] <= CAPTURE_GOAL_MS else "no") if is_goal else "info",
+                ("yes" if path["cpu_ms"] <= CAPTURE_GOAL_MS else "no") if is_goal else "info",
                 r,
-                f"{r['what']}; includes the background writer and the review (wall also "
-                f"includes waiting for them); on the call alone +{path['cpu_ms']:.2f} ms CPU, "
-                f"+{path['wall_ms']:.2f} ms wall{recall}; {r['runs']} pairs x {r['repeats']} "
-                "repeats",
+                f"{r['what']}; the goal is the agent's path: the run alone, the CPU of every "
+                f"thread of the process while it runs{recall}; with its background work "
+                f"(the writer storing the trajectory, then its review, timed until done) "
+                f"+{add['cpu_ms']:.2f} ms CPU, +{add['wall_ms']:.2f} ms wall; ratio of the "
+                f"whole: {x['wall']:.2f}x wall, {x['cpu']:.2f}x CPU; {r['runs']} pairs x "
+                f"{r['repeats']} repeats",
             )
         )
     return rows
