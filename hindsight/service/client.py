@@ -116,6 +116,21 @@ class HindsightClient:
             ) from exc
         return _finish(call, response)
 
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until the runs the framework integrations handed to this client's background
+        writer are sent to the service (``timeout`` seconds; an integration does not wait for
+        its run's write, docs/integrations/langchain.md#lifecycle-when-runs-are-written), as
+        ``Memory.flush`` does for an embedded memory. The review of a run is the service's
+        (``review_now`` runs it at once).
+
+        Returns:
+            True when everything was sent, False on timeout (nothing is lost: the writes stay
+            queued).
+        """
+        from hindsight.service.remote import wait_writer
+
+        return wait_writer(self, timeout)
+
     def close(self) -> None:
         """Send what the framework integrations still hold for this service (at most
         ``HINDSIGHT_DRAIN_TIMEOUT`` seconds; the rest waits in the unsaved area, see
@@ -338,6 +353,12 @@ class AsyncHindsightClient:
                 exc, self._settings["base_url"], self._settings["timeout"]
             ) from exc
         return _finish(call, response)
+
+    async def flush(self, timeout: float | None = 30.0) -> bool:
+        """Async :meth:`HindsightClient.flush`."""
+        from hindsight.service.remote import wait_writer
+
+        return await asyncio.to_thread(wait_writer, self, timeout)
 
     async def aclose(self) -> None:
         """Send what the integrations still hold (as :meth:`HindsightClient.close`), then close

@@ -195,6 +195,15 @@ def close_writer(client: Any) -> None:
         remote._writer.close(_drain_timeout())
 
 
+def wait_writer(client: Any, timeout: float | None) -> bool:
+    """Wait until the runs the integrations handed to a client's writer are sent (``timeout``
+    seconds); True when drained, also when no integration wrote through this client."""
+    remote = getattr(client, "_hindsight_remote", None)
+    if isinstance(remote, RemoteMemory) and remote._writer is not None:
+        return bool(remote._writer.wait(timeout))
+    return True
+
+
 def _close_writers_at_exit() -> None:  # pragma: no cover - exercised at interpreter exit
     for writer in list(_REMOTE_WRITERS):
         writer.close(min(_drain_timeout(), 5.0))

@@ -104,6 +104,7 @@ def test_async_client_serves_async_runs_on_two_event_loops(served_sqlite: Served
             [get_order],
         )
         asyncio.run(agent.ainvoke(_ask(f"Where is {order}?"), config={"callbacks": [handler]}))
+        assert asyncio.run(client.flush(timeout=60))  # what handler.wait() waits for too
         assert handler.wait(timeout=60)
         assert handler.errors == 0, handler.last_error
         ids.append(handler.last_trajectory_id)
@@ -177,6 +178,7 @@ def test_langgraph_nodes_store_and_recall_through_the_client(served_sqlite: Serv
         )
         out = graph(first, client).invoke(_ask("Where is order C1?"))
         tid = out["trajectory_id"]
+        assert client.flush(timeout=60)  # the run is sent in the background
         assert _tool_names(client, tid) == ["get_order", "carrier_status"]
         experiences = client.review_now(tid)  # reviewed on the server
         assert experiences
@@ -187,6 +189,7 @@ def test_langgraph_nodes_store_and_recall_through_the_client(served_sqlite: Serv
         assert BLOCK_START in system
         assert any(e.content[:40] in system for e in experiences)
         assert out2["recalled_experiences"]
+        assert client.flush(timeout=60)
         assert client.get_trajectory(out2["trajectory_id"]).task == "Where is order C1? carrier"
 
 
