@@ -195,3 +195,49 @@ def test_async_memory_add_experiences(tmp_path: Path) -> None:
         assert results[0].experience.content == "Confirm the cabin class before booking."
     finally:
         mem.close()
+
+
+def test_a_repeat_far_down_a_long_batch_still_merges(tmp_path: Path, database_url: str) -> None:
+    """A lesson is compared with its nearest earlier lessons of the batch, and always with the
+    earlier one of the same text up to case and punctuation, however many lessons closer in
+    embedding space came between (dedup.EarlierInBatch); other lessons stay apart."""
+    from hindsight.writeback.dedup import CANDIDATES
+
+    tools = [f"tool_{i:03d}" for i in range(3 * CANDIDATES)]
+    items = [{"content": "Check the seat map before changing a flight."}]
+    items += [
+        {"content": f"When {t} times out, retry it once, then call {t}_cached."} for t in tools
+    ]
+    items += [{"content": "CHECK THE SEAT MAP, before changing a flight!"}]
+    with make_memory(tmp_path / "d", database_url) as mem:
+        results = mem.add_experiences(items, tenant_id="t")
+        assert [r.result for r in results] == ["created"] * (len(items) - 1) + ["merged"]
+        assert results[-1].id == results[0].id
+        assert len(mem.list_experiences(tenant_id="t", limit=500)) == len(items) - 1
+
+
+def test_the_nearest_earlier_lessons_are_those_a_full_scan_ranks_first() -> None:
+    import numpy as np
+
+    from hindsight.models import Experience
+    from hindsight.writeback.dedup import EarlierInBatch
+
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(200, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    exps = [
+        Experience(tenant_id="t", kind="rule", content=f"lesson number {i}") for i in range(200)
+    ]
+    earlier = EarlierInBatch()
+    for exp, vec in zip(exps, vectors, strict=True):
+        earlier.append(exp, vec)
+    for q in range(0, 200, 37):
+        query = vectors[q]
+        full = sorted(range(200), key=lambda i: -float(vectors[i] @ query))[:10]
+        got = earlier.nearest(query, "a text no lesson has", 10)
+        assert sorted(e.content for e, _ in got) == sorted(exps[i].content for i in full)
+        # the same text key is always there, even when it is not among the nearest
+        far = full[-1] if q else 199
+        with_key = earlier.nearest(query, exps[far].content.upper() + ".", 3)
+        assert exps[far].id in {e.id for e, _ in with_key}
+    assert len(earlier) == 200 and [e for e, _ in earlier] == exps

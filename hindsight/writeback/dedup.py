@@ -137,6 +137,69 @@ def dedup_threshold_of(embedder: Any) -> float:
 
 
 _key = lru_cache(maxsize=TEXT_CACHE_SIZE)(dedup_key)
+
+
+class EarlierInBatch:
+    """The earlier lessons of one batch in one scope, with their vectors stacked, so that a
+    lesson is compared with its :data:`CANDIDATES` nearest earlier ones through one matrix
+    product, not one dot product per earlier lesson (a batch of ``n`` lessons of one scope
+    cost ``n**2 / 2`` Python steps). The earlier lesson with the same text up to case,
+    whitespace and prose punctuation (rule 1 of the module docstring) is always among them,
+    however far its vector is. Built by :meth:`Deduper.write_items`; a plain sequence of
+    ``(experience, vector)`` pairs is still accepted by :meth:`Deduper.candidates`.
+    """
+
+    def __init__(self, items: Sequence[tuple[Experience, Any]] = ()) -> None:
+        self.items: list[tuple[Experience, Any]] = []
+        self._rows: np.ndarray | None = None  # float32, capacity >= len(items)
+        self._keys: dict[str, int] = {}
+        for exp, vec in items:
+            self.append(exp, vec)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Any:
+        return iter(self.items)
+
+    def append(self, exp: Experience, vec: Any) -> None:
+        row = np.asarray(vec, dtype=np.float32).reshape(-1)
+        n = len(self.items)
+        if self._rows is None or self._rows.shape[1] != row.shape[0]:
+            self._rows = np.empty((max(16, n + 1), row.shape[0]), dtype=np.float32)
+            for i, (_, v) in enumerate(self.items):
+                self._rows[i] = np.asarray(v, dtype=np.float32).reshape(-1)
+        elif n >= self._rows.shape[0]:
+            grown = np.empty((2 * n, self._rows.shape[1]), dtype=np.float32)
+            grown[:n] = self._rows[:n]
+            self._rows = grown
+        self._rows[n] = row
+        self.items.append((exp, vec))
+        self._keys.setdefault(_key(exp.content), n)
+
+    def replace(self, exp: Experience) -> None:
+        """The earlier lesson with ``exp``'s id becomes ``exp`` (a lesson folded into it), its
+        vector kept."""
+        for i, (old, vec) in enumerate(self.items):
+            if old.id == exp.id:
+                self.items[i] = (exp, vec)
+                self._keys.setdefault(_key(exp.content), i)
+
+    def nearest(self, query: Any, content: str, limit: int) -> list[tuple[Experience, float]]:
+        """At most ``limit`` earlier lessons closest to ``query`` (cosine of unit vectors),
+        plus the one with ``content``'s text key; unordered."""
+        n = len(self.items)
+        if n == 0 or self._rows is None:
+            return []
+        sims = self._rows[:n] @ np.asarray(query, dtype=np.float32).reshape(-1)
+        picked = range(n) if n <= limit else np.argpartition(-sims, limit - 1)[:limit]
+        chosen = {int(i) for i in picked}
+        same = self._keys.get(_key(content))
+        if same is not None:
+            chosen.add(same)
+        return [(self.items[i][0], float(sims[i])) for i in sorted(chosen)]
+
+
 """:func:`dedup_key`, remembered: a stored lesson is a candidate of many new ones."""
 
 
@@ -504,7 +567,7 @@ class Deduper:
         self,
         exp: Experience,
         vector: Any,
-        batch: Sequence[tuple[Experience, Any]] = (),
+        batch: Sequence[tuple[Experience, Any]] | EarlierInBatch = (),
         *,
         hits: Sequence[VectorHit] | None = None,
         rows: RowCache | None = None,
@@ -528,17 +591,22 @@ class Deduper:
                 continue
             if self._scope(cand) == scope:
                 out[cand.id] = (cand, float(hit.similarity))
-        query = np.asarray(vector, dtype=np.float32)
-        for other, other_vec in batch:
-            if self._scope(other) == scope and other.status is ExperienceStatus.ACTIVE:
-                out[other.id] = (other, float(np.dot(query, np.asarray(other_vec))))
+        if isinstance(batch, EarlierInBatch):  # one scope already: the nearest ones
+            for other, sim in batch.nearest(vector, exp.content, CANDIDATES):
+                if other.status is ExperienceStatus.ACTIVE:
+                    out[other.id] = (other, sim)
+        else:
+            query = np.asarray(vector, dtype=np.float32)
+            for other, other_vec in batch:
+                if self._scope(other) == scope and other.status is ExperienceStatus.ACTIVE:
+                    out[other.id] = (other, float(np.dot(query, np.asarray(other_vec))))
         return sorted(out.values(), key=lambda pair: -pair[1])
 
     def decide(
         self,
         exp: Experience,
         vector: Any,
-        batch: Sequence[tuple[Experience, Any]] = (),
+        batch: Sequence[tuple[Experience, Any]] | EarlierInBatch = (),
         *,
         hits: Sequence[VectorHit] | None = None,
         rows: RowCache | None = None,
@@ -668,7 +736,7 @@ class Deduper:
     ) -> list[tuple[str, Experience]]:
         out: list[tuple[str, Experience]] = []
         # Earlier lessons of this batch, by scope (only same-scope ones are candidates).
-        batch: dict[tuple[str, str, str | None, str], list[tuple[Experience, Any]]] = {}
+        batch: dict[tuple[str, str, str | None, str], EarlierInBatch] = {}
         pending: list[tuple[Experience, Any]] = []
         for exp, vec, found in zip(experiences, vectors, hits, strict=True):
             rows.forget(exp.tenant_id, [exp.id])  # about to be written (a kept "absent" goes)
@@ -676,28 +744,28 @@ class Deduper:
                 pending.append((exp, vec))  # quarantined by the guard: stored as is
                 out.append(("quarantined", exp))
                 continue
-            same = batch.setdefault(self._scope(exp), [])
+            same = batch.setdefault(self._scope(exp), EarlierInBatch())
             if _shares_key(exp, pending):
                 self._flush(pending)  # so that rule 0 finds the earlier one in the store
             decision = self.same_key(exp) or self.decide(exp, vec, same, hits=found, rows=rows)
             if decision.op is Op.ADD:
                 pending.append((exp, vec))
-                same.append((exp, vec))
+                same.append(exp, vec)
                 out.append(("created", exp))
                 continue
             self._flush(pending)
             stored = self._apply(decision, exp, vec)
             assert decision.target is not None
             rows.forget(exp.tenant_id, [decision.target.id, stored.id])
-            for scope, items in batch.items():
+            for scope, earlier in batch.items():
                 if decision.op is Op.SUPERSEDE:
                     gone = decision.target.id
-                    items = [(e, v) for e, v in items if e.id != gone]
+                    if any(e.id == gone for e, _ in earlier):
+                        batch[scope] = EarlierInBatch([(e, v) for e, v in earlier if e.id != gone])
                 elif decision.op is not Op.CONFLICT:
-                    items = [(stored if e.id == stored.id else e, v) for e, v in items]
-                batch[scope] = items
+                    earlier.replace(stored)
             if decision.op in (Op.SUPERSEDE, Op.CONFLICT):
-                batch.setdefault(self._scope(stored), []).append((stored, vec))
+                batch.setdefault(self._scope(stored), EarlierInBatch()).append(stored, vec)
             folded = decision.op in (Op.NOOP, Op.MERGE)
             if folded:  # earlier results of the batch that were this experience, as it now is
                 out = [(r, stored if e.id == stored.id else e) for r, e in out]
