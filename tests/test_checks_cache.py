@@ -230,3 +230,49 @@ def test_a_stamp_read_is_trusted_for_a_while_unless_this_store_wrote(
     finally:
         one.close()
         two.close()
+
+
+def test_a_closed_store_refuses_a_lookup_it_could_answer_from_memory(
+    tmp_path: Path, database_url: str
+) -> None:
+    from hindsight import StoreError
+    from hindsight.checks.compile import COMPILED_KINDS as KINDS
+
+    mem = make_memory(tmp_path / "one", database_url)
+    mem.add_experience(RULE, tenant_id="acme", tools=["cancel_order"], confidence=0.8)
+    store = mem.aio.store
+    kinds = [k.value for k in KINDS]
+    assert store.experiences_about_tool("acme", "cancel_order", namespaces=["default"], kinds=kinds)
+    mem.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.experiences_about_tool("acme", "cancel_order", namespaces=["default"], kinds=kinds)
+
+
+def test_the_update_trigger_watches_every_column_but_the_recall_bookkeeping(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A column added to ``experiences`` without creating the triggers again would move no
+    stamp when only it changes: the schema and the trigger must name the same columns."""
+    from sqlalchemy import text
+
+    from hindsight.store.schema import experiences
+
+    mem = make_memory(tmp_path / "one", database_url)
+    try:
+        with mem.aio.store._tx() as conn:
+            if database_url.startswith("postgresql"):
+                sql = conn.execute(
+                    text(
+                        "SELECT pg_get_triggerdef(oid) FROM pg_trigger "
+                        "WHERE tgname = 'experiences_stamp'"
+                    )
+                ).scalar()
+            else:
+                sql = conn.execute(
+                    text("SELECT sql FROM sqlite_master WHERE name = 'experiences_stamp_update'")
+                ).scalar()
+        watched = sql.split("UPDATE OF", 1)[1].split(" ON ", 1)[0]
+        names = {n.strip().strip('"') for n in watched.split(",")}
+        assert names == {c.name for c in experiences.c} - {"recall_count", "last_recalled_at"}
+    finally:
+        mem.close()

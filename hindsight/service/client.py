@@ -124,8 +124,9 @@ class HindsightClient:
         (``review_now`` runs it at once).
 
         Returns:
-            True when everything was sent, False on timeout (nothing is lost: the writes stay
-            queued).
+            True when everything was sent; False on timeout or when a write could not be sent
+            (the service unreachable: it is tried again with the next write, and
+            :meth:`close` keeps what is still unsent in the unsaved area). Nothing is lost.
         """
         from hindsight.service.remote import wait_writer
 

@@ -197,10 +197,14 @@ def close_writer(client: Any) -> None:
 
 def wait_writer(client: Any, timeout: float | None) -> bool:
     """Wait until the runs the integrations handed to a client's writer are sent (``timeout``
-    seconds); True when drained, also when no integration wrote through this client."""
+    seconds); True when every one was sent (also when no integration wrote through this
+    client), False on timeout or when a write failed and waits for a retry (the service was
+    unreachable: it is sent with the next write, or by ``close()``, or kept in the unsaved
+    area)."""
     remote = getattr(client, "_hindsight_remote", None)
     if isinstance(remote, RemoteMemory) and remote._writer is not None:
-        return bool(remote._writer.wait(timeout))
+        writer = remote._writer
+        return bool(writer.wait(timeout)) and not writer.kept
     return True
 
 

@@ -810,7 +810,7 @@ class ExperienceStore(StoreCore):
             cache = self._about_tool_cache = _AboutToolCache()
         key = (tenant, tool, tuple(namespaces), tuple(kinds), int(limit))
         trusted = cache.trusted_stamp(tenant, self._writes, self.about_tool_max_age)
-        if trusted is not None:
+        if trusted is not None and not self._closed:
             cached = cache.get(key, trusted)
             if cached is not None:
                 with self._stable():

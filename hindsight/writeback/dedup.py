@@ -351,7 +351,8 @@ class WorkingSet:
     A batch of a tenant whose experiences nobody changed since this process's previous batch
     reads no neighbour row from SQL twice. Kept exact by the tenant's change stamp
     (:meth:`SqlStore.experience_stamp`, bumped by database triggers on every insert, update
-    and delete by any process or code path): :meth:`begin`, inside the batch's write
+    and delete by any process or code path, except an update of the recall bookkeeping alone,
+    which dedup and the guard do not read): :meth:`begin`, inside the batch's write
     transaction, reads and locks the stamp and drops the tenant's rows when it moved since
     :meth:`end` of the previous batch; rows the batch itself changes are dropped as it changes
     them (:meth:`RowCache.forget`); :meth:`end` records the stamp after the batch's writes

@@ -127,6 +127,7 @@ def test_server_down_does_not_fail_the_run_and_the_run_is_kept(served_sqlite: Se
     assert handler.wait(timeout=60)
     assert handler.errors == 1 and "ServiceError" in (handler.last_error or "")
     assert len(handler.unsaved) == 1
+    assert client.flush(timeout=60) is False  # waited, and the run is not sent
     lost = handler.unsaved[0].id
 
     switch.down = False  # the server is back: the next end of run stores both
@@ -135,6 +136,7 @@ def test_server_down_does_not_fail_the_run_and_the_run_is_kept(served_sqlite: Se
     )
     assert handler.wait(timeout=60)
     assert handler.errors == 1 and not handler.unsaved
+    assert client.flush(timeout=60) is True
     assert _tool_names(client, lost) == ["get_order", "carrier_status_handled", "tracking_cache"]
     assert client.get_trajectory(handler.last_trajectory_id).task == "Where is A1 now?"
     client.close()

@@ -48,7 +48,9 @@ _SQLITE_BUMP = (
 def _watched() -> str:
     """The columns of ``experiences`` whose update moves the stamp, quoted, comma-separated."""
     bind = op.get_bind()
-    names = [c["name"] for c in sa.inspect(bind).get_columns("experiences")]
+    # the column names only: a plain query, so no type is reflected (pgvector's ``vector``
+    # is unknown to SQLAlchemy's inspector and would warn)
+    names = list(bind.execute(sa.text("SELECT * FROM experiences WHERE 1 = 0")).keys())
     quote = bind.dialect.identifier_preparer.quote
     return ", ".join(quote(n) for n in names if n not in BOOKKEEPING)
 
