@@ -60,3 +60,56 @@ def test_twins_dispatch_to_subclass_overrides(tmp_path: Path) -> None:
     with Memory.from_async(aio) as mem:
         mem.stats(tenant_id="t")
     assert CountingMemory.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        ((1,), {}),
+        ((1, "x"), {}),
+        ((), {"a": 1}),
+        ((1,), {"c": 2.0}),
+        ((1,), {"b": "y", "d": [1]}),
+        ((), {"a": 1, "b": "y", "c": 3.0, "d": 4}),
+        # not plain: the signature binds them (and raises what is wrong)
+        ((1, "x", 3.0), {}),
+        ((1,), {"a": 2}),
+        ((), {"b": "y"}),
+        ((1,), {"e": 0}),
+        ((), {}),
+    ],
+)
+def test_the_fast_binding_of_direct_twins_equals_the_signature(
+    args: tuple[object, ...], kwargs: dict[str, object]
+) -> None:
+    from hindsight._sync import _bound_fast, _plain_parameters
+
+    def method(self: object, a: int, b: str = "b", *, c: float = 1.0, d: object = None) -> None:
+        return None
+
+    signature = inspect.signature(method)
+    plain = _plain_parameters(signature)
+    assert plain is not None
+    fast = _bound_fast(plain, args, kwargs)
+    try:
+        bound = signature.bind(object(), *args, **kwargs)
+    except TypeError:
+        assert fast is None  # the caller binds it through the signature, which raises
+        return
+    bound.apply_defaults()
+    expected = dict(bound.arguments)
+    del expected["self"]
+    assert fast == expected
+
+
+def test_a_signature_with_star_arguments_is_never_bound_fast() -> None:
+    from hindsight._sync import _plain_parameters
+
+    def starred(self: object, *args: object, **kwargs: object) -> None:
+        return None
+
+    def positional_only(self: object, a: int, /) -> None:
+        return None
+
+    assert _plain_parameters(inspect.signature(starred)) is None
+    assert _plain_parameters(inspect.signature(positional_only)) is None
