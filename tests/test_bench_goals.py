@@ -1,6 +1,7 @@
-"""``hindsight bench goals`` runs at quick sizes and prints every goal of issue 20 with its
-anchor and ratio (no assertion on time: the figures are benchmarks,
-tests/benchmarks/bench_goals.py); a missing integration is a row that says how to install it."""
+"""``hindsight bench goals`` runs at quick sizes and prints every goal of
+docs/benchmarks.md#the-goals-in-one-run with its anchor and ratio (no assertion on time: the
+figures are benchmarks, tests/benchmarks/bench_goals.py); a missing integration is a row that
+says how to install it."""
 
 from __future__ import annotations
 
@@ -63,6 +64,11 @@ def test_goals_quick_prints_every_row_with_anchor_and_ratio(
     assert by_goal["cold start, 20 lessons"][2].startswith("new process loading the raw Edge")
     for name in EXPECTED[-3:]:
         assert by_goal[name][2].startswith("the same agent without hindsight"), by_goal[name]
+    # the middleware and the nodes split their path into the framework's part and hindsight's
+    for name in EXPECTED[-2:]:
+        assert "(the framework's part, " in by_goal[name][1], by_goal[name]
+        assert "; hindsight's: +" in by_goal[name][1], by_goal[name]
+    assert "the framework's part" not in by_goal[EXPECTED[-3]][1]
     text = proc.stdout
     assert "load average (1/5/15 min) at start" in text and "CPUs" in text
     assert "the writer storing the trajectory, then its review" in text

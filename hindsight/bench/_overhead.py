@@ -1,5 +1,6 @@
-"""What capture adds to an agent run, background work included (issue 20 item 6: the handler,
-the middleware and the nodes; goal: <= 5 ms CPU added per run).
+"""What capture adds to an agent run, background work included (the handler,
+the middleware and the nodes; goal: <= 5 ms CPU added per run on the agent's path,
+docs/benchmarks.md#capture-overhead).
 
 Framework-free: the framework integrations build the two runs (their own bench functions, found
 through the ``hindsight.bench`` entry point group, :mod:`hindsight.bench._goals`) and hand them

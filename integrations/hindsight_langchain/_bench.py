@@ -1,6 +1,7 @@
 """Capture overhead of the LangChain handler and of ``HindsightMiddleware`` for ``hindsight
-bench goals`` (issue 20): registered in the ``hindsight.bench`` entry point group
-(pyproject.toml), so the framework-free core finds them only when this package imports.
+bench goals`` (docs/benchmarks.md#capture-overhead): registered in the ``hindsight.bench`` entry
+point group (pyproject.toml), so the framework-free core finds them only when this package
+imports.
 
 Each function builds a ``create_agent`` agent on a scripted fake chat model (real LangChain
 objects, no network) that makes ``tools`` sequential tool calls and then answers, runs it with
@@ -9,6 +10,11 @@ with ``seeded`` synthetic lessons of the tenant), and hands the two runs to
 :func:`hindsight.bench._overhead.added_cost`: added CPU and wall ms per run **including the
 background work** (the background writer storing the trajectory, then its review), and the
 ratio. The middleware's recall (work the user asked for) is timed alone and subtracted.
+
+``middleware_overhead`` also times the framework's part of the agent's path, ``"floor"``: the
+same agent with a middleware that has the same hooks and state schema as ``HindsightMiddleware``
+and empty bodies (LangChain runs a graph node per ``before_agent``/``after_agent`` hook and
+wraps every model and tool call), so a reader can tell LangChain's cost from hindsight's.
 """
 
 from __future__ import annotations
@@ -28,7 +34,14 @@ from hindsight.bench._overhead import added_cost
 from hindsight_langchain.callback import HindsightCallbackHandler
 from hindsight_langchain.testing import ScriptedChatModel, ai, call
 
-__all__ = ["QUESTION", "TENANT", "handler_overhead", "middleware_overhead", "scripted_model"]
+__all__ = [
+    "QUESTION",
+    "TENANT",
+    "handler_overhead",
+    "middleware_floor",
+    "middleware_overhead",
+    "scripted_model",
+]
 
 TENANT = "bench"
 QUESTION = "look up the keys; get_order timed out last time"
@@ -162,10 +175,55 @@ def middleware_overhead(
             quiet=no_langgraph_router,
         )
         _check_stored(middleware, runs * repeats)
+    with no_langgraph_router():
+        floor = middleware_floor(runs=runs, repeats=repeats, tools=tools)
     return {
         "what": f"create_agent, {tools} tool calls, middleware (its recall subtracted)",
         **result,
+        "floor": floor,
+        "floor_what": "a middleware with the same four hooks and state schema, empty bodies",
     }
+
+
+def middleware_floor(*, runs: int, repeats: int, tools: int) -> dict[str, float]:
+    """Added ``{"wall_ms", "cpu_ms"}`` per run of a middleware with ``HindsightMiddleware``'s
+    hooks and state schema and empty bodies (module docstring): LangChain's own cost of the
+    hooks, the floor under any middleware that captures a run."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import AgentMiddleware
+
+    from hindsight_langchain.middleware import HindsightState
+
+    class EmptyHooks(AgentMiddleware[HindsightState, Any, Any]):
+        state_schema = HindsightState
+
+        def before_agent(self, state: Any, runtime: Any) -> None:
+            return None
+
+        def after_agent(self, state: Any, runtime: Any) -> None:
+            return None
+
+        def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+            return handler(request)
+
+        def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+            return handler(request)
+
+    question: Any = {"messages": [("user", QUESTION)]}
+    plain = create_agent(scripted_model(tools), [lookup], system_prompt="Look keys up.")
+    empty = create_agent(
+        scripted_model(tools), [lookup], system_prompt="Look keys up.", middleware=[EmptyHooks()]
+    )
+    result = added_cost(
+        lambda: plain.invoke(question),
+        lambda: empty.invoke(question),
+        background=lambda: None,
+        runs=runs,
+        repeats=repeats,
+        quiet=no_langgraph_router,
+    )
+    floor: dict[str, float] = result["on_path_added"]
+    return floor
 
 
 def _check_stored(capture: Any, timed: int) -> None:

@@ -1,6 +1,6 @@
-"""Capture overhead of the LangGraph nodes for ``hindsight bench goals`` (issue 20): registered
-in the ``hindsight.bench`` entry point group (pyproject.toml), so the framework-free core finds
-it only when this package imports.
+"""Capture overhead of the LangGraph nodes for ``hindsight bench goals``
+(docs/benchmarks.md#capture-overhead): registered in the ``hindsight.bench`` entry point group
+(pyproject.toml), so the framework-free core finds it only when this package imports.
 
 A ReAct ``StateGraph`` (agent -> tools -> agent ...) on a scripted fake chat model that makes
 ``tools`` sequential tool calls, then answers; compiled once as is and once after
@@ -10,6 +10,12 @@ embedded memory seeded with ``seeded`` lessons. :func:`hindsight.bench._overhead
 times them: added CPU and wall ms per run **including the background work** (writer, review),
 the recall node's recall (work the user asked for) timed alone and subtracted. The without
 runs see no hindsight (the capture router is switched off for them).
+
+The framework's part of the agent's path is timed too, ``"floor"``: the same graph with two
+nodes of empty bodies where ``add_hindsight`` puts its recall and reflect nodes (wired by the
+same code), run with a callback handler whose methods (those the capture router implements,
+``run_inline`` like it) do nothing: LangGraph's cost of two more steps and LangChain's cost of
+reporting every run to a handler, so a reader can tell them from hindsight's.
 """
 
 from __future__ import annotations
@@ -26,13 +32,13 @@ from hindsight_langchain._bench import (
     seeded_memory,
 )
 from langchain_core.messages import SystemMessage
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from hindsight.bench._overhead import added_cost
-from hindsight_langgraph._wiring import add_hindsight
+from hindsight_langgraph._wiring import _rewire_entry, _rewire_exit, add_hindsight
 
-__all__ = ["nodes_overhead", "react_graph"]
+__all__ = ["nodes_floor", "nodes_overhead", "react_graph"]
 
 
 def react_graph(n_tools: int) -> StateGraph[Any, Any, Any, Any]:
@@ -52,6 +58,47 @@ def react_graph(n_tools: int) -> StateGraph[Any, Any, Any, Any]:
     builder.add_conditional_edges("agent", tools_condition)
     builder.add_edge("tools", "agent")
     return builder
+
+
+def nodes_floor(*, runs: int, repeats: int, tools: int) -> dict[str, float]:
+    """Added ``{"wall_ms", "cpu_ms"}`` per run of two empty nodes where ``add_hindsight`` puts
+    its recall and reflect nodes and a callback handler with empty methods (module docstring):
+    the frameworks' own cost of what the nodes and the capture router hook into."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    from hindsight_langgraph._capture import _END, _START
+
+    class EmptyHandler(BaseCallbackHandler):
+        run_inline = True
+
+        def _nothing(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    for method in (*_START, *_END, "on_custom_event"):
+        setattr(EmptyHandler, method, EmptyHandler._nothing)
+
+    def empty(state: MessagesState) -> dict[str, Any]:
+        return {}
+
+    builder = react_graph(tools)
+    _rewire_entry(builder, "empty_start", None)
+    _rewire_exit(builder, "empty_end", [])
+    builder.add_node("empty_start", empty)
+    builder.add_node("empty_end", empty)
+    builder.add_edge(START, "empty_start")
+    builder.add_edge("empty_end", END)
+    plain, stepped = react_graph(tools).compile(), builder.compile()
+    question = {"messages": [("user", QUESTION)]}
+    with no_langgraph_router():
+        result = added_cost(
+            lambda: plain.invoke(question),
+            lambda: stepped.invoke(question, {"callbacks": [EmptyHandler()]}),
+            background=lambda: None,
+            runs=runs,
+            repeats=repeats,
+        )
+    floor: dict[str, float] = result["on_path_added"]
+    return floor
 
 
 def nodes_overhead(
@@ -84,4 +131,9 @@ def nodes_overhead(
     return {
         "what": f"ReAct StateGraph, {tools} tool calls, add_hindsight (recall subtracted)",
         **result,
+        "floor": nodes_floor(runs=runs, repeats=repeats, tools=tools),
+        "floor_what": (
+            "two nodes with empty bodies where add_hindsight puts its nodes, and a callback "
+            "handler with empty methods"
+        ),
     }
