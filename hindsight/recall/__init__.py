@@ -1,4 +1,4 @@
-"""Recall (MISSION S5, S6, S13, S16): from a query to the block at the tail of a system prompt.
+"""Recall (docs/concepts.md#recall): from a query to the block at the tail of a system prompt.
 
 Owns the candidates a recall looks at (:mod:`.candidates`: lessons and episodes, vector or
 task_type mode), scoring and selection (:mod:`.scoring`), the explanations of what was left out

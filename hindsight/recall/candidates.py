@@ -1,12 +1,12 @@
 """Recall candidates: what the index (or the task_type query) offers one recall, per tier.
 
-Lessons and episodes are separate tiers (MISSION S4, S5): the index filters on the ``kind``
-payload, so episodes never crowd lessons out of a recall, nor the reverse. Episodes are
-recalled only when asked (``include_episodes=True``) and scored like lessons.
+Lessons and episodes are separate tiers (docs/concepts.md#memory-layers): the index filters
+on the ``kind`` payload, so episodes never crowd lessons out of a recall, nor the reverse.
+Episodes are recalled only when asked (``include_episodes=True``) and scored like lessons.
 
-The situation match (:func:`with_situation`, issue 15) links the tiers: the lessons taught by
-the runs whose episodes are closest to the query become candidates too, with the episode's
-cosine as their similarity when it is higher than their own.
+The situation match (:func:`with_situation`, docs/concepts.md#recall) links the tiers: the
+lessons taught by the runs whose episodes are closest to the query become candidates too,
+with the episode's cosine as their similarity when it is higher than their own.
 """
 
 from __future__ import annotations
@@ -86,10 +86,10 @@ def tier_candidates(where: EpisodeQuery, *, limit: int, episodes: bool) -> list[
     fewer than ``limit`` of them survive the SQL check (tenant, status, namespace, kind) and
     the index had more to give, it asks again for 4x as many (at most 4000). ``task_type`` mode
     (``where.vector is None``): the tier's rows with that task_type, most confident first,
-    similarity 1.0 (MISSION S16), paged the same way. With ``where.payload`` a candidate's
-    ``experience`` is the :class:`ScoreRow` of its point's payload, and only the points
-    without a usable one are read from SQL (the caller checks the payload was current,
-    :mod:`hindsight.recall.pipeline`).
+    similarity 1.0 (docs/concepts.md#exact-task_type-mode), paged the same way. With
+    ``where.payload`` a candidate's ``experience`` is the :class:`ScoreRow` of its point's
+    payload, and only the points without a usable one are read from SQL (the caller checks
+    the payload was current, :mod:`hindsight.recall.pipeline`).
 
     Returns:
         candidates, nearest (or most confident) first; ``tier`` is the namespace's position.

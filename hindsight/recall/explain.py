@@ -1,4 +1,4 @@
-"""Why close experiences were *not* recalled (MISSION S11, S13; ``recall --explain``).
+"""Why close experiences were *not* recalled (``recall --explain``; docs/troubleshooting.md).
 
 The normal recall reports candidates it dropped (similarity floor, top_k, per-source cap).
 :func:`near_misses` adds the close experiences the recall never saw because a filter excluded
@@ -91,7 +91,7 @@ def confidence_floor(
     scored: Sequence[Any], floor: float | None
 ) -> tuple[list[Any], list[Exclusion]]:
     """Drop scored candidates whose confidence is below ``floor`` (an experience demoted by
-    failed outcomes, MISSION S3/S8); returns ``(kept, excluded)``."""
+    failed outcomes, docs/security.md#layer-3-after-recall); returns ``(kept, excluded)``."""
     if floor is None or floor <= 0:
         return list(scored), []
     kept: list[Any] = []

@@ -1,4 +1,5 @@
-"""Rendering recalled experiences for the tail of a system prompt (MISSION S6, cases C23/C24).
+"""Rendering recalled experiences for the tail of a system prompt (cases C23/C24;
+docs/concepts.md#injection-at-the-tail, docs/security.md#rendering-as-data).
 
 The block is reference data, fenced by a delimiter that item content cannot fake: every item is
 flattened to one line and anything that looks like a delimiter or a chat-template tag is
@@ -32,8 +33,8 @@ PREAMBLE = (
 )
 
 EPISODES_HEADING = "Similar past episodes (what happened in earlier runs):"
-"""Starts the episodes section of the block, after the lessons (MISSION S5: semantic rules are
-consulted before episodic cases)."""
+"""Starts the episodes section of the block, after the lessons (semantic rules are consulted
+before episodic cases)."""
 
 EPISODE_BUDGET_SHARE = 0.4
 """Share of the item budget the episodes section gets when there are lessons too; the lessons
@@ -79,7 +80,7 @@ def _item_line(index: int, hit: RecallHit, conflicts: Sequence[int] = ()) -> str
 def conflicts_in(hits: Sequence[RecallHit]) -> dict[str, list[int]]:
     """``{experience id: [numbers of the other items it conflicts with]}`` for the items of
     the block (1-based, as rendered): two items conflict when either names the other in
-    ``metadata["conflicts_with"]`` (the write-back's undecidable conflicts, issue 18 item 6)."""
+    ``metadata["conflicts_with"]`` (the write-back's undecidable conflicts, docs/lifecycle.md)."""
     number = {h.experience.id: i for i, h in enumerate(hits, start=1)}
     out: dict[str, set[int]] = {}
     for hit in hits:
@@ -189,7 +190,8 @@ def strip_block(text: str) -> str:
     the other). The :data:`BLOCK_SEPARATOR` in front of a block goes with it (other
     whitespace there too, when the separator was something else); text not ending in
     :data:`BLOCK_END` is returned unchanged. Used to store a run's system prompt once per
-    policy, not once per recall (issue 15).
+    policy, not once per recall
+    (docs/concepts.md#context-for-the-review-system-prompt-outcome-evidence-task-key).
     """
     while text.rstrip().endswith(BLOCK_END):
         start = text.rfind(BLOCK_START)

@@ -1,4 +1,4 @@
-"""The recall result: hits, exclusions, episodes, and how they render (MISSION S6, S13)."""
+"""The recall result: hits, exclusions, episodes, and how they render (docs/concepts.md#recall)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class RecallResult(BaseModel):
     similar past run summaries when recall was asked for them (``include_episodes=True``),
     best first; they are rendered after the lessons, in their own section.
     ``risk_section`` is the run-start risk checks of the asking agent's tools ("before you
-    call X: ...", MISSION S15, docs/checks.md), rendered first in the block;
+    call X: ...", docs/checks.md), rendered first in the block;
     ``risk_lesson_ids`` the lessons behind them.
     """
 
@@ -87,11 +87,12 @@ class RecallResult(BaseModel):
 
 
 def _hit_json(hit: RecallHit) -> dict[str, Any]:
-    """One recall hit, the shape every interface gives (issue 19): ``experience`` (the
-    experience, as ``GET /v1/experiences/{id}`` returns it), ``score`` and ``breakdown`` (the
-    score's terms), as in :class:`~hindsight.models.RecallHit` and the HTTP API; plus flat
-    copies of the experience's main fields (``id``, ``content``, ``kind``, ``task_type``,
-    ``namespace``, ``confidence``, ``source_trajectory_ids``), the shape before issue 19."""
+    """One recall hit, the shape every interface gives
+    (docs/concepts.md#one-hit-shape-on-every-interface): ``experience`` (the experience, as
+    ``GET /v1/experiences/{id}`` returns it), ``score`` and ``breakdown`` (the score's terms),
+    as in :class:`~hindsight.models.RecallHit` and the HTTP API; plus flat copies of the
+    experience's main fields (``id``, ``content``, ``kind``, ``task_type``, ``namespace``,
+    ``confidence``, ``source_trajectory_ids``), for clients written before that shape."""
     exp = hit.experience
     return {
         "experience": exp.model_dump(mode="json"),

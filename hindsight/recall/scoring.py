@@ -1,28 +1,30 @@
-"""Recall scoring and selection (MISSION S5, S13, S16).
+"""Recall scoring and selection (docs/concepts.md#recall).
 
 ``score = (w_sim*similarity + w_conf*confidence + w_rec*recency) * trust + boost + kind_bonus``
 
-* weights default to 0.6 / 0.3 / 0.1 (MISSION S5), configurable via :class:`RecallWeights`;
+* weights default to 0.6 / 0.3 / 0.1, configurable via :class:`RecallWeights`;
 * ``similarity = max(cos(query, lesson), cos(query, best episode of a source run))``: the
-  *situation match* (issue 15) - a lesson also scores by how similar the query is to the runs
-  it was learned from (their episodes, one per reviewed run); the breakdown's ``situation`` and
+  *situation match* - a lesson also scores by how similar the query is to the runs it was
+  learned from (their episodes, one per reviewed run); the breakdown's ``situation`` and
   ``situation_episode`` say when and which, with the reason "learned from a run like this one";
 * ``recency = 0.5 ** (age_days / half_life_days)``, age measured from the experience's last
-  update, half-life 30 days by default (MISSION S5);
-* ``trust`` in [0,1] is the provenance weight of the experience (MISSION S8);
+  update, half-life 30 days by default;
+* ``trust`` in [0,1] is the provenance weight of the experience
+  (docs/security.md#layer-2-provenance-trust);
 * ``boost`` is +0.05 per requested tag or tool the experience carries, at most +0.15 (the
-  context-tag match of MISSION S5's second variant, kept small so similarity still leads);
+  context-tag term of another published weighting, semantic 0.4 / recency 0.2 / context-tag
+  match 0.2 / importance 0.2; kept small so similarity still leads);
 * ``kind_bonus`` is a small per-kind addition (``MemoryConfig.kind_bonus``: rule and
   improvement +0.05, tool_reliability +0.03, anti_pattern and failure_cause +0.02, records of
   single runs 0): general advice ranks a little ahead of more specific lessons at equal
-  relevance ("semantic rules are consulted before episodic cases", MISSION S5), without a less
+  relevance ("semantic rules are consulted before episodic cases"), without a less
   relevant rule outranking a much more relevant lesson as a strict kind order would.
 
 Selection: candidates under the similarity floor are dropped; private-namespace hits come
-before shared-namespace hits (MISSION S9); within a namespace, restatements of one run
-written by earlier reviewers (``outcome``, ``key_step``, ``task_scope``: :data:`EPISODIC_KINDS`)
-come after the other lessons, then by score; no source trajectory
-may supply more than ``max_per_source`` of ``top_k`` (one half by default, MISSION S5): a hit
+before shared-namespace hits (docs/concepts.md#tenants-and-namespaces); within a namespace,
+restatements of one run written by earlier reviewers (``outcome``, ``key_step``,
+``task_scope``: :data:`EPISODIC_KINDS`) come after the other lessons, then by score; no source
+trajectory may supply more than ``max_per_source`` of ``top_k`` (one half by default): a hit
 learned from ``n`` runs counts ``1/n`` for each of them, so a lesson many runs agree on (merged
 on its lesson key) does not use up the share of every one of its runs - the rule is against
 over-fitting to one run, and such a lesson is the opposite.
@@ -64,7 +66,7 @@ EPISODIC_KINDS = frozenset(
     {ExperienceKind.OUTCOME, ExperienceKind.KEY_STEP, ExperienceKind.TASK_SCOPE}
 )
 """Kinds that restate one run rather than state a reusable rule, written by earlier reviewers
-(issue 15: the run's episode holds them now); ranked after the other lessons of a namespace."""
+(the run's episode holds them now); ranked after the other lessons of a namespace."""
 TAG_BOOST = 0.05
 TAG_BOOST_MAX = 0.15
 
@@ -76,10 +78,10 @@ def recency_weight(age_days: float, half_life_days: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class ScoreRow:
-    """What scoring and selection read of an experience, from its vector payload (issue 20
-    item 2: the candidates are scored from the index; SQL rows are read for the final hits
-    only). The attributes have the names and types of :class:`Experience`'s, so scoring,
-    selection and the SQL checks of the candidates read either."""
+    """What scoring and selection read of an experience, from its vector payload (the
+    candidates are scored from the index; SQL rows are read for the final hits only). The
+    attributes have the names and types of :class:`Experience`'s, so scoring, selection and
+    the SQL checks of the candidates read either."""
 
     id: str
     tenant_id: str
