@@ -1,4 +1,6 @@
-"""Compress a trajectory into a text that fits a reviewer's token budget (MISSION S2).
+"""Compress a trajectory into a text that fits a reviewer's token budget.
+
+See docs/review.md#compression.
 
 Long runs are compressed before review, in this order:
 

@@ -1,4 +1,6 @@
-"""Contrast a failed run's actions with a reference: what it did differently (issue 15, item 3).
+"""Contrast a failed run's actions with a reference: what it did differently.
+
+See docs/review.md#contrastive-review.
 
 The reference is what a success looked like for the same task: a successful run of the same
 task group (ExpeL's comparison of attempts), or the expected actions of the run's outcome

@@ -1,4 +1,4 @@
-"""Task groups and the contrastive step of a review (issue 15, items 2 and 3).
+"""Task groups and the contrastive step of a review (docs/review.md#task-groups).
 
 Runs of the same task form a **task group**, named by a task key:
 

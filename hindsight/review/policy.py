@@ -1,4 +1,6 @@
-"""The passages of a run's policy (its system prompt) that the run touches (issue 15, item 1).
+"""The passages of a run's policy (its system prompt) that the run touches.
+
+See docs/review.md#what-the-model-is-given.
 
 A reviewing model judges a run by the policy the agent was given, but a policy is long (the
 tau-bench airline policy is about 2,000 tokens) and a review request has a token budget. This

@@ -1,4 +1,5 @@
-"""The contrastive LLM review (issue 15, item 3; ExpeL): a failed run against a reference.
+"""The contrastive LLM review (ExpeL; docs/review.md#the-contrastive-review): a failed run
+against a reference.
 
 Two attempts at the same task, one failed and one succeeded, or a failed run and the actions a
 successful run was expected to take (a benchmark's ground truth): the model is asked which

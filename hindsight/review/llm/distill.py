@@ -1,5 +1,5 @@
-"""The LLM distillation prompt (MISSION S14, issue 16 item 5), its forced-JSON schema and the
-request.
+"""The LLM distillation prompt, its forced-JSON schema and the request
+(docs/checks.md#distillation-rules-learned-by-several-agents).
 
 :func:`hindsight.checks.distill.candidates` proposes groups of lessons learned in different
 namespaces of one tenant that may say the same thing in different words (same kind and tool,

@@ -1,4 +1,6 @@
-"""The LLM review prompt (MISSION S2, issue 15), its forced-JSON schema and the mapping to lessons.
+"""The LLM review prompt, its forced-JSON schema and the mapping to lessons.
+
+See docs/review.md#the-prompt-and-its-version.
 
 Everything the reviewing model is told about one run lives in this module, under one version,
 :data:`PROMPT_VERSION`, which is stored on every lesson (``metadata["prompt_version"]``) so a
@@ -9,21 +11,22 @@ Change the prompt -> bump the version. (The contrastive prompt, two runs of one 
 The request shows the model, each between its tags: the passages of the run's policy (system
 prompt) that its tool calls and errors touch (``<policy>``, :mod:`hindsight.review.policy`),
 the outcome with its evidence (``<outcome>``: reward, reason, expected actions, final state)
-and the compressed run (``<trajectory>``). The model answers the six constrained questions of
-S2, one sentence each, plus 1-3 general rules "when <situation>, do A (not B), because
-<evidence>", each with a self-rated confidence in [0, 1], and a short episode summary of the
-run (MISSION S4), as one JSON object matching :class:`ReviewReport`. That class is passed to
-litellm as ``response_format``; litellm turns it into a strict ``json_schema`` (every property
-required, nullable where an answer may not apply, ``additionalProperties: false``), so the
-schema declares no defaults and no numeric bounds.
+and the compressed run (``<trajectory>``). The model answers six constrained questions
+(docs/concepts.md#review), one sentence each, plus 1-3 general rules "when <situation>, do A
+(not B), because <evidence>", each with a self-rated confidence in [0, 1], and a short episode
+summary of the run (docs/concepts.md#memory-layers), as one JSON object matching
+:class:`ReviewReport`. That class is passed to litellm as ``response_format``; litellm turns
+it into a strict ``json_schema`` (every property required, nullable where an answer may not
+apply, ``additionalProperties: false``), so the schema declares no defaults and no numeric
+bounds.
 Parsing is lenient instead: the validators below accept a missing answer, a bare string instead
 of an answer object, percentages, and clamp confidences into [0, 1]; a reply that is still not a
 report is rejected with a message the reviewer shows the model in its one retry.
 
 What only restates the run (the outcome verdict, its cause or key step, its task class) is the
-run's episode, not a lesson (issue 15, item 4): :func:`report_to_lessons` folds those answers
-into the episode summary and keeps as lessons only the general ones (failing tools, repeated
-attempts, what to do differently, the rules).
+run's episode, not a lesson (docs/review.md#episodes): :func:`report_to_lessons` folds those
+answers into the episode summary and keeps as lessons only the general ones (failing tools,
+repeated attempts, what to do differently, the rules).
 """
 
 from __future__ import annotations
@@ -74,8 +77,9 @@ MAX_RULES = 3
 """At most this many rules are kept from one reply, in reply order (the prompt asks for 1-3)."""
 
 MAX_EPISODE_WORDS = 120
-"""The prompt asks for an episode summary of at most this many words ("a few hundred tokens
-at most", issue 3); a longer one is cut to :data:`MAX_EPISODE_CHARS` characters when stored."""
+"""The prompt asks for an episode summary of at most this many words (a few hundred tokens
+at most, docs/review.md#episodes); a longer one is cut to :data:`MAX_EPISODE_CHARS` characters
+when stored."""
 
 MAX_EPISODE_CHARS = 1200
 """Longest episode summary kept from a reply, in characters (about 300 tokens of English)."""
@@ -86,7 +90,7 @@ MAX_FOLDED_CHARS = 2000
 
 LESSON_QUESTIONS = ("failing_tools", "repeated_attempts", "do_differently", "rules")
 """The answers that become lessons: the general ones. ``outcome``, ``cause`` and
-``task_class`` restate the run and go into its episode (issue 15, item 4)."""
+``task_class`` restate the run and go into its episode (docs/review.md#episodes)."""
 
 # Answers that mean "nothing to say": never stored as a lesson (case C21). Compared after
 # lower-casing and stripping spaces and end punctuation.
@@ -360,7 +364,8 @@ def clean_rules(rules: list[Rule]) -> list[Rule]:
 
 
 class ReviewReport(_Schema):
-    """The reviewing model's reply: the six answers of MISSION S2, 1-3 rules, the episode.
+    """The reviewing model's reply: its six answers (docs/concepts.md#review), 1-3 rules, the
+    episode.
 
     Passed to litellm as ``response_format`` (a strict ``json_schema``). Every answer carries a
     confidence in [0, 1]; the text of answers 2-6 is ``None`` when it does not apply (no tool
@@ -804,7 +809,7 @@ def report_to_lessons(
     """Turn a review reply into lessons: one per non-blank general answer and one per rule,
     then the episode.
 
-    Mapping (issue 15, item 4): failing tools -> ``TOOL_RELIABILITY`` (``tools`` = the
+    Mapping (docs/review.md#episodes): failing tools -> ``TOOL_RELIABILITY`` (``tools`` = the
     reply's tool names); repeated attempts -> ``ANTI_PATTERN``; do differently ->
     ``IMPROVEMENT``; each rule -> ``RULE``. The answers that restate the run (outcome, cause or
     key step, task class) are not lessons: they are folded into the episode
