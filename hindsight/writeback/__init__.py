@@ -1,4 +1,5 @@
-"""Write-back (MISSION S3): reviewed lessons become stored experiences, and stay true over time.
+"""Write-back (docs/lifecycle.md): reviewed lessons become stored experiences, and stay true
+over time.
 
 Owns the write path every new experience takes (:mod:`.pipeline`: guard, dedup / merge /
 supersede, SQL + vector log, vectors), lessons to experiences with their metadata

@@ -1,5 +1,5 @@
-"""Cluster compression (MISSION S3 "per task_type an active cap triggers cluster compression",
-issue 4 item 5).
+"""Cluster compression: per task_type, an active cap triggers cluster compression
+(docs/lifecycle.md#compression-hindsightwritebackcompression).
 
 When a tenant has more than ``MemoryConfig.active_cap`` (500) active experiences of one
 task_type, similar ones are clustered and each cluster of two or more is replaced by one more

@@ -1,4 +1,4 @@
-"""Evidence-based confidence (MISSION S3; issue 15 item 5, issue 17 item 3).
+"""Evidence-based confidence (docs/lifecycle.md#confidence-hindsightwritebackconfidence).
 
 A lesson's confidence is the mean of a Beta posterior over "the lesson holds", from the
 reviewer's self-assessment as prior and the evidence behind the lesson (the Beta reputation
@@ -336,9 +336,9 @@ def superseded(older: Experience, newer: Experience, now: datetime) -> Experienc
 
 CONFLICT_WEIGHT = 0.5
 """How much each run behind a newer, conflicting lesson counts against the older one when
-the write-back cannot tell which is right (issue 18 item 6): half a contradicting run, so the
-older one ranks below the newer one without being overturned (a supersede counts a whole
-run, :func:`superseded`)."""
+the write-back cannot tell which is right (a CONFLICT, docs/lifecycle.md): half a
+contradicting run, so the older one ranks below the newer one without being overturned (a
+supersede counts a whole run, :func:`superseded`)."""
 
 
 def contradicted(older: Experience, newer: Experience, now: datetime) -> Experience:
@@ -435,8 +435,8 @@ def adjust(
     store: Any, tenant: str, experience_id: str, delta: float, *, actor: str, reason: str | None
 ) -> Experience:
     """Move an experience's confidence by ``delta`` (in [-1, 1]) by hand, clamped to [0, 1],
-    audited with ``actor`` and ``reason`` (MISSION S7 ``adjust_confidence``; :func:`adjusted`
-    keeps it as an offset over the evidence); returns it.
+    audited with ``actor`` and ``reason`` (the MCP tool ``adjust_confidence``,
+    docs/mcp.md#tools; :func:`adjusted` keeps it as an offset over the evidence); returns it.
 
     Raises:
         NotFoundError: no such experience in this tenant. UsageError: bad delta or actor.

@@ -1,10 +1,12 @@
-"""Forgetting (MISSION S3, issue 4 item 3): archive stale, low-confidence experiences; restore.
+"""Forgetting: archive stale, low-confidence experiences; restore.
+
+See docs/lifecycle.md#forgetting-hindsightwritebackforgetting.
 
 An **active** experience is archived when both hold at the time ``as_of``:
 
 * it was not recalled, learned again or changed for ``MemoryConfig.archive_after_days``
-  (30 days, MISSION S3): ``max(last_recalled_at or created_at, updated_at) < as_of - 30 days``;
-* its confidence is below ``MemoryConfig.archive_below_confidence`` (0.3, MISSION S3).
+  (30 days): ``max(last_recalled_at or created_at, updated_at) < as_of - 30 days``;
+* its confidence is below ``MemoryConfig.archive_below_confidence`` (0.3).
 
 Archived experiences keep their row and vector (payload status ``archived``), are never
 recalled, and come back with :func:`restore`. Quarantined experiences wait for a human and are

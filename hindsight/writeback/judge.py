@@ -1,5 +1,6 @@
 """The LLM write-back judge: ADD / UPDATE / MERGE / NOOP for a new lesson (ExpeL-style
-operations, MISSION S3 "an LLM may decide update-vs-merge"), through litellm with forced JSON.
+operations: an LLM may decide update-vs-merge), through litellm with forced JSON
+(docs/lifecycle.md#dedup-on-write-hindsightwritebackdedup).
 
 Used by :class:`hindsight.writeback.dedup.Deduper` when ``config.reflection_model`` is set.
 The judge sees the new lesson and up to five similar stored lessons (ids and texts) and

@@ -1,5 +1,6 @@
-"""``hindsight maintain``: the periodic jobs of MISSION S12 for one tenant - dedup, archive,
-compression - with an ``as_of`` time so the time rules can be tested (and replayed).
+"""``hindsight maintain``: the periodic maintenance jobs for one tenant - dedup, archive,
+compression (docs/lifecycle.md#maintenance-audit-re-embed) - with an ``as_of`` time so the
+time rules can be tested (and replayed).
 
 1. **dedup**: pairs the write path missed (written by two processes at once, or before
    dedup existed) are folded: first active experiences with the same namespace and

@@ -1,6 +1,6 @@
-"""Lessons with one varying part (issue 15): when the same lesson is learned again with another
-value in that part, the stored lesson names every value seen, instead of keeping only the first
-writer's.
+"""Lessons with one varying part (docs/review.md#one-lesson-several-fixes): when the same
+lesson is learned again with another value in that part, the stored lesson names every value
+seen, instead of keeping only the first writer's.
 
 A reviewer marks such a lesson with ``metadata["variants"]``::
 
