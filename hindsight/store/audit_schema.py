@@ -1,4 +1,4 @@
-"""Tables of the human audit (MISSION S12, issue 21): audit runs and their verdicts.
+"""Tables of the human audit (docs/console.md): audit runs and their verdicts.
 
 Created by migration ``0005_audit_runs``. A run is a reproducible random sample of a tenant's
 active lessons (its seed and the ids drawn); each verdict a human gives is one row of

@@ -1,4 +1,4 @@
-"""Store side of the human audit (MISSION S12, issue 21): audit runs and their verdicts.
+"""Store side of the human audit (docs/console.md): audit runs and their verdicts.
 
 What a run draws and what a wrong lesson turns into is decided in
 :mod:`hindsight.writeback.audit`; this module keeps the rows, scoped to one tenant.

@@ -1,8 +1,9 @@
-"""Read-only, tenant-scoped queries for the audit console (issue 21, docs/console.md).
+"""Read-only, tenant-scoped queries for the audit console (docs/console.md).
 
 What the console shows beyond the engine's own reads: a filtered, counted page of experiences,
 the confidence distribution, and per-day series of runs, recalls and outcomes. Every query is
-scoped to one tenant (MISSION S9): no count or plot ever mixes tenants.
+scoped to one tenant (docs/concepts.md#tenants-and-namespaces): no count or plot ever mixes
+tenants.
 """
 
 from __future__ import annotations
@@ -200,7 +201,8 @@ class BrowseStore(StoreCore):
     def outcomes_by_day(self, tenant_id: str, since: datetime) -> dict[str, dict[str, int]]:
         """Per UTC day since ``since``, the tenant's recorded run outcomes:
         ``{"success", "failure"}`` (runs), ``"credited"`` / ``"blamed"`` (experiences whose
-        confidence a successful / failed run changed: outcome attribution, MISSION S3).
+        confidence a successful / failed run changed: outcome attribution,
+        docs/concepts.md#experiences-and-confidence).
 
         Raises:
             TenantRequiredError: empty tenant.

@@ -1,4 +1,4 @@
-"""Tables of the write-back lifecycle (issue 4): versions, the audit trail, run outcomes.
+"""Tables of the write-back lifecycle (docs/lifecycle.md): versions, the audit trail, run outcomes.
 
 Defined on the same :data:`hindsight.store.schema.metadata` as the core tables and created by
 migration ``0002_lifecycle``. Rows of ``experience_versions`` and ``experience_audit`` belong to

@@ -1,4 +1,4 @@
-"""Buffered recall bookkeeping (issue 20 item 1): recall is read-mostly.
+"""Buffered recall bookkeeping: recall is read-mostly.
 
 Every recall used to write its bookkeeping at once: ``recall_count + 1`` and
 ``last_recalled_at`` on each recalled experience and one ``recalls`` row each (the log

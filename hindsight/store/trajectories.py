@@ -1,5 +1,6 @@
 """Trajectories and their events (episodic memory): idempotent ingest and scoped reads; their
-system prompts (stored once per distinct text per tenant) and task groups (issue 15)."""
+system prompts (stored once per distinct text per tenant) and task groups
+(docs/review.md#task-groups)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Write-back lifecycle (issue 4): experience_versions, experience_audit, outcomes.
+"""Write-back lifecycle (docs/lifecycle.md): experience_versions, experience_audit, outcomes.
 
 Revision ID: 0002_lifecycle
 Revises: 0001_initial

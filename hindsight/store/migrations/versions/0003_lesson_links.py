@@ -1,4 +1,4 @@
-"""Lessons across runs (issue 15): ``experiences.lesson_key_hash`` and ``experience_sources``.
+"""Lessons across runs: ``experiences.lesson_key_hash`` and ``experience_sources``.
 
 Revision ID: 0003_lesson_links
 Revises: 0002_lifecycle

@@ -1,4 +1,4 @@
-"""Context for the review and task groups (issue 15): prompts table, trajectory columns.
+"""Context for the review and task groups: prompts table, trajectory columns.
 
 Revision ID: 0004_trajectory_context
 Revises: 0003_lesson_links

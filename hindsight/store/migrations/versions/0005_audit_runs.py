@@ -1,4 +1,4 @@
-"""The human audit (issue 21): audit_runs and audit_verdicts.
+"""The human audit (docs/console.md): audit_runs and audit_verdicts.
 
 Revision ID: 0005_audit_runs
 Revises: 0004_trajectory_context

@@ -1,4 +1,5 @@
-"""The vector log and its replicas (issue 22); lost leases of review jobs.
+"""The vector log and its replicas (docs/deploy.md#the-replica-model); lost leases of review
+jobs.
 
 * ``vector_log`` replaces ``outbox``: the vector changes are an ordered log that every vector
   index applies from its own position, instead of a queue the first consumer emptied (two

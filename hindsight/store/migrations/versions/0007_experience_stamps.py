@@ -1,4 +1,5 @@
-"""Per-tenant change counter of the experiences (issue 16: decision-time risk checks).
+"""Per-tenant change counter of the experiences (for decision-time risk checks,
+docs/checks.md#checking-a-proposed-call).
 
 * ``experience_stamps`` (``tenant_id`` primary key, ``stamp``): bumped by triggers after every
   insert, update and delete of a row of ``experiences``, in the writing transaction, whatever

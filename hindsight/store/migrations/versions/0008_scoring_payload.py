@@ -1,4 +1,4 @@
-"""Vector payloads carry what recall scoring reads (issue 20 item 2): start the vector log over.
+"""Vector payloads carry what recall scoring reads: start the vector log over.
 
 Points written from now on carry ``tools``, ``confidence``, ``trust``, ``updated_us``,
 ``sources`` and ``score_v`` next to the filter fields
