@@ -1,6 +1,7 @@
-"""One lesson, several fixes (issue 15): runs that fixed the same tool error with different
-changes fold into one improvement lesson naming each change (hindsight.writeback.variants),
-on SQLite and PostgreSQL, in English and Chinese; anything malformed leaves the text alone."""
+"""One lesson, several fixes (docs/review.md#one-lesson-several-fixes): runs that fixed the
+same tool error with different changes fold into one improvement lesson naming each change
+(hindsight.writeback.variants), on SQLite and PostgreSQL, in English and Chinese; anything
+malformed leaves the text alone."""
 
 from __future__ import annotations
 
@@ -54,13 +55,44 @@ def test_runs_fixing_one_error_differently_share_a_key_and_a_template() -> None:
     assert variants.render(a.metadata["variants"]) == a.content
 
 
-def test_a_fix_in_a_failed_run_is_another_lesson_than_one_that_worked() -> None:
-    # in a failed run only a change about the error itself is a lesson: the error names payment
+def test_a_fix_with_no_outcome_is_another_lesson_than_one_that_worked() -> None:
+    # with no outcome only a change about the error itself is a lesson: the error names payment
     error = "Error: not enough balance in payment method gift_card_100200"
     won = improvement(paid_run("8812", "credit_card_5521", error=error))
-    lost = improvement(paid_run("9907", "credit_card_5521", outcome=Outcome.FAILURE, error=error))
-    assert won.metadata["lesson_key"] != lost.metadata["lesson_key"]
-    assert "worked" in won.content and "went through" in lost.content
+    unknown = improvement(
+        paid_run("9907", "credit_card_5521", outcome=Outcome.UNKNOWN, error=error)
+    )
+    assert won.metadata["lesson_key"] != unknown.metadata["lesson_key"]
+    assert "worked" in won.content and "went through" in unknown.content
+    assert unknown.confidence < won.confidence
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("related", [True, False])
+def test_a_run_that_failed_teaches_no_fix(lang: str, related: bool) -> None:
+    # the change got the call through, but the run failed: maybe because of the change
+    error = "Error: not enough balance in payment method gift_card_100200" if related else None
+    traj = paid_run("9907", "credit_card_5521", outcome=Outcome.FAILURE, lang=lang, error=error)
+    lessons = REVIEWER.review_sync(traj)
+    assert not [x for x in lessons if x.kind is ExperienceKind.IMPROVEMENT]
+    # the error itself is still learned
+    assert [x for x in lessons if x.kind is ExperienceKind.TOOL_RELIABILITY]
+
+
+@pytest.mark.parametrize("outcome", [Outcome.FAILURE, Outcome.UNKNOWN])
+def test_another_tool_that_went_through_is_still_a_lesson_of_a_run_that_did_not_succeed(
+    outcome: Outcome,
+) -> None:
+    traj = run(
+        ev("user_message", "Where is order 8812?"),
+        *tool("order_query", {"order_id": "8812"}, "timeout", "timed out after 5 s"),
+        *tool("order_query_cached", {"order_id": "8812"}, "success", '{"status": "shipped"}'),
+        task="Where is order 8812?",
+        outcome=outcome,
+    )
+    [lesson] = [x for x in REVIEWER.review_sync(traj) if x.kind is ExperienceKind.IMPROVEMENT]
+    assert "order_query_cached" in lesson.content and "went through" in lesson.content
+    assert "worked" not in lesson.content
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -42,8 +42,8 @@ from hindsight.writeback import variants
 __all__ = [
     "ANTI_PATTERN_CONFIDENCE",
     "FIX_CONFIDENCE",
-    "FIX_IN_FAILED_RUN_CONFIDENCE",
     "FIX_OTHER_TOOL_CONFIDENCE",
+    "FIX_WITHOUT_SUCCESS_CONFIDENCE",
     "IMPORTANCE",
     "MAX_LESSON_CHARS",
     "TOOL_RELIABILITY_CONFIDENCE",
@@ -59,8 +59,8 @@ TOOL_RELIABILITY_CONFIDENCE = 0.7
 ANTI_PATTERN_CONFIDENCE = 0.75
 #: The later call went through and the run succeeded; that the change caused it is inferred.
 FIX_CONFIDENCE = 0.6
-#: The later call went through but the run still failed: weaker.
-FIX_IN_FAILED_RUN_CONFIDENCE = 0.45
+#: The later call went through and the run did not succeed (or no outcome is known): weaker.
+FIX_WITHOUT_SUCCESS_CONFIDENCE = 0.45
 #: A substitute tool is guessed from shared argument names, a weaker inference.
 FIX_OTHER_TOOL_CONFIDENCE = 0.4
 
@@ -320,10 +320,18 @@ def _substitute(ctx: Context, failed: ToolCall) -> ToolCall | None:
 def fixes(ctx: Context) -> list[Lesson]:
     """Review question 5: a failure followed by a call that went through, and what changed.
 
-    In a successful run the later call "worked"; in a failed run it only "went through" (the
-    run still failed, so it is not shown as the way to succeed) and its confidence is lower.
+    In a successful run the later call "worked". Otherwise it only "went through", at a lower
+    confidence: with no outcome known (no reward, no ``set_outcome``), a change of the call's
+    arguments counts only when it is about the error itself; in a run known to have failed, a
+    change of arguments never counts: the changed request (fewer legs of a trip, another means
+    of payment) may be what made the run fail, and nothing in the run says it helps (a change
+    that separates outcomes across runs is condition mining's to find,
+    docs/review.md#condition-mining). A later call of another tool of the same sort (sharing
+    most argument names, e.g. a cached twin) still counts there. The error itself is a
+    ``tool_reliability`` lesson either way.
     """
     won = ctx.outcome in (Outcome.SUCCESS, Outcome.PARTIAL)
+    failed_run = ctx.outcome is Outcome.FAILURE
     result = render("worked" if won else "went_through", ctx.lang)
     lessons = []
     seen: set[str] = set()
@@ -340,8 +348,8 @@ def fixes(ctx: Context) -> list[Lesson]:
             ),
             None,
         )
-        if fix is not None and not (won or _related(failed, fix)):
-            continue  # in a failed run, only a change about the error itself says anything
+        if fix is not None and (failed_run or not (won or _related(failed, fix))):
+            continue  # the changed request may be why the run failed (docstring)
         if fix is not None:
             changes = _changes(ctx, failed.args, fix.args)
             template = "fix_changed" if changes else "fix_retry"
@@ -349,7 +357,7 @@ def fixes(ctx: Context) -> list[Lesson]:
                 template, ctx.lang, tool=failed.tool, failure=failure, changes=changes,
                 result=result,
             )  # fmt: skip
-            confidence = FIX_CONFIDENCE if won else FIX_IN_FAILED_RUN_CONFIDENCE
+            confidence = FIX_CONFIDENCE if won else FIX_WITHOUT_SUCCESS_CONFIDENCE
             # one lesson per error and result: another run's change is another value of its
             # one varying part (hindsight.writeback.variants), not another lesson
             kind_of_fix = "changed" if changes else "retry"
@@ -380,7 +388,7 @@ def fixes(ctx: Context) -> list[Lesson]:
                 confidence,
                 tools,
                 key,
-                [_observed(ctx, "fix_observed" if won else "fix_in_failed_run")],
+                [_observed(ctx, "fix_observed" if won else "fix_without_success")],
                 **extra,
             )
         )
