@@ -349,3 +349,25 @@ def test_secrets_personal_data_and_huge_outputs_stay_out() -> None:
         assert len(lesson.content) <= MAX_LESSON_CHARS
     (reliability,) = of_kind(lessons, ExperienceKind.TOOL_RELIABILITY)
     assert "mode=fast" in reliability.content  # the argument the error is about
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "Error: not enough seats on flight HAT123",
+        "Error: gift card balance is not enough",
+        "insufficient stock for item 4411",
+        "quota exceeded for project alpha",
+        "Error: sold out",
+    ],
+)
+def test_advice_on_running_short_fits_every_kind_of_shortage(error: str) -> None:
+    traj = run(
+        ev("user_message", "please do it"),
+        *tool("reserve", {"item": "x1", "count": 4}, "failure", error),
+        outcome=Outcome.FAILURE,
+    )
+    [lesson] = of_kind(HeuristicReviewer().review_sync(traj), ExperienceKind.TOOL_RELIABILITY)
+    # one wording for seats, money, stock and quotas: ask for less or choose another option
+    assert "check how much is left first" in lesson.content, lesson.content
+    assert "choose another option" in lesson.content and "split" not in lesson.content

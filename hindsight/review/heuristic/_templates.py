@@ -79,8 +79,9 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
     ),
     (
         re.compile(r"not enough|insufficient|balance|exceed|quota|no seats|sold out", re.I),
-        "check the available balance or capacity first, then reduce or split the request",
-        "先查询可用余额或容量，再减少或拆分请求",
+        "check how much is left first (a balance, stock, seats), then ask for no more than "
+        "that or choose another option",
+        "先查询还剩多少（余额、库存、座位），再把请求减到不超过剩余量，或改选其他选项",
     ),
     (
         re.compile(r"not available|unavailable|not open|closed", re.I),
