@@ -1,4 +1,5 @@
-"""Capture (MISSION S1): turn a run into a structured :class:`~hindsight.models.Trajectory`.
+"""Capture (docs/concepts.md#trajectories-and-events): turn a run into a structured
+:class:`~hindsight.models.Trajectory`.
 
 Owns the framework-free recorder (:class:`RunRecorder`, :mod:`.recorder`), the trajectory a
 caller hands over (:mod:`.trajectory`: a dict or a Trajectory, validated) and the log formats

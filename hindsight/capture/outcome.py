@@ -1,9 +1,10 @@
-"""How a captured run ended, when the application does not say (issue 19).
+"""How a captured run ended, when the application does not say
+(docs/architecture.md#a-framework-integration).
 
-Confidence only moves on runs with a known outcome (MISSION S3), so every framework
-integration judges the runs it captures with :func:`detect_outcome` unless it is given its own
-``outcome=`` callable (which then decides alone: ``None`` from it means unknown). The rules, in
-order, on the trajectory's events:
+Confidence only moves on runs with a known outcome (docs/concepts.md#experiences-and-confidence), so
+every framework integration judges the runs it captures with :func:`detect_outcome` unless it is
+given its own ``outcome=`` callable (which then decides alone: ``None`` from it means unknown). The
+rules, in order, on the trajectory's events:
 
 1. the framework raised (an ``error`` event, or the integration marked the run failed) ->
    ``failure``;

@@ -1,4 +1,4 @@
-"""Risk checks: lessons about a tool compiled into if-then checks (MISSION S15, issue 16).
+"""Risk checks: lessons about a tool compiled into if-then checks (docs/checks.md).
 
 A **risk check** is a trigger (a tool, optional argument conditions written as value
 *classes*, optional task_type / tags) and an advice, with the confidence and sources of the

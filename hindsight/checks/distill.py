@@ -1,4 +1,5 @@
-"""Distillation of shared rules across the agents of one tenant (MISSION S14, issue 16 item 5).
+"""Distillation of shared rules across the agents of one tenant
+(docs/checks.md#distillation-rules-learned-by-several-agents).
 
 Offline method (the one used when no LLM is configured; the only one so far):
 

@@ -32,7 +32,7 @@ class ArgCondition(BaseModel):
 
 
 class RiskCheck(BaseModel):
-    """An if-then check compiled from one lesson (issue 16).
+    """An if-then check compiled from one lesson (docs/checks.md#what-a-check-is).
 
     Attributes:
         id: ``<lesson id>:<tool>`` (stable for a lesson version).

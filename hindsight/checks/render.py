@@ -32,7 +32,8 @@ ADVICE_PREAMBLE = (
     "instructions: use them when they fit the current task and ignore them otherwise."
 )
 RISK_HEADING = "Before you call these tools (risk checks from earlier runs):"
-"""Starts the run-start section of the recall block (MISSION S15)."""
+"""Starts the run-start section of the recall block
+(docs/checks.md#at-run-start-before-you-call-x)."""
 
 #: Token budget of the advice next to one call when none is given.
 DEFAULT_ADVICE_BUDGET = 300

@@ -65,8 +65,8 @@ __all__ = ["DEDUP_THRESHOLD", "SIMILARITY_FLOOR", "HashEmbedder"]
 #: - 4 million random pairs of tau-bench airline chat lines x Python stdlib docstring
 #:   sentences (different domains; the score is hash-collision noise plus shared common
 #:   words): mean 0.01, std 0.057, 1.5% above 0.15, 0.4% above 0.2.
-#: 0.15 keeps every related pair of that set and drops 98.5% of cross-domain pairs. The 0.7 of
-#: MISSION S5 is meant for learned embedders and would drop almost everything here.
+#: 0.15 keeps every related pair of that set and drops 98.5% of cross-domain pairs. The floor
+#: of about 0.7 suggested for learned embedders would drop almost everything here.
 SIMILARITY_FLOOR = 0.15
 
 #: Cosine above which two lessons are near-duplicates. Measured on the 24 distinct tool

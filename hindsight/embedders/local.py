@@ -102,13 +102,13 @@ class SentenceTransformerEmbedder:
     Attributes:
         name: ``"sentence-transformers:<model_name>"``.
         dimension: the model's output size (384 for all-MiniLM-L6-v2).
-        similarity_floor: 0.2 (cosine). Measured with all-MiniLM-L6-v2 (tests/test_embedders.py
-            and the embedders section of the report): 11 related lesson/query pairs scored
-            0.23-0.88 (the weakest: "book a one-way flight paying with a travel certificate
-            and a credit card" vs "book_reservation fails when the payment amounts do not add
-            up to the total price", 0.23); 8 unrelated English pairs -0.05-0.13. 0.3 would drop
-            that payment pair; the 0.7 of MISSION S5 would drop most related pairs. The model
-            is English-only: two unrelated Chinese sentences scored 0.44, so use ``hash`` or a
+        similarity_floor: 0.2 (cosine). Measured with all-MiniLM-L6-v2 (tests/test_embedders.py and
+            the embedders section of the report): 11 related lesson/query pairs scored 0.23-0.88
+            (the weakest: "book a one-way flight paying with a travel certificate and a credit card"
+            vs "book_reservation fails when the payment amounts do not add up to the total price",
+            0.23); 8 unrelated English pairs -0.05-0.13. 0.3 would drop that payment pair; the 0.7
+            often suggested for learned embedders would drop most related pairs. The model is
+            English-only: two unrelated Chinese sentences scored 0.44, so use ``hash`` or a
             multilingual model for Chinese.
         dedup_threshold: 0.9 (cosine). On the 24 distinct tool errors of the tau-bench airline
             file, the same error with other ids/dates/amounts scored 0.87-0.97 (median 0.92,
@@ -186,7 +186,7 @@ class SentenceTransformerEmbedder:
 
         Texts longer than the model's window (:attr:`max_input_tokens`, the model's
         ``max_seq_length``: 256 word pieces for all-MiniLM-L6-v2) are truncated by the model;
-        :attr:`truncated` counts them (issue 18 item 4).
+        :attr:`truncated` counts them (docs/concepts.md#embedders-and-their-floors).
 
         Raises:
             EmbeddingError: the model failed.

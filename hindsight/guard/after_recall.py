@@ -1,4 +1,5 @@
-"""The memory guard after recall (layer 3, issue 5 item 3): consensus and misled runs.
+"""The memory guard after recall (docs/security.md#layer-3-after-recall): consensus and misled
+runs.
 
 * :func:`drop_outliers` runs the consensus check (:func:`hindsight.guard.consensus.find_outliers`)
   over the recalled set and moves flagged items from the hits to the exclusions, with the
@@ -35,7 +36,7 @@ MISLED_DEMOTE_AT = 2
 helped is demoted."""
 MISLED_QUARANTINE_AT = 3
 """Misled runs (since the last approval) at which such an experience is quarantined: "repeat
-offenders removed" (MISSION S8)."""
+offenders removed" (docs/security.md#layer-3-after-recall)."""
 DEMOTED_TRUST_FACTOR = 0.5
 """Factor applied once to the trust of a demoted experience (on top of the confidence that
 every failed run already takes away)."""

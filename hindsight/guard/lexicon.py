@@ -1,4 +1,5 @@
-"""Small multilingual lexicons, one per slot of the harm model (issue 17 item 1).
+"""Small multilingual lexicons, one per slot of the harm model
+(docs/security.md#layered-detection-and-hindsight-guard-eval).
 
 :mod:`hindsight.guard.harm` fills the slots of a harm frame - *what safeguard is removed*,
 *where data goes*, *whose payment means are used*, *what the user is not told* - from these

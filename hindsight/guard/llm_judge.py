@@ -1,4 +1,5 @@
-"""The guard's LLM judge (issue 17 item 1, third layer), after A-MemGuard (arXiv 2510.02373).
+"""The guard's LLM judge (the third detection layer,
+docs/security.md#layered-detection-and-hindsight-guard-eval), after A-MemGuard (arXiv 2510.02373).
 
 When an LLM is configured (``REFLECTION_MODEL``, optionally ``LLM_BASE_URL`` /
 ``LLM_API_KEY``), every batch of lessons on its way into the store is judged in **one**

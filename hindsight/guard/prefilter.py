@@ -1,4 +1,5 @@
-"""The guard's rule prefilter: which rules can possibly fire on a text (issue 20 item 4).
+"""The guard's rule prefilter: which rules can possibly fire on a text
+(docs/security.md#layer-1-before-write).
 
 Every rule's trigger (and anchor, and each ``requires`` pattern) is read once, when a
 :class:`~hindsight.guard.checker.Guard` is built, and reduced to a **need**: a set of literal

@@ -1,4 +1,4 @@
-"""The quarantine workflow (issue 5 item 4, issue 17 item 4): list, approve, reject, rescan.
+"""The quarantine workflow (docs/security.md#guard-owned-state): list, approve, reject, rescan.
 
 An experience the guard quarantined (before write, or after it misled runs) is stored but never
 recalled. A human looks at it and either **approves** it (status back to ``active``; the
@@ -110,12 +110,12 @@ def reject(
 
 
 def quarantine_entry(exp: Experience) -> dict[str, Any]:
-    """The JSON shape of one quarantined experience (``hindsight quarantine list --json``):
-    ``id, namespace, task_type, kind, content, reasons, findings, llm, quarantined_at,
-    provenance, trust, confidence, source_trajectory_ids, original_content`` (``None`` when
-    the content was not cleaned). ``findings`` are the reasons with their layer, category and
-    score (``[]`` for reasons recorded before issue 17 or by a human); ``llm`` the LLM judge's
-    verdict, when it ran."""
+    """The JSON shape of one quarantined experience (``hindsight quarantine list --json``): ``id,
+    namespace, task_type, kind, content, reasons, findings, llm, quarantined_at, provenance, trust,
+    confidence, source_trajectory_ids, original_content`` (``None`` when the content was not
+    cleaned). ``findings`` are the reasons with their layer, category and score (``[]`` for reasons
+    recorded before the guard kept findings, or by a human); ``llm`` the LLM judge's verdict, when
+    it ran."""
     return {
         "id": exp.id,
         "namespace": exp.namespace,

@@ -1,4 +1,5 @@
-"""Offline evaluation: scan a JSONL file of candidates and summarize (issue 5, item 6).
+"""Offline evaluation: scan a JSONL file of candidates and summarize
+(docs/security.md#offline-evaluation).
 
 Input: one JSON object per line, ``{"id", "content", "source"}`` (``source`` optional,
 ``label`` optional: ``"poison"`` or ``"benign"``). Output: one result per line,

@@ -1,4 +1,5 @@
-"""Operator tools on a deployment's store and vectors (MISSION S10, S11).
+"""Operator tools on a deployment's store and vectors (docs/deploy.md,
+docs/troubleshooting.md).
 
 Owns ``hindsight doctor`` (:mod:`.doctor`: find and repair what makes "recalled nothing"),
 ``hindsight reembed`` (:mod:`.reembed`: move a store to another embedding model) and

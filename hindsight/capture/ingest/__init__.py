@@ -10,14 +10,14 @@ Formats:
 * ``events``: our own JSON Lines of events or whole trajectories
   (:mod:`hindsight.capture.ingest.events`).
 
-Trajectory ids are deterministic (format, tenant, namespace, record content), so ingesting a
-file twice gives the same ids and the store can skip what it has. A record that is not valid
-JSON, does not match the format (issue 18 item 3: a tau-bench record read as ``openai``, an
-object without ``messages``) or is malformed is an error naming the file and line:
-:func:`iter_results` yields it as a :class:`RecordError` and goes on (``hindsight ingest``
-keeps every good record), :func:`iter_trajectories` raises
-:class:`~hindsight.InvalidTrajectoryError`. A record with ``"messages": null`` or an empty list
-gives an empty trajectory, which review turns into no lessons (case C05).
+Trajectory ids are deterministic (format, tenant, namespace, record content), so ingesting a file
+twice gives the same ids and the store can skip what it has. A record that is not valid JSON, does
+not match the format (docs/cli.md#hindsight-ingest: a tau-bench record read as ``openai``, an object
+without ``messages``) or is malformed is an error naming the file and line: :func:`iter_results`
+yields it as a :class:`RecordError` and goes on (``hindsight ingest`` keeps every good record),
+:func:`iter_trajectories` raises :class:`~hindsight.InvalidTrajectoryError`. A record with
+``"messages": null`` or an empty list gives an empty trajectory, which review turns into no lessons
+(case C05).
 """
 
 from __future__ import annotations

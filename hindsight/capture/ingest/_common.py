@@ -208,7 +208,8 @@ def _evidence(value: Any, reason: Any, where: str) -> OutcomeEvidence | None:
 
 
 def context_fields(value: dict[str, Any], where: str) -> dict[str, Any]:
-    """The review context a log record carries, as Trajectory fields (issue 15).
+    """The review context a log record carries, as Trajectory fields
+    (docs/concepts.md#context-for-the-review-system-prompt-outcome-evidence-task-key).
 
     ``task_key`` from the record's ``task_key`` (checked: non-blank, <= 200 characters), else
     from its ``task_id`` when that is a string or number making a valid key (a ``task_id`` that

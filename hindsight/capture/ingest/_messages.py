@@ -1,4 +1,4 @@
-"""OpenAI-style chat messages -> structured events (MISSION S1).
+"""OpenAI-style chat messages -> structured events (docs/concepts.md#trajectories-and-events).
 
 Roles: ``system`` / ``developer`` (the run's system prompt, plus its head and hash in metadata),
 ``user`` ->

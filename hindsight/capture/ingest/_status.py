@@ -1,4 +1,5 @@
-"""Classify a tool's reply text as success, failure or timeout (MISSION S1 ``status``)."""
+"""Classify a tool's reply text as success, failure or timeout (an event's ``status``,
+docs/concepts.md#trajectories-and-events)."""
 
 from __future__ import annotations
 

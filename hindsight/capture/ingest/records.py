@@ -10,12 +10,11 @@ hindsight :class:`~hindsight.models.Trajectory` JSON itself:
 * ``events``: one event object, or a list of them, grouped by ``trajectory_id`` (ids re-derived,
   as in files).
 
-``auto`` picks the format from the record's shape (:func:`record_format`). A declared format
-the record's shape contradicts (a tau-bench record sent as ``openai``), or a non-empty object
-without the declared format's key (``{"foo": 1}`` as ``openai``), is refused, so nothing the
-caller sent is dropped silently (review finding on issue 9). Ids of the three log formats are
-deterministic, as in :func:`hindsight.capture.ingest.iter_trajectories`, so sending the same record
-twice stores it once.
+``auto`` picks the format from the record's shape (:func:`record_format`). A declared format the
+record's shape contradicts (a tau-bench record sent as ``openai``), or a non-empty object without
+the declared format's key (``{"foo": 1}`` as ``openai``), is refused, so nothing the caller sent is
+dropped silently. Ids of the three log formats are deterministic, as in
+:func:`hindsight.capture.ingest.iter_trajectories`, so sending the same record twice stores it once.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Back up and restore a store: ``hindsight backup`` / ``hindsight restore`` (issue 9 part 3;
-MISSION S10 "backups with pg_dump and Qdrant snapshots"; docs/deploy.md).
+"""Back up and restore a store: ``hindsight backup`` / ``hindsight restore``
+(docs/deploy.md#backup-and-restore).
 
 The SQL store is the source of truth: every experience row keeps its embedding, so a backup
 is the SQL database alone and a restore rebuilds the vector index from it (without calling
