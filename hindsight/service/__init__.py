@@ -1,4 +1,5 @@
-"""hindsight as a service (issue 9): the HTTP API, MCP, and the client that talks to them.
+"""hindsight as a service: the HTTP API, MCP, and the client that talks to them (docs/http.md,
+docs/mcp.md).
 
 Owns the HTTP API (:mod:`.http`: FastAPI app, routes, error bodies; needs the ``server`` extra),
 the MCP server (:mod:`.mcp`: stdio for ``hindsight mcp``, streamable HTTP mounted at ``/mcp``),

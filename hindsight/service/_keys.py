@@ -1,4 +1,5 @@
-"""API keys: each key belongs to one tenant; keys are stored as SHA-256 hashes only (issue 9).
+"""API keys: each key belongs to one tenant; keys are stored as SHA-256 hashes only
+(docs/http.md#api-keys-and-tenants).
 
 Where keys come from (:meth:`KeyRing.from_env`, used by ``hindsight serve``):
 

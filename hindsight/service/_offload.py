@@ -1,4 +1,5 @@
-"""Heavy request work off the event loop, a bounded amount at a time (issue 22 item 5).
+"""Heavy request work off the event loop, a bounded amount at a time
+(docs/http.md#store-a-run-post-v1episodes).
 
 One ~1 MB run (30k messages) posted to ``/v1/episodes`` or MCP ``store_episode`` used to be
 parsed and converted on the event loop: every tenant's requests waited 1-5 s behind it. Now

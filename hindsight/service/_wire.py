@@ -75,10 +75,10 @@ _STORE_MESSAGES: tuple[tuple[type[StoreError], str], ...] = (
 def client_message(exc: BaseException) -> str:
     """The message a client of the service sees for ``exc`` (one line).
 
-    A store error's own message names database URLs, hosts, users, ports and files of the
-    deployment (useful in the server's log, not to a client): a client gets a fixed message of
-    its class instead, or the error's own ``client_message`` when it defines one (issue 22).
-    Every other error keeps its message.
+    A store error's own message names database URLs, hosts, users, ports and files of the deployment
+    (useful in the server's log, not to a client): a client gets a fixed message of its class
+    instead, or the error's own ``client_message`` when it defines one (docs/http.md#errors). Every
+    other error keeps its message.
     """
     if isinstance(exc, StoreError):
         own = getattr(exc, "client_message", None)

@@ -1,4 +1,4 @@
-"""Talk to a hindsight service over HTTP (issue 9; docs/http.md).
+"""Talk to a hindsight service over HTTP (docs/http.md#python-client).
 
 :class:`HindsightClient` (sync) and :class:`AsyncHindsightClient` have the engine's method
 names, arguments and return types (:class:`~hindsight.Experience`,

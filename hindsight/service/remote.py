@@ -1,4 +1,5 @@
-"""The memory surface the framework integrations use, local or on a server (issue 9).
+"""The memory surface the framework integrations use, local or on a server
+(docs/http.md#python-client).
 
 The LangChain, LangGraph and LlamaIndex integrations call five things on a memory:
 ``store_episode(trajectory, review=...)``, ``recall(query, tenant_id=..., ...)``,
@@ -115,7 +116,8 @@ class RemoteMemory:
     def record_outcome(
         self, trajectory_id: str, success: bool, *, tenant_id: str | None = None
     ) -> list[Experience]:
-        """Credit (success) or blame what the run recalled (MISSION S3)."""
+        """Credit (success) or blame what the run recalled
+        (docs/concepts.md#experiences-and-confidence)."""
         return self.client.record_outcome(trajectory_id, success)
 
     def get_trajectory(self, trajectory_id: str, *, tenant_id: str | None = None) -> Trajectory:

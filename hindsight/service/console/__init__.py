@@ -1,4 +1,4 @@
-"""The audit console (issue 21; docs/console.md): web pages to inspect, audit and correct the
+"""The audit console (docs/console.md): web pages to inspect, audit and correct the
 memory of one tenant, served by ``hindsight serve`` at ``/console`` and by ``hindsight console``
 (a local embedded store).
 

@@ -1,5 +1,5 @@
-"""The human audit (MISSION S12) and the quarantine (MISSION S8): review what the memory holds
-and what the guard held back."""
+"""The human audit (docs/console.md#views) and the quarantine (docs/security.md#guard-owned-state):
+review what the memory holds and what the guard held back."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The HTTP API (FastAPI; issue 9, docs/http.md): :func:`create_app` serves ``/v1`` and mounts
+"""The HTTP API (FastAPI; docs/http.md): :func:`create_app` serves ``/v1`` and mounts
 MCP at ``/mcp``; the API keys (:class:`KeyRing`) decide each request's tenant.
 
 Needs the ``server`` extra: ``pip install 'hindsight-memory[server]'``. Run it with

@@ -1,7 +1,7 @@
 """Request dependencies: the engine of the app and the tenant of the caller's API key.
 
 The tenant always comes from the key (``Authorization: Bearer <key>`` or ``X-API-Key``), never
-from a request body or query parameter (MISSION S9, issue 9).
+from a request body or query parameter (docs/http.md#api-keys-and-tenants).
 """
 
 from __future__ import annotations

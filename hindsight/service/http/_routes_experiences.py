@@ -117,7 +117,7 @@ async def get_experience(experience_id: str, tenant: Tenant, memory: Memory) -> 
 async def patch_experience(
     experience_id: str, body: EditExperienceBody, tenant: Tenant, memory: Memory
 ) -> Any:
-    """``confidence_delta`` adds to the confidence (clamped to [0, 1], audited; MISSION S7
+    """``confidence_delta`` adds to the confidence (clamped to [0, 1], audited; as MCP's
     ``adjust_confidence``); the other fields edit the lesson as a new version (see history and
     rollback). One kind of change per request."""
     edits = body.model_dump(exclude_unset=True, exclude={"confidence_delta", "reason"})

@@ -142,8 +142,8 @@ async def review_now(trajectory_id: str, tenant: Tenant, memory: Memory) -> Any:
 
 @router.post("/recall", response_model=RecallResponse, summary="Recall experiences for a task")
 async def recall(body: RecallBody, tenant: Tenant, memory: Memory) -> Any:
-    """Ranked experiences with score breakdowns (MISSION S5, S13) and ``rendered``, the block
-    for the tail of the system prompt (S6). Only the key's tenant is ever searched."""
+    """Ranked experiences with score breakdowns and ``rendered``, the block for the tail of the
+    system prompt. Only the key's tenant is ever searched."""
     result = await memory.recall(
         body.query,
         tenant_id=tenant,

@@ -1,4 +1,4 @@
-"""The MCP server: hindsight's memory as tools any agent can call (issue 9, docs/mcp.md).
+"""The MCP server: hindsight's memory as tools any agent can call (docs/mcp.md).
 
 :func:`build_mcp_server` (stdio, ``hindsight mcp``, with :func:`fixed_tenant`) and
 :func:`create_mcp_http` (streamable HTTP, mounted at ``/mcp`` by ``hindsight serve``) are in
