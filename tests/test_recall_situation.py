@@ -4,12 +4,14 @@ of every episodic record" - on SQLite and PostgreSQL with the embedded vector in
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from hindsight import ExperienceKind, Lesson, Trajectory
+from hindsight import Experience, ExperienceKind, Lesson, Trajectory
 from hindsight.config import DEFAULT_KIND_BONUS, MemoryConfig
 from hindsight.embedders import HashEmbedder
 from hindsight.testing import ScriptedReviewer
@@ -191,3 +193,44 @@ def test_a_lesson_of_many_runs_does_not_use_up_each_runs_share(
         query = "payment total and payment methods before booking"
         hits = mem.recall(query, tenant_id="t", top_k=2, similarity_floor=-1).hits
         assert sorted(len(h.experience.source_trajectory_ids) for h in hits) == [1, 2]
+
+
+def _pair(sources: list[str], score: float) -> tuple[Any, Any]:
+    from hindsight.recall.scoring import Candidate
+
+    exp = Experience(
+        tenant_id="t",
+        kind=ExperienceKind.IMPROVEMENT,
+        content="a lesson",
+        source_trajectory_ids=[str(uuid.uuid5(uuid.NAMESPACE_URL, s)) for s in sources],
+    )
+    return Candidate(exp, 0.9, 0), SimpleNamespace(experience=exp, score=score)
+
+
+@pytest.mark.parametrize(
+    ("sources", "kept"),
+    [
+        (["a"], False),  # one run, and it supplies its share already
+        (["a", "b"], True),  # half of it is another run's
+        (["a", "b", "c"], True),
+        (["a", "z"], False),  # each of its runs supplies its share already
+        (["a", "z", "b"], False),  # most of its runs do
+        (["a", "z", "b", "c", "d", "e"], True),  # a lesson of many runs, two crowded
+    ],
+)
+def test_a_lesson_is_left_out_only_when_most_of_its_runs_are_crowded(
+    sources: list[str], kept: bool
+) -> None:
+    from hindsight.recall.scoring import select_hits
+
+    # runs a and z supply 2 hits each: the cap of top 6 at a third is 2
+    crowding = [_pair([run], 0.9) for run in ("a", "a", "z", "z")]
+    probe = _pair(sources, 0.1)
+    hits, excluded = select_hits(
+        [*crowding, probe], top_k=6, similarity_floor=None, max_per_source=1 / 3
+    )
+    assert len(hits) == 4 + kept
+    assert (probe[1] in hits) is kept, [e.reason for e in excluded]
+    if not kept:
+        [reason] = [e.reason for e in excluded]
+        assert "already supplies 2 of top 6" in reason

@@ -309,6 +309,10 @@ def select_hits(
     """Apply the floor, the namespace order and the per-source cap; keep ``top_k``.
     ``scored``: the pairs of :func:`score_candidates` (or of :func:`score_rows`).
 
+    The per-source cap: at most ``floor(top_k * max_per_source)`` (at least 1) hits' worth per
+    source run, a hit learned from n runs counting 1/n for each; a hit is left out when more
+    than half of its runs already supply that many (a lesson of one run: when its run does).
+
     Returns:
         ``(hits, excluded)``; ``excluded`` names each dropped candidate and the reason.
     """
@@ -348,9 +352,11 @@ def select_hits(
                 )
             )
             continue
-        sources = hit.experience.source_trajectory_ids
+        sources = list(dict.fromkeys(hit.experience.source_trajectory_ids))
         crowded = [s for s in sources if per_source.get(s, 0.0) >= cap]
-        if crowded:
+        # a lesson of n runs is 1/n each run's: it is left out when most of it belongs to runs
+        # that already supply their share, not because one of its many runs does
+        if 2 * len(crowded) > len(sources):
             excluded.append(
                 Exclusion(
                     experience_id=hit.experience.id,
@@ -360,7 +366,7 @@ def select_hits(
                 )
             )
             continue
-        for source in set(sources):
-            per_source[source] = per_source.get(source, 0.0) + 1.0 / len(set(sources))
+        for source in sources:
+            per_source[source] = per_source.get(source, 0.0) + 1.0 / len(sources)
         hits.append(hit)
     return hits, excluded
