@@ -127,6 +127,9 @@ def test_long_run_is_capped_and_keeps_both_ends() -> None:
     assert estimate_tokens(text) <= EPISODE_MAX_TOKENS
     assert "1) tool_0(page=0)" in text and "… 292 more steps" in text
     assert "tool_299(page=299)" in text
+    # the steps after the gap keep their own numbers: 1-5, then 298-300
+    assert "5) tool_4(page=4)" in text and "6) " not in text
+    assert "298) tool_297(page=297)" in text and "300) tool_299(page=299)" in text
     assert "x" * 200 not in text
     assert estimate_tokens(summarize_episode(traj, max_tokens=60)) <= 60
 

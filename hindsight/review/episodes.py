@@ -161,9 +161,9 @@ def _steps(calls: Sequence[ToolCall], words: dict[str, Any]) -> list[str]:
         else:
             merged.append((call, 1))
     steps = []
-    for call, count in merged:
+    for i, (call, count) in enumerate(merged, 1):  # numbered before any are left out
         times = str(words["times"]).format(n=count) if count > 1 else ""
-        steps.append(f"{_call_text(call)} → {_status_word(call, words)}{times}")
+        steps.append(f"{i}) {_call_text(call)} → {_status_word(call, words)}{times}")
     if len(steps) > MAX_SHOWN_STEPS:
         hidden = len(steps) - _STEP_HEAD - _STEP_TAIL
         steps = [
@@ -171,7 +171,7 @@ def _steps(calls: Sequence[ToolCall], words: dict[str, Any]) -> list[str]:
             str(words["more"]).format(n=hidden),
             *steps[-_STEP_TAIL:],
         ]
-    return [f"{i}) {s}" if not s.startswith("…") else s for i, s in enumerate(steps, 1)]
+    return steps
 
 
 def _turning_point(calls: Sequence[ToolCall], outcome: Outcome, words: dict[str, Any]) -> str:
