@@ -1,4 +1,5 @@
-"""Keyset paging (issue 18 item 5): opaque cursors and pages that carry the next one.
+"""Keyset paging: opaque cursors and pages that carry the next one
+(docs/concepts.md#paging-with-cursors).
 
 Every listing of the public API has a total order (ending with the row's id, so rows with
 equal timestamps or confidences still have one place). A page's ``next_cursor`` encodes the

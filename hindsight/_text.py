@@ -1,5 +1,5 @@
-"""The invalid-value policy: what happens to text and numbers no backend can hold (issue 18
-item 1, issue 22 item 4; docs/concepts.md#invalid-text-and-numbers).
+"""The invalid-value policy: what happens to text and numbers no backend can hold
+(docs/concepts.md#stored-exactly-invalid-text-and-numbers).
 
 Three kinds of value cannot be stored the same way on every backend:
 

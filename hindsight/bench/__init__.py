@@ -1,9 +1,10 @@
 """Benchmarks of a deployment: recall latency, ingest throughput, the end of a run, peak RSS
-and cold start, at several store sizes (issue 10, item 1).
+and cold start, at several store sizes (docs/benchmarks.md#hindsight-bench).
 
 Run with ``hindsight bench`` (docs/cli.md, docs/benchmarks.md) or ``python -m hindsight.bench``.
-Issue 20's goals with their anchors and ratios in one run: ``hindsight bench goals``
-(:mod:`._goals`; the capture rows come from the integrations' ``hindsight.bench`` entry points).
+The performance goals with their anchors and ratios in one run: ``hindsight bench goals``
+(:mod:`._goals`, docs/benchmarks.md#the-goals-in-one-run; the capture rows come from the
+integrations' ``hindsight.bench`` entry points).
 Numbers are wall-clock on the machine it runs on; tests check their shape, never their values.
 
 May import: the engine (it measures a deployment through :class:`hindsight.Memory`) and

@@ -1,4 +1,5 @@
-"""Synthetic lessons and the small statistics the benchmark reports (issue 10)."""
+"""Synthetic lessons and the small statistics the benchmark reports
+(docs/benchmarks.md#hindsight-bench)."""
 
 from __future__ import annotations
 

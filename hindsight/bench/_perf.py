@@ -1,6 +1,6 @@
-"""Benchmarks of the write side through public calls (issue 20 item 6: ingest, cold start,
-review). Each is a small function; ``hindsight bench ingest|cold-start|review`` print them and
-tests/benchmarks/ runs them. None asserts a time: they measure, the reader judges.
+"""Benchmarks of the write side through public calls (docs/benchmarks.md#the-write-side: ingest,
+cold start, review). Each is a small function; ``hindsight bench ingest|cold-start|review`` print
+them and tests/benchmarks/ runs them. None asserts a time: they measure, the reader judges.
 
 * :func:`batch_ingest`: lessons/s of :meth:`hindsight.Memory.add_experiences` (guard and dedup
   on) with embedding excluded, timed on a batch written when the store holds each size, in

@@ -1,5 +1,5 @@
 """What queuing a review adds to the end of an agent run, with the review worker running
-(issue 3: at most 5 ms at p99; issue 10 reports it)."""
+(the goal: at most 5 ms at p99; docs/benchmarks.md#hindsight-bench)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Recall through the public API next to the raw Qdrant Edge query under it (issue 20 item 6,
-recall part; the goal: recall p50 <= 3x the raw query with the same filter).
+"""Recall through the public API next to the raw Qdrant Edge query under it
+(docs/benchmarks.md#recall-against-the-raw-edge-query; the goal: recall p50 <= 3x the raw query
+with the same filter).
 
 One layout per call of :func:`recall_vs_edge`: ``size`` experiences in one tenant, or spread
 over ``tenants`` tenants (100k as 10 x 10k: each query then scans one tenant's 10k). The store

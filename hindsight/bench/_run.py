@@ -16,7 +16,7 @@ from hindsight.config import MemoryConfig
 __all__ = ["DEFAULT_SIZES", "GOALS", "MAX_SIZE", "parse_sizes", "render_text", "run_bench"]
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
-"""Store sizes measured by default (issue 10: 1k, 10k, 100k)."""
+"""Store sizes measured by default (1k, 10k, 100k)."""
 MAX_SIZE = 10_000_000
 """Largest size accepted (a typo guard: 10M synthetic experiences take hours here)."""
 GOALS = {
@@ -25,7 +25,8 @@ GOALS = {
     "cold_start_ms": 1500.0,
     "ingest_per_s_excluding_embedding": 2000.0,
 }
-"""Issue 10's goals for the embedded default on a 2-core machine (reported, not enforced)."""
+"""The goals for the embedded default on a 2-core machine (reported, not enforced;
+docs/benchmarks.md#hindsight-bench)."""
 QUEUE_RUNS_BACK_TO_BACK = 200
 QUEUE_RUNS_WITH_AGENT_TIME = 50
 

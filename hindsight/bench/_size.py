@@ -1,5 +1,5 @@
 """One benchmark size: fill a store through the write path, then time recall, the end of a
-run, and a cold start (issue 10, item 1)."""
+run, and a cold start (docs/benchmarks.md#hindsight-bench)."""
 
 from __future__ import annotations
 

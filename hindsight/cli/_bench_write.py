@@ -1,8 +1,8 @@
-"""``hindsight bench goals``: every goal of issue 20 with its anchor and ratio in one run
+"""``hindsight bench goals``: every performance goal with its anchor and ratio in one run
 (:mod:`hindsight.bench._goals`); ``hindsight bench ingest``, ``bench cold-start`` and ``bench
-review``: the write side of issue 20's figures (public batch ingest, cold start next to raw
-Qdrant Edge, review CPU per tau-bench run); :mod:`hindsight.bench._perf`, docs/benchmarks.md.
-Temporary embedded stores only: never DATABASE_URL, VECTOR_DB_URL or the global --data-dir."""
+review``: the write side's figures (public batch ingest, cold start next to raw Qdrant Edge, review
+CPU per tau-bench run); :mod:`hindsight.bench._perf`, docs/benchmarks.md. Temporary embedded stores
+only: never DATABASE_URL, VECTOR_DB_URL or the global --data-dir."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def bench_goals(
     data_dir: TempDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Every goal of issue 20 in one process run, one table: recall vs the raw Qdrant Edge
+    """Every performance goal in one process run, one table: recall vs the raw Qdrant Edge
     query, public batch ingest and its slowdown per 10x, cold start vs the raw shard, review
     CPU per tau-bench run, capture overhead of each installed integration (background work
     included); each with what it is compared with, the ratio and whether the goal is met.

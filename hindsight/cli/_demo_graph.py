@@ -1,4 +1,5 @@
-"""``hindsight demo``: the LangGraph support agent that learns across runs (issue 7).
+"""``hindsight demo``: the LangGraph support agent that learns across runs
+(docs/quickstart.md#see-it-work-hindsight-demo).
 
 The agent lives in the ``hindsight_langgraph`` integration (the core stays framework-free), so
 it is imported here only when the command runs. Without LangGraph installed, the command says
