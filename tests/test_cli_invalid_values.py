@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli_helpers import REPO, cli_env, run_cli
 
 
@@ -145,3 +147,29 @@ def test_a_usage_error_points_at_the_help_of_the_command_used(tmp_path: Path) ->
         proc = run_cli(*args, data_dir=tmp_path / "data", HINDSIGHT_TENANT="")
         line = assert_one_line_error(proc, code=2)
         assert line.endswith(hint), (args, line)
+
+
+@pytest.mark.parametrize("bad", [3, 10, 25])
+def test_ingest_prints_the_first_ten_bad_records_and_counts_the_rest(
+    tmp_path: Path, bad: int
+) -> None:
+    log = tmp_path / "runs.jsonl"
+    rows = [json.dumps({"messages": [{"role": "user", "content": "good"}]})]
+    rows += [json.dumps({"no": "messages"})] * bad
+    log.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    proc = run_cli(
+        "ingest", str(log), "--format", "openai", "--tenant", "t", "--no-wait",
+        data_dir=tmp_path / "data",
+    )  # fmt: skip
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == min(bad, 10)
+    more = [line for line in proc.stderr.splitlines() if line.startswith("... and ")]
+    assert more == ([f"... and {bad - 10} more records with errors (every one: --json)"]
+                    if bad > 10 else [])  # fmt: skip
+    assert f"records with errors: {bad}" in proc.stdout
+    again = run_cli(
+        "ingest", str(log), "--format", "openai", "--tenant", "t2", "--no-wait", "--json",
+        data_dir=tmp_path / "data",
+    )  # fmt: skip
+    doc = json.loads(again.stdout)
+    assert len(doc["errors"]) == doc["records_failed"] == bad

@@ -30,6 +30,10 @@ PENDING_EXIT = 3
 """Exit code of a command that finished its own work but left review jobs pending (``ingest
 --no-wait``, or a wait that ran out of time): the reviews are queued, not done."""
 
+MAX_SHOWN_ERRORS = 10
+"""Records with errors ``hindsight ingest`` prints one per line; the rest are counted (every one
+is in ``--json``)."""
+
 
 @app.command()
 def ingest(
@@ -146,9 +150,16 @@ def ingest(
                 + (f"; records with errors: {len(errors)}" if errors else "")
             )
         if not as_json:
-            for error in errors:
+            for error in errors[:MAX_SHOWN_ERRORS]:
                 err_console.print(
                     f"error: {escape(error['error'])}", highlight=False, soft_wrap=True
+                )
+            if len(errors) > MAX_SHOWN_ERRORS:
+                err_console.print(
+                    f"... and {len(errors) - MAX_SHOWN_ERRORS} more records with errors "
+                    "(every one: --json)",
+                    highlight=False,
+                    soft_wrap=True,
                 )
         if jobs["failed"]:
             err_console.print(
