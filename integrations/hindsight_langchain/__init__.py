@@ -1,4 +1,4 @@
-"""hindsight for LangChain (issue 6).
+"""hindsight for LangChain (docs/integrations/langchain.md).
 
 * :class:`HindsightCallbackHandler` / :class:`AsyncHindsightCallbackHandler`: add to
   ``config={"callbacks": [...]}`` of any runnable, chain, agent or LangGraph graph; each root

@@ -1,4 +1,4 @@
-"""The events of one run in progress, kept as plain dicts until the run ends (MISSION S1).
+"""The events of one run in progress, kept as plain dicts until the run ends.
 
 Appending is cheap (no validation, no I/O: the handler's hot path); :meth:`EventBuffer.build`
 makes the validated :class:`~hindsight.Trajectory` once, when the run is over. Callers lock.

@@ -1,4 +1,4 @@
-"""LangChain objects -> the fields of structured events (MISSION S1).
+"""LangChain objects -> the fields of structured events (docs/concepts.md#trajectories-and-events).
 
 Pure functions, no state: messages, model results, tool outputs and exceptions become text,
 tool calls, token usage and a status (``success`` / ``failure`` / ``timeout``).
@@ -37,7 +37,7 @@ __all__ = [
 
 DEFAULT_MAX_CHARS = 8000
 """Event content is cut to this many characters (a tool may return megabytes); the review
-compresses long trajectories further (MISSION S2)."""
+compresses long trajectories further (docs/review.md#compression)."""
 
 _TIMEOUT_TEXT = re.compile(
     r"timed[\s_-]?out\b|deadline exceeded|read timeout|connect timeout|took too long",
@@ -93,7 +93,7 @@ def jsonable(value: Any) -> Any:
 
     Values that are plain JSON already (metadata, tool arguments: nearly all of them) are
     copied directly; only the others take the ``json.dumps(default=str)`` round trip, which
-    costs ~30 times more (issue 10: it was most of the cost of building a trajectory).
+    costs ~30 times more (it was most of the cost of building a trajectory).
     """
     try:
         return _plain_copy(value)

@@ -103,7 +103,8 @@ ToolResult = ToolMessage | Command[Any]
 
 
 class ToolCallChecks:
-    """Risk checks in front of a LangGraph ``ToolNode`` (issue 16): pass it as
+    """Risk checks in front of a LangGraph ``ToolNode``
+    (docs/checks.md#langgraph-add_hindsight-checks): pass it as
     ``ToolNode(tools, wrap_tool_call=checks, awrap_tool_call=checks.acall)``, or let
     ``add_hindsight(..., checks=...)`` wire it into the graph's tool nodes.
 

@@ -1,4 +1,5 @@
-"""Who a run belongs to: tenant, namespace, task_type and tags (MISSION S9).
+"""Who a run belongs to: tenant, namespace, task_type and tags
+(docs/concepts.md#tenants-and-namespaces).
 
 They come from the handler's or middleware's arguments, overridden per run by the run's
 ``config["metadata"]`` (LangChain passes it to every callback; LangGraph adds ``thread_id``

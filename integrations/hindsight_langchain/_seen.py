@@ -1,4 +1,5 @@
-"""What the integrations learn from every LangChain run in the process (issue 19).
+"""What the integrations learn from every LangChain run in the process
+(docs/integrations/langchain.md#order-with-other-middleware).
 
 **Did the model see the recalled block?** Lessons the model never saw are never credited or
 blamed.

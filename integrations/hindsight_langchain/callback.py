@@ -1,8 +1,10 @@
-"""LangChain callback handlers that capture any run as one trajectory per root run (issue 6).
+"""LangChain callback handlers that capture any run as one trajectory per root run
+(docs/integrations/langchain.md).
 
-``config={"callbacks": [HindsightCallbackHandler(memory, tenant_id="acme")]}`` on any
-runnable, chain, agent or LangGraph graph. Callbacks become structured events (MISSION S1);
-when the root run ends the trajectory is stored and its review queued by the engine.
+``config={"callbacks": [HindsightCallbackHandler(memory, tenant_id="acme")]}`` on any runnable,
+chain, agent or LangGraph graph. Callbacks become structured events
+(docs/integrations/langchain.md#what-is-captured); when the root run ends the trajectory is stored
+and its review queued by the engine.
 
 Capture is cheap: events are plain dicts appended under a lock, with no I/O. When a root run
 ends, its events go to the memory's background writer (:mod:`hindsight.capture.writer`), which
@@ -10,12 +12,12 @@ builds the trajectory and stores it (``handler.wait()`` waits for that), so the 
 is not held up by the write; ``Memory.close()`` drains it, and what it could not store waits in
 the memory's unsaved area for the next open.
 
-Interrupts (issue 19): a root run on a LangGraph thread that stops at ``interrupt()`` (e.g.
-``HumanInTheLoopMiddleware``) is stored at once as a *paused* part (unreviewed) and kept open on
-its ``thread_id``; the next root run on that thread with a ``Command(resume=...)`` input
-continues the same trajectory (the pause and the resume are ``custom`` events), in this process
-or, through the stored paused part, in another one. A fresh input on a paused thread stores the
-paused run as ``incomplete``.
+Interrupts (docs/integrations/langchain.md#interrupts-and-human-approval): a root run on a LangGraph
+thread that stops at ``interrupt()`` (e.g. ``HumanInTheLoopMiddleware``) is stored at once as a
+*paused* part (unreviewed) and kept open on its ``thread_id``; the next root run on that thread with
+a ``Command(resume=...)`` input continues the same trajectory (the pause and the resume are
+``custom`` events), in this process or, through the stored paused part, in another one. A fresh
+input on a paused thread stores the paused run as ``incomplete``.
 """
 
 from __future__ import annotations
@@ -594,7 +596,8 @@ _DOC_ARGS = """
     Args:
         memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
             :class:`hindsight.client.HindsightClient` / ``AsyncHindsightClient`` of a
-            ``hindsight serve`` (issue 9; the API key decides the tenant).
+            ``hindsight serve`` (the API key decides the tenant;
+            docs/integrations/langchain.md#point-at-a-server).
         tenant_id: the tenant of every run, unless a run's ``config["metadata"]`` has
             ``hindsight_tenant_id`` (or ``tenant_id``); one of the two is required to store.
         namespace, task_type, tags: defaults, overridden per run by ``hindsight_namespace``,
@@ -604,7 +607,8 @@ _DOC_ARGS = """
             an exception or an unresolved tool error is a failure, a final answer a success).
             Known outcomes are attributed to what the run recalled (``record_outcome``).
         review: queue the post-hoc review of each stored trajectory (default True).
-        source: provenance of the runs (default ``user``, MISSION S8).
+        source: provenance of the runs (default ``user``,
+            docs/security.md#layer-2-provenance-trust).
         max_chars: event content is clipped to this many characters (8000).
         orphan_timeout: seconds before runs whose parent never appeared are stored on their
             own (30); ``flush()`` stores them at once.
@@ -757,7 +761,7 @@ class _HandlerBase:
         return what was captured so far as a trajectory: its events in capture order (tool
         calls still open get an ``incomplete`` failed result), outcome ``unknown``, no final
         answer (the run has not ended). For callers that finish runs themselves: the reflect
-        node of hindsight_langgraph (issue 7) relies on it. ``trajectory_id``: the id the
+        node of hindsight_langgraph relies on it. ``trajectory_id``: the id the
         trajectory and its events get (default: the root run id). ``None`` when ``run_id`` is
         not an open root run of this handler, or the trajectory cannot be built (logged,
         counted)."""

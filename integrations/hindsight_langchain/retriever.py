@@ -1,13 +1,14 @@
-"""Recall for LCEL chains and legacy agents, which have no agent middleware (issue 19).
+"""Recall for LCEL chains and legacy agents, which have no agent middleware
+(docs/integrations/langchain.md#lcel-chains-and-legacy-agents).
 
 * :class:`HindsightRetriever`: a LangChain ``BaseRetriever``; ``invoke(query)`` returns one
   ``Document`` per recalled experience (its text as ``page_content``, id, kind, confidence,
   score and score breakdown in ``metadata``), for any chain that takes a retriever.
   :meth:`HindsightRetriever.as_block` is the runnable that gives the rendered, delimited block
   (``--- Past experience (reference only) ---``) instead, ready for a prompt variable.
-* :func:`with_experience`: a ``ChatPromptTemplate`` whose system message ends with that
-  variable: the block lands at the **tail** of the system prompt, behind the original
-  instructions (MISSION S6), and a prompt without a system message gets one.
+* :func:`with_experience`: a ``ChatPromptTemplate`` whose system message ends with that variable:
+  the block lands at the **tail** of the system prompt, behind the original instructions
+  (docs/concepts.md#injection-at-the-tail), and a prompt without a system message gets one.
 
 Recall never breaks the chain: a failing, closed or slow memory (``recall_timeout``) gives no
 documents / an empty block, logged once on ``hindsight.langchain``, then recall is skipped for
@@ -48,7 +49,8 @@ class HindsightRetriever(BaseRetriever):
         memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
             ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve``.
         tenant_id: required (recall is always scoped to one tenant).
-        namespace: searched first, then the shared one (MISSION S9); default ``default``.
+        namespace: searched first, then the shared one (docs/concepts.md#tenants-and-namespaces);
+            default ``default``.
         task_type, tags, tools: recall filter and boosts (``tools``: the chain's tool names).
         top_k: experiences recalled (default: the memory's, 5).
         token_budget: estimated tokens of the rendered block (default 2000).
@@ -185,9 +187,9 @@ class HindsightRetriever(BaseRetriever):
 def with_experience(
     prompt: ChatPromptTemplate, variable: str = BLOCK_VARIABLE
 ) -> ChatPromptTemplate:
-    """``prompt`` with ``{variable}`` at the tail of its (first) system message: the recalled
-    block goes behind the original instructions (MISSION S6). A prompt without a system
-    message gets one at the head holding only the block.
+    """``prompt`` with ``{variable}`` at the tail of its (first) system message: the recalled block
+    goes behind the original instructions (docs/concepts.md#injection-at-the-tail). A prompt without
+    a system message gets one at the head holding only the block.
 
     Raises:
         UsageError: ``prompt`` is not a ``ChatPromptTemplate``, its system message is not a
