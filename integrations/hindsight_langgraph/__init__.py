@@ -1,4 +1,5 @@
-"""hindsight for LangGraph (issue 7): recall and reflect nodes, and one-call wiring.
+"""hindsight for LangGraph (docs/integrations/langgraph.md): recall and reflect nodes, and
+one-call wiring.
 
 * :func:`create_recall_node`: recalls with the latest user message and puts the block at the
   **tail** of the system message; starts the run's trajectory and captures the rest of the graph

@@ -36,7 +36,7 @@ One trajectory per run, whatever LangGraph does:
 **Did the model see the block?** Every model call of a claimed run is checked for the block
 the recall node put into the system message (what LangChain reports the model received):
 only the lessons of a run whose model saw them are recorded as recalled by it, so credited or
-blamed (issue 19).
+blamed (docs/integrations/langgraph.md#other-nodes-and-the-system-message).
 
 Every store goes through the memory's background writer (:mod:`hindsight.capture.writer`):
 nothing here waits on the store.

@@ -1,4 +1,5 @@
-"""Put the past-experience block at the tail of a graph's system message (MISSION S6).
+"""Put the past-experience block at the tail of a graph's system message
+(docs/concepts.md#injection-at-the-tail).
 
 The block is appended to the first system message of the conversation (the one the model reads
 as its instructions) behind :data:`hindsight.BLOCK_START`; an earlier hindsight block at that

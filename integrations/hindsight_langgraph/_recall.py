@@ -168,7 +168,8 @@ def create_recall_node(
        at all (case C05);
     3. appends the rendered block (delimited by :data:`hindsight.BLOCK_START`) to the **tail**
        of the first system message, creating one at the head when there is none, and replacing
-       an earlier hindsight block instead of stacking another (MISSION S6);
+       an earlier hindsight block instead of stacking another
+       (docs/concepts.md#injection-at-the-tail);
     4. writes the hits to ``state[recalled_key]`` (JSON-safe dicts with their score breakdown).
 
     Which model calls of the run received the block is checked in what LangChain reports the
@@ -182,10 +183,11 @@ def create_recall_node(
         tenant_id, namespace: fixed scope; else taken from the runtime context, then from
             ``config["configurable"]`` (see :func:`~hindsight_langgraph._scope.resolve_scope`).
         task_type: exact task_type filter of the recall and task_type of the trajectory.
-        tags: context tags (recall boost +0.05 each, MISSION S5) and trajectory tags.
+        tags: context tags (recall boost +0.05 each, docs/concepts.md#recall) and trajectory tags.
         tools: the agent's tools (names or tool objects); their names steer recall.
         top_k: hits to recall (1..1000; default the memory's ``top_k``, 5).
-        include_shared: also recall from the shared namespace (MISSION S9).
+        include_shared: also recall from the shared namespace
+            (docs/concepts.md#tenants-and-namespaces).
         token_budget: budget of the rendered block in estimated tokens (default 2000).
         recalled_key, trajectory_key: state keys written (``None``: not written).
         messages_mode: ``"add_messages"`` (the channel has LangGraph's reducer, as in

@@ -99,7 +99,7 @@ def add_hindsight(
             see :func:`create_recall_node`.
         outcome, outcome_key, review, write_wait: see :func:`create_reflect_node`.
         recall_name, reflect_name: node names.
-        checks: decision-time risk checks (issue 16, docs/checks.md) in every ``ToolNode``
+        checks: decision-time risk checks (docs/checks.md) in every ``ToolNode``
             of the graph that has no tool-call wrapper of its own: ``"advise"``,
             ``"confirm"`` (a human-in-the-loop interrupt), ``"off"`` or a mode per
             severity; ``None`` (default) wires nothing. Needs ``tenant_id``.

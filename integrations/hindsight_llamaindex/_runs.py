@@ -3,8 +3,8 @@
 :class:`RunOptions` travel in a context variable from the code that calls ``agent.run(...)``
 into the workflow's task (asyncio copies the context when it creates the task), so a
 multi-tenant app can say which tenant a run belongs to without a capture per tenant.
-:class:`RunState` collects the structured events (MISSION S1) of one run and builds the
-:class:`~hindsight.Trajectory` when the run ends.
+:class:`RunState` collects the structured events (docs/concepts.md#trajectories-and-events) of one
+run and builds the :class:`~hindsight.Trajectory` when the run ends.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ there would stall the host app. Finished runs go to the memory's background writ
 (:mod:`hindsight.capture.writer`, shared with the LangChain and LangGraph integrations): it
 stores them in order, queues their review and credits or blames what they recalled when the
 outcome is known. ``Memory.close()`` drains it (bounded) and keeps what it could not write in
-the memory's unsaved area, stored at its next open (issue 19).
+the memory's unsaved area, stored at its next open (docs/concepts.md#storage).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ REMEMBERED = 10_000
 def as_async_memory(memory: Any) -> AsyncMemory | RemoteAsync:
     """The async face of ``memory``: the :class:`~hindsight.AsyncMemory` behind a Memory or an
     AsyncMemory, or the :class:`~hindsight.service.remote.RemoteAsync` of a ``HindsightClient`` /
-    ``AsyncHindsightClient`` (issue 9; the same object for the same client).
+    ``AsyncHindsightClient`` (the same object for the same client).
 
     Raises:
         UsageError: anything else (the message lists the accepted types).

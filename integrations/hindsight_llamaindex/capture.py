@@ -1,4 +1,5 @@
-"""Capture LlamaIndex agent runs through ``llama_index.core.instrumentation`` (MISSION S1).
+"""Capture LlamaIndex agent runs through ``llama_index.core.instrumentation``
+(docs/integrations/llamaindex.md#what-is-captured-and-how).
 
 What is dispatched in llama-index-core 0.14.x, and what this module records from it:
 
@@ -150,12 +151,14 @@ class HindsightCapture:
 
     Args:
         memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
-            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve`` (issue 9).
+            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve``
+            (docs/integrations/llamaindex.md#point-at-a-server).
         tenant_id: the tenant of captured runs. ``None``: only runs started inside
             :func:`~hindsight_llamaindex.run_options` with a tenant are captured (others are
             counted in ``stats.runs_skipped``).
         namespace, task_type, tags: defaults for each run's trajectory.
-        source: provenance of the runs (MISSION S8; default ``user``).
+        source: provenance of the runs (docs/security.md#layer-2-provenance-trust; default
+            ``user``).
         review: queue a post-hoc review for each stored run (default True).
         dispatcher: the dispatcher to attach to; default the root dispatcher (sees all).
 

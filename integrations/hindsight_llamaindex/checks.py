@@ -1,4 +1,4 @@
-"""Decision-time risk checks for LlamaIndex agents (issue 16, docs/checks.md).
+"""Decision-time risk checks for LlamaIndex agents (docs/checks.md#llamaindex-checked_tools).
 
 ``checked_tools(tools, memory, tenant_id=...)`` wraps each tool so that, before it runs, the
 risk checks of the proposed call are looked up (:meth:`hindsight.AsyncMemory.check_action`).

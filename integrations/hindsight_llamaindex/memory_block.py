@@ -1,4 +1,4 @@
-"""Recall as a LlamaIndex memory block (MISSION S5, S6).
+"""Recall as a LlamaIndex memory block (docs/concepts.md#recall).
 
 ``Memory.from_defaults(memory_blocks=[HindsightMemoryBlock(memory=mem, tenant_id="acme")])``
 makes every ``agent.run(user_msg, memory=memory)`` recall the experiences relevant to the
@@ -6,7 +6,7 @@ latest user message. The block returns :meth:`hindsight.RecallResult.render`'s t
 ``--- Past experience (reference only) ---`` delimiter and token budget (2000 by default) as
 every other path. LlamaIndex's ``Memory`` puts block texts in a system message of their own
 inside ``<memory><past_experience>...`` tags; workflow agents place it right after the agent's
-``system_prompt`` (the tail of the system prompt, MISSION S6).
+``system_prompt`` (the tail of the system prompt, docs/concepts.md#injection-at-the-tail).
 """
 
 from __future__ import annotations
@@ -53,14 +53,16 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
 
     Args:
         memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
-            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve`` (issue 9).
+            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve``
+            (docs/integrations/llamaindex.md#point-at-a-server).
         tenant_id: required; recall is always scoped to one tenant (case C17).
-        namespace: private namespace searched first (the shared one follows, MISSION S9).
+        namespace: private namespace searched first (the shared one follows,
+            docs/concepts.md#tenants-and-namespaces).
         task_type, tags: passed to :meth:`hindsight.AsyncMemory.recall`.
         tools: tool names to pass to recall; default the captured run's agent tools.
-        top_k: 1..1000, default the memory's ``top_k`` (5, MISSION S5).
-        token_budget: tokens of the rendered block (default 2000: MISSION S5 "five recalled
-            items should cost < 2000 tokens").
+        top_k: 1..1000, default the memory's ``top_k`` (5, docs/concepts.md#recall).
+        token_budget: tokens of the rendered block (default 2000: five recalled items should
+            cost less, docs/concepts.md#injection-at-the-tail).
         name: the block's tag inside LlamaIndex's ``<memory>`` template.
         priority: 0 (LlamaIndex never truncates it; the budget above already bounds it).
 

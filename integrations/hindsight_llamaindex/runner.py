@@ -95,18 +95,19 @@ async def run_with_memory(
     2. ``agent.run(user_msg=..., memory=chat_memory, **run_kwargs)`` runs under a capture (an
        installed one for this memory, else a private one that records only these runs).
     3. The trajectory gets the outcome (``success``, else the default detector:
-       :func:`hindsight.capture.outcome.detect_outcome`) and goes to the memory's background
-       writer, which stores it, queues its review and, with a known outcome, raises or lowers
-       the confidence of what was recalled (MISSION S3). The run waits at most ``write_wait``
-       seconds for that (``MemoryRun.receipt`` is ``None`` when it was not written by then;
-       ``memory.flush()`` waits for it).
+       :func:`hindsight.capture.outcome.detect_outcome`) and goes to the memory's background writer,
+       which stores it, queues its review and, with a known outcome, raises or lowers the confidence
+       of what was recalled (docs/concepts.md#experiences-and-confidence). The run waits at most
+       ``write_wait`` seconds for that (``MemoryRun.receipt`` is ``None`` when it was not written by
+       then; ``memory.flush()`` waits for it).
 
     Args:
         agent: a ``FunctionAgent``, ``ReActAgent``, ``AgentWorkflow`` (anything whose
             ``run(user_msg=..., memory=...)`` returns a workflow handler).
         user_msg: the user's message (``str`` or ``ChatMessage``).
         memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
-            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve`` (issue 9).
+            ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve``
+            (docs/integrations/llamaindex.md#point-at-a-server).
         tenant_id: required (case C17).
         namespace, task_type, tags: for the trajectory and the recall.
         chat_memory: the LlamaIndex ``Memory`` of the conversation.

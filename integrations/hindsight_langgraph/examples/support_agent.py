@@ -1,4 +1,5 @@
-"""A customer-support agent (LangGraph) that learns across runs: the example of issue 7.
+"""A customer-support agent (LangGraph) that learns across runs: the example of
+docs/integrations/langgraph.md#the-example.
 
 The graph is an ordinary tool-calling agent (``agent`` -> ``tools`` -> ``agent`` ...) with one
 house rule: at peak hours a request may use at most :data:`MAX_TOOL_CALLS` tool calls, then it
@@ -58,7 +59,7 @@ TASK_TYPE = "customer_support"
 MAX_TOOL_CALLS = 4
 """Peak-hours budget of tool calls per request; beyond it the request goes to a human."""
 RECALL_TOP_K = 6
-"""Lessons recalled per request (at most half from one earlier run: 3, MISSION S5)."""
+"""Lessons recalled per request (at most half from one earlier run: 3, docs/concepts.md#recall)."""
 SYSTEM_PROMPT = (
     "You are the support agent of an online shop. Look an order up with the tools before "
     "acting on it. A refund must be for the order's exact total. Be brief."
