@@ -1,4 +1,5 @@
-"""A ``create_agent`` agent with HindsightMiddleware that learns across two runs (issue 6).
+"""A ``create_agent`` agent with HindsightMiddleware that learns across two runs
+(docs/integrations/langchain.md#an-agent-that-learns-the-middleware).
 
 Run 1 asks the carrier, whose API times out at peak hours, and ends with an apology: a failed
 run. Its post-hoc review stores the lesson. Run 2 starts with that lesson recalled into the

@@ -1,4 +1,5 @@
-"""An existing LangChain agent, plus one line: every run is captured and reviewed (issue 6).
+"""An existing LangChain agent, plus one line: every run is captured and reviewed
+(docs/integrations/langchain.md#an-existing-agent-plus-one-line).
 
 The agent below is ordinary LangChain code. The only hindsight line is the handler passed in
 ``config={"callbacks": [...]}``; the run is stored as one trajectory of structured events

@@ -1,4 +1,5 @@
-"""A LangGraph customer-support agent that learns across runs (hindsight, issue 7).
+"""A LangGraph customer-support agent that learns across runs (hindsight;
+docs/integrations/langgraph.md#the-example).
 
 Run 1 fails on an order service that times out at peak hours; its post-hoc review stores the
 lesson; run 2 recalls it into the tail of its system prompt and succeeds. The agent itself is
