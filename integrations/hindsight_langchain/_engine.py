@@ -1,8 +1,9 @@
 """The hindsight engine as the LangChain and LangGraph integrations use it.
 
 The handler, the middleware and the graph nodes take a :class:`hindsight.Memory`, a
-:class:`hindsight.AsyncMemory` or a client of a hindsight service (:mod:`hindsight.service.remote`,
-issue 9) and run in sync code, async code and executor threads. :class:`Engine` gives them:
+:class:`hindsight.AsyncMemory` or a client of a hindsight service
+(:mod:`hindsight.service.remote`, docs/http.md#python-client) and run in sync code, async code
+and executor threads. :class:`Engine` gives them:
 
 * **ending a run**: the trajectory goes to the memory's background writer
   (:mod:`hindsight.capture.writer`); the run waits at most ``write_wait`` seconds for it
@@ -263,7 +264,7 @@ class Engine:
 
     def check(self, tool: str, args: Any, **options: Any) -> CheckResult | None:
         """Risk checks of a proposed call with ``record=False``, at most ``recall_timeout``
-        seconds; ``None`` when it failed, timed out or recall is cooling down (issue 16)."""
+        seconds; ``None`` when it failed, timed out or recall is cooling down (docs/checks.md)."""
         if not self._recall_allowed():
             return None
         check = self.sync.check_action

@@ -1,6 +1,6 @@
 """Agent middleware for ``langchain.agents.create_agent``: recall into the system-prompt tail,
-capture the run, store it for review and attribute its outcome (issues 6 and 19, MISSION
-S1-S6).
+capture the run, store it for review and attribute its outcome
+(docs/integrations/langchain.md#an-agent-that-learns-the-middleware).
 
 ``create_agent(model, tools, system_prompt=..., middleware=[HindsightMiddleware(memory,
 tenant_id="acme")])``. Per invoke of the agent:
@@ -10,11 +10,12 @@ tenant_id="acme")])``. Per invoke of the agent:
    the new user message(s).
 2. First model call: recall with the latest user message, the task_type, the tags and the
    agent's tool names; the rendered, delimited block is **appended** to the system prompt
-   (the original prompt stays first, MISSION S6) on every model call of the invoke, at the
-   innermost point: the request the model is finally called with, whatever other middleware
-   did to the system message in between (:class:`HindsightModelRequest`). Whether the model
-   really received it is checked in what LangChain reports of the call; lessons it never saw
-   are never credited or blamed (and a warning says which middleware order lost them).
+   (the original prompt stays first, docs/concepts.md#injection-at-the-tail) on every model
+   call of the invoke, at the innermost point: the request the model is finally called with,
+   whatever other middleware did to the system message in between
+   (:class:`HindsightModelRequest`). Whether the model really received it is checked in what
+   LangChain reports of the call; lessons it never saw are never credited or blamed (and a
+   warning says which middleware order lost them).
 3. Every model call and tool call is captured as events (no callback handler needed); a pause
    at an interrupt and the resume that continues it are recorded as ``custom`` events
    (``metadata.name`` ``interrupt`` / ``resume``).
@@ -108,10 +109,11 @@ def _without(system: SystemMessage, block: str) -> list[Any]:
 
 
 def append_to_system_prompt(system: SystemMessage | None, block: str) -> SystemMessage:
-    """``system`` with ``block`` appended as a last text content block (MISSION S6: the tail,
-    behind the original prompt, which stays unchanged in front); a new system message when
-    there was none. A copy of ``block`` already in the message (e.g. copied into a prompt
-    another middleware built from this one) is moved to the tail, never doubled."""
+    """``system`` with ``block`` appended as a last text content block (the tail, behind the
+    original prompt, which stays unchanged in front: docs/concepts.md#injection-at-the-tail); a
+    new system message when there was none. A copy of ``block`` already in the message (e.g.
+    copied into a prompt another middleware built from this one) is moved to the tail, never
+    doubled."""
     if system is None:
         return SystemMessage(content=block)
     blocks = [*_without(system, block), {"type": "text", "text": f"\n\n{block}"}]
@@ -195,14 +197,15 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
     Args:
         memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
             :class:`hindsight.client.HindsightClient` / ``AsyncHindsightClient`` of a
-            ``hindsight serve`` (issue 9; the API key decides the tenant).
+            ``hindsight serve`` (docs/http.md#python-client; the API key decides the tenant).
         tenant_id: the tenant, unless ``config["metadata"]`` of the invoke has
             ``hindsight_tenant_id`` (or ``tenant_id``); required for recall and storing.
         namespace, task_type, tags: recall filters/boosts and trajectory labels, overridden
             per invoke by ``hindsight_namespace`` / ``hindsight_task_type`` /
             ``hindsight_tags`` in ``config["metadata"]``.
-        top_k: experiences recalled (default: the memory's ``top_k``, 5: MISSION S5).
-        token_budget: estimated tokens of the rendered block (default 2000: MISSION S5).
+        top_k: experiences recalled (default: the memory's ``top_k``, 5: docs/concepts.md#recall).
+        token_budget: estimated tokens of the rendered block (default 2000,
+            docs/concepts.md#recall).
         outcome: ``final_state -> True | False | Outcome | None`` (None: unknown); without
             it the default detector decides (:func:`hindsight.capture.outcome.detect_outcome`:
             a final answer and no unresolved tool error is a success). An invoke that raised is
@@ -210,7 +213,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         recall: recall into the prompt (default True); False only captures.
         store: store each invoke's trajectory (default True); False only recalls.
         review: queue the post-hoc review of stored trajectories (default True).
-        source: provenance of the runs (default ``user``, MISSION S8).
+        source: provenance of the runs (default ``user``, docs/security.md).
         max_chars: event content is clipped to this many characters (8000).
         write_wait: seconds the end of an invoke waits for its write (default 0: never, the
             write goes on in the background; :meth:`wait` waits for it). A positive bound
@@ -218,13 +221,13 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             adds at most this to a run.
         recall_timeout: seconds a recall may take (5; 0: no limit) before the model is called
             without it; after a failure recall is skipped for 30 s.
-        checks: decision-time risk checks of each proposed tool call (issue 16,
-            docs/checks.md): ``"advise"`` (default: the first call of a tool with matching
-            checks is held once and answered with the advice, the model calls it again to
-            run it; a lesson the recall block already showed holds a call only when the
-            call's arguments have the class a failed run passed), ``"confirm"`` (a
-            human-in-the-loop interrupt; resume with ``True`` / ``"approve"`` to run the
-            call), ``"off"``, or a mode per severity (``{"high": "confirm", "low": "off"}``).
+        checks: decision-time risk checks of each proposed tool call (docs/checks.md):
+            ``"advise"`` (default: the first call of a tool with matching checks is held once
+            and answered with the advice, the model calls it again to run it; a lesson the
+            recall block already showed holds a call only when the call's arguments have the
+            class a failed run passed), ``"confirm"`` (a human-in-the-loop interrupt; resume
+            with ``True`` / ``"approve"`` to run the call), ``"off"``, or a mode per severity
+            (``{"high": "confirm", "low": "off"}``).
             The call's arguments are never changed; a failing memory leaves it untouched.
 
     Raises:
@@ -671,7 +674,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             await self._afinish(invoke)
         return result
 
-    # -- risk checks (issue 16) -----------------------------------------------------------
+    # -- risk checks (docs/checks.md) -----------------------------------------------------
     def _check_args(self, invoke: _Invoke, request: ToolCallRequest) -> Any:
         """``(tool, args, options)`` of the check of this call, or None (off, no tenant)."""
         try:
