@@ -1,4 +1,5 @@
-"""Paired with/without timing shared by the capture overhead benchmarks (issue 10, item 3).
+"""Paired with/without timing shared by the capture overhead benchmarks
+(docs/benchmarks.md#capture-overhead).
 
 Not a test. ``paired`` alternates runs with and without capture (the order flips every pair,
 so drift in machine load hits both alike) and reports medians of per-pair ratios, in wall

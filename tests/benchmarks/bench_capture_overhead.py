@@ -1,5 +1,5 @@
-"""Capture overhead of the LangChain handler and the LangGraph nodes (issue 10, item 3; goal:
-median ratio <= 1.10).
+"""Capture overhead of the LangChain handler and the LangGraph nodes
+(docs/benchmarks.md#capture-overhead; goal: median ratio <= 1.10).
 
 Not a test (no assertion on time; the machine is shared and noisy). Run::
 

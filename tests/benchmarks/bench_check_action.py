@@ -1,4 +1,5 @@
-"""Benchmark the decision-time risk check (issue 16 goal: <= 2 ms p50 embedded at 10k lessons).
+"""Benchmark the decision-time risk check (goal: <= 2 ms p50 embedded at 10k lessons;
+docs/benchmarks.md#decision-time-checks).
 
 Not a test (no assertion on time; machines are noisy: run it when nothing else runs). Run::
 

@@ -1,5 +1,6 @@
-"""Every goal of issue 20 in one run, one table with anchors and ratios (the Done-when of
-issue 20). Not a test (no assertion on time: the machine is shared). Run on a quiet machine::
+"""Every performance goal in one run, one table with anchors and ratios
+(docs/benchmarks.md#the-goals-in-one-run). Not a test (no assertion on time: the machine is shared).
+Run on a quiet machine::
 
     python tests/benchmarks/bench_goals.py [--sizes 10k,100k] [--repeats 5] [--tau-bench PATH]
         [--json]

@@ -1,4 +1,5 @@
-"""Benchmark the LangChain callback handler's overhead (issue 6; goal: median ratio <= 1.10).
+"""Benchmark the LangChain callback handler's overhead (goal: median ratio <= 1.10;
+docs/benchmarks.md#capture-overhead).
 
 Not a test (no assertion on time; machines are noisy). Run::
 

@@ -1,5 +1,5 @@
 """How much a large run posted to ``hindsight serve`` delays other tenants' small requests
-(issue 22 item 5; docs/deploy.md "Large requests").
+(docs/deploy.md#large-requests).
 
 Not a test: run it on an otherwise idle machine.
 

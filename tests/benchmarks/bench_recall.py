@@ -1,5 +1,6 @@
-"""Benchmark recall through the public API next to the raw Qdrant Edge query with the same
-filter (issue 20 item 6, recall part; goal: p50 <= 3x at 10k and 100k in one tenant).
+"""Benchmark recall through the public API next to the raw Qdrant Edge query with the same filter
+(docs/benchmarks.md#recall-against-the-raw-edge-query; goal: p50 <= 3x at 10k and 100k in one
+tenant).
 
 Not a test (no assertion on time; machines are noisy). Run::
 

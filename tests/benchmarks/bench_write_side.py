@@ -1,13 +1,13 @@
-"""The write side of issue 20 (item 6): public batch ingest, cold start next to the raw Qdrant
-Edge shard, review CPU per tau-bench run. Not a test (no assertion on time: the machine is
-shared). Run on a quiet machine::
+"""The write side (docs/benchmarks.md#the-write-side): public batch ingest, cold start next to the
+raw Qdrant Edge shard, review CPU per tau-bench run. Not a test (no assertion on time: the machine
+is shared). Run on a quiet machine::
 
     python tests/benchmarks/bench_write_side.py [--sizes 1000,10000,100000] [--batch 1000]
         [--cold-size 1000] [--repeats 5] [--runs N] [--json]
 
 Each part is a function of :mod:`hindsight.bench._perf` (also ``hindsight bench ingest``,
 ``hindsight bench cold-start``, ``hindsight bench review FILE``); the figures are printed with
-the commit they were measured at. Goals (issue 20): ingest >= 2,000 lessons/s at 10k and
+the commit they were measured at. Goals: ingest >= 2,000 lessons/s at 10k and
 <= 1.3x slower per 10x of size; cold start <= 1.5x the raw shard; review <= 10 ms CPU per run.
 The capture overhead of the handler, middleware and nodes, and every goal in one table, is
 bench_goals.py.

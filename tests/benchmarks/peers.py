@@ -23,7 +23,7 @@ For each size N, one process, one machine, the same data and the same embedder f
    ``Memory.search(filters={"user_id": ...})``; LangGraph ``store.search((tenant, ...))``).
 
 Ratios are ``peer / hindsight`` (latency: > 1 means the peer is slower; ingest: < 1 means
-the peer ingests slower). Goal (issue 10): mem0's recall p50 >= 20x ours at 10k.
+the peer ingests slower). Goal: mem0's recall p50 >= 20x ours at 10k.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ PUBLISHED_ANCHOR = (
 )
 GOAL_MEM0_RATIO = 20.0
 GOAL_SIZE = 10_000
-"""Issue 10's goal: recall >= 20x faster than mem0's embedded default at 10k lessons."""
+"""The goal: recall >= 20x faster than mem0's embedded default at 10k lessons."""
 _PACKAGES = ("hindsight-memory", "mem0ai", "langgraph", "qdrant-client", "qdrant-edge-py")
 
 

@@ -1,5 +1,6 @@
 """One half of a run that pauses at a human approval in one process and is resumed in another
-(issue 19, item 3). Run as ``python resume_script.py KIND PHASE DATA_DIR CHECKPOINT_FILE``:
+(docs/integrations/langchain.md#interrupts-and-human-approval). Run as ``python resume_script.py
+KIND PHASE DATA_DIR CHECKPOINT_FILE``:
 
 * KIND: ``handler`` (HindsightCallbackHandler), ``middleware`` (HindsightMiddleware) or
   ``graph`` (hindsight_langgraph's nodes around a graph that calls ``interrupt()``);

@@ -1,4 +1,4 @@
-"""The cheaper capture paths of issue 10 keep what they stored before.
+"""The cheaper capture paths (docs/benchmarks.md#capture-overhead) keep what they stored before.
 
 * ``jsonable`` copies plain JSON directly and sends only the rest through the JSON round trip:
   both give the same value for anything (hypothesis), and the copy is never the caller's object;

@@ -1,4 +1,5 @@
-"""The LangChain examples run offline, as a user would run them (issue 6)."""
+"""The LangChain examples run offline, as a user would run them
+(docs/integrations/langchain.md#examples)."""
 
 from __future__ import annotations
 

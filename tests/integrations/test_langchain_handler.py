@@ -1,4 +1,5 @@
-"""HindsightCallbackHandler / AsyncHindsightCallbackHandler on real LangChain runs (issue 6)."""
+"""HindsightCallbackHandler / AsyncHindsightCallbackHandler on real LangChain runs
+(docs/integrations/langchain.md)."""
 
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ def test_three_tools_one_timeout_handled_run_continues_to_answer() -> None:
     assert traj.outcome is Outcome.SUCCESS  # default detector: answered, timeout worked around
     assert traj.events[-1].content == "Order A1 was delivered yesterday."
     assert traj.metadata["system_prompt_head"] == "You are a support agent."
-    assert traj.system_prompt == "You are a support agent."  # the whole policy (issue 15)
+    assert traj.system_prompt == "You are a support agent."  # the whole policy
     _check_links(traj)
 
 

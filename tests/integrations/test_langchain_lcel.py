@@ -1,6 +1,7 @@
-"""Recall for LCEL chains without agent middleware (issue 19 item 5): HindsightRetriever, the
-block at the tail of a ChatPromptTemplate's system message, a complete chain captured by the
-handler, and a memory that fails never breaking the chain."""
+"""Recall for LCEL chains without agent middleware
+(docs/integrations/langchain.md#lcel-chains-and-legacy-agents): HindsightRetriever, the block at the
+tail of a ChatPromptTemplate's system message, a complete chain captured by the handler, and a
+memory that fails never breaking the chain."""
 
 from __future__ import annotations
 

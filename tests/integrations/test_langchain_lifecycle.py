@@ -1,7 +1,7 @@
-"""Issue 19 with real LangChain objects: lifecycle (a memory closed right after the run loses
-nothing), interrupts and resumes (one trajectory, in one process or two), never on the host's
-path (a locked store, a closed memory), and the recalled block reaching the model whatever
-the middleware order, with only what the model saw credited or blamed."""
+"""With real LangChain objects (docs/integrations/langchain.md): lifecycle (a memory closed right
+after the run loses nothing), interrupts and resumes (one trajectory, in one process or two), never
+on the host's path (a locked store, a closed memory), and the recalled block reaching the model
+whatever the middleware order, with only what the model saw credited or blamed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""HindsightMiddleware on real ``create_agent`` agents (issue 6)."""
+"""HindsightMiddleware on real ``create_agent`` agents
+(docs/integrations/langchain.md#an-agent-that-learns-the-middleware)."""
 
 from __future__ import annotations
 
@@ -126,7 +127,7 @@ def test_second_run_prompt_ends_with_the_lesson_of_the_first_failure() -> None:
 
 
 def test_the_trajectory_is_built_off_the_agents_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 20: the end of a run only closes its open calls and takes the end time; the
+    """The end of a run only closes its open calls and takes the end time; the
     writer builds and validates the trajectory, which holds what a build at the end held."""
     built_on = record_build_threads(monkeypatch)
     mem = memory()

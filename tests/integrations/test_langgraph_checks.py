@@ -1,4 +1,5 @@
-"""Decision-time risk checks in a LangGraph StateGraph wired by add_hindsight (issue 16): a
+"""Decision-time risk checks in a LangGraph StateGraph wired by add_hindsight
+(docs/checks.md#langgraph-add_hindsight-checks): a
 real ToolNode, a scripted model; advise holds the first call with the advice, confirm
 interrupts and resumes, a failing memory leaves the run untouched."""
 

@@ -1,7 +1,8 @@
-"""Issue 19 for hindsight_langgraph with real LangGraph graphs: a memory closed right after the
-run loses nothing, a locked store or a closed memory never holds up or breaks the graph, a run
-paused and resumed in another process is one trajectory, lessons another node kept from the
-model are neither credited nor blamed, and outcomes are detected without an ``outcome=``."""
+"""The lifecycle of hindsight_langgraph with real LangGraph graphs (docs/integrations/langgraph.md):
+a memory closed right after the run loses nothing, a locked store or a closed memory never holds up
+or breaks the graph, a run paused and resumed in another process is one trajectory, lessons another
+node kept from the model are neither credited nor blamed, and outcomes are detected without an
+``outcome=``."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ def test_second_turn_on_a_thread_replaces_the_block_instead_of_stacking() -> Non
     assert systems[0].content.startswith("You are support.\n\n")
     # two runs, two trajectories, each with its own id in the state
     assert len(trajectories(mem)) == 2
-    # each keeps the graph's policy, without the block recalled into it (issue 15)
+    # each keeps the graph's policy, without the block recalled into it
     assert [t.system_prompt for t in trajectories(mem)] == ["You are support."] * 2
 
 
@@ -318,7 +318,7 @@ def test_reflect_stores_the_captured_steps_and_queues_the_review() -> None:
 def test_reflect_builds_the_trajectory_off_the_graphs_path(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 20: the reflect node closes the capture and takes the end time; the background
+    """The reflect node closes the capture and takes the end time; the background
     writer builds and validates the trajectory, which holds what a build in the node held."""
     import threading
     from datetime import UTC, datetime

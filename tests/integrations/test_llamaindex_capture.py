@@ -1,4 +1,5 @@
-"""Capture of LlamaIndex agent runs through instrumentation (issue 8, case C14)."""
+"""Capture of LlamaIndex agent runs through instrumentation (docs/integrations/llamaindex.md; case
+C14)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def test_function_agent_run_is_one_trajectory_with_tool_steps(memory: Any, captu
     assert traj.task == "Where is order 42?"
     assert traj.outcome is Outcome.SUCCESS  # the default detector: answered, no tool error left
     assert traj.metadata["agent"] == "support" and "incomplete" not in traj.metadata
-    assert traj.system_prompt == "You are a support agent."  # the agent's policy (issue 15)
+    assert traj.system_prompt == "You are a support agent."  # the agent's policy
     calls = [e for e in traj.events if e.event_type.value == "tool_call"]
     results = [e for e in traj.events if e.event_type.value == "tool_result"]
     assert [c.tool_args for c in calls] == [{"order_id": "42"}, {"order_id": "42"}]

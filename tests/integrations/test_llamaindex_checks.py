@@ -1,4 +1,5 @@
-"""Decision-time risk checks for a real LlamaIndex FunctionAgent (issue 16): the advice
+"""Decision-time risk checks for a real LlamaIndex FunctionAgent
+(docs/checks.md#llamaindex-checked_tools): the advice
 reaches the model before the tool runs; ``confirm`` waits for a human (InputRequiredEvent /
 HumanResponseEvent) and runs or declines the call; a failing memory leaves the run
 untouched."""

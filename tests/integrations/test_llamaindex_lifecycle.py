@@ -1,6 +1,7 @@
-"""Issue 19 for hindsight_llamaindex with real LlamaIndex agents: a memory closed right after
-the run loses nothing, a failing store costs one warning (not one per model call), and the
-default outcome detector judges runs nobody judged (a recovered tool error is a success)."""
+"""The lifecycle of hindsight_llamaindex with real LlamaIndex agents
+(docs/integrations/llamaindex.md): a memory closed right after the run loses nothing, a failing
+store costs one warning (not one per model call), and the default outcome detector judges runs
+nobody judged (a recovered tool error is a success)."""
 
 from __future__ import annotations
 

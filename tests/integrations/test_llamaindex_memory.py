@@ -1,4 +1,5 @@
-"""Recall through HindsightMemoryBlock and the one-call loop run_with_memory (issue 8)."""
+"""Recall through HindsightMemoryBlock and the one-call loop run_with_memory
+(docs/integrations/llamaindex.md)."""
 
 from __future__ import annotations
 
