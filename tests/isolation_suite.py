@@ -1,4 +1,4 @@
-"""Tenant isolation as a property (issue 5 item 7, MISSION S9; cases C01, C02, C17).
+"""Tenant isolation as a property (docs/security.md#tenant-isolation; cases C01, C02, C17).
 
 A hypothesis state machine runs random multi-tenant, multi-namespace workloads - store, review,
 recall (vector and exact task_type, with and without the shared namespace and episodes),
@@ -16,8 +16,8 @@ error messages) carries another tenant's data:
   are caught too, and another tenant's calls never change them.
 
 The suite talks to the memory through an :class:`IsolationClient`. :class:`PythonClient` drives
-:class:`hindsight.Memory`; the HTTP and MCP interfaces (issue 9) plug in by implementing the
-same protocol and calling :func:`run_isolation_suite`.
+:class:`hindsight.Memory`; the HTTP and MCP interfaces plug in by implementing the same protocol and
+calling :func:`run_isolation_suite`.
 """
 
 from __future__ import annotations
@@ -107,9 +107,10 @@ class IsolationClient(Protocol):
         ...
 
     def task_group(self, tenant: str, task_key: str) -> Seen:
-        """The runs of a task group and the experiences learned from them (issue 15):
-        ``Seen.value`` = ``{"runs": [trajectory ids], "experiences": bool}`` (False when the
-        interface cannot list experiences by task key); ``Seen.ids`` = those experiences."""
+        """The runs of a task group and the experiences learned from them
+        (docs/review.md#task-groups): ``Seen.value`` = ``{"runs": [trajectory ids], "experiences":
+        bool}`` (False when the interface cannot list experiences by task key); ``Seen.ids`` = those
+        experiences."""
         ...
 
     def recall(
@@ -136,7 +137,7 @@ class IsolationClient(Protocol):
         task_type: str | None,
         trajectory_id: str | None,
     ) -> Seen:
-        """The risk checks of a proposed call (issue 16); ``Seen.ids`` = the lessons behind
+        """The risk checks of a proposed call (docs/checks.md); ``Seen.ids`` = the lessons behind
         them."""
         ...
 
@@ -167,7 +168,7 @@ class IsolationClient(Protocol):
         ...
 
     def adjust(self, tenant: str, experience_id: str, delta: float) -> Seen | None:
-        """Adjust confidence (issue 4); ``None`` when the interface has no such call yet."""
+        """Adjust confidence; ``None`` when the interface has no such call yet."""
         ...
 
 
@@ -374,7 +375,7 @@ class PythonClient:
     def adjust(self, tenant: str, experience_id: str, delta: float) -> Seen | None:
         fn = getattr(self.mem, "adjust_confidence", None)
         if fn is None:
-            return None  # not there yet (issue 4)
+            return None  # not there yet
         params = inspect.signature(fn).parameters.values()
         if not any(p.name == "tenant_id" or p.kind is p.VAR_KEYWORD for p in params):
             return None
@@ -485,7 +486,7 @@ class IsolationMachine(RuleBasedStateMachine):
         assert seen.error is None, seen.error
         self.model.rows[seen.ids[0]] = Row(tenant, None, seen.value)
         self.check(tenant, seen)
-        # the risk checks of a tool the new lesson names (issue 16): the tenant's own only
+        # the risk checks of a tool the new lesson names: the tenant's own only
         found = self.client.check(
             tenant, words[0], {}, namespaces=[ns], include_shared=True, task_type=None,
             trajectory_id=None,
@@ -570,7 +571,7 @@ class IsolationMachine(RuleBasedStateMachine):
     def check_action(
         self, data: st.DataObject, words: list[str], tool: str, shared: bool, attack: bool
     ) -> None:
-        """Risk checks (issue 16): found by tool name (also named in a lesson's text: the
+        """Risk checks (docs/checks.md): found by tool name (also named in a lesson's text: the
         suite's lessons name WORDS), never another tenant's, never an inactive lesson's;
         wildcard tool names widen nothing."""
         tenant = data.draw(st.sampled_from(self.tenants))

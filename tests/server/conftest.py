@@ -1,5 +1,5 @@
 """A real ``hindsight serve``: a subprocess on a free loopback port, over SQLite + Qdrant Edge in
-a tmp dir or a fresh PostgreSQL database (issue 9). Killed in teardown, also on failure.
+a tmp dir or a fresh PostgreSQL database. Killed in teardown, also on failure.
 
 ``served`` (session, both backends) and ``served_sqlite`` (session, SQLite only) give a
 :class:`Served`: ``url``, ``key(tenant)`` (creates a key in the server's keys file; the running

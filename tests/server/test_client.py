@@ -1,5 +1,5 @@
 """HindsightClient and AsyncHindsightClient against a live ``hindsight serve``: the engine's
-methods, models and exceptions through HTTP (issue 9 part 4)."""
+methods, models and exceptions through HTTP (docs/http.md#python-client)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""One recall-hit shape on every interface (issue 19 item 7): Python (``RecallHit`` and
-``RecallResult.to_json``), the CLI's ``recall --json``, the HTTP API and the MCP tool all give
-``experience`` (nested, with ``id`` and ``content``), ``score`` and ``breakdown`` with the same
-score terms."""
+"""One recall-hit shape on every interface (docs/concepts.md#one-hit-shape-on-every-interface):
+Python (``RecallHit`` and ``RecallResult.to_json``), the CLI's ``recall --json``, the HTTP API and
+the MCP tool all give ``experience`` (nested, with ``id`` and ``content``), ``score`` and
+``breakdown`` with the same score terms."""
 
 from __future__ import annotations
 

@@ -109,7 +109,7 @@ def test_a_tau_bench_run_is_stored_reviewed_and_recalled(
 def test_trajectories_carry_policy_evidence_and_task_group(
     served: Served, tau_bench_path: Path, tenant_pair: tuple[str, str]
 ) -> None:
-    """Issue 15: GET /v1/trajectories lists and filters runs by task group, outcome and task
+    """GET /v1/trajectories lists and filters runs by task group, outcome and task
     type; GET /v1/trajectories/{id} has the policy, the evidence and the task key; the same
     task key in another tenant is another group."""
     tenant, other = tenant_pair

@@ -1,6 +1,6 @@
 """docs/http.md runs: its bash (curl) blocks in one shell session and each python block in a
 fresh interpreter, against a live ``hindsight serve`` with HINDSIGHT_URL and HINDSIGHT_API_KEY
-set, as the page tells its reader (issue 9: every example in docs is run by a test)."""
+set, as the page tells its reader (every example in docs is run by a test)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Guard-owned state over real HTTP (issue 17 item 4): ``PATCH /v1/experiences/{id}`` refuses
-trust, provenance, status and the guard's metadata keys with a one-line error naming the field
-(nothing written); an edit of a quarantined lesson keeps it and its reasons;
-``POST /v1/quarantine/rescan`` and the Python client's ``rescan``."""
+"""Guard-owned state over real HTTP (docs/security.md#guard-owned-state):
+``PATCH /v1/experiences/{id}`` refuses trust, provenance, status and the guard's metadata keys
+with a one-line error naming the field (nothing written); an edit of a quarantined lesson keeps
+it and its reasons; ``POST /v1/quarantine/rescan`` and the Python client's ``rescan``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The invalid-value policy over HTTP, on SQLite and PostgreSQL (issue 18 item 1, issue 22
-item 4): the same input gets the same answer on both backends, never a 5xx; text with lone
-surrogates or NUL is stored with U+FFFD and the replacement is reported in a ``Warning``
-header; names holding them and NaN/infinity in numbers are refused with one line naming the
-field (docs/http.md#invalid-values)."""
+"""The invalid-value policy over HTTP, on SQLite and PostgreSQL
+(docs/concepts.md#stored-exactly-invalid-text-and-numbers): the same input gets the same answer on
+both backends, never a 5xx; text with lone surrogates or NUL is stored with U+FFFD and the
+replacement is reported in a ``Warning`` header; names holding them and NaN/infinity in numbers are
+refused with one line naming the field (docs/http.md#invalid-values)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_invalid_values_get_one_answer_on_both_backends(http: httpx.Client) -> N
 
 def test_mcp_over_http_replaces_lone_surrogates_and_reports_them(http: httpx.Client) -> None:
     """The SDK's strict JSON parser refuses a whole request for one ``\\ud800`` escape; the
-    service applies the policy first, so MCP answers as HTTP does (issue 22 item 4)."""
+    service applies the policy first, so MCP answers as HTTP does."""
     body = (
         '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": '
         '"recall_similar", "arguments": {"query": "retry \\ud800 once \\u0000"}}}'

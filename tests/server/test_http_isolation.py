@@ -1,7 +1,7 @@
-"""The isolation property suite (tests/isolation_suite.py) through HTTP: the same workloads,
-driven through :class:`hindsight.client.HindsightClient` against uvicorn on a loopback port
-(issue 9). Each tenant gets its own API key; an empty tenant is a request without a key, which
-the service refuses (401, the wire form of TenantRequiredError)."""
+"""The isolation property suite (tests/isolation_suite.py) through HTTP: the same workloads, driven
+through :class:`hindsight.client.HindsightClient` against uvicorn on a loopback port. Each tenant
+gets its own API key; an empty tenant is a request without a key, which the service refuses (401,
+the wire form of TenantRequiredError)."""
 
 from __future__ import annotations
 

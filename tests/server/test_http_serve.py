@@ -1,6 +1,7 @@
 """``hindsight serve`` and ``hindsight keys`` as processes: refusing to start without keys,
-single-tenant mode, graceful SIGTERM (store closed, queued reviews stay queued), the data-dir
-lock naming the server (C09), and keys files that hold only hashes (issue 9)."""
+single-tenant mode, graceful SIGTERM (store closed, queued reviews stay queued), the data-dir lock
+naming the server (C09), and keys files that hold only hashes
+(docs/http.md#api-keys-and-tenants)."""
 
 from __future__ import annotations
 

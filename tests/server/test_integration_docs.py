@@ -1,5 +1,5 @@
 """The "Point at a server" examples of docs/integrations/{langchain,langgraph,llamaindex}.md
-run against a live ``hindsight serve`` (issue 9: every example in docs is run by a test).
+run against a live ``hindsight serve`` (every example in docs is run by a test).
 
 Each block marked with this file's path runs alone in a fresh interpreter, in an empty working
 directory with an empty HINDSIGHT_DATA_DIR, and HINDSIGHT_URL / HINDSIGHT_API_KEY set as

@@ -1,4 +1,4 @@
-"""Integrations pointed at a real ``hindsight serve`` through the HTTP client (issue 9).
+"""Integrations pointed at a real ``hindsight serve`` through the HTTP client.
 
 A LangChain agent (real ``create_agent``, scripted chat model) with the callback handler or the
 middleware, and a LangGraph graph with ``add_hindsight``, each given a ``HindsightClient`` /

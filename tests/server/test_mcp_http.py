@@ -1,5 +1,5 @@
 """MCP over streamable HTTP on a real loopback port (uvicorn): the tenant comes from each
-request's API key (issue 9; cases C01, C17 over MCP-HTTP).
+request's API key (docs/mcp.md#http-set-up; cases C01, C17 over MCP-HTTP).
 
 Two apps: the service app of ``hindsight serve`` (:func:`hindsight.server.create_app`, MCP at
 ``/mcp``) and :func:`create_mcp_http` alone on a bare Starlette route, so the MCP layer's own

@@ -1,4 +1,4 @@
-"""The isolation property suite (tests/isolation_suite.py) through MCP (issue 9).
+"""The isolation property suite (tests/isolation_suite.py) through MCP.
 
 :class:`McpClient` sends what MCP can do through the MCP tools of one in-process server per
 tenant (``fixed_tenant``, as ``hindsight mcp --tenant`` does): store + review, recall,

@@ -1,5 +1,5 @@
 """``hindsight mcp`` over stdio, as MCP hosts run it: a subprocess speaking the protocol on
-stdin/stdout (issue 9 "done when": answers recall_similar from an MCP client over stdio)."""
+stdin/stdout (it answers recall_similar from an MCP client over stdio; docs/mcp.md#stdio-set-up)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The MCP tools in-process (issue 9, MISSION S7): schemas, annotations, every tool, errors,
+"""The MCP tools in-process (docs/mcp.md#tools): schemas, annotations, every tool, errors,
 exact strings and list coercion; cases C01 (isolation), C03 (ids), C17 (empty tenant)."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ async def test_tools_have_typed_schemas_annotations_and_no_tenant_argument(acme:
         assert not tools[name].annotations.read_only_hint, name
     recall = tools["recall_similar"].input_schema
     assert recall["required"] == ["query"]
-    assert recall["properties"]["top_k"]["anyOf"][0] == {  # the contract's range (issue 18)
+    assert recall["properties"]["top_k"]["anyOf"][0] == {  # the contract's range
         "maximum": 1000,
         "minimum": 1,
         "type": "integer",
@@ -86,7 +86,7 @@ async def test_tools_have_typed_schemas_annotations_and_no_tenant_argument(acme:
     assert (delta["minimum"], delta["maximum"]) == (-1.0, 1.0)
 
 
-# -- task groups (issue 15) -------------------------------------------------------------------
+# -- task groups ------------------------------------------------------------------------------
 async def test_list_trajectories_by_task_group_and_outcome(acme: Any, mem: Any) -> None:
     runs = []
     for i, reward in enumerate((1.0, 0.0, 0.0)):

@@ -1,7 +1,7 @@
-"""Stable paging over the service (issue 18 item 5): ``next_cursor`` on every list route, in
-both HTTP clients (with ``iter_*`` helpers) and in the MCP list tools, on SQLite and
-PostgreSQL; a cursor of another list, a changed one, or a cursor with an offset is a one-line
-400 / UsageError / tool error."""
+"""Stable paging over the service (docs/http.md#paging-cursor-and-next_cursor): ``next_cursor`` on
+every list route, in both HTTP clients (with ``iter_*`` helpers) and in the MCP list tools, on
+SQLite and PostgreSQL; a cursor of another list, a changed one, or a cursor with an offset is a
+one-line 400 / UsageError / tool error."""
 
 from __future__ import annotations
 
