@@ -1,4 +1,4 @@
-"""Issue 2 acceptance: a Chinese trajectory is recalled by a Chinese query with the default
+"""Acceptance: a Chinese trajectory is recalled by a Chinese query with the default
 embedder (``hash``) and the default heuristic reviewer, end to end.
 
 Two paths: an OpenAI-format log ingested through the real CLI, and a run recorded with

@@ -1,4 +1,4 @@
-"""Issue 2 acceptance: the real tau-bench airline file through the real CLI, SQLite and PostgreSQL.
+"""Acceptance: the real tau-bench airline file through the real CLI, SQLite and PostgreSQL.
 
 Done when: ingesting ``gpt-4o-airline.json`` with defaults stores all 200 trajectories and more
 than 150 experiences, a second ingest adds none, and a payment lesson of

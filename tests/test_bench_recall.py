@@ -1,6 +1,7 @@
-"""``hindsight bench recall`` (issue 20 item 6, recall part): the real command at tiny sizes, its
-JSON shape and the sanity of its numbers (never their values: timings belong to benchmarks,
-tests/benchmarks/bench_recall.py), the layouts flag, and that its temporary stores are removed."""
+"""``hindsight bench recall`` (docs/benchmarks.md#recall-against-the-raw-edge-query): the real
+command at tiny sizes, its JSON shape and the sanity of its numbers (never their values: timings
+belong to benchmarks, tests/benchmarks/bench_recall.py), the layouts flag, and that its temporary
+stores are removed."""
 
 from __future__ import annotations
 

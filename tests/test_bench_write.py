@@ -1,5 +1,5 @@
-"""The write-side benchmarks of issue 20 run on small sizes and report their shape (no
-assertion on time: they are benchmarks, tests/benchmarks/bench_write_side.py)."""
+"""The write-side benchmarks (docs/benchmarks.md#the-write-side) run on small sizes and report their
+shape (no assertion on time: they are benchmarks, tests/benchmarks/bench_write_side.py)."""
 
 from __future__ import annotations
 

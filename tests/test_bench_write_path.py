@@ -1,5 +1,5 @@
-"""The write path's speed-ups keep its behaviour (issue 10, item 2): rows read once per batch
-but re-read after a decision changed them, the guard's case-free fast path, the shared
+"""The write path's speed-ups keep its behaviour (docs/benchmarks.md#the-write-path): rows read once
+per batch but re-read after a decision changed them, the guard's case-free fast path, the shared
 evidence index."""
 
 from __future__ import annotations

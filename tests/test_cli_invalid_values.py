@@ -1,6 +1,7 @@
-"""The invalid-value policy and per-record errors through the real command line (issue 18
-items 1 and 3): ``hindsight ingest`` keeps every good record, reports each bad one with its
-line and reason (exit 1), and reports replaced invalid text in one ``warning:`` line."""
+"""The invalid-value policy and per-record errors through the real command line
+(docs/concepts.md#stored-exactly-invalid-text-and-numbers, docs/cli.md#hindsight-ingest):
+``hindsight ingest`` keeps every good record, reports each bad one with its line and reason (exit
+1), and reports replaced invalid text in one ``warning:`` line."""
 
 from __future__ import annotations
 
@@ -107,7 +108,7 @@ def test_an_argument_that_is_not_utf8_is_replaced_not_a_traceback(tmp_path: Path
 
 
 def test_negative_numbers_are_arguments(tmp_path: Path) -> None:
-    """Issue 18 item 7: `hindsight confidence ID -0.2`, the form the help shows."""
+    """`hindsight confidence ID -0.2`, the form the help shows."""
     from hindsight import Memory, MemoryConfig
 
     data = tmp_path / "data"

@@ -1,8 +1,8 @@
-"""Paging with cursors through the real command line (issue 18 item 5): ``experiences list``,
-``trajectories list``, ``quarantine list`` and ``jobs`` take ``--cursor`` and print the next
-page's cursor (``next_cursor`` in ``--json``, a ``more: --cursor ...`` line otherwise); walking
-a store page by page lists every row once, on SQLite and PostgreSQL. A bad cursor, another
-listing's cursor, or ``--cursor`` with ``--offset`` is a one-line error.
+"""Paging with cursors through the real command line (docs/cli.md#paging-list-commands):
+``experiences list``, ``trajectories list``, ``quarantine list`` and ``jobs`` take ``--cursor`` and
+print the next page's cursor (``next_cursor`` in ``--json``, a ``more: --cursor ...`` line
+otherwise); walking a store page by page lists every row once, on SQLite and PostgreSQL. A bad
+cursor, another listing's cursor, or ``--cursor`` with ``--offset`` is a one-line error.
 """
 
 from __future__ import annotations

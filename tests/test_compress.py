@@ -1,4 +1,5 @@
-"""Trajectory compression before review (MISSION S2): merge, cut, drop, fit the budget."""
+"""Trajectory compression before review (docs/review.md#compression): merge, cut, drop, fit the
+budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Evidence-based confidence (hindsight.writeback.confidence; issue 15 item 5, issue 17 item 3):
+"""Evidence-based confidence (hindsight.writeback.confidence;
+docs/lifecycle.md#confidence-hindsightwritebackconfidence):
 the Beta posterior with numbers, the saturation rules, and properties (hypothesis) of mixed-
 trust writes: repetition from one source or from low-trust sources cannot buy confidence, and
 a contradiction between a high-trust and a low-trust lesson is not settled by count."""
@@ -179,7 +180,7 @@ def test_check_support_refuses_malformed_entries_in_one_line() -> None:
         assert "\n" not in str(info.value)
 
 
-# -- properties (issue 17 item 3) ---------------------------------------------------------------
+# -- properties --------------------------------------------------------------------------------
 
 trusts = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 low_trusts = st.floats(min_value=0.0, max_value=cf.LOW_TRUST, exclude_max=True)

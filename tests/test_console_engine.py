@@ -1,4 +1,4 @@
-"""Engine additions made for the console (issue 21): dry-run recall and archiving by hand."""
+"""Engine additions made for the console (docs/console.md): dry-run recall and archiving by hand."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The dedup working set (issue 20 item 4): rows kept between write batches, in step with the
-store, on SQLite and PostgreSQL.
+"""The dedup working set (docs/benchmarks.md#the-write-path): rows kept between write batches, in
+step with the store, on SQLite and PostgreSQL.
 
 The same batches are written for two tenants of one database, one with the working set and
 one without; between batches another memory on the same database (another process's) and the

@@ -1,6 +1,6 @@
-"""hindsight distill (issue 16 item 5, MISSION S14): lessons learned by several agents of one
-tenant become one shared rule with provenance, through the guard; idempotent; one tenant only;
-on SQLite and PostgreSQL."""
+"""hindsight distill (docs/checks.md#distillation-rules-learned-by-several-agents): lessons learned
+by several agents of one tenant become one shared rule with provenance, through the guard;
+idempotent; one tenant only; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The docs site (issue 10 part 5): ``mkdocs build --strict`` passes with no warning, every
-page under docs/ is in the nav, and every relative link of the docs and the README resolves
-(the README is read on GitHub, where docs/ pages are plain files)."""
+"""The docs site: ``mkdocs build --strict`` passes with no warning, every page under docs/ is in the
+nav, and every relative link of the docs and the README resolves (the README is read on GitHub,
+where docs/ pages are plain files)."""
 
 from __future__ import annotations
 

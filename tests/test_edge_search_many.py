@@ -1,6 +1,6 @@
-"""``EdgeVectorIndex.search_many`` (issue 20 item 4): one planned batch of queries with one
-filter gives, for every row, the hits one ``search`` gives; the write path's guard screening
-uses it and finds the same neighbours."""
+"""``EdgeVectorIndex.search_many`` (docs/benchmarks.md#the-write-path): one planned batch of queries
+with one filter gives, for every row, the hits one ``search`` gives; the write path's guard
+screening uses it and finds the same neighbours."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def test_record_review_recall_round_trip(tmp_path: Path, database_url: str) -> N
         assert hit.experience.reviewer == "scripted"
         b = hit.breakdown
         expected = 0.6 * b.similarity + 0.3 * b.confidence + 0.1 * b.recency
-        # score formula with the per-kind bonus (issue 15: replaced the strict kind order)
+        # score formula with the per-kind bonus (it replaced a strict kind order)
         assert b.kind_bonus == DEFAULT_KIND_BONUS["improvement"] == 0.05
         assert hit.score == pytest.approx(expected * b.trust + b.boost + b.kind_bonus, abs=1e-5)
         text = result.render()

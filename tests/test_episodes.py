@@ -1,4 +1,4 @@
-"""Episodes (MISSION S4/S5, issue 3 item 5): one short summary per reviewed run, embedded,
+"""Episodes (docs/review.md#episodes): one short summary per reviewed run, embedded,
 left out of normal recall, recalled after the lessons when asked, in their own budget."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The memory guard (issue 5 items 1, 2 and 6; case C24): normalization, rules, conflicts,
+"""The memory guard (docs/security.md; case C24): normalization, rules, conflicts,
 provenance trust, offline scanning, and the measured rates on the dev and held-out sets."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The guard and isolation through the real command line (issue 5; cases C01, C17, C24):
+"""The guard and isolation through the real command line (docs/security.md; cases C01, C17, C24):
 ``hindsight recall``, ``hindsight ingest``, ``hindsight quarantine list|approve|reject`` and
 ``hindsight guard scan``, each run as a subprocess on a real data dir."""
 

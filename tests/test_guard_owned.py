@@ -1,4 +1,4 @@
-"""Guard-owned state is immutable to edits (issue 17 item 4), on every interface.
+"""Guard-owned state is immutable to edits (docs/security.md#guard-owned-state), on every interface.
 
 Quarantine reasons, approvals, guard verdicts, evidence and trust change only through the
 guard's own audited actions (approve, reject, rescan). An edit through Python, HTTP or MCP that

@@ -1,4 +1,5 @@
-"""The guard's rule prefilter (issue 20 item 4): verdicts identical to running every rule.
+"""The guard's rule prefilter (docs/security.md#layer-1-before-write): verdicts identical to running
+every rule.
 
 The prefilter (:mod:`hindsight.guard.prefilter`) lets a text run only the rules whose required
 literals it contains. These tests compare the rules' hits with and without it on the labelled

@@ -1,4 +1,5 @@
-"""Ingest parsers: tau-bench, OpenAI message logs, our events logs (issue 2 item 8, case C05)."""
+"""Ingest parsers: tau-bench, OpenAI message logs, our events logs (docs/cli.md#hindsight-ingest;
+case C05)."""
 
 from __future__ import annotations
 
@@ -343,7 +344,7 @@ def test_unparsable_json_names_file_and_line(tmp_path: Path) -> None:
 def test_bad_records_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidTrajectoryError, match="record 1: does not match format openai"):
         parse(write_json(tmp_path / "n.json", [42]), format="openai")
-    # issue 18 item 3: a record of another shape is an error, never an empty run
+    # a record of another shape is an error, never an empty run
     for record, why in (
         ({"reward": 1.0}, "got an object with keys 'reward'"),
         ({"task_id": 1, "traj": []}, "it looks like a tau-bench record"),

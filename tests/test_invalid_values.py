@@ -1,5 +1,5 @@
-"""The invalid-value policy through the Python API, on SQLite and PostgreSQL (issue 18 item 1,
-issue 22 item 4; hindsight/_text.py, docs/concepts.md#invalid-text-and-numbers).
+"""The invalid-value policy through the Python API, on SQLite and PostgreSQL
+(hindsight/_text.py, docs/concepts.md#stored-exactly-invalid-text-and-numbers).
 
 Text fields: lone surrogates and NUL become U+FFFD (counted in one InvalidTextWarning), NaN and
 infinities inside free JSON become null; names are refused with one line naming the field;

@@ -1,4 +1,5 @@
-"""Tenant isolation, proven by property-based tests (issue 5 item 7; cases C01, C02, C17).
+"""Tenant isolation, proven by property-based tests (docs/security.md#tenant-isolation; cases C01,
+C02, C17).
 
 The workloads and checks are in :mod:`tests.isolation_suite` (reusable for HTTP and MCP). Here
 they run on the in-memory fakes (hundreds of seeded workloads) and, fewer, on the real stack:

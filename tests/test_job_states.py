@@ -1,4 +1,4 @@
-"""Review jobs end in a clear state (issue 22 item 3).
+"""Review jobs end in a clear state (docs/review.md#review-jobs).
 
 * ``attempts`` counts failed reviews only: not claims, not leases lost to a dead worker
   (``lost_leases``, bounded), not failures of the store around the review;

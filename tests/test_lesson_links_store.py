@@ -1,6 +1,7 @@
-"""Store side of lessons across runs (issue 15): ``experience_sources`` (the lessons a run
-taught, an index lookup) and ``lesson_key_hash`` (the experience a lesson folds into), on
-every SQL backend, and migration 0003 filling both from existing rows."""
+"""Store side of lessons across runs (docs/lifecycle.md#dedup-on-write-hindsightwritebackdedup):
+``experience_sources`` (the lessons a run taught, an index lookup) and ``lesson_key_hash`` (the
+experience a lesson folds into), on every SQL backend, and migration 0003 filling both from existing
+rows."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Lessons across runs: extra sources (``Lesson.sources``), merge on ``metadata["lesson_key"]``
-and evidence-based confidence through the review path (issue 15 items 5, issue 17 item 3)."""
+and evidence-based confidence through the review path
+(docs/lifecycle.md#confidence-hindsightwritebackconfidence)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def test_lesson_sources_default_empty() -> None:
         Lesson(kind=ExperienceKind.RULE, content="x", confidence=0.5, sources=["run-1"])
 
 
-# -- merge on the lesson key (issue 15: one lesson per key, evidence from every run) -------------
+# -- merge on the lesson key (one lesson per key, evidence from every run) -----------------------
 
 KEY = "tool_error:book_reservation:payment amount does not add up"
 
@@ -283,7 +284,7 @@ def test_maintain_folds_same_key_pairs_written_around_the_write_path(
         assert merged.status.value == "superseded" and merged.metadata["merged_into"] == kept.id
 
 
-# -- property: mixed-trust writes through the review path (issue 17 item 3) ---------------------
+# -- property: mixed-trust writes through the review path --------------------------------------
 
 runs_st = st.lists(
     st.tuples(st.integers(0, 5), st.sampled_from([1.0, 0.9, 0.6, 0.5, 0.3])),

@@ -1,5 +1,6 @@
-"""Issue 4: dedup and supersede, confidence from outcomes, forgetting, versions, compression,
-doctor, explain - on SQLite and PostgreSQL with the embedded Qdrant Edge index."""
+"""The write-back lifecycle (docs/lifecycle.md): dedup and supersede, confidence from outcomes,
+forgetting, versions, compression, doctor, explain - on SQLite and PostgreSQL with the embedded
+Qdrant Edge index."""
 
 from __future__ import annotations
 

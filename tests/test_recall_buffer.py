@@ -1,6 +1,6 @@
-"""Recall bookkeeping is buffered (issue 20 item 1, hindsight.store.recall_buffer): written in
-batches, before any other transaction of the store, at close() and at exit; a crash loses at most
-the unflushed bookkeeping, never an experience. On SQLite and PostgreSQL."""
+"""Recall bookkeeping is buffered (hindsight.store.recall_buffer): written in batches, before any
+other transaction of the store, at close() and at exit; a crash loses at most the unflushed
+bookkeeping, never an experience. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Recall ranking of issue 15: the situation match (a lesson is found through the episodes of
-the runs it was learned from) and the per-kind bonus that replaced "every semantic lesson ahead
-of every episodic record" - on SQLite and PostgreSQL with the embedded vector index."""
+"""Recall ranking (docs/concepts.md#recall): the situation match (a lesson is found through the
+episodes of the runs it was learned from) and the per-kind bonus that replaced "every semantic
+lesson ahead of every episodic record" - on SQLite and PostgreSQL with the embedded vector index."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Review through the engine and its durable jobs (issue 3; cases C06, C21).
+"""Review through the engine and its durable jobs (docs/review.md#review-jobs; cases C06, C21).
 
 The LLM reviewer talks HTTP to ``openai/test-model`` at a loopback URL that respx answers
 (``using="httpx"``: litellm's async transport is an httpx transport). Everything else is real:

@@ -1,4 +1,5 @@
-"""Masking of run-specific values in lessons (issue 15: lessons carry no personal data or ids)."""
+"""Masking of run-specific values in lessons (lessons carry no personal data or ids;
+docs/review.md#masking)."""
 
 from __future__ import annotations
 

@@ -330,7 +330,7 @@ def test_lenient_shapes_are_normalised() -> None:
 
 
 def test_answers_that_restate_the_run_are_folded_into_the_episode_not_lessons() -> None:
-    """Issue 15 item 4: outcome, cause / key step and task class describe this one run."""
+    """Outcome, cause / key step and task class describe this one run."""
     data = copy.deepcopy(REPORT)
     data["outcome"]["result"] = "success"
     lessons = report_to_lessons(ReviewReport.model_validate(data), model="m")

@@ -1,4 +1,4 @@
-"""The policy passages a review request shows (hindsight.review.policy, issue 15 item 1).
+"""The policy passages a review request shows (hindsight.review.policy).
 
 A policy of an invented domain (a library's lending desk) is used besides the real tau-bench
 airline policy, so nothing here can pass by knowing airline words.

@@ -1,4 +1,5 @@
-"""The end of a run wakes the review worker only when it is idle (issue 10, capture overhead).
+"""The end of a run wakes the review worker only when it is idle
+(docs/benchmarks.md#capture-overhead).
 
 Storing a trajectory used to wake the worker's loop from the caller's thread every time (a
 cross-thread wake and a GIL handoff on the agent's path). Now a store skips the wake while

@@ -1,4 +1,4 @@
-"""The heuristic reviewer on real tau-bench runs and on crafted ones (issue 2 item 6, C05, C06)."""
+"""The heuristic reviewer on real tau-bench runs and on crafted ones (cases C05, C06)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_tau_bench_lessons_are_general_not_restatements(
     tau_trajectories: list[Trajectory], tau_lessons: list[tuple[Trajectory, Lesson]]
 ) -> None:
     kinds = Counter(lesson.kind for _, lesson in tau_lessons)
-    # what only restates a run is its episode, not a lesson (issue 15)
+    # what only restates a run is its episode, not a lesson
     for kind in (ExperienceKind.OUTCOME, ExperienceKind.KEY_STEP, ExperienceKind.TASK_SCOPE):
         assert kinds[kind] == 0, kind
     for kind in (

@@ -1,4 +1,4 @@
-"""Superseded facts and undecidable conflicts (issue 18 item 6, docs/lifecycle.md): a newer
+"""Superseded facts and undecidable conflicts (docs/lifecycle.md): a newer
 lesson that corrects a number, version or limit supersedes the older one (kept in history);
 when the write-back cannot tell which is right, both stay, both are marked in the rendered
 block and the older one's confidence is lowered. On SQLite and PostgreSQL."""

@@ -1,5 +1,6 @@
-"""Context for the review and task groups (issue 15): the trajectory's system prompt, outcome
-evidence and task key, from the model to the store and every interface."""
+"""Context for the review and task groups
+(docs/concepts.md#context-for-the-review-system-prompt-outcome-evidence-task-key): the trajectory's
+system prompt, outcome evidence and task key, from the model to the store and every interface."""
 
 from __future__ import annotations
 
@@ -374,7 +375,8 @@ def test_tau_bench_ingest_keeps_policy_evidence_and_task_key(
             assert traj.evidence.reason.startswith(f"reward {reward_info['reward']}")
             for key, value in reward_info["info"].items():
                 assert (f"{key} {value}" in traj.evidence.reason) is isinstance(value, float)
-    # Ids are derived from the whole record, as before issue 15: re-ingest adds nothing.
+    # Ids are derived from the whole record, as before the task key existed: re-ingest adds
+    # nothing.
     assert tau_trajectories[0].id == "e55a4d05-382e-5a91-b162-ae25a88cd684"
 
 

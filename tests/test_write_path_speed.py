@@ -1,4 +1,5 @@
-"""The write path's shortcuts (issue 10) decide and read exactly what the full path does.
+"""The write path's shortcuts (docs/benchmarks.md#the-write-path) decide and read exactly what the
+full path does.
 
 * :func:`hindsight.writeback.text.cannot_align` only answers "not aligned" when the full
   alignment agrees, and dedup's decisions are the same with and without it;

@@ -1,5 +1,5 @@
 """The integrations' background writer, the durable unsaved area and runs stored in parts
-(issue 19 items 1-3): real SQL (SQLite files, PostgreSQL when configured), real threads."""
+(docs/concepts.md#storage): real SQL (SQLite files, PostgreSQL when configured), real threads."""
 
 from __future__ import annotations
 
