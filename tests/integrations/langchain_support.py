@@ -91,6 +91,9 @@ def last_id(handler: Any) -> str | None:
 
 
 def all_trajectories(mem: Memory, tenant: str = TENANT) -> int:
+    """The tenant's stored trajectories, once the memory's background writer stored what it
+    was handed (an invoke does not wait for its write)."""
+    assert mem.writer.wait(30)
     return int(mem.stats(tenant_id=tenant)["trajectories"])
 
 
