@@ -39,7 +39,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, PlainValidator, TypeAdapter, ValidationError
+from pydantic import (
+    Field,
+    PlainValidator,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+)
 
 from hindsight._errors import HindsightError, UsageError
 from hindsight._ids import normalize_id, validate_namespace, validate_tenant
@@ -102,6 +108,7 @@ __all__ = [
     "forget_filter",
     "integer",
     "number",
+    "switch",
     "validation_message",
 ]
 
@@ -123,6 +130,11 @@ def _trajectory_id(value: Any) -> str:
 
 def _namespaces(value: Any) -> list[str]:
     names = [value] if isinstance(value, str) else value
+    if not isinstance(names, Sequence) or isinstance(names, bytes):
+        raise UsageError(
+            f"namespace must be a string or a list of strings, got {type(value).__name__}",
+            field="namespace",
+        )
     if not names:
         raise UsageError("namespace must name at least one namespace", field="namespace")
     return list(dict.fromkeys(validate_namespace(n) for n in names))
@@ -300,6 +312,28 @@ def number(value: Any, name: str, low: float, high: float) -> float:
             f"{name} must be a number from {low:g} to {high:g}, got {got!r:.40}", field=name
         )
     return float(value)
+
+
+_SWITCH = TypeAdapter(bool)
+
+
+def switch(value: Any, name: str, default: bool) -> bool:
+    """The one rule for an on/off argument on every interface (docs/concepts.md, the input
+    contract): ``True``/``False``, ``None`` for ``default``, or what pydantic reads as a
+    boolean from JSON, a CLI argument or a query parameter (``"true"``, ``"no"``, ``"off"``,
+    ``0``, ``1``), so ``"no"`` is off everywhere, never truthy.
+
+    Raises:
+        UsageError: ``<name> must be true or false, got <value>``.
+    """
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    try:
+        return bool(_SWITCH.validate_python(value))
+    except ValidationError:
+        raise UsageError(f"{name} must be true or false, got {value!r:.40}", field=name) from None
 
 
 def _confidence(value: Any) -> float:
@@ -530,13 +564,17 @@ Labels = Tags
 
 
 def _or(default: bool) -> Any:
-    return lambda value: default if value is None else value
+    def check_switch(value: Any, info: ValidationInfo) -> bool:
+        return switch(value, info.field_name or "switch", default)
+
+    return check_switch
 
 
-OnByDefault = Annotated[bool, BeforeValidator(_or(True), json_schema_input_type=bool | None)]
+OnByDefault = Annotated[bool, PlainValidator(_or(True), json_schema_input_type=bool | None)]
 """An optional switch that is on unless turned off: ``true``/``false``, ``null`` = ``true``
-(every optional argument of HTTP and MCP takes ``null`` for its default)."""
-OffByDefault = Annotated[bool, BeforeValidator(_or(False), json_schema_input_type=bool | None)]
+(every optional argument of HTTP and MCP takes ``null`` for its default), read by
+:func:`switch`."""
+OffByDefault = Annotated[bool, PlainValidator(_or(False), json_schema_input_type=bool | None)]
 """An optional switch that is off unless turned on: ``true``/``false``, ``null`` = ``false``."""
 Content = Annotated[
     str,
@@ -635,8 +673,8 @@ def forget_filter(experience_id: Any, trajectory_id: Any, everything: Any) -> di
     Raises:
         UsageError: no filter given, more than one, or a bad id.
     """
-    chosen = (experience_id, trajectory_id, everything or None)
-    if sum(x is not None and x is not False for x in chosen) != 1:
+    chosen = (experience_id, trajectory_id, switch(everything, "everything", False) or None)
+    if sum(x is not None for x in chosen) != 1:
         raise UsageError(
             "forget needs exactly one of experience_id, trajectory_id or everything=True"
         )

@@ -7,6 +7,7 @@ Config objects are frozen: build a new one with :meth:`MemoryConfig.model_copy` 
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -249,7 +250,43 @@ def load_config(**overrides: Any) -> MemoryConfig:
             one) and what is wrong: ``invalid configuration: HINDSIGHT_TOKEN_BUDGET:
             token_budget must be an integer from 150 to 1000000, got '0'``.
     """
+    _refuse_unknown(overrides)
     try:
         return MemoryConfig(**overrides)
     except ValidationError as err:
         raise UsageError(f"invalid configuration: {validation_message(err)}") from None
+
+
+def with_overrides(config: MemoryConfig, **overrides: Any) -> MemoryConfig:
+    """``config`` with ``overrides`` (field names) applied and validated like
+    :func:`load_config` (``model_copy`` would not validate them).
+
+    Raises:
+        UsageError: ``config`` is not a :class:`MemoryConfig`, a name is not a setting, or a
+            value is invalid (one line, as :func:`load_config`).
+    """
+    if not isinstance(config, MemoryConfig):
+        shown = repr(config)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise UsageError(
+            f"invalid configuration: config must be a MemoryConfig, got "
+            f"{type(config).__name__} {shown}; to open a folder pass data_dir=..."
+        )
+    if not overrides:
+        return config
+    _refuse_unknown(overrides)
+    try:
+        return MemoryConfig(**{**config.model_dump(), **overrides})
+    except ValidationError as err:
+        raise UsageError(f"invalid configuration: {validation_message(err)}") from None
+
+
+def _refuse_unknown(overrides: dict[str, Any]) -> None:
+    """Refuse a keyword that is not a :class:`MemoryConfig` field (a misspelt ``data_dir``
+    would otherwise open the default folder): ``UsageError`` naming it and the closest field."""
+    fields = MemoryConfig.model_fields
+    for name in overrides:
+        if name not in fields:
+            close = difflib.get_close_matches(name, list(fields), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise UsageError(f"invalid configuration: {name!r} is not a setting{hint}")

@@ -29,6 +29,7 @@ from hindsight._contract import (
     Success,
     TrajectoryId,
     check,
+    switch,
 )
 from hindsight._paging import Page, decode_cursor, page_of
 from hindsight.guard import Guard, quarantine
@@ -473,4 +474,5 @@ class LifecycleMethods:
         repair what can be repaired when ``repair=True``. Operator tool (whole store)."""
         self._check_open()
         parts = (self.store, self.index, self.embedder, self.clock, self.vectors)
-        return await asyncio.to_thread(diagnose, *parts, repair=repair, progress=progress)
+        fix = switch(repair, "repair", False)
+        return await asyncio.to_thread(diagnose, *parts, repair=fix, progress=progress)

@@ -21,12 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from hindsight._contract import validation_message
 from hindsight._errors import EmbedderMismatchError, StoreError, StoreLockedError, UsageError
 from hindsight._runtime import BackgroundLoop
-from hindsight.config import MemoryConfig, load_config
+from hindsight.config import MemoryConfig, load_config, with_overrides
 from hindsight.guard import Guard
 from hindsight.guard.screening import WriteScreen
 from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex, WritableVectorIndex
@@ -53,13 +50,7 @@ def resolve_config(
     """
     if isinstance(reviewer, str):
         overrides["reviewer"], reviewer = reviewer, None
-    if config is None:
-        config = load_config(**overrides)
-    elif overrides:
-        try:
-            config = config.model_copy(update=overrides)
-        except ValidationError as err:
-            raise UsageError(f"invalid configuration: {validation_message(err)}") from None
+    config = load_config(**overrides) if config is None else with_overrides(config, **overrides)
     return config, reviewer
 
 

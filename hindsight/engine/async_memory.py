@@ -45,6 +45,7 @@ from hindsight._contract import (
     TrajectoryId,
     check,
     forget_filter,
+    switch,
 )
 from hindsight._errors import MemoryClosedError, NotFoundError, UsageError
 from hindsight._paging import Page, awalk, decode_cursor, page_of, paging
@@ -370,6 +371,7 @@ class AsyncMemory(LifecycleMethods):
         """The blocking part of :meth:`store_episode`, on the caller's thread: one SQL
         transaction (trajectory + job) and a thread-safe wake of the worker. The sync facade
         calls it directly, so the end of a run never waits behind the review loop."""
+        review, merge = switch(review, "review", True), switch(merge, "merge", False)
         paused = traj.metadata.get("paused") is True
         queue = review and not traj.is_empty() and not paused
         if traj.system_prompt is not None:
@@ -452,8 +454,9 @@ class AsyncMemory(LifecycleMethods):
             NotFoundError: an unknown job id.
         """
         self._check_open()
+        every = switch(all_failed, "all_failed", False)
         jobs: list[Any] = await asyncio.to_thread(
-            self.store.retry_review_jobs, job_ids, all_failed=all_failed, tenant_id=tenant_id
+            self.store.retry_review_jobs, job_ids, all_failed=every, tenant_id=tenant_id
         )
         if jobs and self.config.background_review:
             self.reviews.ensure_worker()
@@ -653,6 +656,7 @@ class AsyncMemory(LifecycleMethods):
         of :meth:`recall`, defaults applied); :class:`hindsight.Memory` calls it directly.
         Its reads leave the recall bookkeeping buffered (:meth:`SqlStore.recall_reads`)."""
         self._check_open()
+        risk_checks = switch(risk_checks, "risk_checks", True)
         floor = check(SimilarityFloor, options.pop("similarity_floor", None))
         request = self._recall.request(query, similarity_floor=floor, **options)
         with (
@@ -830,12 +834,14 @@ class AsyncMemory(LifecycleMethods):
                 f"args must be a mapping of argument names to values, got {type(args).__name__}"
             )
         namespaces: list[str] = check(Namespaces, namespace)
-        if include_shared and self.config.shared_namespace not in namespaces:
+        shared = switch(include_shared, "include_shared", True)
+        if shared and self.config.shared_namespace not in namespaces:
             namespaces.append(self.config.shared_namespace)
         k: int = check(TopK, 5 if top_k is None else top_k)
         tt = check(TaskType, task_type)
         tid = None if trajectory_id is None else check(TrajectoryId, trajectory_id)
         seen = check(RunState, state)
+        record = switch(record, "record", True)
         with (
             operation(
                 "check_action", self.metrics, tenant=tenant, trajectory_id=tid, top_k=k, tool=tool
@@ -886,12 +892,13 @@ class AsyncMemory(LifecycleMethods):
         tenant = self._scope(tenant_id)
         if isinstance(min_sources, bool) or not isinstance(min_sources, int) or min_sources < 2:
             raise UsageError(f"min_sources must be an integer >= 2, got {min_sources!r}")
+        dry_run = switch(dry_run, "dry_run", False)
         shared = self.config.shared_namespace
         lessons, have = await asyncio.to_thread(self._distill_inputs, tenant, shared)
         report: dict[str, Any] = {
             "tenant_id": tenant,
             "method": "offline:lesson_key",
-            "dry_run": bool(dry_run),
+            "dry_run": dry_run,
             "clusters": [],
             "written": [],
             "quarantined": [],

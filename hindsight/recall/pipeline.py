@@ -44,6 +44,7 @@ from hindsight._contract import (
     TopK,
     TrajectoryId,
     check,
+    switch,
 )
 from hindsight._errors import UsageError
 from hindsight.config import MemoryConfig
@@ -151,7 +152,9 @@ class Recall:
         task_type = check(TaskType, task_type)
         tags, tools = check(Tags, tags), check(Tools, tools)
         mode = _mode(mode, text, task_type)
-        if include_shared and self.config.shared_namespace not in namespaces:
+        if switch(include_shared, "include_shared", True) and (
+            self.config.shared_namespace not in namespaces
+        ):
             namespaces.append(self.config.shared_namespace)
         floor = similarity_floor
         if floor is None:
@@ -172,9 +175,9 @@ class Recall:
             floor if mode == "vector" else None,
             tid,
             self.config.token_budget if budget is None else budget,
-            bool(include_episodes),
-            bool(explain),
-            bool(record),
+            switch(include_episodes, "include_episodes", False),
+            switch(explain, "explain", False),
+            switch(record, "record", True),
         )
 
     def run(self, req: RecallRequest) -> RecallResult:

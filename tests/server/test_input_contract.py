@@ -57,6 +57,7 @@ STATE = (
     f"state must be a list of at most {MAX_BATCH_ITEMS} tool results, each an object "
     '{"tool": <name>, "result": <JSON value or text>}'
 )
+SWITCH = "include_episodes must be true or false, got"
 SOURCE = "source must be one of system, user, tool, unknown, or another spelling"
 KIND = "kind must be one of outcome, key_step"
 NAMESPACE = "namespace must be a non-empty string"
@@ -173,6 +174,12 @@ TABLE: list[tuple[str, Any, str]] = [
     # null is the default of every optional switch
     ("include_episodes", None, OK),
     ("include_episodes", True, OK),
+    # a switch reads "no" as off on every interface, never as a truthy string
+    ("include_episodes", "no", OK),
+    ("include_episodes", "false", OK),
+    ("include_episodes", 0, OK),
+    ("include_episodes", "maybe", SWITCH + " 'maybe'"),
+    ("include_episodes", [True], SWITCH + " [True]"),
 ]
 """Every numeric (and paging) argument, the text and list limits, the spellings and the
 switches: ``cursor`` and ``offset`` belong to every listing, ``confidence``, ``importance``,

@@ -1,0 +1,108 @@
+"""On/off arguments and settings through the Python API (docs/concepts.md#the-input-contract).
+
+A switch is read by one rule on every interface (:func:`hindsight._contract.switch`): ``"no"``,
+``"false"``, ``"off"`` and ``0`` are off, never truthy strings, and anything else that is not a
+boolean is refused with one line naming it. Settings given as keywords are checked like the
+environment's: a misspelt name or a value the setting refuses is an error, never a default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hindsight import Memory, UsageError
+from hindsight.config import MemoryConfig, load_config, with_overrides
+from tests.helpers import make_memory, trajectory
+
+OFF = ["no", "false", "False", "off", "0", 0, False]
+ON = ["yes", "true", "on", "1", 1, True]
+REFUSED = ["maybe", "", [True], {"on": True}, 2, 0.5]
+
+
+@pytest.mark.parametrize("value", OFF)
+def test_forget_everything_given_an_off_value_deletes_nothing(
+    tmp_path: Path, database_url: str, value: Any
+) -> None:
+    with make_memory(tmp_path / "d", database_url) as mem:
+        mem.add_experience("Retry the export once when it times out.", tenant_id="t")
+        with pytest.raises(UsageError, match="forget needs exactly one of"):
+            mem.forget(tenant_id="t", everything=value)
+        assert len(mem.list_experiences(tenant_id="t")) == 1
+
+
+@pytest.mark.parametrize("value", REFUSED)
+def test_a_switch_that_is_not_one_is_refused_in_one_line(
+    tmp_path: Path, database_url: str, value: Any
+) -> None:
+    with make_memory(tmp_path / "d", database_url) as mem:
+        mem.add_experience("Retry the export once when it times out.", tenant_id="t")
+        calls = {
+            "everything": lambda: mem.forget(tenant_id="t", everything=value),
+            "include_episodes": lambda: mem.recall("export", tenant_id="t", include_episodes=value),
+            "explain": lambda: mem.recall("export", tenant_id="t", explain=value),
+            "record": lambda: mem.check_action("export", {}, tenant_id="t", record=value),
+            "include_shared": lambda: mem.recall("export", tenant_id="t", include_shared=value),
+            "risk_checks": lambda: mem.recall("export", tenant_id="t", risk_checks=value),
+            "dry_run": lambda: mem.distill(tenant_id="t", dry_run=value),
+            "review": lambda: mem.store_episode(trajectory("t", "export"), review=value),
+            "all_failed": lambda: mem.retry_review_jobs(all_failed=value),
+        }
+        for name, call in calls.items():
+            with pytest.raises(UsageError) as err:
+                call()
+            assert str(err.value).startswith(f"{name} must be true or false, got"), str(err.value)
+            assert "\n" not in str(err.value)
+        assert len(mem.list_experiences(tenant_id="t")) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [*((v, False) for v in OFF), *((v, True) for v in ON)]
+)
+def test_a_switch_means_what_it_says(
+    tmp_path: Path, database_url: str, value: Any, expected: bool
+) -> None:
+    with make_memory(tmp_path / "d", database_url) as mem:
+        mem.add_experience("Retry the export once when it times out.", tenant_id="t")
+        report = mem.distill(tenant_id="t", dry_run=value)
+        assert report["dry_run"] is expected
+        receipt = mem.store_episode(trajectory("t", f"export {value!r}"), review=value)
+        assert receipt["review_queued"] is expected
+
+
+def test_a_folder_given_where_the_config_goes_is_refused(tmp_path: Path) -> None:
+    for given in (str(tmp_path), tmp_path, {"data_dir": str(tmp_path)}):
+        with pytest.raises(UsageError, match=r"config must be a MemoryConfig, got .*data_dir="):
+            Memory(given)  # type: ignore[arg-type]
+    assert not any(tmp_path.iterdir())  # nothing was created anywhere
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [("data_dri", "data_dir"), ("topk", "top_k"), ("databse_url", "database_url"), ("zzz", "")],
+)
+def test_a_misspelt_setting_is_refused_with_the_closest_name(
+    tmp_path: Path, name: str, hint: str
+) -> None:
+    message = f"invalid configuration: '{name}' is not a setting"
+    message += f" (did you mean {hint}?)" if hint else ""
+    for call in (
+        lambda: load_config(**{name: "x"}),
+        lambda: Memory(**{name: str(tmp_path)}),
+        lambda: Memory(MemoryConfig(data_dir=tmp_path), **{name: "x"}),
+    ):
+        with pytest.raises(UsageError) as err:
+            call()
+        assert str(err.value) == message
+
+
+def test_settings_beside_a_config_are_validated_like_the_environment(tmp_path: Path) -> None:
+    config = MemoryConfig(data_dir=tmp_path)
+    for value in ("x", 0, 1001, True):
+        with pytest.raises(UsageError, match="invalid configuration: top_k: top_k must be"):
+            with_overrides(config, top_k=value)
+    assert with_overrides(config, top_k="7").top_k == 7
+    assert with_overrides(config).top_k == config.top_k
+    assert with_overrides(config, top_k=7).data_dir == tmp_path
