@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -106,6 +108,7 @@ __all__ = [
     "check",
     "error_location",
     "forget_filter",
+    "input_file",
     "integer",
     "number",
     "switch",
@@ -312,6 +315,25 @@ def number(value: Any, name: str, low: float, high: float) -> float:
             f"{name} must be a number from {low:g} to {high:g}, got {got!r:.40}", field=name
         )
     return float(value)
+
+
+def input_file(path: Any, what: str = "file") -> Path:
+    """``path`` as a file that can be read: the one check of every command that reads one
+    (``hindsight ingest``, ``restore``, ``guard scan``, ``bench learning`` ...), before it opens
+    anything.
+
+    Raises:
+        UsageError: ``no such file: <path>``, ``<path> is a folder, not a file: give one
+            <what>`` or ``cannot read <path>: permission denied``.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{p} is a folder, not a file: give one {what}")
+    if not p.is_file():
+        raise UsageError(f"no such file: {p}")
+    if not os.access(p, os.R_OK):
+        raise UsageError(f"cannot read {p}: permission denied")
+    return p
 
 
 _SWITCH = TypeAdapter(bool)

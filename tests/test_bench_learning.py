@@ -614,7 +614,7 @@ def test_cli_text_tables(tau_bench_path: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["NOFILE"], "error: tau-bench file not found: NOFILE"),
+        (["NOFILE"], "error: no such file: NOFILE"),
         (["TAU", "--train-trials", "0,x"], "error: --train-trials: 'x' is not a trial number"),
         (["TAU", "--query-trial", "1"], "error: trial 1 cannot be both reviewed and held out"),
         (["TAU", "--query-trial", "7"], "error: the file has no run of trial 7 to hold out"),

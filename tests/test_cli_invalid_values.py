@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import REPO, cli_env, run_cli
+from tests.cli_helpers import REPO, assert_one_line_error, cli_env, run_cli
 
 
 def _lines(*records: object | bytes) -> bytes:
@@ -136,8 +136,6 @@ def test_negative_numbers_are_arguments(tmp_path: Path) -> None:
 def test_a_usage_error_points_at_the_help_of_the_command_used(tmp_path: Path) -> None:
     """The one-line usage error names the full subcommand path, whichever way hindsight was
     started (``python -m hindsight`` here), so the suggested help command runs as printed."""
-    from tests.cli_helpers import assert_one_line_error
-
     cases = {
         ("experiences", "list"): "(see 'hindsight experiences list --help')",
         ("quarantine", "approve"): "(see 'hindsight quarantine approve --help')",
@@ -174,3 +172,42 @@ def test_ingest_prints_the_first_ten_bad_records_and_counts_the_rest(
     )  # fmt: skip
     doc = json.loads(again.stdout)
     assert len(doc["errors"]) == doc["records_failed"] == bad
+
+
+FILE_COMMANDS = [
+    (["ingest", "{}", "--tenant", "t"], "", "trajectory log (JSON or JSONL)"),
+    (["restore", "{}"], "", "file written by `hindsight backup`"),
+    (["guard", "scan", "{}"], "", "JSONL file of candidate lessons"),
+    (["guard", "eval", "{}"], "", "labelled JSONL file"),
+    (["bench", "learning", "{}"], "", "tau-bench results file"),
+    (["bench", "review", "{}"], "", "tau-bench results file"),
+    (["bench", "goals", "--tau-bench", "{}"], "--tau-bench: ", "tau-bench results file"),
+]
+"""Every command that reads a file, where the file goes, and what it says it wants."""
+
+
+@pytest.mark.parametrize(("args", "prefix", "what"), FILE_COMMANDS, ids=lambda v: str(v)[:30])
+def test_every_command_that_reads_a_file_says_what_is_wrong_with_it(
+    tmp_path: Path, args: list[str], prefix: str, what: str
+) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    cases = {
+        str(tmp_path / "missing.json"): f"no such file: {tmp_path / 'missing.json'}",
+        str(folder): f"{folder} is a folder, not a file: give one {what}",
+    }
+    for given, message in cases.items():
+        proc = run_cli(*[given if a == "{}" else a for a in args], data_dir=tmp_path / "data")
+        line = assert_one_line_error(proc, 2)
+        assert line == f"error: {prefix}{message}", line
+    assert not (tmp_path / "data").exists()  # refused before opening anything
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"[]", b"[]\n"])
+def test_ingest_of_a_file_without_runs_says_so(tmp_path: Path, content: bytes) -> None:
+    log = tmp_path / "log.json"
+    log.write_bytes(content)
+    proc = run_cli("ingest", str(log), "--tenant", "t", data_dir=tmp_path / "data")
+    assert proc.returncode == 0, proc.stderr
+    assert "trajectories: 0 added" in proc.stdout
+    assert f"note: {log} holds no runs" in " ".join(proc.stderr.split()), proc.stderr

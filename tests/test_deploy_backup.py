@@ -171,7 +171,7 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
         (("backup", str(tmp_path / "b.db")), "already exists"),
         (("backup", str(tmp_path / "missing" / "b.db")), "does not exist"),
         (("backup", str(tmp_path)), "folder"),
-        (("restore", str(tmp_path / "nope.db")), "does not exist"),
+        (("restore", str(tmp_path / "nope.db")), "no such file"),
         (("restore", str(tmp_path / "notes.txt")), "not a hindsight backup"),
         (("restore", str(tmp_path / "other.db"), "--force"), "not a hindsight store"),
     ]

@@ -14,6 +14,7 @@ from hindsight.cli._common import (
     JsonOpt,
     TenantOpt,
     app,
+    checked_file,
     err_console,
     fail,
     guarded,
@@ -68,8 +69,7 @@ def ingest(
 
     if format not in ("auto", "openai", "tau-bench", "events"):
         raise fail(f"--format must be auto, openai, tau-bench or events, got {format!r}", 2)
-    if not path.is_file():
-        raise fail(f"no such file: {path}", 2)
+    checked_file(path, "trajectory log (JSON or JSONL)")
     with (
         guarded() as replaced,
         open_memory(state(ctx), note_pending=False, **check_reviewer(reviewer)) as mem,
@@ -161,6 +161,13 @@ def ingest(
                     highlight=False,
                     soft_wrap=True,
                 )
+        if not (added or skipped or errors):
+            err_console.print(
+                f"note: {escape(str(path))} holds no runs (an empty file, blank lines or an "
+                "empty list): nothing was stored",
+                highlight=False,
+                soft_wrap=True,
+            )
         if jobs["failed"]:
             err_console.print(
                 f"[yellow]warning:[/] {jobs['failed']} review(s) failed; their errors: "
@@ -212,6 +219,10 @@ def recall(
     ] = None,
     task_type: Annotated[str | None, typer.Option("--task-type")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Boost this tag.")] = None,
+    tool: Annotated[
+        list[str] | None,
+        typer.Option("--tool", help="A tool the agent has: boosts its lessons, adds its checks."),
+    ] = None,
     top_k: Annotated[str | None, typer.Option("--top-k", help="1..1000 (default 5).")] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="vector | task_type")] = None,
     explain: Annotated[
@@ -220,6 +231,10 @@ def recall(
     episodes: Annotated[
         bool,
         typer.Option("--episodes", help="Also show the most similar past episodes (runs)."),
+    ] = False,
+    block: Annotated[
+        bool,
+        typer.Option("--block", help="Print the block the agent gets, not the table."),
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -231,6 +246,7 @@ def recall(
             namespace=namespace or "default",
             task_type=task_type,
             tags=tag or (),
+            tools=tool or (),
             top_k=top_k,
             mode=mode,
             include_episodes=episodes,
@@ -238,6 +254,9 @@ def recall(
         )
         if as_json:
             print_json(result.to_json(explain=explain))
+            return
+        if block:
+            out_console.print(escape(result.render()), highlight=False, soft_wrap=True)
             return
         _print_hits(result, explain)
         if episodes:

@@ -20,7 +20,7 @@ from hindsight.cli._bench import (
     show,
     sizes_or_fail,
 )
-from hindsight.cli._common import JsonOpt, fail, guarded
+from hindsight.cli._common import JsonOpt, checked_file, fail, guarded
 
 
 @bench_app.command("ingest")
@@ -103,6 +103,7 @@ def bench_review(
 
     if runs is not None and runs < 1:
         raise fail(f"--runs must be >= 1, got {runs}", 2)
+    checked_file(file, "tau-bench results file")
     _check_temp_dir(data_dir)
     with guarded():
         report = review_cpu(file, runs=runs, parent=data_dir, progress=say_to_stderr("review"))
@@ -169,8 +170,8 @@ def bench_goals(
         if not 1 <= ingest_repeats <= 1000:
             raise fail(f"--ingest-repeats must be in 1..1000, got {ingest_repeats}", 2)
         settings = dataclasses.replace(settings, ingest_repeats=ingest_repeats)
-    if tau_bench is not None and not tau_bench.is_file():
-        raise fail(f"--tau-bench: {tau_bench} is not a file", 2)
+    if tau_bench is not None:
+        checked_file(tau_bench, "tau-bench results file", option="--tau-bench")
     _check_temp_dir(data_dir)
     with guarded():
         report = run_goals(

@@ -140,6 +140,17 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def checked_file(path: Path, what: str, *, option: str | None = None) -> None:
+    """Exit 2 with ``error: ...`` unless ``path`` is a file that can be read
+    (:func:`hindsight._contract.input_file`; ``option`` prefixes the message)."""
+    from hindsight._contract import input_file  # pydantic: not for `hindsight --help`
+
+    try:
+        input_file(path, what)
+    except UsageError as err:
+        raise fail(f"{option}: {err}" if option else str(err), 2) from None
+
+
 def print_next_cursor(cursor: str | None) -> None:
     """The one-line hint after a page of a listing that has more: how to ask for the next."""
     if cursor is not None:

@@ -18,6 +18,7 @@ from hindsight.cli._common import (
     JsonOpt,
     TenantOpt,
     app,
+    checked_file,
     fail,
     guarded,
     open_memory,
@@ -163,8 +164,7 @@ def guard_scan(
 ) -> None:
     """Check candidate lessons offline; with labels ("poison"/"benign"), print the detection
     and false-positive rates."""
-    if not path.is_file():
-        raise fail(f"no such file: {path}", 2)
+    checked_file(path, "JSONL file of candidate lessons")
     with guarded():
         try:
             _scan(path, rules, as_json)
@@ -267,8 +267,8 @@ def guard_eval(
         raise fail("give a labelled JSONL file or --tenant, not both and not neither", 2)
     if label not in ("benign", "poison"):
         raise fail(f"--label must be benign or poison, got {label!r}", 2)
-    if path is not None and not path.is_file():
-        raise fail(f"no such file: {path}", 2)
+    if path is not None:
+        checked_file(path, "labelled JSONL file")
     with guarded():
         _eval(ctx, path, tenant, label, layers, as_json)
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hindsight._contract import input_file
 from hindsight._errors import UsageError
 from hindsight.bench.learning._conditions import evaluate_all
 from hindsight.bench.learning._data import load_runs, split_runs
@@ -156,8 +157,7 @@ def run_learning(
         raise UsageError(
             f"--held-out-tasks must be every:N with N >= 2, got every:{held_out_every}"
         )
-    if not Path(path).is_file():
-        raise UsageError(f"tau-bench file not found: {path}")
+    input_file(path, "tau-bench results file")
     names = _check_reviewers(reviewers)
     commit = commit_info()  # before the run: the checkout may move while it runs
     wall, cpu = time.perf_counter(), time.process_time()

@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy import func, inspect, select, table
 
+from hindsight._contract import input_file
 from hindsight._errors import UsageError
 from hindsight.config import MemoryConfig
 from hindsight.ops.backup import _postgres, _sqlite
@@ -50,8 +51,7 @@ def backup_kind(path: Path) -> str:
         UsageError: ``path`` is missing, not a file, or neither a SQLite file nor a
             ``pg_dump`` custom-format archive.
     """
-    if not path.is_file():
-        raise UsageError(f"backup file {path} does not exist")
+    input_file(path, "file written by `hindsight backup`")
     with path.open("rb") as fh:
         head = fh.read(len(_sqlite.MAGIC))
     if head.startswith(_sqlite.MAGIC):
