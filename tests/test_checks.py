@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hindsight import Memory, TenantRequiredError, UsageError
-from hindsight.checks import ADVICE_END, ADVICE_START, compile_checks
+from hindsight.checks import ADVICE_END, ADVICE_START, RiskCheck, compile_checks
 from hindsight.models import (
     Event,
     EventStatus,
@@ -313,3 +313,79 @@ def test_one_check_per_subject_before_a_second_of_any() -> None:
         assert [m.check.lesson_id for m in four.checks] == [pay[0], guests, pay[1], pay[2]]
         assert four.checks[1].score < four.checks[2].score  # a second subject before a better
         # second match of the first subject
+
+
+RUN_START_LESSONS = {
+    "pdf": "export_report fails with 'quota exceeded' when the PDF archive of a whole year is "
+    "too large: export one month of the archive at a time.",
+    "team": "export_report fails with 'permission denied' on folders shared by another team: "
+    "ask the owner of the shared folder for access first.",
+    "range": "export_report returns an empty spreadsheet when the date range starts after it "
+    "ends: check the order of the range.",
+    "backup": "export_report times out during the weekly backup window: retry after the "
+    "backup finishes.",
+}
+"""Four lessons about one tool, on four different subjects; the backup one is the most
+confident, so a section ranked by confidence alone would always open with it."""
+
+
+@pytest.mark.parametrize(
+    ("query", "subject"),
+    [
+        ("Please export the PDF archive of the whole year", "pdf"),
+        ("Export the folder another team shared with me", "team"),
+        ("export the spreadsheet for this date range", "range"),
+    ],
+)
+def test_run_start_checks_follow_what_the_user_asked(query: str, subject: str) -> None:
+    from hindsight.checks import RISK_HEADING
+
+    with test_memory() as mem:
+        ids = {}
+        for key, text in RUN_START_LESSONS.items():
+            ids[key] = mem.add_experience(
+                text, tenant_id="acme", kind="tool_reliability", tools=["export_report"],
+                confidence=0.9 if key == "backup" else 0.7,
+            ).id  # fmt: skip
+        mem.add_experience(
+            "send_invoice fails with 'currency mismatch' when the customer pays in another "
+            "currency: convert the amount first.",
+            tenant_id="acme", kind="tool_reliability", tools=["send_invoice"], confidence=0.95,
+        )  # fmt: skip
+        ask = {"tenant_id": "acme", "similarity_floor": 0.99}  # checks only, no hits
+        tools = ["send_invoice", "export_report"]
+        result = mem.recall(query, tools=tools, **ask)
+        lines = result.risk_section.splitlines()
+        assert lines[0] == RISK_HEADING
+        # the check that fits the request comes first, before a more confident one about
+        # another subject and before the other tool's check
+        assert lines[1].startswith("- before you call export_report: "), lines
+        assert RUN_START_LESSONS[subject][:40] in lines[1], lines
+        assert result.risk_lesson_ids[0] == ids[subject]
+
+
+def test_run_start_section_without_scores_is_by_confidence_in_the_tools_order() -> None:
+    """No query vector (task_type mode): each tool's most confident checks, the tools in the
+    order the agent gave them; with scores, the tool whose best check fits best comes first."""
+    from hindsight.checks import render_risk_section
+
+    def check(tool: str, lesson: str, confidence: float) -> RiskCheck:
+        return RiskCheck(
+            id=f"c-{lesson}", tool=tool, advice=f"advice {lesson}", lesson_id=lesson,
+            lesson_kind="tool_reliability", severity="medium", confidence=confidence,
+        )  # fmt: skip
+
+    checks = {
+        "first_tool": [check("first_tool", "a", 0.5), check("first_tool", "b", 0.9)],
+        "second_tool": [check("second_tool", "c", 0.6)],
+    }
+    text, ids = render_risk_section(checks, token_budget=500, per_tool=1)
+    assert ids == ["b", "c"] and "first_tool: advice b" in text.splitlines()[1]
+    text, ids = render_risk_section(
+        checks, token_budget=500, per_tool=1, scores={"a": 0.8, "b": 0.1, "c": 0.5}
+    )
+    assert ids == ["a", "c"] and "first_tool: advice a" in text.splitlines()[1]
+    _, ids = render_risk_section(
+        checks, token_budget=500, per_tool=1, scores={"a": 0.2, "b": 0.1, "c": 0.5}
+    )
+    assert ids == ["c", "a"]

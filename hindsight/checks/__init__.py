@@ -22,6 +22,7 @@ from hindsight.checks.render import (
     RISK_HEADING,
     render_advice,
     render_risk_section,
+    request_scores,
 )
 
 __all__ = [
@@ -39,4 +40,5 @@ __all__ = [
     "find_checks",
     "render_advice",
     "render_risk_section",
+    "request_scores",
 ]

@@ -8,7 +8,10 @@ delimiter the items cannot fake, and cut to a token budget.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
 
 from hindsight.checks.lookup import CheckMatch
 from hindsight.checks.model import RiskCheck
@@ -23,6 +26,7 @@ __all__ = [
     "advice_text",
     "render_advice",
     "render_risk_section",
+    "request_scores",
 ]
 
 ADVICE_START = "--- Risk checks (reference only) ---"
@@ -83,21 +87,43 @@ def render_advice(matches: Sequence[CheckMatch], *, token_budget: int | None = N
 
 
 def render_risk_section(
-    checks: Mapping[str, Sequence[RiskCheck]], *, token_budget: int, per_tool: int = 2
+    checks: Mapping[str, Sequence[RiskCheck]],
+    *,
+    token_budget: int,
+    per_tool: int = 2,
+    scores: Mapping[str, float] | None = None,
 ) -> tuple[str, list[str]]:
     """The run-start section: for each tool with checks, up to ``per_tool`` lines "before you
-    call <tool>: <advice>" (most confident first), the tools interleaved so that a small
-    budget still names as many tools as it can; a lesson is shown once. Placed inside the
-    recall block (reference data), under :data:`RISK_HEADING`.
+    call <tool>: <advice>", the tools interleaved so that a small budget still names as many
+    tools as it can; a lesson is shown once. Placed inside the recall block (reference data),
+    under :data:`RISK_HEADING`.
+
+    Args:
+        checks: the candidate checks of each tool the agent has.
+        token_budget: estimated tokens of the whole section, heading included.
+        per_tool: lines per tool at most.
+        scores: a check's rank for this request by its lesson id, higher first
+            (:func:`request_scores`): each tool's checks in that order, and the tools in the
+            order of their best check. ``None`` (or a lesson missing from it): confidence x
+            trust, the tools in the order given.
 
     Returns:
         ``(text, lesson ids shown)``; ``("", [])`` when nothing fits in ``token_budget``.
     """
+
+    def fit(c: RiskCheck) -> float:
+        if scores is not None and c.lesson_id in scores:
+            return scores[c.lesson_id]
+        return c.confidence * c.trust
+
     ranked = {
-        tool: sorted(items, key=lambda c: (-c.confidence * c.trust, c.id))[:per_tool]
+        tool: sorted(items, key=lambda c: (-fit(c), c.id))[:per_tool]
         for tool, items in checks.items()
         if items
     }
+    if scores is not None:
+        order = sorted(ranked, key=lambda tool: -fit(ranked[tool][0]))  # stable: ties as given
+        ranked = {tool: ranked[tool] for tool in order}
     lines: list[str] = []
     ids: list[str] = []
     for rank in range(per_tool):
@@ -112,3 +138,41 @@ def render_risk_section(
     if not kept:
         return "", []
     return "\n".join([RISK_HEADING, *kept]), ids[: len(kept)]
+
+
+def request_scores(
+    checks: Iterable[RiskCheck],
+    vectors: Mapping[str, Any],
+    query_vector: Any,
+    *,
+    similarity_weight: float,
+    confidence_weight: float,
+) -> dict[str, float]:
+    """How well each check's lesson fits the request, by lesson id: ``(similarity_weight x
+    cosine(query, lesson) + confidence_weight x confidence) x trust``, the recall score
+    without recency (docs/concepts.md#recall), so the run-start section of an agent with many
+    tools follows what the user asked, not only which lessons are most confident.
+
+    Args:
+        checks: the candidate checks (their ``lesson_id``, ``confidence`` and ``trust``).
+        vectors: the stored embeddings by lesson id (``SqlStore.get_vectors``); a lesson
+            without one is scored with similarity 0.
+        query_vector: the request's embedding (the same embedder as the lessons').
+
+    Returns:
+        ``{lesson_id: score}``; higher fits better.
+    """
+    query = np.asarray(query_vector, dtype=np.float32)
+    norm = float(np.linalg.norm(query))
+    out: dict[str, float] = {}
+    for check in checks:
+        vec = vectors.get(check.lesson_id)
+        similarity = 0.0
+        if vec is not None and norm > 0:
+            lesson = np.asarray(vec, dtype=np.float32)
+            size = float(np.linalg.norm(lesson))
+            if size > 0 and lesson.shape == query.shape:
+                similarity = float(lesson @ query) / (size * norm)
+        fit = similarity_weight * similarity + confidence_weight * check.confidence
+        out[check.lesson_id] = fit * check.trust
+    return out

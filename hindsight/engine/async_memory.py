@@ -54,7 +54,7 @@ from hindsight.capture import RunRecorder
 from hindsight.capture.trajectory import coerce_trajectory
 from hindsight.capture.unsaved import UnsavedArea
 from hindsight.capture.writer import TrajectoryWriter
-from hindsight.checks import CheckResult, find_checks, render_risk_section
+from hindsight.checks import CheckResult, find_checks, render_risk_section, request_scores
 from hindsight.checks.distill import DISTILLED_PREFIX, MIN_SOURCES, clusters
 from hindsight.clock import SystemClock, utc_clock
 from hindsight.config import MemoryConfig
@@ -77,8 +77,11 @@ T = TypeVar("T")
 #: Share of the recall token budget the run-start risk checks may take (the lessons and
 #: episodes share the rest); the checks are short, one line each.
 RISK_BUDGET_SHARE = 0.25
-#: Risk checks per tool in the run-start section (the most confident first).
+#: Risk checks per tool in the run-start section (those that fit the request best first).
 RISK_CHECKS_PER_TOOL = 2
+#: Checks of each tool ranked against the request for the run-start section (the most
+#: confident of the tool's checks, before the ranking keeps ``RISK_CHECKS_PER_TOOL``).
+RISK_CANDIDATES_PER_TOOL = 20
 
 
 log = logging.getLogger("hindsight")
@@ -594,8 +597,9 @@ class AsyncMemory(LifecycleMethods):
                 first; then ``config.shared_namespace`` when ``include_shared``.
             task_type: exact filter on task_type.
             tags: soft boost, +0.05 per matching tag (tags and tools together max +0.15).
-            tools: the tools the asking agent has; they are added to the text that is
-                embedded (lessons about those tools come closer) and boost like tags.
+            tools: the tools the asking agent has; they boost like tags (they are not
+                embedded with the query, so many tools do not drown a short request) and
+                open the block with their risk checks (``risk_checks``).
             top_k: 1..1000, default ``config.top_k`` (5).
             mode: ``"vector"`` (similarity; default) or ``"task_type"`` (exact task_type match,
                 no vectors: docs/concepts.md; default when ``query`` is empty and ``task_type``
@@ -621,7 +625,7 @@ class AsyncMemory(LifecycleMethods):
             risk_checks: with ``tools``, also render the risk checks of those tools at the top
                 of the block as "before you call X: ..." lines (docs/checks.md):
                 at most ``RISK_BUDGET_SHARE`` (a quarter) of ``token_budget``, two checks per
-                tool, the lessons behind them in ``RecallResult.risk_lesson_ids`` (recorded
+                tool, those that fit the query best first, the lessons behind them in ``RecallResult.risk_lesson_ids`` (recorded
                 for outcome attribution like hits). Default ``True``.
 
         Returns:
@@ -670,9 +674,10 @@ class AsyncMemory(LifecycleMethods):
             ) as span,
             self.store.recall_reads(),
         ):
-            result = self._recall_ready(request)
+            self._parts.vectors.ensure_ready()  # VectorIndexBehindError: one line, no stale answer
+            result, vector = self._recall.run_with_vector(request)
             if risk_checks and request.tools:
-                result = self._with_risks(result, request)
+                result = self._with_risks(result, request, vector)
             span.set_attributes(
                 {
                     "hindsight.hits": len(result.hits),
@@ -682,9 +687,11 @@ class AsyncMemory(LifecycleMethods):
             )
         return result
 
-    def _with_risks(self, result: RecallResult, request: Any) -> RecallResult:
-        """``result`` with the run-start risk section of ``request.tools`` (blocking). A lesson
-        already among the hits or episodes is not repeated (nor counted twice)."""
+    def _with_risks(self, result: RecallResult, request: Any, vector: Any) -> RecallResult:
+        """``result`` with the run-start risk section of ``request.tools`` (blocking), ranked
+        by how well each check's lesson fits the request when ``vector`` (the query's
+        embedding) is known (:func:`hindsight.checks.request_scores`). A lesson already among
+        the hits or episodes is not repeated (nor counted twice)."""
         shown = {h.experience.id for h in [*result.hits, *result.episodes]}
         by_tool = {
             tool: [
@@ -697,15 +704,26 @@ class AsyncMemory(LifecycleMethods):
                     namespaces=request.namespaces,
                     task_type=request.task_type,
                     min_confidence=self.config.min_confidence,
-                    top_k=RISK_CHECKS_PER_TOOL + len(shown),
+                    top_k=RISK_CANDIDATES_PER_TOOL + len(shown),
                 ).checks
                 if m.check.lesson_id not in shown
-            ][:RISK_CHECKS_PER_TOOL]
+            ][:RISK_CANDIDATES_PER_TOOL]
             for tool in dict.fromkeys(request.tools)
         }
+        scores = None
+        candidates = [c for checks in by_tool.values() for c in checks]
+        if vector is not None and candidates:
+            weights = self.config.weights
+            scores = request_scores(
+                candidates,
+                self.store.get_vectors([c.lesson_id for c in candidates]),
+                vector,
+                similarity_weight=weights.similarity,
+                confidence_weight=weights.confidence,
+            )
         budget = int(request.token_budget * RISK_BUDGET_SHARE)
         section, ids = render_risk_section(
-            by_tool, token_budget=budget, per_tool=RISK_CHECKS_PER_TOOL
+            by_tool, token_budget=budget, per_tool=RISK_CHECKS_PER_TOOL, scores=scores
         )
         if not section:
             return result
@@ -714,10 +732,6 @@ class AsyncMemory(LifecycleMethods):
                 request.tenant_id, ids, self.clock.now(), request.trajectory_id
             )
         return result.model_copy(update={"risk_section": section, "risk_lesson_ids": ids})
-
-    def _recall_ready(self, request: Any) -> RecallResult:
-        self._parts.vectors.ensure_ready()  # VectorIndexBehindError: one line, no stale answer
-        return self._recall.run(request)
 
     async def record_recall(
         self, trajectory_id: Any, experience_ids: Sequence[Any], *, tenant_id: str

@@ -195,17 +195,26 @@ class Recall:
         what its payload did; otherwise the recall runs again from the SQL rows of the same
         candidates.
         """
+        return self.run_with_vector(req)[0]
+
+    def run_with_vector(self, req: RecallRequest) -> tuple[RecallResult, Any]:
+        """:meth:`run`, and the query's embedding (``None`` in task_type mode) for the caller's
+        own ranking (the run-start risk section, docs/checks.md).
+
+        The embedded text is the query alone: the tools the agent has boost their lessons like
+        tags, but they are not embedded with the query, since a list of a dozen tool names
+        would outweigh a short request and make every recall of that agent alike.
+        """
         with self.store.recall_reads():
             vec = None
             if req.mode == "vector":
-                text = f"{req.query}\nTools: {', '.join(req.tools)}" if req.tools else req.query
-                vec = embedded(self.embedder, [text], "query")[0]
+                vec = embedded(self.embedder, [req.query], "query")[0]
             if vec is not None and self.score_from_payload:
                 try:
-                    return self._run(req, vec, True)
+                    return self._run(req, vec, True), vec
                 except _Stale:
                     pass
-            return self._run(req, vec, False)
+            return self._run(req, vec, False), vec
 
     def _run(self, req: RecallRequest, vec: Any, payload: bool) -> RecallResult:
         """``payload``: score from the payloads (raises :class:`_Stale` when a hit's row does not
