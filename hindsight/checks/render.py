@@ -147,17 +147,20 @@ def request_scores(
     *,
     similarity_weight: float,
     confidence_weight: float,
+    kind_bonus: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """How well each check's lesson fits the request, by lesson id: ``(similarity_weight x
-    cosine(query, lesson) + confidence_weight x confidence) x trust``, the recall score
-    without recency (docs/concepts.md#recall), so the run-start section of an agent with many
-    tools follows what the user asked, not only which lessons are most confident.
+    cosine(query, lesson) + confidence_weight x confidence) x trust + kind_bonus[kind]``, the
+    recall score without recency and tag boost (docs/concepts.md#recall), so the run-start
+    section of an agent with many tools follows what the user asked, not only which lessons
+    are most confident.
 
     Args:
         checks: the candidate checks (their ``lesson_id``, ``confidence`` and ``trust``).
         vectors: the stored embeddings by lesson id (``SqlStore.get_vectors``); a lesson
             without one is scored with similarity 0.
         query_vector: the request's embedding (the same embedder as the lessons').
+        kind_bonus: added per lesson kind (``MemoryConfig.kind_bonus``; default none).
 
     Returns:
         ``{lesson_id: score}``; higher fits better.
@@ -174,5 +177,6 @@ def request_scores(
             if size > 0 and lesson.shape == query.shape:
                 similarity = float(lesson @ query) / (size * norm)
         fit = similarity_weight * similarity + confidence_weight * check.confidence
-        out[check.lesson_id] = fit * check.trust
+        bonus = (kind_bonus or {}).get(str(check.lesson_kind), 0.0)
+        out[check.lesson_id] = fit * check.trust + bonus
     return out

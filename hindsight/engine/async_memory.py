@@ -625,8 +625,9 @@ class AsyncMemory(LifecycleMethods):
             risk_checks: with ``tools``, also render the risk checks of those tools at the top
                 of the block as "before you call X: ..." lines (docs/checks.md):
                 at most ``RISK_BUDGET_SHARE`` (a quarter) of ``token_budget``, two checks per
-                tool, those that fit the query best first, the lessons behind them in ``RecallResult.risk_lesson_ids`` (recorded
-                for outcome attribution like hits). Default ``True``.
+                tool, those that fit the query best first, the lessons behind them in
+                ``RecallResult.risk_lesson_ids`` (recorded for outcome attribution like hits).
+                Default ``True``.
 
         Returns:
             :class:`RecallResult` with hits (score breakdown each) and exclusions.
@@ -720,6 +721,7 @@ class AsyncMemory(LifecycleMethods):
                 vector,
                 similarity_weight=weights.similarity,
                 confidence_weight=weights.confidence,
+                kind_bonus=self.config.kind_bonus,
             )
         budget = int(request.token_budget * RISK_BUDGET_SHARE)
         section, ids = render_risk_section(
