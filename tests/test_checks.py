@@ -20,7 +20,7 @@ from hindsight.models import (
     OutcomeEvidence,
     Trajectory,
 )
-from hindsight.testing import test_memory
+from hindsight.testing import FakeEmbedder, test_memory
 
 OK = {
     "cabin": "economy",
@@ -389,3 +389,33 @@ def test_run_start_section_without_scores_is_by_confidence_in_the_tools_order() 
         checks, token_budget=500, per_tool=1, scores={"a": 0.2, "b": 0.1, "c": 0.5}
     )
     assert ids == ["c", "a"]
+
+
+class _RecordingEmbedder(FakeEmbedder):
+    """Records every text it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Any) -> Any:
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+@pytest.mark.parametrize(
+    "tools", [["export_report"], ["export_report", *(f"tool_{i}" for i in range(13))]]
+)
+def test_the_query_is_embedded_without_the_agents_tools(tools: list[str]) -> None:
+    """A dozen tool names embedded with a short request would outweigh it and make every
+    recall of that agent alike; the tools boost their lessons instead (docs/concepts.md)."""
+    embedder = _RecordingEmbedder()
+    with test_memory(embedder=embedder) as mem:
+        for key, text in RUN_START_LESSONS.items():
+            mem.add_experience(text, tenant_id="acme", tools=["export_report"], tags=[key])
+        embedder.texts.clear()
+        for query in ("Please export the PDF archive of the whole year", "a folder of a team"):
+            result = mem.recall(query, tenant_id="acme", tools=tools, similarity_floor=-1.0)
+            assert embedder.texts == [query]
+            embedder.texts.clear()
+            assert result.hits and all(h.breakdown.boost > 0 for h in result.hits)
