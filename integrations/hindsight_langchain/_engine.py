@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hindsight import Memory, RecallResult, Trajectory, UsageError
+from hindsight._contract import switch
 from hindsight.capture.unsaved import PendingWrite
 from hindsight.capture.writer import WRITE_WAIT, wait_briefly
 from hindsight.checks import CheckResult
@@ -89,7 +90,7 @@ class Engine:
         self.memory = memory
         self.sync, self.aio = memory_faces(memory)
         self.writer = writer_of(self.sync)
-        self.review = review
+        self.review = switch(review, "review", True)  # refused here, not in the writer
         self.write_wait = check_seconds(write_wait, "write_wait")
         self.recall_timeout = check_seconds(recall_timeout, "recall_timeout")
         self.errors = 0

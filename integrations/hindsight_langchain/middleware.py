@@ -55,6 +55,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, RecallResult, Trajectory
+from hindsight._contract import switch
 from hindsight._ids import new_id
 from hindsight.capture.outcome import detect_outcome
 from hindsight.models import EventType, utcnow
@@ -266,8 +267,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         self._top_k = top_k
         self._token_budget = token_budget
         self._outcome = outcome
-        self._recall = recall
-        self._store = store
+        self._recall = switch(recall, "recall", True)
+        self._store = switch(store, "store", True)
         self._source = Provenance(source)
         self._max_chars = max_chars
         self._lock = threading.Lock()

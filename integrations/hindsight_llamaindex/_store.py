@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from hindsight import AsyncMemory, Memory, Trajectory
+from hindsight._contract import switch
 from hindsight.capture.unsaved import PendingWrite
 from hindsight.service.remote import RemoteAsync, memory_faces, writer_of
 
@@ -48,7 +49,7 @@ class EpisodeWriter:
     def __init__(self, memory: AsyncMemory | RemoteAsync, *, review: bool = True) -> None:
         self.sync = memory_faces(memory)[0]
         self.writer = writer_of(self.sync)
-        self._review = review
+        self._review = switch(review, "review", True)  # refused here, not in the writer
         self._lock = threading.Lock()
         self._mine: dict[str, None] = {}
         self.errors = 0

@@ -553,3 +553,15 @@ def test_interrupted_graph_is_not_a_failure() -> None:
     assert first.outcome is Outcome.UNKNOWN
     assert not [s for s in steps(first) if s[0] == "error"]
     assert handler.errors == 0
+
+
+def test_a_review_that_is_not_a_switch_is_refused_when_the_handler_is_built() -> None:
+    """Before, it reached the background writer, which refused every run of the handler."""
+    from hindsight import UsageError
+
+    mem = memory()
+    for make in (HindsightCallbackHandler, AsyncHindsightCallbackHandler):
+        with pytest.raises(UsageError, match=r"^review must be true or false, got 'maybe'$"):
+            make(mem, tenant_id=TENANT, review="maybe")  # type: ignore[arg-type]
+        handler = make(mem, tenant_id=TENANT, review="no")  # type: ignore[arg-type]
+        assert handler._capture.engine.review is False

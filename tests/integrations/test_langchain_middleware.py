@@ -451,3 +451,18 @@ def test_store_false_only_recalls_and_recall_false_only_captures() -> None:
     assert system_prompt_of(model.prompts[1]) == ORIGINAL
     assert only_capture.wait(timeout=30)  # written in the background
     assert all_trajectories(mem) == 1
+
+
+@pytest.mark.parametrize("name", ["recall", "store", "review"])
+def test_middleware_switches_are_read_by_the_one_rule(name: str) -> None:
+    """``"no"`` is off, never a truthy string; a value that is not a switch is refused when the
+    middleware is built, not by the background writer after the run
+    (docs/concepts.md#the-input-contract)."""
+    from hindsight import UsageError
+
+    mem = memory()
+    with pytest.raises(UsageError, match=f"^{name} must be true or false, got 'maybe'$"):
+        HindsightMiddleware(mem, tenant_id=TENANT, **{name: "maybe"})
+    off = HindsightMiddleware(mem, tenant_id=TENANT, **{name: "no"})
+    flags = {"recall": off._recall, "store": off._store, "review": off._engine.review}
+    assert flags[name] is False and all(v is True for k, v in flags.items() if k != name)

@@ -522,3 +522,10 @@ def test_importing_without_langgraph_names_the_extra() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert 'pip install "hindsight-memory[langgraph]"' in done.stdout, done.stderr
+
+
+def test_add_hindsight_refuses_a_review_that_is_not_a_switch() -> None:
+    mem = memory()
+    with pytest.raises(UsageError, match=r"^review must be true or false, got 'maybe'$"):
+        add_hindsight(agent_graph(react_model(ai("ok"))), mem, review="maybe")  # type: ignore[arg-type]
+    add_hindsight(agent_graph(react_model(ai("ok"))), mem, review="no")  # type: ignore[arg-type]

@@ -463,3 +463,9 @@ def test_function_agent_with_real_function_tool_objects(memory: Any, capture: An
     )
     run_agent(agent, user_msg="Where is order 42?")
     assert steps(stored(memory, capture)) == FULL_RUN
+
+
+def test_a_review_that_is_not_a_switch_is_refused_when_capture_is_built(memory: Any) -> None:
+    with pytest.raises(UsageError, match=r"^review must be true or false, got 'maybe'$"):
+        HindsightCapture(memory, tenant_id=TENANT, review="maybe")  # type: ignore[arg-type]
+    HindsightCapture(memory, tenant_id=TENANT, review="no").close()  # type: ignore[arg-type]
