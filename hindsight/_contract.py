@@ -184,6 +184,14 @@ def _labels_of(name: str) -> Any:
             raise UsageError(
                 f"{name} must be at most {MAX_LABELS} strings, got {len(labels)}", field=name
             )
+        if name == "tools":  # tool names, as check_action's tool
+            for label in labels:
+                if not label.strip() or len(label) > MAX_NAME_CHARS:
+                    raise UsageError(
+                        f"tools must be tool names of 1..{MAX_NAME_CHARS} characters, "
+                        f"got {label!r:.60}",
+                        field=name,
+                    )
         return [clean_text(t, name) for t in labels]
 
     return check_labels
@@ -580,7 +588,8 @@ Tags = Annotated[
 Tools = Annotated[
     list[str], PlainValidator(_labels_of("tools"), json_schema_input_type=_LABELS_SCHEMA | None)
 ]
-"""Tools: at most :data:`MAX_LABELS` strings (one string is a list of one; ``None``: none)."""
+"""Tools: at most :data:`MAX_LABELS` tool names of 1..:data:`MAX_NAME_CHARS` characters (one
+string is a list of one; ``None``: none)."""
 Labels = Tags
 """Tags or tools (an older name of :data:`Tags`)."""
 

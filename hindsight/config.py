@@ -275,18 +275,31 @@ def with_overrides(config: MemoryConfig, **overrides: Any) -> MemoryConfig:
     if not overrides:
         return config
     _refuse_unknown(overrides)
+    names = _setting_names()
+    given = {names[key]: value for key, value in overrides.items()}
     try:
-        return MemoryConfig(**{**config.model_dump(), **overrides})
+        return MemoryConfig(**{**config.model_dump(), **given})
     except ValidationError as err:
         raise UsageError(f"invalid configuration: {validation_message(err)}") from None
 
 
+def _setting_names() -> dict[str, str]:
+    """Every keyword a setting may be given by, to its field name: the field name and each of
+    its environment variables (``data_dir``, ``HINDSIGHT_DATA_DIR``, ``DATA_DIR``)."""
+    names = {name: name for name in MemoryConfig.model_fields}
+    for name, field in MemoryConfig.model_fields.items():
+        alias = field.validation_alias
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        names.update((c, name) for c in choices if isinstance(c, str))
+    return names
+
+
 def _refuse_unknown(overrides: dict[str, Any]) -> None:
-    """Refuse a keyword that is not a :class:`MemoryConfig` field (a misspelt ``data_dir``
-    would otherwise open the default folder): ``UsageError`` naming it and the closest field."""
-    fields = MemoryConfig.model_fields
+    """Refuse a keyword that names no setting (a misspelt ``data_dir`` would otherwise open the
+    default folder): ``UsageError`` naming it and the closest field name."""
+    known = _setting_names()
     for name in overrides:
-        if name not in fields:
-            close = difflib.get_close_matches(name, list(fields), n=1)
+        if name not in known:
+            close = difflib.get_close_matches(name, list(MemoryConfig.model_fields), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise UsageError(f"invalid configuration: {name!r} is not a setting{hint}")

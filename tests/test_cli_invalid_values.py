@@ -211,3 +211,12 @@ def test_ingest_of_a_file_without_runs_says_so(tmp_path: Path, content: bytes) -
     assert proc.returncode == 0, proc.stderr
     assert "trajectories: 0 added" in proc.stdout
     assert f"note: {log} holds no runs" in " ".join(proc.stderr.split()), proc.stderr
+
+
+def test_recall_block_with_nothing_recalled_says_so(tmp_path: Path) -> None:
+    proc = run_cli(
+        "recall", "cancel my trip", "--tenant", "t", "--tool", "cancel_reservation", "--block",
+        data_dir=tmp_path / "data",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "no experiences recalled"

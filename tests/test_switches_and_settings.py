@@ -106,3 +106,12 @@ def test_settings_beside_a_config_are_validated_like_the_environment(tmp_path: P
     assert with_overrides(config, top_k="7").top_k == 7
     assert with_overrides(config).top_k == config.top_k
     assert with_overrides(config, top_k=7).data_dir == tmp_path
+
+
+def test_a_setting_may_be_given_by_its_environment_variable_name(tmp_path: Path) -> None:
+    assert load_config(HINDSIGHT_DATA_DIR=str(tmp_path)).data_dir == tmp_path
+    assert load_config(MAX_RETRIEVE_COUNT=3).top_k == 3
+    config = MemoryConfig(data_dir=tmp_path)
+    assert with_overrides(config, HINDSIGHT_MAX_RETRIEVE_COUNT="4").top_k == 4
+    with pytest.raises(UsageError, match="'HINDSIGHT_DATA_DRI' is not a setting"):
+        load_config(HINDSIGHT_DATA_DRI=str(tmp_path))

@@ -256,7 +256,10 @@ def recall(
             print_json(result.to_json(explain=explain))
             return
         if block:
-            out_console.print(escape(result.render()), highlight=False, soft_wrap=True)
+            text = result.render()
+            out_console.print(
+                escape(text) if text else "no experiences recalled", highlight=False, soft_wrap=True
+            )
             return
         _print_hits(result, explain)
         if episodes:

@@ -471,7 +471,14 @@ class LifecycleMethods:
         self, *, repair: bool = False, progress: Callable[[str], None] | None = None
     ) -> list[Finding]:
         """Check SQL against vectors, the embedding model and the review queue (docs/deploy.md);
-        repair what can be repaired when ``repair=True``. Operator tool (whole store)."""
+        repair what can be repaired when ``repair=True``. Operator tool (whole store).
+
+        Returns:
+            one :class:`hindsight.ops.doctor.Finding` per check (``ok``, ``count``, ``repaired``).
+
+        Raises:
+            UsageError: ``repair`` is not true or false.
+        """
         self._check_open()
         parts = (self.store, self.index, self.embedder, self.clock, self.vectors)
         fix = switch(repair, "repair", False)

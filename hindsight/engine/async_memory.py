@@ -359,6 +359,7 @@ class AsyncMemory(LifecycleMethods):
         Raises:
             InvalidTrajectoryError: the trajectory does not validate (one-line reason).
             TenantRequiredError: the trajectory has no tenant.
+            UsageError: ``review`` or ``merge`` is not true or false.
         """
         self._check_open()
 
@@ -634,7 +635,10 @@ class AsyncMemory(LifecycleMethods):
 
         Raises:
             TenantRequiredError: missing or empty tenant.
-            UsageError: invalid query, top_k, mode or task_type.
+            UsageError: invalid query, top_k, mode, task_type, tags, tools (each a tool name of
+                1..200 characters), similarity_floor or token_budget, or a switch
+                (``include_shared``, ``include_episodes``, ``explain``, ``record``,
+                ``risk_checks``) that is not true or false (docs/concepts.md#the-input-contract).
         """
         return await asyncio.to_thread(
             self._recall_now,
@@ -903,7 +907,8 @@ class AsyncMemory(LifecycleMethods):
             answered.
 
         Raises:
-            TenantRequiredError: missing or empty tenant. UsageError: ``min_sources`` < 2.
+            TenantRequiredError: missing or empty tenant. UsageError: ``min_sources`` < 2, or
+                ``dry_run`` is not true or false.
         """
         tenant = self._scope(tenant_id)
         if isinstance(min_sources, bool) or not isinstance(min_sources, int) or min_sources < 2:
@@ -1204,7 +1209,8 @@ class AsyncMemory(LifecycleMethods):
         ``everything=True`` of the tenant. Returns the number of experiences removed.
 
         Raises:
-            UsageError: no filter given, or more than one (an empty filter is never "all").
+            UsageError: no filter given, or more than one (an empty filter is never "all"), or
+                ``everything`` is not true or false (``"no"`` is off: it deletes nothing).
             TenantRequiredError: missing or empty tenant.
         """
         tenant = self._scope(tenant_id)

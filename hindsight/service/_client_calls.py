@@ -77,6 +77,7 @@ class RecallOptions(TypedDict, total=False):
     include_episodes: bool
     explain: bool
     record: bool
+    risk_checks: bool
 
 
 class CheckOptions(TypedDict, total=False):

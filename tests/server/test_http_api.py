@@ -472,3 +472,29 @@ def test_a_revoked_key_is_refused_at_once(served: Served, tenant_pair: tuple[str
         assert http.get("/v1/stats").status_code == 200
         revoke_keys(served.keys_file, key_id=record.id)
         error_of(http.get("/v1/stats"), 401, "unauthorized")
+
+
+def test_recall_risk_checks_over_http(served: Served, tenant_pair: tuple[str, str]) -> None:
+    """``tools`` open the block with their risk checks; ``risk_checks: false`` leaves them out,
+    as in Python (docs/checks.md#at-run-start-before-you-call-x)."""
+    tenant, _ = tenant_pair
+    with served.http(tenant) as http:
+        add(
+            http,
+            "export_report fails with 'quota exceeded' on a whole year: export a month at a time.",
+            kind="tool_reliability",
+            tools=["export_report"],
+        )
+        ask = {"query": "export the yearly report", "tools": ["export_report"]}
+        on = http.post("/v1/recall", json={**ask, "similarity_floor": 0.99})
+        assert on.status_code == 200, on.text
+        assert on.json()["risk_lesson_ids"], on.text
+        assert "- before you call export_report: " in on.json()["rendered"]
+        for off in (False, "no"):
+            r = http.post("/v1/recall", json={**ask, "similarity_floor": 0.99, "risk_checks": off})
+            assert r.status_code == 200 and r.json()["risk_lesson_ids"] == [], r.text
+            assert "before you call" not in r.json()["rendered"]
+        error = error_of(http.post("/v1/recall", json={**ask, "risk_checks": "maybe"}), 422,
+                         "validation_error")  # fmt: skip
+        assert error["field"] == "risk_checks"
+        assert error["message"].endswith("risk_checks must be true or false, got 'maybe'")

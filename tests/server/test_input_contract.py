@@ -52,6 +52,7 @@ CONTENT_LONG = f"content must be at most {MAX_CONTENT_CHARS} characters"
 TAGS = f"tags must be at most {MAX_LABELS} strings"
 TOOLS = f"tools must be at most {MAX_LABELS} strings"
 TOOL = f"tool must be a tool name of 1..{MAX_NAME_CHARS} characters"
+TOOL_NAMES = f"tools must be tool names of 1..{MAX_NAME_CHARS} characters, got"
 ITEMS = f"items must be a list of at most {MAX_BATCH_ITEMS} lessons"
 STATE = (
     f"state must be a list of at most {MAX_BATCH_ITEMS} tool results, each an object "
@@ -144,6 +145,10 @@ TABLE: list[tuple[str, Any, str]] = [
     ("tags", [f"t{i}" for i in range(MAX_LABELS)], OK),
     ("tags", [f"t{i}" for i in range(MAX_LABELS + 1)], TAGS),
     ("tools", [f"tool_{i}" for i in range(MAX_LABELS + 1)], TOOLS),
+    ("tools", ["order_query", ""], TOOL_NAMES + " ''"),
+    ("tools", ["   "], TOOL_NAMES),
+    ("tools", ["x" * (MAX_NAME_CHARS + 1)], TOOL_NAMES),
+    ("tools", ["x" * MAX_NAME_CHARS], OK),
     ("tool", "x" * MAX_NAME_CHARS, OK),
     ("tool", "x" * (MAX_NAME_CHARS + 1), TOOL),
     ("tool", "", TOOL),

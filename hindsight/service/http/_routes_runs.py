@@ -160,6 +160,7 @@ async def recall(body: RecallBody, tenant: Tenant, memory: Memory) -> Any:
         include_episodes=body.include_episodes,
         explain=body.explain,
         record=body.record,
+        risk_checks=body.risk_checks,
     )
     doc: dict[str, Any] = result.model_dump(mode="json")
     doc["rendered"] = result.render()

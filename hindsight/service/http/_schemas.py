@@ -130,6 +130,11 @@ class RecallBody(_Body):
         description="Count this recall and attribute it to trajectory_id; false: a dry run "
         "(POST /v1/recalls counts it later).",
     )
+    risk_checks: OnByDefault = Field(
+        default=True,
+        description="With tools: open the block with their risk checks, \"before you call X\" "
+        "lines ranked against the query (docs/checks.md); false: leave them out.",
+    )
 
 
 class CheckBody(_Body):
