@@ -349,9 +349,10 @@ _SWITCH = TypeAdapter(bool)
 
 def switch(value: Any, name: str, default: bool) -> bool:
     """The one rule for an on/off argument on every interface (docs/concepts.md, the input
-    contract): ``True``/``False``, ``None`` for ``default``, or what pydantic reads as a
-    boolean from JSON, a CLI argument or a query parameter (``"true"``, ``"no"``, ``"off"``,
-    ``0``, ``1``), so ``"no"`` is off everywhere, never truthy.
+    contract): ``True``/``False``, ``None`` for ``default``, the integers ``0`` and ``1``, or
+    a string pydantic reads as a boolean, as JSON, a CLI argument or a query parameter sends
+    it (``"true"``, ``"no"``, ``"off"``, ``" yes "``, any case), so ``"no"`` is off everywhere,
+    never truthy. A float, bytes or anything else is refused.
 
     Raises:
         UsageError: ``<name> must be true or false, got <value>``.
@@ -360,10 +361,15 @@ def switch(value: Any, name: str, default: bool) -> bool:
         return default
     if isinstance(value, bool):
         return value
+    got = value
+    if isinstance(value, str):
+        value = value.strip()  # as the integer rule reads " 7 "
     try:
+        if isinstance(value, float | bytes | bytearray):  # 1.0 or b"yes" is not a switch
+            raise ValueError(value)
         return bool(_SWITCH.validate_python(value))
-    except ValidationError:
-        raise UsageError(f"{name} must be true or false, got {value!r:.40}", field=name) from None
+    except (ValidationError, ValueError):
+        raise UsageError(f"{name} must be true or false, got {got!r:.40}", field=name) from None
 
 
 def _confidence(value: Any) -> float:

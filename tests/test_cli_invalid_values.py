@@ -220,3 +220,10 @@ def test_recall_block_with_nothing_recalled_says_so(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "no experiences recalled"
+
+
+def test_recall_block_and_json_together_are_refused(tmp_path: Path) -> None:
+    proc = run_cli("recall", "x", "--tenant", "t", "--block", "--json", data_dir=tmp_path / "d")
+    line = assert_one_line_error(proc, 2)
+    assert line == "error: give --block or --json, not both (--json has the block in 'rendered')"
+    assert not (tmp_path / "d").exists()

@@ -17,9 +17,9 @@ from hindsight import Memory, UsageError
 from hindsight.config import MemoryConfig, load_config, with_overrides
 from tests.helpers import make_memory, trajectory
 
-OFF = ["no", "false", "False", "off", "0", 0, False]
-ON = ["yes", "true", "on", "1", 1, True]
-REFUSED = ["maybe", "", [True], {"on": True}, 2, 0.5]
+OFF = ["no", "false", "False", "off", "0", 0, False, " no "]
+ON = ["yes", "true", "on", "1", 1, True, " YES\t"]
+REFUSED = ["maybe", "", "  ", [True], {"on": True}, 2, 0.5, 1.0, 0.0, b"yes"]
 
 
 @pytest.mark.parametrize("value", OFF)

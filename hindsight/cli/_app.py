@@ -239,6 +239,8 @@ def recall(
     as_json: JsonOpt = False,
 ) -> None:
     """Recall the experiences most useful for QUERY, with their score breakdown."""
+    if block and as_json:
+        raise fail("give --block or --json, not both (--json has the block in 'rendered')", 2)
     with guarded(), open_memory(state(ctx)) as mem:
         result = mem.recall(
             query,
