@@ -8,6 +8,7 @@ environment's: a misspelt name or a value the setting refuses is an error, never
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,54 +23,50 @@ ON = ["yes", "true", "on", "1", 1, True, " YES\t"]
 REFUSED = ["maybe", "", "  ", [True], {"on": True}, 2, 0.5, 1.0, 0.0, b"yes"]
 
 
+@pytest.fixture
+def mem(tmp_path: Path, database_url: str) -> Iterator[Memory]:
+    """A memory on each SQL backend holding one lesson of tenant ``t``."""
+    with make_memory(tmp_path / "d", database_url) as memory:
+        memory.add_experience("Retry the export once when it times out.", tenant_id="t")
+        yield memory
+
+
 @pytest.mark.parametrize("value", OFF)
-def test_forget_everything_given_an_off_value_deletes_nothing(
-    tmp_path: Path, database_url: str, value: Any
-) -> None:
-    with make_memory(tmp_path / "d", database_url) as mem:
-        mem.add_experience("Retry the export once when it times out.", tenant_id="t")
-        with pytest.raises(UsageError, match="forget needs exactly one of"):
-            mem.forget(tenant_id="t", everything=value)
-        assert len(mem.list_experiences(tenant_id="t")) == 1
+def test_forget_everything_given_an_off_value_deletes_nothing(mem: Memory, value: Any) -> None:
+    with pytest.raises(UsageError, match="forget needs exactly one of"):
+        mem.forget(tenant_id="t", everything=value)
+    assert len(mem.list_experiences(tenant_id="t")) == 1
 
 
 @pytest.mark.parametrize("value", REFUSED)
-def test_a_switch_that_is_not_one_is_refused_in_one_line(
-    tmp_path: Path, database_url: str, value: Any
-) -> None:
-    with make_memory(tmp_path / "d", database_url) as mem:
-        mem.add_experience("Retry the export once when it times out.", tenant_id="t")
-        calls = {
-            "everything": lambda: mem.forget(tenant_id="t", everything=value),
-            "include_episodes": lambda: mem.recall("export", tenant_id="t", include_episodes=value),
-            "explain": lambda: mem.recall("export", tenant_id="t", explain=value),
-            "record": lambda: mem.check_action("export", {}, tenant_id="t", record=value),
-            "include_shared": lambda: mem.recall("export", tenant_id="t", include_shared=value),
-            "risk_checks": lambda: mem.recall("export", tenant_id="t", risk_checks=value),
-            "dry_run": lambda: mem.distill(tenant_id="t", dry_run=value),
-            "review": lambda: mem.store_episode(trajectory("t", "export"), review=value),
-            "all_failed": lambda: mem.retry_review_jobs(all_failed=value),
-        }
-        for name, call in calls.items():
-            with pytest.raises(UsageError) as err:
-                call()
-            assert str(err.value).startswith(f"{name} must be true or false, got"), str(err.value)
-            assert "\n" not in str(err.value)
-        assert len(mem.list_experiences(tenant_id="t")) == 1
+def test_a_switch_that_is_not_one_is_refused_in_one_line(mem: Memory, value: Any) -> None:
+    calls = {
+        "everything": lambda: mem.forget(tenant_id="t", everything=value),
+        "include_episodes": lambda: mem.recall("export", tenant_id="t", include_episodes=value),
+        "explain": lambda: mem.recall("export", tenant_id="t", explain=value),
+        "record": lambda: mem.check_action("export", {}, tenant_id="t", record=value),
+        "include_shared": lambda: mem.recall("export", tenant_id="t", include_shared=value),
+        "risk_checks": lambda: mem.recall("export", tenant_id="t", risk_checks=value),
+        "dry_run": lambda: mem.distill(tenant_id="t", dry_run=value),
+        "review": lambda: mem.store_episode(trajectory("t", "export"), review=value),
+        "all_failed": lambda: mem.retry_review_jobs(all_failed=value),
+    }
+    for name, call in calls.items():
+        with pytest.raises(UsageError) as err:
+            call()
+        assert str(err.value).startswith(f"{name} must be true or false, got"), str(err.value)
+        assert "\n" not in str(err.value)
+    assert len(mem.list_experiences(tenant_id="t")) == 1
 
 
 @pytest.mark.parametrize(
     ("value", "expected"), [*((v, False) for v in OFF), *((v, True) for v in ON)]
 )
-def test_a_switch_means_what_it_says(
-    tmp_path: Path, database_url: str, value: Any, expected: bool
-) -> None:
-    with make_memory(tmp_path / "d", database_url) as mem:
-        mem.add_experience("Retry the export once when it times out.", tenant_id="t")
-        report = mem.distill(tenant_id="t", dry_run=value)
-        assert report["dry_run"] is expected
-        receipt = mem.store_episode(trajectory("t", f"export {value!r}"), review=value)
-        assert receipt["review_queued"] is expected
+def test_a_switch_means_what_it_says(mem: Memory, value: Any, expected: bool) -> None:
+    report = mem.distill(tenant_id="t", dry_run=value)
+    assert report["dry_run"] is expected
+    receipt = mem.store_episode(trajectory("t", f"export {value!r}"), review=value)
+    assert receipt["review_queued"] is expected
 
 
 def test_a_folder_given_where_the_config_goes_is_refused(tmp_path: Path) -> None:
