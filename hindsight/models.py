@@ -492,6 +492,16 @@ class Experience(_Model):
             raise ValueError("content must be a non-empty string")
         return value  # stored exactly as sent (docs/concepts.md): blank is checked, never trimmed
 
+    @property
+    def subject(self) -> str | None:
+        """What the lesson is about when several lessons can be about one thing:
+        ``metadata["subject"]`` when it is a non-empty string, else ``None``. The heuristic
+        reviewer sets it to the tool error ``<tool>:<status>:<masked error>`` that its
+        ``tool_reliability``, ``anti_pattern`` and ``improvement`` lessons share; recall shows
+        one lesson per subject (docs/concepts.md#recall)."""
+        value = self.metadata.get("subject")
+        return value if isinstance(value, str) and value else None
+
 
 class ScoreBreakdown(_Model):
     """Why an experience was recalled (docs/concepts.md#explanations).

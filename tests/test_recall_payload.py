@@ -44,7 +44,9 @@ from tests.helpers import make_memory
 WORDS = ["order_query", "refund", "timeout", "cache", "retry", "invoice", "address", "login"]
 TAGS = ["billing", "shipping", "auth"]
 TOOLS = ["order_query", "refund_tool", "login_tool"]
-KINDS = ["rule", "anti_pattern", "improvement", "failure_cause", "key_step"]
+KINDS = ["rule", "anti_pattern", "improvement", "tool_reliability", "failure_cause", "key_step"]
+#: lessons about one thing (metadata["subject"]): recall shows one of them
+SUBJECTS = [None, "order_query:failure:timeout", "refund_tool:failure:denied"]
 ADDED_KINDS = [*KINDS, "episode"]  # episodes: their own tier (include_episodes=True)
 
 
@@ -149,6 +151,7 @@ OPS = st.one_of(
         st.lists(st.sampled_from(TOOLS), max_size=2),
         st.floats(0.05, 0.95),
         st.sampled_from(["default", "shared", "other"]),
+        st.sampled_from(SUBJECTS),
     ),
     st.tuples(st.just("confidence"), _ids, st.sampled_from([-0.3, -0.1, 0.1, 0.25])),
     st.tuples(st.just("outcome"), st.lists(_ids, min_size=1, max_size=3), st.booleans()),
@@ -180,7 +183,7 @@ def _apply(
     pick = (lambda i: ids[i % len(ids)]) if ids else None
     try:
         if name == "add":
-            _, words, kind, tags, tools, conf, ns = op
+            _, words, kind, tags, tools, conf, ns, subject = op
             exp = mem.add_experience(
                 _content(words),
                 tenant_id=tenant,
@@ -189,6 +192,7 @@ def _apply(
                 tools=tools,
                 confidence=conf,
                 namespace=ns,
+                metadata=None if subject is None else {"subject": subject},
             )
             ids.append(exp.id)
         elif pick is None:

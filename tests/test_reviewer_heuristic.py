@@ -114,7 +114,9 @@ def test_payment_split_lesson_exists_once_per_key(
     text = found[0].content
     assert "total price is <amount>, but paid <amount>" in text
     assert "add up exactly to the total" in text  # the advice, not only the symptom
-    assert "payment_methods=" in text  # the condition, as classes
+    # one run cannot tell which of its arguments the error was about: the conditions are
+    # condition mining's, from many runs (docs/review.md#condition-mining)
+    assert "when called with" not in text and "payment_methods=" not in text, text
 
 
 def test_payment_lesson_is_findable_by_the_query(
@@ -348,7 +350,7 @@ def test_secrets_personal_data_and_huge_outputs_stay_out() -> None:
             assert secret not in lesson.content
         assert len(lesson.content) <= MAX_LESSON_CHARS
     (reliability,) = of_kind(lessons, ExperienceKind.TOOL_RELIABILITY)
-    assert "mode=fast" in reliability.content  # the argument the error is about
+    assert "mode=fast" not in reliability.content  # no argument from one run as a condition
 
 
 @pytest.mark.parametrize(

@@ -181,6 +181,7 @@ def compile_checks(exp: Experience, asked: Iterable[str] = ()) -> list[RiskCheck
             lesson_version=exp.version,
             lesson_kind=exp.kind.value,
             lesson_key=key if isinstance(key, str) else None,
+            subject=exp.subject,
             namespace=exp.namespace,
             confidence=exp.confidence,
             trust=exp.trust,

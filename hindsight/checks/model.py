@@ -44,6 +44,8 @@ class RiskCheck(BaseModel):
         advice: what to check before the call, one line (the lesson's text).
         severity: ``high``, ``medium`` or ``low`` (:data:`hindsight.checks.compile.SEVERITY`).
         lesson_id / lesson_version / lesson_kind / lesson_key: the lesson it comes from.
+        subject: what the lesson is about (:attr:`hindsight.models.Experience.subject`), or
+            ``None``; the run-start section shows one check per subject.
         namespace: the lesson's namespace.
         confidence, trust: the lesson's, in [0, 1].
         sources: the runs the lesson was learned from.
@@ -69,6 +71,7 @@ class RiskCheck(BaseModel):
     lesson_version: int = 1
     lesson_kind: str
     lesson_key: str | None = None
+    subject: str | None = None
     namespace: str = "default"
     confidence: float = Field(ge=0.0, le=1.0)
     trust: float = Field(default=1.0, ge=0.0, le=1.0)

@@ -16,6 +16,7 @@ import numpy as np
 from hindsight.checks.lookup import CheckMatch
 from hindsight.checks.model import RiskCheck
 from hindsight.recall.render import escape_item
+from hindsight.recall.scoring import subject_order
 from hindsight.tokens import estimate_tokens
 
 __all__ = [
@@ -92,11 +93,12 @@ def render_risk_section(
     token_budget: int,
     per_tool: int = 2,
     scores: Mapping[str, float] | None = None,
+    shown_subjects: Iterable[str] = (),
 ) -> tuple[str, list[str]]:
     """The run-start section: for each tool with checks, up to ``per_tool`` lines "before you
     call <tool>: <advice>", the tools interleaved so that a small budget still names as many
-    tools as it can; a lesson is shown once. Placed inside the recall block (reference data),
-    under :data:`RISK_HEADING`.
+    tools as it can; a lesson is shown once, and so is a subject (the best-ranked check about
+    it). Placed inside the recall block (reference data), under :data:`RISK_HEADING`.
 
     Args:
         checks: the candidate checks of each tool the agent has.
@@ -106,6 +108,8 @@ def render_risk_section(
             (:func:`request_scores`): each tool's checks in that order, and the tools in the
             order of their best check. ``None`` (or a lesson missing from it): confidence x
             trust, the tools in the order given.
+        shown_subjects: subjects the block already holds (its lessons'): their checks are
+            left out.
 
     Returns:
         ``(text, lesson ids shown)``; ``("", [])`` when nothing fits in ``token_budget``.
@@ -116,11 +120,33 @@ def render_risk_section(
             return scores[c.lesson_id]
         return c.confidence * c.trust
 
-    ranked = {
-        tool: sorted(items, key=lambda c: (-fit(c), c.id))[:per_tool]
-        for tool, items in checks.items()
-        if items
-    }
+    taken = set(shown_subjects)
+
+    def distinct(items: Sequence[RiskCheck]) -> list[RiskCheck]:
+        """The first ``per_tool`` of ``items`` by rank, one per subject: the most specific
+        check of a subject (:data:`hindsight.recall.scoring.SUBJECT_ORDER`) in the place of
+        its best-ranked one."""
+        ordered = sorted(items, key=lambda c: (-fit(c), c.id))
+        best: dict[str, RiskCheck] = {}
+        for c in ordered:
+            if c.subject is not None and (
+                c.subject not in best
+                or subject_order(c.lesson_kind) < subject_order(best[c.subject].lesson_kind)
+            ):
+                best[c.subject] = c
+        out: list[RiskCheck] = []
+        for c in ordered:
+            if len(out) == per_tool:
+                break
+            if c.subject is None:
+                out.append(c)
+            elif c.subject not in taken:
+                taken.add(c.subject)
+                out.append(best[c.subject])
+        return out
+
+    ranked = {tool: distinct(items) for tool, items in checks.items() if items}
+    ranked = {tool: items for tool, items in ranked.items() if items}
     if scores is not None:
         order = sorted(ranked, key=lambda tool: -fit(ranked[tool][0]))  # stable: ties as given
         ranked = {tool: ranked[tool] for tool in order}

@@ -696,8 +696,9 @@ class AsyncMemory(LifecycleMethods):
         """``result`` with the run-start risk section of ``request.tools`` (blocking), ranked
         by how well each check's lesson fits the request when ``vector`` (the query's
         embedding) is known (:func:`hindsight.checks.request_scores`). A lesson already among
-        the hits or episodes is not repeated (nor counted twice)."""
+        the hits or episodes is not repeated (nor counted twice), nor is its subject."""
         shown = {h.experience.id for h in [*result.hits, *result.episodes]}
+        subjects = [s for h in result.hits if (s := h.experience.subject) is not None]
         by_tool = {
             tool: [
                 m.check
@@ -729,7 +730,11 @@ class AsyncMemory(LifecycleMethods):
             )
         budget = int(request.token_budget * RISK_BUDGET_SHARE)
         section, ids = render_risk_section(
-            by_tool, token_budget=budget, per_tool=RISK_CHECKS_PER_TOOL, scores=scores
+            by_tool,
+            token_budget=budget,
+            per_tool=RISK_CHECKS_PER_TOOL,
+            scores=scores,
+            shown_subjects=subjects,
         )
         if not section:
             return result

@@ -225,8 +225,8 @@ def lesson_sources(trajectory: Trajectory, quotes: Sequence[Quote]) -> list[str]
     * a lesson quoting *only* tool output has ``["tool"]`` and so starts at the tool weight
       (0.6) whatever the trajectory's source: the words were written by whatever the tool read.
 
-    So the heuristic reviewer's "X timed out when called with ..." (observed status, no copied
-    text) keeps the run's trust, while "X failed with '<error text>'" is tool evidence.
+    So the heuristic reviewer's "X can time out: ..." (observed status, no copied text) keeps
+    the run's trust, while "X failed with '<error text>'" is tool evidence.
     """
     run = canonical_source(trajectory.source)
     if not any(q.event_type in TOOL_EVENT_TYPES for q in quotes):

@@ -10,7 +10,8 @@
 2. **score** (:func:`.scoring.score_candidates`) and leave out what fell under
    ``min_confidence`` (:func:`.explain.confidence_floor`);
 3. **select** ``top_k`` under the similarity floor, private namespace first, at most
-   ``max_per_source`` of them from one run (:func:`.scoring.select_hits`);
+   ``max_per_source`` of them from one run (:func:`.scoring.select_hits`), one lesson per
+   subject (:func:`.scoring.one_per_subject`);
 4. **explain** (``explain=True``): close experiences a filter kept out
    (:func:`.explain.near_misses`);
 5. **guard** (memory guard on): drop hits that contradict the rest of the recalled set
@@ -65,6 +66,7 @@ from hindsight.recall.scoring import (
     Candidate,
     RecallMode,
     ScoredRow,
+    one_per_subject,
     score_candidates,
     score_rows,
     select_hits,
@@ -272,27 +274,26 @@ class Recall:
             candidates = with_situation(where, candidates, near)
         scoring = self._scoring(req)
         excluded: list[Exclusion]
+        select: dict[str, Any] = {
+            "top_k": req.top_k,
+            "similarity_floor": req.similarity_floor,
+            "max_per_source": self.config.max_per_source,
+            "spare": req.top_k,  # room for lessons left out as repeats of a subject
+        }
         if not payload:
             scored = score_candidates(candidates, **scoring)
             scored, demoted = confidence_floor(scored, self.config.min_confidence)
-            hits, excluded = select_hits(
-                scored,
-                top_k=req.top_k,
-                similarity_floor=req.similarity_floor,
-                max_per_source=self.config.max_per_source,
-            )
+            wide, excluded = select_hits(scored, **select)
+            hits, repeats = one_per_subject(wide, req.top_k, lambda more: list(more))
         else:
             rough, demoted = confidence_floor(
                 score_rows(candidates, **scoring), self.config.min_confidence
             )
-            picked, excluded = select_hits(
-                rough,
-                top_k=req.top_k,
-                similarity_floor=req.similarity_floor,
-                max_per_source=self.config.max_per_source,
+            picked, excluded = select_hits(rough, **select)
+            hits, repeats = one_per_subject(
+                picked, req.top_k, lambda more: self._rows_of(req, more, scoring)
             )
-            hits = self._rows_of(req, picked, scoring)
-        excluded = [*excluded, *demoted]
+        excluded = [*repeats, *excluded, *demoted]
         if req.explain and where.vector is not None:  # close ones a filter kept out
             seen = {h.experience.id for h in hits} | {e.experience_id for e in excluded}
             excluded += near_misses(

@@ -33,7 +33,7 @@ over-fitting to one run, and such a lesson is the opposite.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, TypeVar
@@ -51,14 +51,17 @@ from hindsight.ports import PAYLOAD_VERSION, from_epoch_us
 
 __all__ = [
     "EPISODIC_KINDS",
+    "SUBJECT_ORDER",
     "Candidate",
     "RecallMode",
     "ScoreRow",
     "ScoredRow",
+    "one_per_subject",
     "recency_weight",
     "score_candidates",
     "score_rows",
     "select_hits",
+    "subject_order",
 ]
 
 RecallMode = Literal["vector", "task_type"]
@@ -162,6 +165,7 @@ class _Hit(Protocol):
 
 
 H = TypeVar("H", bound=_Hit)
+P = TypeVar("P", ScoredRow, RecallHit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,9 +309,13 @@ def select_hits(
     top_k: int,
     similarity_floor: float | None,
     max_per_source: float,
+    spare: int = 0,
 ) -> tuple[list[H], list[Exclusion]]:
     """Apply the floor, the namespace order and the per-source cap; keep ``top_k``.
     ``scored``: the pairs of :func:`score_candidates` (or of :func:`score_rows`).
+    ``spare``: up to that many more hits are returned after the first ``top_k``, in order, for
+    a caller that may still leave some out (:func:`one_per_subject`); the cap stays that of
+    ``top_k``.
 
     The per-source cap: at most ``floor(top_k * max_per_source)`` (at least 1) hits' worth per
     source run, a hit learned from n runs counting 1/n for each; a hit is left out when more
@@ -342,7 +350,7 @@ def select_hits(
     per_source: dict[str, float] = {}  # hits so far per run, 1/n for a hit of n runs
     hits: list[H] = []
     for cand, hit in passing:
-        if len(hits) >= top_k:
+        if len(hits) >= top_k + spare:
             excluded.append(
                 Exclusion(
                     experience_id=hit.experience.id,
@@ -370,3 +378,97 @@ def select_hits(
             per_source[source] = per_source.get(source, 0.0) + 1.0 / len(sources)
         hits.append(hit)
     return hits, excluded
+
+
+SUBJECT_ORDER: dict[ExperienceKind, int] = {
+    ExperienceKind.IMPROVEMENT: 0,
+    ExperienceKind.TOOL_RELIABILITY: 1,
+    ExperienceKind.ANTI_PATTERN: 2,
+}
+"""Which lesson stands for a subject, most specific first: the fix that went through, then the
+failure with its advice, then the repeated call (other kinds after them, in rank order)."""
+
+
+def subject_order(kind: Any) -> int:
+    """The place of a lesson of ``kind`` in :data:`SUBJECT_ORDER` (other kinds last)."""
+    return SUBJECT_ORDER.get(kind, len(SUBJECT_ORDER))
+
+
+def one_per_subject(
+    picked: Sequence[P],
+    top_k: int,
+    read: Callable[[Sequence[P]], list[RecallHit]],
+) -> tuple[list[RecallHit], list[Exclusion]]:
+    """The first ``top_k`` of ``picked`` (in order) with at most one lesson per
+    :attr:`~hindsight.models.Experience.subject`: the lessons about one thing (a tool error
+    seen as a failure, as a repeated call and as a fix) are shown as one, so that a block's few
+    places hold different advice (docs/concepts.md#recall). The one shown is the most specific
+    (:data:`SUBJECT_ORDER`) of the subject's lessons in ``picked``, in the place of the first.
+
+    Args:
+        picked: the selected hits in order, ``top_k`` and up to ``top_k`` spares
+            (:func:`select_hits`), as :class:`ScoredRow` s or :class:`RecallHit` s.
+        top_k: how many to keep.
+        read: the :class:`RecallHit` s of some of ``picked`` (their rows: a subject is in the
+            row, not in the vector payload). The first ``top_k`` are read; the spares only
+            when one of those has a subject, so that a store without subjects reads no more
+            rows than before, and the answer is the same from payloads or from rows.
+
+    Returns:
+        ``(kept, excluded)``; ``excluded`` names each hit left out and why.
+    """
+    hits = read(picked[:top_k])
+    if len(picked) > top_k and any(h.experience.subject is not None for h in hits):
+        hits += read(picked[top_k:])
+    kept, excluded = _distinct(hits, top_k)
+    for p in picked[len(hits) :]:
+        similarity = (  # as the breakdown has it
+            round(p.candidate.similarity, 6) if isinstance(p, ScoredRow) else p.breakdown.similarity
+        )
+        excluded.append(
+            Exclusion(
+                experience_id=p.experience.id,
+                reason=f"below the top {top_k}",
+                similarity=similarity,
+                score=p.score,
+            )
+        )
+    return kept, excluded
+
+
+def _distinct(hits: Sequence[RecallHit], top_k: int) -> tuple[list[RecallHit], list[Exclusion]]:
+    """:func:`one_per_subject` of hits already read."""
+    best: dict[str, RecallHit] = {}
+    for hit in hits:
+        subject = hit.experience.subject
+        if subject is not None and (
+            subject not in best
+            or subject_order(hit.experience.kind) < subject_order(best[subject].experience.kind)
+        ):
+            best[subject] = hit
+    kept: list[RecallHit] = []
+    excluded: list[Exclusion] = []
+    placed: set[str] = set()
+    for hit in hits:
+        subject = hit.experience.subject
+        shown = hit if subject is None else best[subject]
+        if shown is not hit:
+            excluded.append(_left_out(hit, f"about the same subject as {shown.experience.id}"))
+        if subject is not None:
+            if subject in placed:
+                continue  # shown (or left out) in the place of the subject's first hit
+            placed.add(subject)
+        if len(kept) >= top_k:
+            excluded.append(_left_out(shown, f"below the top {top_k}"))
+        else:
+            kept.append(shown)
+    return kept, excluded
+
+
+def _left_out(hit: RecallHit, reason: str) -> Exclusion:
+    return Exclusion(
+        experience_id=hit.experience.id,
+        reason=reason,
+        similarity=hit.breakdown.similarity,
+        score=hit.score,
+    )

@@ -12,6 +12,9 @@ Each lesson carries, in ``metadata`` (the contract with write-back, docs/review.
   error>``, ``anti_pattern:...``, ``fix:...``): write-back folds a
   lesson into the active experience with the same key, so the same failure seen in 25 runs is
   one lesson with 25 sources, not 25 lessons;
+* ``subject`` - the tool error it is about (``<tool>:<status>:<masked error>``), shared by
+  the failure, the repeated call and the fix of one error, so that recall shows one of them
+  (docs/concepts.md#recall);
 * ``support`` - the runs that are evidence for it (``trajectory_id``, ``polarity`` +1,
   ``role``), from which write-back derives its confidence
   (:mod:`hindsight.writeback.confidence`).
@@ -75,7 +78,6 @@ IMPORTANCE: dict[ExperienceKind, float] = {
 #: Upper bound of a lesson's length in characters.
 MAX_LESSON_CHARS = 320
 _ERROR_CHARS = 120
-_MAX_CONDITION_ARGS = 2
 
 
 @dataclass(frozen=True)
@@ -144,30 +146,11 @@ def _error_key(ctx: Context, call: ToolCall) -> str:
     return f"{call.tool}:{call.status}:{_error(ctx, call).lower()}"
 
 
-def _conditions(ctx: Context, call: ToolCall, focus: str) -> str:
-    """The arguments of ``call`` a failure is likely about, as classes: those sharing words
-    with ``focus`` (the error), else none (``""``)."""
-    focus_tokens = tokens(focus)
-    parts = []
-    for key, value in call.args.items():
-        if not focus_tokens & tokens(str(key)):
-            continue
-        cls = value_class(str(key), value, ctx.masker)
-        if cls.startswith("a ") or cls in ("none", "nothing"):
-            continue
-        parts.append(_arg_text(ctx, str(key), cls))
-        if len(parts) == _MAX_CONDITION_ARGS:
-            break
-    return ", ".join(parts)
-
-
-def _with_args(ctx: Context, args: str) -> str:
-    return render("with_args", ctx.lang, args=args) if args else ""
-
-
 def tool_reliability(ctx: Context) -> list[Lesson]:
-    """Review question 3: which tool failed or timed out, under what conditions - one lesson
-    per tool and masked error, with general advice for that kind of error."""
+    """Which tool failed or timed out: one lesson per tool and masked error, with general
+    advice for that kind of error. The conditions under which it fails are not read from this
+    run's arguments (one run cannot tell which of them mattered): condition mining finds them
+    across runs (docs/review.md#condition-mining)."""
     groups: dict[str, list[ToolCall]] = {}
     for call in ctx.calls:
         if call.failed:
@@ -176,16 +159,14 @@ def tool_reliability(ctx: Context) -> list[Lesson]:
     for key, group in groups.items():
         first = group[0]
         error = _error(ctx, first)
-        with_args = _with_args(ctx, _conditions(ctx, first, error))
         if first.status is EventStatus.TIMEOUT:
-            content = render("tool_timeout", ctx.lang, tool=first.tool, with_args=with_args)
+            content = render("tool_timeout", ctx.lang, tool=first.tool)
         else:
             content = render(
                 "tool_failure",
                 ctx.lang,
                 tool=first.tool,
                 error=error,
-                with_args=with_args,
                 advice=advice_for(error, ctx.lang),
             )
         lessons.append(
@@ -199,6 +180,7 @@ def tool_reliability(ctx: Context) -> list[Lesson]:
                 [_observed(ctx, "error_observed")],
                 occurrences=len(group),
                 status=str(first.status),
+                subject=key,
             )
         )
     return lessons
@@ -229,6 +211,7 @@ def anti_patterns(ctx: Context) -> list[Lesson]:
                 key,
                 [_observed(ctx, "repeat_observed")],
                 occurrences=len(group),
+                subject=_error_key(ctx, first),
             )
         )
     return lessons
@@ -389,6 +372,7 @@ def fixes(ctx: Context) -> list[Lesson]:
                 tools,
                 key,
                 [_observed(ctx, "fix_observed" if won else "fix_without_success")],
+                subject=_error_key(ctx, failed),
                 **extra,
             )
         )

@@ -18,7 +18,6 @@ Lang = Literal["en", "zh"]
 
 _TEMPLATES: dict[str, dict[Lang, str]] = {
     # -- pieces ----------------------------------------------------------------------------
-    "with_args": {"en": " when called with {args}", "zh": "（调用参数：{args}）"},
     "paren": {"en": " ({args})", "zh": "（{args}）"},
     "change_value": {"en": "{key} {old} -> {new}", "zh": "{key} 从 {old} 改为 {new}"},
     "change_added": {"en": "adding {key}{value}", "zh": "增加参数 {key}{value}"},
@@ -35,13 +34,13 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     "failed_with": {"en": "fails with '{error}'", "zh": "报错“{error}”"},
     # -- lessons about a tool (one run is enough) -------------------------------------------
     "tool_failure": {
-        "en": "{tool} can fail with '{error}'{with_args}: {advice}.",
-        "zh": "{tool} 可能报错“{error}”{with_args}；建议：{advice}。",
+        "en": "{tool} can fail with '{error}': {advice}.",
+        "zh": "{tool} 可能报错“{error}”；建议：{advice}。",
     },
     "tool_timeout": {
-        "en": "{tool} can time out{with_args}: retry once after a short wait, then fall back "
+        "en": "{tool} can time out: retry once after a short wait, then fall back "
         "to another tool or tell the user it is unavailable.",
-        "zh": "{tool} 可能超时{with_args}；建议稍等后重试一次，仍超时则改用其他工具或告知用户。",
+        "zh": "{tool} 可能超时；建议稍等后重试一次，仍超时则改用其他工具或告知用户。",
     },
     "anti_pattern": {
         "en": "When {tool} {failure}, change the arguments or the approach before calling it "

@@ -1,0 +1,208 @@
+"""One lesson per subject in what recall returns and in the run-start checks
+(docs/concepts.md#recall): the lessons about one tool error (the failure with its advice, the
+repeated call, the fix) take one place of a block, not three, and the one shown is the most
+specific; lessons without a subject are never folded, whatever their wording."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from hindsight import Memory
+from hindsight.checks import RiskCheck, render_risk_section
+from hindsight.models import Event, EventStatus, EventType, Outcome, Trajectory
+from hindsight.review.heuristic import HeuristicReviewer
+from hindsight.testing import test_memory
+
+TENANT = "acme"
+ERROR = "export_report:failure:quota exceeded"
+QUERY = "export the monthly report for the finance team"
+
+#: three lessons about one error, the most specific (the fix) least confident
+SAME_ERROR = {
+    "anti_pattern": (
+        "When export_report fails with 'quota exceeded', change the arguments before calling "
+        "it again: repeating the same export report call failed the same way.",
+        0.9,
+    ),
+    "tool_reliability": (
+        "export_report can fail with 'quota exceeded': export the monthly report in smaller "
+        "parts for the finance team.",
+        0.8,
+    ),
+    "improvement": (
+        "When export_report fails with 'quota exceeded', calling it again with a smaller "
+        "report range for the monthly export worked.",
+        0.6,
+    ),
+}
+OTHERS = [
+    "Confirm the monthly report period with the finance team before the export.",
+    "The export of a monthly report needs the finance team's cost centre.",
+    "Attach the export of the report to the finance team's ticket.",
+    "A monthly report export lists every invoice of the month for finance.",
+    "Check that the report export is for the finance team's ledger, not the sales one.",
+]
+
+
+@pytest.fixture
+def memory() -> Iterator[tuple[Memory, dict[str, str]]]:
+    mem = test_memory()
+    ids = {}
+    try:
+        for kind, (text, confidence) in SAME_ERROR.items():
+            ids[kind] = mem.add_experience(
+                text, tenant_id=TENANT, kind=kind, tools=["export_report"],
+                confidence=confidence, metadata={"subject": ERROR},
+            ).id  # fmt: skip
+        for i, text in enumerate(OTHERS):
+            ids[f"other{i}"] = mem.add_experience(
+                text, tenant_id=TENANT, kind="rule", confidence=0.5
+            ).id
+        yield mem, ids
+    finally:
+        mem.close()
+
+
+def _from_rows(mem: Memory, **kw: Any) -> Any:
+    """The recall with every candidate scored from its SQL row (the reference path)."""
+    fast = mem.aio._recall
+    mem.aio._recall = dataclasses.replace(fast, score_from_payload=False)
+    try:
+        return mem.recall(QUERY, tenant_id=TENANT, record=False, **kw)
+    finally:
+        mem.aio._recall = fast
+
+
+@pytest.mark.parametrize("top_k", [1, 2, 3, 5, 8])
+def test_one_lesson_per_subject_the_most_specific_in_its_place(
+    memory: tuple[Memory, dict[str, str]], top_k: int
+) -> None:
+    mem, ids = memory
+    same = {ids[k] for k in SAME_ERROR}
+    result = mem.recall(QUERY, tenant_id=TENANT, top_k=top_k, explain=True, record=False)
+    shown = [h.experience.id for h in result.hits]
+    assert len(shown) == min(top_k, 1 + len(OTHERS)), shown  # the places are filled
+    assert len(set(shown) & same) <= 1, shown
+    if top_k >= 5:  # the fix ranks among the first 2 x top_k: it stands for the subject
+        assert ids["improvement"] in shown, shown
+    reasons = {e.experience_id: e.reason for e in result.excluded}
+    for lesson in same - set(shown):
+        assert reasons[lesson].startswith(("about the same subject as", "below the top")), reasons
+    # the same answer, and the same reasons, from the payloads and from the rows
+    slow = _from_rows(mem, top_k=top_k, explain=True)
+    assert [h.experience.id for h in slow.hits] == shown
+    assert slow.excluded == result.excluded
+
+
+def test_the_subject_takes_the_place_of_its_best_ranked_lesson(
+    memory: tuple[Memory, dict[str, str]],
+) -> None:
+    mem, ids = memory
+    with_subject = mem.recall(QUERY, tenant_id=TENANT, top_k=5, record=False)
+    for kind in SAME_ERROR:
+        mem.edit_experience(ids[kind], tenant_id=TENANT, metadata={})
+    without = mem.recall(QUERY, tenant_id=TENANT, top_k=5, record=False)
+    same = [ids[k] for k in SAME_ERROR]
+    first = next(i for i, h in enumerate(without.hits) if h.experience.id in same)
+    assert with_subject.hits[first].experience.id == ids["improvement"]
+    # without a subject, lessons that read alike are separate lessons, each recalled
+    every = mem.recall(QUERY, tenant_id=TENANT, top_k=8, record=False)
+    assert set(same) <= {h.experience.id for h in every.hits}
+
+
+@pytest.mark.parametrize("subject", [5, "", None, ["a"], {"x": 1}])
+def test_only_a_non_empty_string_is_a_subject(subject: Any) -> None:
+    with test_memory() as mem:
+        for kind, (text, confidence) in SAME_ERROR.items():
+            mem.add_experience(
+                text, tenant_id=TENANT, kind=kind, tools=["export_report"],
+                confidence=confidence, metadata={"subject": subject},
+            )  # fmt: skip
+        result = mem.recall(QUERY, tenant_id=TENANT, top_k=5, record=False)
+        assert all(h.experience.subject is None for h in result.hits)
+        assert len(result.hits) == 3  # none folded
+
+
+def test_run_start_checks_show_a_subject_once_and_not_again_after_the_lessons(
+    memory: tuple[Memory, dict[str, str]],
+) -> None:
+    mem, ids = memory
+    same = {ids[k] for k in SAME_ERROR}
+    # no hits (a floor nothing passes): the checks show the subject once, by its fix
+    only_checks = mem.recall(
+        QUERY, tenant_id=TENANT, tools=["export_report"], similarity_floor=0.99, record=False
+    )
+    assert not only_checks.hits
+    assert set(only_checks.risk_lesson_ids) & same == {ids["improvement"]}
+    assert only_checks.risk_section.count("quota exceeded") == 1
+    # the subject among the lessons: no check repeats it
+    both = mem.recall(QUERY, tenant_id=TENANT, tools=["export_report"], top_k=8, record=False)
+    assert ids["improvement"] in {h.experience.id for h in both.hits}
+    assert not set(both.risk_lesson_ids) & same
+    assert "quota exceeded" not in both.risk_section
+
+
+def _check(lesson: str, kind: str, subject: str | None, confidence: float) -> RiskCheck:
+    return RiskCheck(
+        id=f"{lesson}:t", tool="t", advice=f"advice {lesson}", lesson_id=lesson,
+        lesson_kind=kind, severity="medium", confidence=confidence, subject=subject,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("per_tool", [1, 2, 3])
+def test_render_risk_section_one_check_per_subject(per_tool: int) -> None:
+    checks = {
+        "t": [
+            _check("repeat", "anti_pattern", "s", 0.9),
+            _check("failure", "tool_reliability", "s", 0.8),
+            _check("plain", "rule", None, 0.7),
+            _check("fix", "improvement", "s", 0.5),
+            _check("other", "tool_reliability", "s2", 0.4),
+        ]
+    }
+    _, ids = render_risk_section(checks, token_budget=500, per_tool=per_tool)
+    assert ids == ["fix", "plain", "other"][:per_tool]
+    _, ids = render_risk_section(checks, token_budget=500, per_tool=3, shown_subjects=["s"])
+    assert ids == ["plain", "other"]
+
+
+def test_the_heuristic_review_gives_the_lessons_of_one_error_one_subject() -> None:
+    """A run that repeated a failing call and then fixed it: its failure, repeat and fix
+    lessons share the subject, and a recall shows one of them."""
+    events = [Event(event_type=EventType.USER_MESSAGE, content="Export the monthly report")]
+    for i, (rows, status, out) in enumerate(
+        [
+            (5000, EventStatus.FAILURE, "Error: quota exceeded"),
+            (5000, EventStatus.FAILURE, "Error: quota exceeded"),
+            (500, EventStatus.SUCCESS, '{"exported": true}'),
+        ]
+    ):
+        events += [
+            Event(event_type=EventType.TOOL_CALL, tool_name="export_report",
+                  tool_args={"rows": rows}, tool_call_id=f"c{i}"),
+            Event(event_type=EventType.TOOL_RESULT, tool_name="export_report",
+                  tool_call_id=f"c{i}", status=status, content=out),
+        ]  # fmt: skip
+    traj = Trajectory(
+        tenant_id=TENANT, task="Export the monthly report", events=events, outcome=Outcome.SUCCESS
+    )
+    lessons = HeuristicReviewer().review_sync(traj)
+    kinds = {lesson.kind.value for lesson in lessons}
+    assert {"tool_reliability", "anti_pattern", "improvement"} <= kinds, kinds
+    assert {lesson.metadata["subject"] for lesson in lessons} == {ERROR}
+    with test_memory() as mem:
+        mem.store_episode(traj)
+        assert mem.flush(timeout=60)
+        result = mem.recall(
+            "Export the monthly report", tenant_id=TENANT, tools=["export_report"], record=False
+        )
+        about = [
+            line
+            for line in [h.experience.content for h in result.hits] + [result.risk_section]
+            if "quota exceeded" in line
+        ]
+        assert len(about) == 1, about
