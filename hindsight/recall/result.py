@@ -70,10 +70,15 @@ class RecallResult(BaseModel):
         """True when :meth:`render` had to cut or leave out items to fit the budget."""
         return render_block(self.hits, self.token_budget, self.episodes, self.risk_section)[1]
 
+    def hits_json(self) -> list[dict[str, Any]]:
+        """``to_json()["hits"]`` without rendering the block: each hit in the shape every
+        interface gives (docs/concepts.md#one-hit-shape-on-every-interface)."""
+        return [_hit_json(hit) for hit in self.hits]
+
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """The JSON shape printed by ``hindsight recall --json`` (``episodes``: same shape as
         ``hits``, empty unless recall was asked for episodes)."""
-        hits = [_hit_json(hit) for hit in self.hits]
+        hits = self.hits_json()
         text, truncated = render_block(
             self.hits, self.token_budget, self.episodes, self.risk_section
         )

@@ -113,7 +113,7 @@ class HindsightRetriever(BaseRetriever):
     def _documents(result: RecallResult | None) -> list[Document]:
         if result is None:
             return []
-        hits = result.to_json()["hits"]
+        hits = result.hits_json()
         return [Document(page_content=hit["content"], metadata=hit) for hit in hits]
 
     def _get_relevant_documents(

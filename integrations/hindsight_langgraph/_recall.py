@@ -101,7 +101,7 @@ class _RecallSpec:
         if change is not None:
             out[self.messages_key] = change
         if self.recalled_key:
-            out[self.recalled_key] = result.to_json()["hits"] if result is not None else []
+            out[self.recalled_key] = result.hits_json() if result is not None else []
         if self.trajectory_key:
             out[self.trajectory_key] = trajectory_id
         return out
