@@ -59,6 +59,7 @@ STATE = (
     '{"tool": <name>, "result": <JSON value or text>}'
 )
 SWITCH = "include_episodes must be true or false, got"
+RECALL_SWITCHES = ("include_episodes", "risk_checks")
 SOURCE = "source must be one of system, user, tool, unknown, or another spelling"
 KIND = "kind must be one of outcome, key_step"
 NAMESPACE = "namespace must be a non-empty string"
@@ -185,15 +186,18 @@ TABLE: list[tuple[str, Any, str]] = [
     ("include_episodes", 0, OK),
     ("include_episodes", "maybe", SWITCH + " 'maybe'"),
     ("include_episodes", [True], SWITCH + " [True]"),
+    ("risk_checks", "off", OK),
+    ("risk_checks", None, OK),
+    ("risk_checks", "maybe", "risk_checks must be true or false, got 'maybe'"),
 ]
 """Every numeric (and paging) argument, the text and list limits, the spellings and the
 switches: ``cursor`` and ``offset`` belong to every listing, ``confidence``, ``importance``,
 ``content``, ``tags``, ``tools``, ``source``, ``kind`` and ``namespace`` to adding a lesson
 (``importance`` also to an edit), ``delta`` to adjusting a confidence, ``query``,
-``similarity_floor`` and ``include_episodes`` to recall, ``tool`` to a risk check, ``items``
-to the batch write, ``order`` to listing experiences. The lesson fields also run through the
-batch write (``add_experiences``, ``POST /v1/experiences:batch``), where the same message
-names the item."""
+``similarity_floor``, ``include_episodes`` and ``risk_checks`` to recall, ``tool`` to a
+risk check, ``items`` to the batch write, ``order`` to listing experiences. The lesson fields
+also run through the batch write (``add_experiences``, ``POST /v1/experiences:batch``), where
+the same message names the item."""
 LESSON_FIELDS = ("confidence", "importance", "content", "tags", "tools", "source", "kind")
 
 
@@ -241,7 +245,7 @@ def _batch_http(client: httpx.Client, arg: str, value: Any) -> str:
 
 def _python(mem: Memory, eid: str, arg: str, value: Any) -> str:
     try:
-        if arg in ("top_k", "token_budget", "similarity_floor", "query", "include_episodes"):
+        if arg in ("top_k", "token_budget", "similarity_floor", "query", *RECALL_SWITCHES):
             query = value if arg == "query" else "retry"
             extra = {} if arg == "query" else {arg: value}
             mem.recall(query, tenant_id="t", **extra)
@@ -268,7 +272,7 @@ def _python(mem: Memory, eid: str, arg: str, value: Any) -> str:
 
 
 def _http(client: httpx.Client, eid: str, arg: str, value: Any) -> str:
-    if arg in ("top_k", "token_budget", "similarity_floor", "query", "include_episodes"):
+    if arg in ("top_k", "token_budget", "similarity_floor", "query", *RECALL_SWITCHES):
         body = {"query": value} if arg == "query" else {"query": "retry", arg: value}
         r = client.post("/v1/recall", json=body)
     elif arg == "content":
@@ -302,7 +306,7 @@ def _http(client: httpx.Client, eid: str, arg: str, value: Any) -> str:
 
 def _mcp_call(arg: str, value: Any, eid: str) -> tuple[str, dict[str, Any]] | None:
     """The tool call of a row, or ``None`` when no tool takes that argument."""
-    if arg in ("top_k", "query", "include_episodes"):
+    if arg in ("top_k", "query", *RECALL_SWITCHES):
         query = value if arg == "query" else "retry"
         extra = {} if arg == "query" else {arg: value}
         return "recall_similar", {"query": query, **extra}

@@ -167,6 +167,29 @@ async def test_store_review_recall_outcome_adjust_forget(acme: Any, mem: Any) ->
     assert lesson["id"] not in [h["id"] for h in after["hits"]]
 
 
+async def test_recall_with_the_agents_tools_opens_with_their_risk_checks(
+    acme: Any, mem: Any
+) -> None:
+    """recall_similar takes the tools the agent has, like recall in Python and over HTTP: the
+    block opens with their "before you call X" checks; risk_checks=false leaves them out."""
+    lesson = mem.add_experience(
+        "refund_order can fail with 'amount exceeds the original charge': refund at most the "
+        "amount charged.",
+        tenant_id="acme", kind="tool_reliability", tools=["refund_order"], confidence=0.8,
+    )  # fmt: skip
+    mem.add_experience("Ship the parcel with the carrier the customer chose.",
+                       tenant_id="acme", confidence=0.9)  # fmt: skip
+    ask = {"query": "ship the parcel", "tools": ["refund_order"], "top_k": 1}
+    block = (await call(acme, "recall_similar", ask)).ok()["rendered"]
+    assert "- before you call refund_order: refund_order can fail" in block, block
+    plain = (await call(acme, "recall_similar", {**ask, "risk_checks": "off"})).ok()
+    assert "before you call" not in plain["rendered"]
+    assert lesson.id not in plain["rendered"]
+    refused = await call(acme, "recall_similar", {**ask, "tools": [""]})
+    assert refused.error is not None and refused.error["field"] == "tools", refused.text
+    assert "tools must be tool names of 1..200 characters" in refused.error["message"]
+
+
 async def test_store_episode_reads_every_shape(acme: Any, mem: Any, tau_bench_path: Path) -> None:
     messages = openai_run("Rotate the TLS certificate")
     tau = json.loads(tau_bench_path.read_text())[0]

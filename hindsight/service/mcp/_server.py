@@ -41,6 +41,7 @@ from hindsight._contract import (
     Query,
     RunState,
     ToolName,
+    Tools,
     batch_size,
 )
 from hindsight._errors import AuthenticationError
@@ -248,6 +249,20 @@ def build_mcp_server(
         include_episodes: Annotated[
             OffByDefault, Field(description="Also return summaries of similar past runs.")
         ] = False,
+        tools: Annotated[
+            Tools | None,
+            Field(
+                description='The names of the tools you have, e.g. ["refund_order"]: lessons '
+                "about them are boosted and the block opens with their risk checks."
+            ),
+        ] = None,
+        risk_checks: Annotated[
+            OnByDefault,
+            Field(
+                description='With tools: open the block with "before you call X" lines, '
+                "ranked against the query (docs/checks.md); false: leave them out."
+            ),
+        ] = True,
     ) -> RecallOut:
         """Recall lessons from past runs that are relevant to a task.
 
@@ -261,8 +276,10 @@ def build_mcp_server(
             task_type=task_type,
             top_k=top_k,
             tags=tags or (),
+            tools=tools or (),
             trajectory_id=trajectory_id,
             include_episodes=include_episodes,
+            risk_checks=risk_checks,
         )
         return RecallOut(
             query=query,
