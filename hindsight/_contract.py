@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -278,19 +279,40 @@ DEFAULT_LIMIT = 100
 _INTEGER_TEXT = re.compile(r"[+-]?\d+")
 
 
+def _python_scalar(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (``np.int64(3)`` -> ``3``, ``np.True_`` ->
+    ``True``), so that it is read, and named in a refusal, as the same value sent as JSON;
+    anything else as it is."""
+    if (
+        hasattr(value, "dtype")
+        and getattr(value, "shape", None) == ()
+        and callable(getattr(value, "item", None))
+    ):
+        return value.item()
+    return value
+
+
 def integer(value: Any, name: str, low: int, high: int) -> int:
     """The one integer rule of every interface (docs/concepts.md, the input contract): an
-    ``int``, a float with no fraction (``5.0``) or a string of digits (``"5"``, as a CLI
-    argument or a query parameter arrives), from ``low`` to ``high``; never a boolean.
+    integer (``int``, or numpy's), a real number with no fraction (``5.0``) or a string of
+    digits (``"5"``, as a CLI argument or a query parameter arrives), from ``low`` to
+    ``high``; never a boolean.
 
     Raises:
         UsageError: ``<name> must be an integer from <low> to <high>, got <value>``.
     """
-    got = value
+    value = got = _python_scalar(value)
     if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
         value = int(value.strip())
-    elif isinstance(value, float) and value.is_integer():
-        value = int(value)
+    elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = int(value)  # numpy's integers too
+    elif (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and float(value).is_integer()
+    ):
+        value = int(float(value))
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise UsageError(
             f"{name} must be an integer from {low} to {high}, got {got!r:.40}", field=name
@@ -303,16 +325,20 @@ _NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 def number(value: Any, name: str, low: float, high: float) -> float:
     """The one rule for a bounded real number on every interface (docs/concepts.md, the input
-    contract): an ``int`` or ``float`` or a string of a decimal number (``"0.5"``, ``"-0.2"``,
-    ``"1e-1"``, as a CLI argument or a query parameter arrives), finite, from ``low`` to
-    ``high``; never a boolean, NaN or infinity.
+    contract): a real number (``int``, ``float``, numpy's) or a string of a decimal number
+    (``"0.5"``, ``"-0.2"``, ``"1e-1"``, as a CLI argument or a query parameter arrives),
+    finite, from ``low`` to ``high``; never a boolean, NaN or infinity.
 
     Raises:
         UsageError: ``<name> must be a number from <low> to <high>, got <value>``.
     """
-    got = value
+    value = got = _python_scalar(value)
     if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()):
         value = float(value.strip())
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool | int):
+        value = float(value)  # numpy's floats and integers, fractions
+    elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = int(value)
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -357,6 +383,7 @@ def switch(value: Any, name: str, default: bool) -> bool:
     Raises:
         UsageError: ``<name> must be true or false, got <value>``.
     """
+    value = _python_scalar(value)
     if value is None:
         return default
     if isinstance(value, bool):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,68 @@ def test_warning_is_attributed_to_the_caller(tmp_path: Path) -> None:
             mem.add_experience("a \x00 b", tenant_id="t")
         [w] = [w for w in rec if issubclass(w.category, InvalidTextWarning)]
         assert w.filename == __file__
+
+
+def _numpy(kind: str, value: object) -> object:
+    import numpy as np
+
+    return getattr(np, kind)(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (3, 3),
+        (3.0, 3),
+        ("3", 3),
+        (_numpy("int64", 3), 3),
+        (_numpy("float32", 3.0), 3),
+        (Fraction(6, 2), 3),
+        (True, "got True"),
+        (False, "got False"),
+        (_numpy("bool_", True), "got True"),  # numpy's as Python's, in the message too
+        (_numpy("float32", 3.5), "got 3.5"),
+        (Fraction(7, 2), "got Fraction(7, 2)"),
+        (math.nan, "got nan"),
+        (math.inf, "got inf"),
+        ("3.5", "got '3.5'"),
+    ],
+)
+def test_integers_from_python_numpy_and_text_never_from_a_boolean(
+    value: object, expected: object
+) -> None:
+    from hindsight._contract import integer
+
+    if isinstance(expected, int):
+        assert integer(value, "top_k", 1, 1000) == expected
+        return
+    with pytest.raises(UsageError, match=r"^top_k must be an integer from 1 to 1000, ") as err:
+        integer(value, "top_k", 1, 1000)
+    assert str(err.value).endswith(str(expected)) and err.value.field == "top_k"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (_numpy("float32", 0.25), 0.25),
+        (_numpy("int64", 1), 1.0),
+        (Fraction(1, 4), 0.25),
+        (True, "got True"),
+        (_numpy("bool_", False), "got False"),
+        (_numpy("float64", math.nan), "got nan"),
+        (_numpy("float32", 2.0), "got 2.0"),
+    ],
+)
+def test_numbers_from_python_numpy_and_fractions_never_from_a_boolean(
+    value: object, expected: object
+) -> None:
+    from hindsight._contract import number
+
+    if isinstance(expected, float):
+        assert number(value, "similarity_floor", -1, 1) == expected
+        return
+    with pytest.raises(UsageError, match=r"^similarity_floor must be a number from -1 to 1, "):
+        number(value, "similarity_floor", -1, 1)
+    with pytest.raises(UsageError) as err:
+        number(value, "similarity_floor", -1, 1)
+    assert str(err.value).endswith(str(expected))

@@ -9,6 +9,7 @@ No web framework needed here.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hindsight._errors import (
@@ -105,16 +106,32 @@ def error_body(type_: str, message: str, field: str | None = None) -> dict[str, 
     return {"error": {"type": type_, "message": " ".join(str(message).split()), "field": field}}
 
 
+_FRAME = re.compile(r"^(?:body|query|path) field [^\s:]+: ")
+"""How the HTTP service frames a refusal of one field (``body field top_k: ...``)."""
+_ITEM = re.compile(r"^items\.(\d+)\.")
+
+
 def exception_for(status: int, body: Any) -> HindsightError:
     """The exception a client raises for an error response (``body``: parsed JSON or text).
 
     Known ``type`` -> its class (:data:`ERROR_TYPES`); otherwise 401 -> AuthenticationError,
-    404 -> NotFoundError, other 4xx -> UsageError, 5xx -> ServiceError.
+    404 -> NotFoundError, other 4xx -> UsageError, 5xx -> ServiceError. A refusal that names
+    its ``field`` keeps it (``UsageError.field``), its message without the HTTP frame, so the
+    client says what the local memory says.
     """
     err = body.get("error") if isinstance(body, dict) else None
+    field: str | None = None
     if isinstance(err, dict):
         type_ = str(err.get("type", ""))
         message = str(err.get("message", "")) or f"HTTP {status}"
+        if isinstance(err.get("field"), str) and err["field"]:
+            field = err["field"]
+            # the words of the local memory: "top_k must be ...", not "body field top_k: ...";
+            # an item of a batch as "item 1: ..."
+            bare = _FRAME.sub("", message, count=1)
+            if bare != message and bare:
+                item = _ITEM.match(field)
+                message = f"item {item.group(1)}: {bare}" if item else bare
     else:
         type_, message = "", (str(body)[:300] if body else f"HTTP {status}")
     cls: type[HindsightError] | None = _EXTRA_TYPES.get(type_)
@@ -132,4 +149,6 @@ def exception_for(status: int, body: Any) -> HindsightError:
             cls = ServiceError
     if issubclass(cls, ServiceError):
         return ServiceError(f"{message} (HTTP {status})", status)
+    if issubclass(cls, UsageError):
+        return cls(message, field=field)
     return cls(message)

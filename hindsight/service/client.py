@@ -13,6 +13,7 @@ decides the tenant. Errors are the engine's (:class:`~hindsight.NotFoundError`,
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, Unpack
 
@@ -58,7 +59,15 @@ def _settings(base_url: Any, api_key: Any, timeout: Any) -> dict[str, Any]:
 
 
 def _args(call: Call[Any]) -> dict[str, Any]:
-    return {"json": call.json, "params": call.params or None}
+    if call.json is None:
+        return {"params": call.params or None}
+    # NaN and infinity as Python's json writes them (httpx refuses them): the service then
+    # refuses them with the words of the local memory ("... got nan"), not json's ValueError
+    return {
+        "content": json.dumps(call.json, allow_nan=True).encode(),
+        "headers": {"Content-Type": "application/json"},
+        "params": call.params or None,
+    }
 
 
 def _finish(call: Call[T], response: httpx.Response) -> T:

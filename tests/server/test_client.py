@@ -182,6 +182,51 @@ def test_bytes_or_objects_where_json_is_expected_are_one_line_usage_errors(
         assert client.add_experience("x is fine").content == "x is fine"
 
 
+NUMPY_CASES = [
+    ("top_k", "int64", 3, None),
+    ("top_k", "float32", 3.0, None),
+    ("top_k", "float32", 3.5, "top_k must be an integer from 1 to 1000"),
+    ("top_k", "bool_", True, "top_k must be an integer from 1 to 1000"),
+    ("similarity_floor", "float32", 0.25, None),
+    ("similarity_floor", "float64", float("nan"), "similarity_floor must be a number from -1"),
+    ("include_episodes", "bool_", True, None),
+    ("include_episodes", "bool_", False, None),
+    ("tags", "array", ["billing", "refund"], None),
+]
+
+
+@pytest.mark.parametrize(("arg", "dtype", "value", "refused"), NUMPY_CASES)
+def test_numpy_values_get_the_same_answer_locally_and_from_the_client(
+    served_sqlite: Served, tmp_path: Path, arg: str, dtype: str, value: Any, refused: str | None
+) -> None:
+    """Numbers and switches computed with numpy: the local memory and the client (which sends
+    them as JSON) accept the same ones and refuse the same ones, with the same words."""
+    import numpy as np
+
+    from hindsight import Memory
+
+    given = np.array(value) if dtype == "array" else getattr(np, dtype)(value)
+    tenant = f"np-{uuid.uuid4().hex[:8]}"
+    answers = {}
+    with (
+        Memory(data_dir=tmp_path / "local", background_review=False) as local,
+        served_sqlite.client(tenant) as remote,
+    ):
+        for name, mem, kw in (("local", local, {"tenant_id": tenant}), ("client", remote, {})):
+            mem.add_experience("Refund the billing order once", **kw)
+            try:
+                hits = mem.recall("refund billing", **{arg: given}, **kw).hits
+                answers[name] = f"{len(hits)} hits"
+            except UsageError as err:
+                assert err.field == arg, (name, err.field)
+                answers[name] = str(err)
+    assert answers["local"] == answers["client"], answers
+    if refused is None:
+        assert answers["local"] == "1 hits", answers
+    else:
+        assert answers["local"].startswith(refused), answers
+
+
 def test_the_client_pages_with_offset_as_documented(served_sqlite: Served) -> None:
     tenant = f"paging-{uuid.uuid4().hex[:8]}"
     with served_sqlite.client(tenant) as client:
