@@ -12,13 +12,21 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hindsight._contract import (
     MAX_TOKEN_BUDGET,
     MIN_TOKEN_BUDGET,
     integer,
+    switch,
     validation_message,
 )
 from hindsight._errors import UsageError
@@ -191,6 +199,19 @@ class MemoryConfig(BaseSettings):
     drain_timeout: float = Field(
         default=10.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_DRAIN_TIMEOUT")
     )
+
+    @field_validator(
+        "situation_match",
+        "background_review",
+        "condition_mining",
+        "dedup_judge",
+        "guard",
+        mode="before",
+    )
+    @classmethod
+    def _check_switch(cls, value: Any, info: ValidationInfo) -> bool:
+        name = str(info.field_name)
+        return switch(value, name, bool(cls.model_fields[name].default))  # as the arguments
 
     @field_validator("top_k", mode="before")
     @classmethod

@@ -112,3 +112,40 @@ def test_a_setting_may_be_given_by_its_environment_variable_name(tmp_path: Path)
     assert with_overrides(config, HINDSIGHT_MAX_RETRIEVE_COUNT="4").top_k == 4
     with pytest.raises(UsageError, match="'HINDSIGHT_DATA_DRI' is not a setting"):
         load_config(HINDSIGHT_DATA_DRI=str(tmp_path))
+
+
+SETTING_SWITCHES = {
+    "situation_match": "HINDSIGHT_SITUATION_MATCH",
+    "condition_mining": "HINDSIGHT_CONDITION_MINING",
+    "dedup_judge": "HINDSIGHT_DEDUP_JUDGE",
+    "guard": "HINDSIGHT_GUARD",
+    "background_review": None,
+}
+
+
+@pytest.mark.parametrize("name", SETTING_SWITCHES)
+def test_on_off_settings_read_like_the_switch_arguments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A setting that is on or off reads the values an on/off argument reads, as a keyword and
+    from the environment, and refuses the others with the argument's words."""
+    config = MemoryConfig(data_dir=tmp_path)
+    for value in OFF:
+        assert getattr(with_overrides(config, **{name: value}), name) is False, value
+    for value in ON:
+        assert getattr(with_overrides(config, **{name: value}), name) is True, value
+    for value in ("maybe", 2, 0.5, [True]):
+        message = f"invalid configuration: {name}: {name} must be true or false, got {value!r}"
+        with pytest.raises(UsageError) as err:
+            with_overrides(config, **{name: value})
+        assert str(err.value) == message
+    env = SETTING_SWITCHES[name]
+    if env is not None:
+        monkeypatch.setenv(env, "off")
+        assert getattr(load_config(data_dir=tmp_path), name) is False
+        monkeypatch.setenv(env, "perhaps")
+        with pytest.raises(UsageError) as err:
+            load_config(data_dir=tmp_path)
+        assert str(err.value) == (
+            f"invalid configuration: {env}: {name} must be true or false, got 'perhaps'"
+        )
