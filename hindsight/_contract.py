@@ -358,13 +358,16 @@ def input_file(path: Any, what: str = "file") -> Path:
 
     Raises:
         UsageError: ``no such file: <path>``, ``<path> is a folder, not a file: give one
-            <what>`` or ``cannot read <path>: permission denied``.
+            <what>``, ``<path> is not a regular file: give one <what>`` (a device or a pipe)
+            or ``cannot read <path>: permission denied``.
     """
     p = Path(path)
     if p.is_dir():
         raise UsageError(f"{p} is a folder, not a file: give one {what}")
-    if not p.is_file():
+    if not p.exists():
         raise UsageError(f"no such file: {p}")
+    if not p.is_file():  # a device or a pipe (/dev/null, /dev/stdin): read more than once
+        raise UsageError(f"{p} is not a regular file: give one {what}")
     if not os.access(p, os.R_OK):
         raise UsageError(f"cannot read {p}: permission denied")
     return p

@@ -195,6 +195,8 @@ def test_every_command_that_reads_a_file_says_what_is_wrong_with_it(
     cases = {
         str(tmp_path / "missing.json"): f"no such file: {tmp_path / 'missing.json'}",
         str(folder): f"{folder} is a folder, not a file: give one {what}",
+        # a device or a pipe: the commands read a file more than once
+        "/dev/null": f"/dev/null is not a regular file: give one {what}",
     }
     for given, message in cases.items():
         proc = run_cli(*[given if a == "{}" else a for a in args], data_dir=tmp_path / "data")

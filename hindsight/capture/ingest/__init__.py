@@ -26,6 +26,7 @@ import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
+from hindsight._contract import input_file
 from hindsight._errors import HindsightError, InvalidTrajectoryError, UsageError
 from hindsight._ids import validate_namespace, validate_tenant
 from hindsight.capture.ingest._detect import (
@@ -90,10 +91,10 @@ def _resolve(head: list[RawRecord | RecordError]) -> ResolvedFormat:
 
 
 def _check_path(path: Path) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidTrajectoryError(f"{path}: no such file")
-    return path
+    try:
+        return input_file(path, "log file (JSON or JSON Lines)")
+    except UsageError as exc:  # the one wording of every command that reads a file
+        raise InvalidTrajectoryError(str(exc)) from None
 
 
 def detect_format(path: Path) -> ResolvedFormat:
