@@ -171,6 +171,7 @@ def _content(value: Any) -> str:
 
 def _labels_of(name: str) -> Any:
     def check_labels(value: Any) -> list[str]:
+        value = _python_scalar(value)  # a 0-d numpy array of one string is that string
         if value is None:
             return []
         if isinstance(value, str):

@@ -105,6 +105,9 @@ class MemoryConfig(BaseSettings):
             ``HINDSIGHT_SITUATION_MATCH`` (default on).
         shared_namespace: namespace recalled after the private one
             (docs/concepts.md#tenants-and-namespaces).
+        background_review: review the stored runs in this process, in the background (env
+            ``HINDSIGHT_BACKGROUND_REVIEW``; default on); off: they are only queued, for
+            ``hindsight worker`` (docs/review.md#workers).
         condition_mining: mine the tenant's reviewed runs for rules that say when they apply,
             when the reviews settle (docs/review.md#condition-mining). Env
             ``HINDSIGHT_CONDITION_MINING``; default on.
@@ -176,7 +179,7 @@ class MemoryConfig(BaseSettings):
     review_retry_base: float = Field(
         default=5.0, ge=0, validation_alias=AliasChoices("HINDSIGHT_REVIEW_RETRY_BASE")
     )
-    background_review: bool = True
+    background_review: bool = Field(default=True, validation_alias=_env("BACKGROUND_REVIEW"))
     condition_mining: bool = Field(default=True, validation_alias=_env("CONDITION_MINING"))
     min_confidence: float = Field(
         default=0.1, ge=0.0, le=1.0, validation_alias=_env("MIN_CONFIDENCE")

@@ -119,7 +119,7 @@ SETTING_SWITCHES = {
     "condition_mining": "HINDSIGHT_CONDITION_MINING",
     "dedup_judge": "HINDSIGHT_DEDUP_JUDGE",
     "guard": "HINDSIGHT_GUARD",
-    "background_review": None,
+    "background_review": "HINDSIGHT_BACKGROUND_REVIEW",
 }
 
 

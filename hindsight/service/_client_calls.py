@@ -8,6 +8,7 @@ send calls (docs/http.md lists the routes).
 
 from __future__ import annotations
 
+import numbers
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from urllib.parse import quote
 
 from pydantic import TypeAdapter
 
+from hindsight._contract import Limit, Offset, check
 from hindsight._errors import UsageError
 from hindsight._paging import Page
 from hindsight.checks import CheckResult
@@ -49,6 +51,19 @@ class Call(Generic[T]):
     parse: Callable[[Any], T]
     json: Any = None
     params: dict[str, Any] = field(default_factory=dict)
+
+    def query(self) -> dict[str, Any] | None:
+        """The query parameters to send, the paging ones checked here by the contract's rule
+        (a query string carries text: the service would read ``limit=0`` as ``'0'``, and the
+        local memory's words are ``got 0``)."""
+        out = {}
+        for key, value in self.params.items():
+            kind = _QUERY_CHECKS.get(key)
+            out[key] = value if kind is None or value is None else check(kind, value)
+        return out or None
+
+
+_QUERY_CHECKS: dict[str, Any] = {"limit": Limit, "offset": Offset}
 
 
 class StoreOptions(TypedDict, total=False):
@@ -188,7 +203,8 @@ def _not_json(value: Any, what: str, expected: str) -> str:
 
 
 def _plain(value: Any, what: str = "argument") -> Any:
-    """JSON-ready values: UUIDs as strings, sequences as lists, enums as their values.
+    """JSON-ready values: UUIDs as strings, sequences as lists, enums as their values, numpy's
+    scalars and arrays as Python's (what the local memory accepts, the server accepts).
 
     Raises:
         UsageError: a value JSON cannot carry (bytes, a set, any other object), naming where
@@ -198,6 +214,14 @@ def _plain(value: Any, what: str = "argument") -> Any:
         return str(value)
     if value is None or isinstance(value, str | bool | int | float):
         return value
+    if isinstance(value, numbers.Integral):
+        return int(value)  # numpy's integers (np.bool_ is not one: tolist below)
+    if isinstance(value, numbers.Real):
+        return float(value)  # numpy's floats, np.longdouble included
+    if callable(getattr(value, "tolist", None)) and hasattr(value, "dtype"):
+        plain = value.tolist()  # numpy's other scalars and its arrays, as Python's
+        if type(plain) is not type(value):
+            return _plain(plain, what)
     if isinstance(value, Mapping):
         return {
             k: _plain(v, f"{what}.{k}" if what != "options" else str(k)) for k, v in value.items()

@@ -60,13 +60,13 @@ def _settings(base_url: Any, api_key: Any, timeout: Any) -> dict[str, Any]:
 
 def _args(call: Call[Any]) -> dict[str, Any]:
     if call.json is None:
-        return {"params": call.params or None}
+        return {"params": call.query()}
     # NaN and infinity as Python's json writes them (httpx refuses them): the service then
     # refuses them with the words of the local memory ("... got nan"), not json's ValueError
     return {
         "content": json.dumps(call.json, allow_nan=True).encode(),
         "headers": {"Content-Type": "application/json"},
-        "params": call.params or None,
+        "params": call.query(),
     }
 
 

@@ -192,6 +192,10 @@ NUMPY_CASES = [
     ("include_episodes", "bool_", True, None),
     ("include_episodes", "bool_", False, None),
     ("tags", "array", ["billing", "refund"], None),
+    ("tags", "array", "billing", None),  # a 0-d array of one string
+    ("top_k", "longdouble", 3, None),
+    ("similarity_floor", "longdouble", 0.25, None),
+    ("top_k", "int8", 0, "top_k must be an integer from 1 to 1000, got 0"),
 ]
 
 
@@ -225,6 +229,41 @@ def test_numpy_values_get_the_same_answer_locally_and_from_the_client(
         assert answers["local"] == "1 hits", answers
     else:
         assert answers["local"].startswith(refused), answers
+
+
+@pytest.mark.parametrize(
+    ("arg", "value", "refused"),
+    [
+        ("limit", 0, "limit must be an integer from 1 to 10000, got 0"),
+        ("limit", 2.0, None),
+        ("limit", "3", None),
+        ("limit", 10001, "limit must be an integer from 1 to 10000, got 10001"),
+        ("offset", -1, "offset must be an integer from 0 to 1000000000, got -1"),
+        ("offset", 1.0, None),
+    ],
+)
+def test_paging_arguments_get_the_same_answer_locally_and_from_the_client(
+    served_sqlite: Served, tmp_path: Path, arg: str, value: Any, refused: str | None
+) -> None:
+    """A query string carries text: the client checks paging by the contract before sending,
+    so ``limit=0`` is refused with ``got 0`` (not ``got '0'``) and ``limit=2.0`` is read as 2,
+    as the local memory does."""
+    from hindsight import Memory
+
+    tenant = f"page-{uuid.uuid4().hex[:8]}"
+    answers = {}
+    with (
+        Memory(data_dir=tmp_path / "local", background_review=False) as local,
+        served_sqlite.client(tenant) as remote,
+    ):
+        for name, mem, kw in (("local", local, {"tenant_id": tenant}), ("client", remote, {})):
+            try:
+                answers[name] = f"{len(mem.list_experiences(**{arg: value}, **kw))} lessons"
+            except UsageError as err:
+                assert err.field == arg, (name, err.field)
+                answers[name] = str(err)
+    assert answers["local"] == answers["client"], answers
+    assert answers["local"] == (refused or "0 lessons"), answers
 
 
 def test_the_client_pages_with_offset_as_documented(served_sqlite: Served) -> None:

@@ -92,7 +92,7 @@ def _resolve(head: list[RawRecord | RecordError]) -> ResolvedFormat:
 
 def _check_path(path: Path) -> Path:
     try:
-        return input_file(path, "log file (JSON or JSON Lines)")
+        return input_file(path, "trajectory log (JSON or JSONL)")
     except UsageError as exc:  # the one wording of every command that reads a file
         raise InvalidTrajectoryError(str(exc)) from None
 
