@@ -16,7 +16,7 @@ import numpy as np
 from hindsight.checks.lookup import CheckMatch
 from hindsight.checks.model import RiskCheck
 from hindsight.recall.render import escape_item
-from hindsight.recall.scoring import subject_order
+from hindsight.recall.scoring import evidence
 from hindsight.tokens import estimate_tokens
 
 __all__ = [
@@ -123,15 +123,17 @@ def render_risk_section(
     taken = set(shown_subjects)
 
     def distinct(items: Sequence[RiskCheck]) -> list[RiskCheck]:
-        """The first ``per_tool`` of ``items`` by rank, one per subject: the most specific
-        check of a subject (:data:`hindsight.recall.scoring.SUBJECT_ORDER`) in the place of
-        its best-ranked one."""
+        """The first ``per_tool`` of ``items`` by rank, one per subject: the check of a
+        subject whose lesson the most runs stand on (:func:`hindsight.recall.scoring.evidence`,
+        on equal runs the fix, then the failure; then the better ranked) in the place of its
+        best-ranked one."""
         ordered = sorted(items, key=lambda c: (-fit(c), c.id))
         best: dict[str, RiskCheck] = {}
         for c in ordered:
             if c.subject is not None and (
                 c.subject not in best
-                or subject_order(c.lesson_kind) < subject_order(best[c.subject].lesson_kind)
+                or evidence(c.sources, c.lesson_kind)
+                > evidence(best[c.subject].sources, best[c.subject].lesson_kind)
             ):
                 best[c.subject] = c
         out: list[RiskCheck] = []

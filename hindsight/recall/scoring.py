@@ -51,17 +51,16 @@ from hindsight.ports import PAYLOAD_VERSION, from_epoch_us
 
 __all__ = [
     "EPISODIC_KINDS",
-    "SUBJECT_ORDER",
     "Candidate",
     "RecallMode",
     "ScoreRow",
     "ScoredRow",
+    "evidence",
     "one_per_subject",
     "recency_weight",
     "score_candidates",
     "score_rows",
     "select_hits",
-    "subject_order",
 ]
 
 RecallMode = Literal["vector", "task_type"]
@@ -380,18 +379,16 @@ def select_hits(
     return hits, excluded
 
 
-SUBJECT_ORDER: dict[ExperienceKind, int] = {
-    ExperienceKind.IMPROVEMENT: 0,
-    ExperienceKind.TOOL_RELIABILITY: 1,
-    ExperienceKind.ANTI_PATTERN: 2,
-}
-"""Which lesson stands for a subject, most specific first: the fix that went through, then the
-failure with its advice, then the repeated call (other kinds after them, in rank order)."""
+_SPECIFIC: dict[str, int] = {"improvement": 2, "tool_reliability": 1}
+"""On equal evidence, what stands for a subject: the fix that worked, then the failure with
+its advice, then anything else (the repeated call)."""
 
 
-def subject_order(kind: Any) -> int:
-    """The place of a lesson of ``kind`` in :data:`SUBJECT_ORDER` (other kinds last)."""
-    return SUBJECT_ORDER.get(kind, len(SUBJECT_ORDER))
+def evidence(sources: Sequence[str], kind: Any) -> tuple[int, int]:
+    """The weight of a lesson among those about one subject (:func:`one_per_subject`), higher
+    first: how many runs it stands on (its distinct source runs), then how specific its kind
+    is (:data:`_SPECIFIC`: a fix all those runs found beats the failure they all saw)."""
+    return len(set(sources)), _SPECIFIC.get(str(getattr(kind, "value", kind)), 0)
 
 
 def one_per_subject(
@@ -402,8 +399,10 @@ def one_per_subject(
     """The first ``top_k`` of ``picked`` (in order) with at most one lesson per
     :attr:`~hindsight.models.Experience.subject`: the lessons about one thing (a tool error
     seen as a failure, as a repeated call and as a fix) are shown as one, so that a block's few
-    places hold different advice (docs/concepts.md#recall). The one shown is the most specific
-    (:data:`SUBJECT_ORDER`) of the subject's lessons in ``picked``, in the place of the first.
+    places hold different advice (docs/concepts.md#recall). The one shown is the one of the
+    subject's lessons in ``picked`` that the most runs stand on (:func:`evidence`; the
+    failure of a tool error is seen by every run that fixed or repeated it; on equal runs the
+    fix, then the failure; then the better ranked), in the place of the first.
 
     Args:
         picked: the selected hits in order, ``top_k`` and up to ``top_k`` spares
@@ -443,7 +442,10 @@ def _distinct(hits: Sequence[RecallHit], top_k: int) -> tuple[list[RecallHit], l
         subject = hit.experience.subject
         if subject is not None and (
             subject not in best
-            or subject_order(hit.experience.kind) < subject_order(best[subject].experience.kind)
+            or evidence(hit.experience.source_trajectory_ids, hit.experience.kind)
+            > evidence(
+                best[subject].experience.source_trajectory_ids, best[subject].experience.kind
+            )
         ):
             best[subject] = hit
     kept: list[RecallHit] = []
