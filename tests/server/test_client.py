@@ -199,6 +199,29 @@ NUMPY_CASES = [
 ]
 
 
+def _local_and_client(
+    served: Served, folder: Path, arg: str, ask: Callable[[Any, dict[str, Any]], str]
+) -> dict[str, str]:
+    """What ``ask(memory, tenant keywords)`` answers on a local memory and through the client
+    (a refusal: its message, after checking that its ``field`` is ``arg``)."""
+    from hindsight import Memory
+
+    tenant = f"cmp-{uuid.uuid4().hex[:8]}"
+    answers = {}
+    with (
+        Memory(data_dir=folder / "local", background_review=False) as local,
+        served.client(tenant) as remote,
+    ):
+        for name, mem, kw in (("local", local, {"tenant_id": tenant}), ("client", remote, {})):
+            try:
+                answers[name] = ask(mem, kw)
+            except UsageError as err:
+                assert err.field == arg, (name, err.field)
+                answers[name] = str(err)
+    assert answers["local"] == answers["client"], answers
+    return answers
+
+
 @pytest.mark.parametrize(("arg", "dtype", "value", "refused"), NUMPY_CASES)
 def test_numpy_values_get_the_same_answer_locally_and_from_the_client(
     served_sqlite: Served, tmp_path: Path, arg: str, dtype: str, value: Any, refused: str | None
@@ -207,28 +230,14 @@ def test_numpy_values_get_the_same_answer_locally_and_from_the_client(
     them as JSON) accept the same ones and refuse the same ones, with the same words."""
     import numpy as np
 
-    from hindsight import Memory
-
     given = np.array(value) if dtype == "array" else getattr(np, dtype)(value)
-    tenant = f"np-{uuid.uuid4().hex[:8]}"
-    answers = {}
-    with (
-        Memory(data_dir=tmp_path / "local", background_review=False) as local,
-        served_sqlite.client(tenant) as remote,
-    ):
-        for name, mem, kw in (("local", local, {"tenant_id": tenant}), ("client", remote, {})):
-            mem.add_experience("Refund the billing order once", **kw)
-            try:
-                hits = mem.recall("refund billing", **{arg: given}, **kw).hits
-                answers[name] = f"{len(hits)} hits"
-            except UsageError as err:
-                assert err.field == arg, (name, err.field)
-                answers[name] = str(err)
-    assert answers["local"] == answers["client"], answers
-    if refused is None:
-        assert answers["local"] == "1 hits", answers
-    else:
-        assert answers["local"].startswith(refused), answers
+
+    def ask(mem: Any, kw: dict[str, Any]) -> str:
+        mem.add_experience("Refund the billing order once", **kw)
+        return f"{len(mem.recall('refund billing', **{arg: given}, **kw).hits)} hits"
+
+    answer = _local_and_client(served_sqlite, tmp_path, arg, ask)["local"]
+    assert answer == "1 hits" if refused is None else answer.startswith(refused), answer
 
 
 @pytest.mark.parametrize(
@@ -248,22 +257,12 @@ def test_paging_arguments_get_the_same_answer_locally_and_from_the_client(
     """A query string carries text: the client checks paging by the contract before sending,
     so ``limit=0`` is refused with ``got 0`` (not ``got '0'``) and ``limit=2.0`` is read as 2,
     as the local memory does."""
-    from hindsight import Memory
 
-    tenant = f"page-{uuid.uuid4().hex[:8]}"
-    answers = {}
-    with (
-        Memory(data_dir=tmp_path / "local", background_review=False) as local,
-        served_sqlite.client(tenant) as remote,
-    ):
-        for name, mem, kw in (("local", local, {"tenant_id": tenant}), ("client", remote, {})):
-            try:
-                answers[name] = f"{len(mem.list_experiences(**{arg: value}, **kw))} lessons"
-            except UsageError as err:
-                assert err.field == arg, (name, err.field)
-                answers[name] = str(err)
-    assert answers["local"] == answers["client"], answers
-    assert answers["local"] == (refused or "0 lessons"), answers
+    def ask(mem: Any, kw: dict[str, Any]) -> str:
+        return f"{len(mem.list_experiences(**{arg: value}, **kw))} lessons"
+
+    answer = _local_and_client(served_sqlite, tmp_path, arg, ask)["local"]
+    assert answer == (refused or "0 lessons"), answer
 
 
 def test_the_client_pages_with_offset_as_documented(served_sqlite: Served) -> None:
