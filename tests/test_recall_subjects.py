@@ -308,3 +308,39 @@ def test_the_heuristic_review_gives_the_lessons_of_one_error_one_subject(gave_up
         assert len(about) == 1, about
         if gave_up:
             assert "export_report can fail with 'quota exceeded'" in about[0], about
+
+
+def test_a_check_that_outweighs_the_lesson_of_its_subject_takes_its_place() -> None:
+    """The lesson recalled for a subject is the repeated call (its words fit the request), the
+    fix is not a candidate (its words do not): the run-start check shows the fix, the
+    repeated call is left out, and the block says the thing once."""
+    with test_memory() as mem:
+        repeat = mem.add_experience(
+            "When export_report fails with 'quota exceeded', change the monthly report export "
+            "arguments before calling it again.",
+            tenant_id=TENANT, kind="anti_pattern", tools=["export_report"], confidence=0.9,
+            metadata={"subject": ERROR},
+        )  # fmt: skip
+        fix = mem.add_experience(
+            "When export_report fails with 'quota exceeded', calling export_csv instead worked.",
+            tenant_id=TENANT, kind="improvement", tools=["export_report"], confidence=0.6,
+            metadata={"subject": ERROR},
+        )  # fmt: skip
+        # a floor between the two: the repeated call is a candidate, the fix is not
+        first = mem.recall(QUERY, tenant_id=TENANT, explain=True, record=False)
+        near = {h.experience.id: h.breakdown.similarity for h in first.hits}
+        near.update({e.experience_id: e.similarity for e in first.excluded})
+        assert near[repeat.id] > near[fix.id], near  # the premise: its words fit better
+        floor = (near[repeat.id] + near[fix.id]) / 2
+        result = mem.recall(
+            QUERY, tenant_id=TENANT, tools=["export_report"], explain=True, record=False,
+            similarity_floor=floor,
+        )  # fmt: skip
+        assert fix.id in result.risk_lesson_ids, result.risk_section
+        assert repeat.id not in [h.experience.id for h in result.hits]
+        [why] = [e.reason for e in result.excluded if e.experience_id == repeat.id]
+        assert why == f"about the same subject as the run-start check of {fix.id}"
+        assert result.render().count("quota exceeded") == 1
+        # without tools there are no checks: the repeated call is the subject's lesson
+        plain = mem.recall(QUERY, tenant_id=TENANT, record=False, similarity_floor=floor)
+        assert repeat.id in [h.experience.id for h in plain.hits]

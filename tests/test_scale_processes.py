@@ -90,10 +90,20 @@ def _http(served: Served) -> httpx.Client:
 
 
 def _recalls(served: Served, text: str) -> bool:
+    """The lesson ``text`` is recalled by its own words, or left out only because a lesson
+    about the same subject is (docs/concepts.md#recall: one lesson per subject)."""
     with _http(served) as http:
-        r = http.post("/v1/recall", json={"query": text, "top_k": 10})
+        r = http.post("/v1/recall", json={"query": text, "top_k": 10, "explain": True})
         assert r.status_code == 200, r.text
-        return text in [h["experience"]["content"] for h in r.json()["hits"]]
+        body = r.json()
+        if text in [h["experience"]["content"] for h in body["hits"]]:
+            return True
+        listed = http.get("/v1/experiences", params={"limit": 1000}).json()["items"]
+        ids = [e["id"] for e in listed if e["content"] == text]
+        return any(
+            e["experience_id"] in ids and e["reason"].startswith("about the same subject as")
+            for e in body.get("excluded", [])
+        )
 
 
 def _eventually(check: Callable[[], bool], what: str) -> None:

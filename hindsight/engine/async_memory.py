@@ -60,11 +60,19 @@ from hindsight.clock import SystemClock, utc_clock
 from hindsight.config import MemoryConfig
 from hindsight.engine._lifecycle import LifecycleMethods
 from hindsight.engine._open import open_components, resolve_config
-from hindsight.models import AddResult, Experience, ExperienceKind, Provenance, Trajectory
+from hindsight.models import (
+    AddResult,
+    Exclusion,
+    Experience,
+    ExperienceKind,
+    Provenance,
+    Trajectory,
+)
 from hindsight.observability import Metrics, StoreGauges, operation
 from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex
 from hindsight.recall import RecallMode, RecallResult
 from hindsight.recall.render import strip_block
+from hindsight.recall.scoring import evidence
 from hindsight.review.worker import ReviewWorker
 from hindsight.store import ReviewJob, TrajectorySummary
 from hindsight.store.experiences import CREATED_KEY, EXPERIENCE_KEY, created_key, experience_key
@@ -696,9 +704,12 @@ class AsyncMemory(LifecycleMethods):
         """``result`` with the run-start risk section of ``request.tools`` (blocking), ranked
         by how well each check's lesson fits the request when ``vector`` (the query's
         embedding) is known (:func:`hindsight.checks.request_scores`). A lesson already among
-        the hits or episodes is not repeated (nor counted twice), nor is its subject."""
+        the hits or episodes is not repeated (nor counted twice), nor is its subject, unless a
+        check of that subject stands on more runs (or as many, and is more specific:
+        :func:`hindsight.recall.scoring.evidence`): then that check is shown and the hit is
+        left out (docs/concepts.md#recall)."""
         shown = {h.experience.id for h in [*result.hits, *result.episodes]}
-        subjects = [s for h in result.hits if (s := h.experience.subject) is not None]
+        by_subject = {s: h for h in result.hits if (s := h.experience.subject) is not None}
         by_tool = {
             tool: [
                 m.check
@@ -718,6 +729,16 @@ class AsyncMemory(LifecycleMethods):
         }
         scores = None
         candidates = [c for checks in by_tool.values() for c in checks]
+        weaker = {  # subjects whose hit a check outweighs: the check may show, the hit goes
+            c.subject
+            for c in candidates
+            if c.subject in by_subject
+            and evidence(c.sources, c.lesson_kind)
+            > evidence(
+                by_subject[c.subject].experience.source_trajectory_ids,
+                by_subject[c.subject].experience.kind,
+            )
+        }
         if vector is not None and candidates:
             weights = self.config.weights
             scores = request_scores(
@@ -734,10 +755,35 @@ class AsyncMemory(LifecycleMethods):
             token_budget=budget,
             per_tool=RISK_CHECKS_PER_TOOL,
             scores=scores,
-            shown_subjects=subjects,
+            shown_subjects=[s for s in by_subject if s not in weaker],
         )
         if not section:
             return result
+        checked = {c.subject for c in candidates if c.lesson_id in ids and c.subject in weaker}
+        if checked:
+            gone = [by_subject[s] for s in checked]
+            result = result.model_copy(
+                update={
+                    "hits": [h for h in result.hits if all(h is not g for g in gone)],
+                    "excluded": [
+                        *(
+                            Exclusion(
+                                experience_id=g.experience.id,
+                                reason="about the same subject as the run-start check of "
+                                + next(
+                                    c.lesson_id
+                                    for c in candidates
+                                    if c.subject == s and c.lesson_id in ids
+                                ),
+                                similarity=g.breakdown.similarity,
+                                score=g.score,
+                            )
+                            for s, g in zip(checked, gone, strict=True)
+                        ),
+                        *result.excluded,
+                    ],
+                }
+            )
         if request.record and request.trajectory_id is not None:
             self.store.buffer_recall(
                 request.tenant_id, ids, self.clock.now(), request.trajectory_id
