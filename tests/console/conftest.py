@@ -101,9 +101,7 @@ def console_server_pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serv
             server.stop()
 
 
-@pytest.fixture(
-    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-)
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def backend_server(request: pytest.FixtureRequest) -> Served:
     """The console server over SQLite, then over PostgreSQL (the main flows run on both)."""
     name = "console_server" if request.param == "sqlite" else "console_server_pg"
@@ -161,6 +159,14 @@ def sign_in(page: Any, served: Served, tenant: str) -> None:
     page.click("button[type=submit]")
     page.wait_for_url(f"{served.url}/console/")
     assert page.inner_text("[data-tenant]") == tenant
+
+
+def follow(page: Any, target: Any) -> None:
+    """Click a link or a submit button (a selector or a locator) and wait until the page it
+    leads to has loaded. ``click()`` can return before the next page is parsed, and reading
+    the page then reads the old one (or none): a count of 0 where the new page shows 20."""
+    with page.expect_navigation(wait_until="load"):
+        (page.locator(target) if isinstance(target, str) else target).click()
 
 
 def screenshot(page: Any, name: str) -> None:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import fresh_pg_database
-from tests.console.conftest import open_page, screenshot, sign_in
+from tests.console.conftest import follow, open_page, screenshot, sign_in
 from tests.console.seed import HARMFUL, RULE, RULE_V2, reviewed, seed, support_run
 from tests.llm_server import serve
 from tests.server.conftest import Served, start_server
@@ -39,15 +39,15 @@ def test_each_view_shows_the_tenants_data(
     screenshot(page, "overview")
 
     # experiences: list, filters
-    page.click("[data-nav=experiences]")
+    follow(page, "[data-nav=experiences]")
     total = int(page.inner_text("[data-total]"))
     assert total == len(data.lessons) + 2
     page.fill("input[name=q]", "order cache")
-    page.click("form.filters button")
+    follow(page, "form.filters button")
     assert page.locator("tr[data-experience]").count() == 1
     page.select_option("select[name=status]", "quarantined")
     page.fill("input[name=q]", "")
-    page.click("form.filters button")
+    follow(page, "form.filters button")
     assert page.locator(f"tr[data-experience='{data.held.id}']").count() == 1
     assert page.locator("tr[data-experience]").count() == 1
     conf = console_server.client(tenant).get_experience(data.rule.id).confidence
@@ -71,7 +71,7 @@ def test_each_view_shows_the_tenants_data(
 
     lesson = data.lessons[0]
     page.goto(f"{base}/experiences/{lesson.id}")
-    page.click(f"[data-sources] a[href$='{data.run}']")
+    follow(page, f"[data-sources] a[href$='{data.run}']")
     page.wait_for_url(f"{base}/trajectories/{data.run}")
     # the run: timeline with the error highlighted, lessons, review job
     assert page.locator("li.ev").count() >= 3
@@ -81,7 +81,7 @@ def test_each_view_shows_the_tenants_data(
     assert "succeeded" in page.inner_text("[data-job]")
     screenshot(page, "trajectory")
 
-    page.click("[data-nav=quarantine]")
+    follow(page, "[data-nav=quarantine]")
     assert HARMFUL in page.inner_text(f"[data-held='{data.held.id}']")
     assert page.locator(f"[data-held='{data.held.id}'] ul.reasons li").count() >= 1
     screenshot(page, "quarantine")
@@ -145,7 +145,7 @@ def test_a_lesson_from_tool_output_shows_the_span_it_came_from(
         page = open_page(browser, page_errors)
         sign_in(page, served, tenant)
         base = f"{served.url}/console"
-        page.click("[data-nav=quarantine]")
+        follow(page, "[data-nav=quarantine]")
         card = f"[data-held='{held.id}']"
         assert "instruction from tool output" in page.inner_text(f"{card} ul.reasons")
         span = page.inner_text(f"{card} [data-tainted='DE89370400440532013000'] [data-span]")
@@ -153,7 +153,7 @@ def test_a_lesson_from_tool_output_shows_the_span_it_came_from(
         assert "DE89370400440532013000" not in page.inner_text(f"{card} pre.content")  # masked
         page.goto(f"{base}/experiences/{held.id}")
         assert "Our bank changed" in page.inner_text("[data-span]")
-        page.click("[data-tainted] a")
+        follow(page, "[data-tainted] a")
         page.wait_for_url(f"{base}/trajectories/{receipt.trajectory_id}#event-2")
         assert INJECTED in page.inner_text("#event-2")
         assert page_errors == []
@@ -170,7 +170,7 @@ def test_rollback_from_the_versions(
     sign_in(page, console_server, tenant)
     page.goto(f"{console_server.url}/console/experiences/{exp.id}")
     page.fill("article[data-version='1'] input[name=reason]", "30 s was wrong")
-    page.click("[data-action=rollback-1]")
+    follow(page, "[data-action=rollback-1]")
     assert "rolled back to what version 1 said" in page.inner_text(".flash")
     assert page.inner_text("[data-content]") == RULE
     assert client.get_experience(exp.id).content == RULE
@@ -193,12 +193,12 @@ def test_edit_keeps_guard_fields_and_archive_restore(
     page.goto(f"{base}/experiences/{held.id}")
     assert "quarantine_reasons" in page.inner_text("fieldset.readonly")
     page.fill("textarea[name=metadata]", '{"quarantine_reasons": []}')
-    page.click("[data-action=save]")
+    follow(page, "[data-action=save]")
     assert "quarantine_reasons" in page.inner_text("[data-error]")
     assert client.get_experience(held.id).metadata["quarantine_reasons"]
     page.goto(f"{base}/experiences/{held.id}")
     page.fill("input[name=tags]", "payments")
-    page.click("[data-action=save]")
+    follow(page, "[data-action=save]")
     assert "saved as version 2" in page.inner_text(".flash")
     kept = client.get_experience(held.id)
     assert kept.tags == ["payments"] and kept.status.value == "quarantined"
@@ -207,15 +207,15 @@ def test_edit_keeps_guard_fields_and_archive_restore(
     page.goto(f"{base}/experiences/{exp.id}")
     page.fill("textarea[name=metadata]", '{"owner": "support"}')
     page.fill("input[name=tags]", "orders, cache")
-    page.click("[data-action=save]")
+    follow(page, "[data-action=save]")
     saved = client.get_experience(exp.id)
     assert (saved.metadata, saved.tags) == ({"owner": "support"}, ["orders", "cache"])
     assert saved.version == 2
 
-    page.click("[data-action=archive]")
+    follow(page, "[data-action=archive]")
     assert client.get_experience(exp.id).status.value == "archived"
     assert client.recall("order_query timeout").hits == []
-    page.click("[data-action=restore]")
+    follow(page, "[data-action=restore]")
     assert client.get_experience(exp.id).status.value == "active"
     assert page_errors == []
 
@@ -230,11 +230,11 @@ def test_approve_and_reject(
     assert {keep.status.value, drop.status.value} == {"quarantined"}
     page = open_page(browser, page_errors)
     sign_in(page, console_server, tenant)
-    page.click("[data-nav=quarantine]")
+    follow(page, "[data-nav=quarantine]")
     page.fill(f"[data-held='{keep.id}'] input[name=note]", "checked with the ledger team")
-    page.click(f"[data-held='{keep.id}'] [data-action=approve]")
+    follow(page, f"[data-held='{keep.id}'] [data-action=approve]")
     assert "approved" in page.inner_text(".flash")
-    page.click(f"[data-held='{drop.id}'] [data-action=reject]")
+    follow(page, f"[data-held='{drop.id}'] [data-action=reject]")
     assert "rejected" in page.inner_text(".flash")
     assert page.locator("[data-empty]").count() == 1
     approved, rejected = client.get_experience(keep.id), client.get_experience(drop.id)
@@ -255,11 +255,11 @@ def test_recall_playground(
     )
     page = open_page(browser, page_errors)
     sign_in(page, console_server, tenant)
-    page.click("[data-nav=recall]")
+    follow(page, "[data-nav=recall]")
     page.fill("input[name=query]", "order_query timed out")
     page.fill("input[name=task_type]", "support")
     page.fill("input[name=top_k]", "3")
-    page.click("form.recall button")
+    follow(page, "form.recall button")
     assert page.locator("[data-hit]").count() == 1
     card = page.locator(f"[data-hit='{hit.id}']")
     labels = card.locator("table.bars th").all_inner_texts()
@@ -322,7 +322,7 @@ def test_csrf_without_a_token_is_refused(
     base = f"{console_server.url}/console"
     page.goto(f"{base}/experiences/{exp.id}")
     page.evaluate("document.querySelectorAll('input[name=csrf]').forEach(e => e.remove())")
-    page.click("[data-action=archive]")
+    follow(page, "[data-action=archive]")
     assert "no CSRF token" in page.inner_text("[data-error]")
     assert client.get_experience(exp.id).status.value == "active"
 
@@ -440,16 +440,16 @@ def test_audit_flow_end_to_end(
     page = open_page(browser, page_errors)
     sign_in(page, console_server, tenant)
     base = f"{console_server.url}/console"
-    page.click("[data-nav=audit]")
+    follow(page, "[data-nav=audit]")
     assert page.input_value("input[name=size]") == "20"
     page.fill("input[name=seed]", "2026")
-    page.click("[data-action=start-audit]")
+    follow(page, "[data-action=start-audit]")
     assert page.locator("[data-item]").count() == 20
     assert page.inner_text("[data-seed]") == "2026"
     first_url = page.url
     drawn = page.locator("[data-item]").evaluate_all("rows => rows.map(r => r.dataset.item)")
     assert set(drawn) <= {e.id for e in made}
-    page.click("[data-action=redraw]")  # the same seed over the same lessons: the same draw
+    follow(page, "[data-action=redraw]")  # the same seed over the same lessons: the same draw
     assert page.url != first_url
     redrawn = page.locator("[data-item]").evaluate_all("rows => rows.map(r => r.dataset.item)")
     assert redrawn == drawn
@@ -460,8 +460,7 @@ def test_audit_flow_end_to_end(
         if action:
             item.locator("select[name=action]").select_option(action)
         item.locator("input[name=note]").fill(note)
-        item.locator("[data-action=mark]").click()
-        page.wait_for_load_state()
+        follow(page, item.locator("[data-action=mark]"))
 
     demoted_from = client.get_experience(drawn[2]).confidence
     mark(drawn[0], "correct")
@@ -475,10 +474,10 @@ def test_audit_flow_end_to_end(
     screenshot(page, "audit")
     before = client.get_experience(drawn[4]).version  # merges on the lesson key add versions
     item = page.locator(f"[data-item='{drawn[4]}']")
-    item.locator("a[href$='#edit']").click()
+    follow(page, item.locator("a[href$='#edit']"))
     page.wait_for_url(f"{base}/experiences/{drawn[4]}#edit")
     page.fill("textarea[name=content]", "Confirm the numeric order id before calling order_query")
-    page.click("[data-action=save]")
+    follow(page, "[data-action=save]")
     assert f"saved as version {before + 1}" in page.inner_text(".flash")
 
     assert client.get_experience(drawn[1]).status.value == "archived"
@@ -522,7 +521,7 @@ def test_trajectories_list_filters_and_pages(
     )
     page = open_page(browser, page_errors)
     sign_in(page, console_server, tenant)
-    page.click("[data-nav=trajectories]")
+    follow(page, "[data-nav=trajectories]")
     assert page.locator("tr[data-run]").count() == 4
     assert (
         page.locator("tr[data-run]")
@@ -530,26 +529,25 @@ def test_trajectories_list_filters_and_pages(
         .startswith(page.locator("tr[data-run] td").first.inner_text())
     )
     page.fill("input[name=task_type]", "billing")
-    page.click("form.filters button")
+    follow(page, "form.filters button")
     assert page.locator("tr[data-run]").count() == 1
     assert "Refund order 7" in page.inner_text("tr[data-run]")
     page.fill("input[name=task_type]", "")
     page.fill("input[name=since]", "2000-01-01")
     page.fill("input[name=until]", "2000-01-02")
-    page.click("form.filters button")
+    follow(page, "form.filters button")
     assert page.locator("tr[data-run]").count() == 0
     page.fill("input[name=since]", "")
     page.fill("input[name=until]", "")
-    page.click("form.filters button")
+    follow(page, "form.filters button")
     screenshot(page, "trajectories")
-    page.locator(f"tr[data-run='{refund.trajectory_id}'] a").first.click()
+    follow(page, page.locator(f"tr[data-run='{refund.trajectory_id}'] a").first)
     assert page.locator("li.ev").count() >= 2
     assert "refunds-7" in page.inner_text("[data-task-key]")
     assert "the customer confirmed the refund" in page.inner_text("[data-evidence]")
     page.click("details summary >> text=system prompt")
     assert page.inner_text("[data-system-prompt]") == "You are the billing agent. <b>Be brief.</b>"
-    page.click("[data-task-key] a >> nth=0")
-    page.wait_for_url(re.compile(r"/trajectories\?task_key=refunds-7"))  # count() does not wait
-    page.wait_for_load_state()
+    follow(page, "[data-task-key] a >> nth=0")
+    assert re.search(r"/trajectories\?task_key=refunds-7", page.url)
     assert page.locator("tr[data-run]").count() == 1
     assert page_errors == []
