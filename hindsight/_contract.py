@@ -358,10 +358,13 @@ def input_file(path: Any, what: str = "file") -> Path:
     anything.
 
     Raises:
-        UsageError: ``no such file: <path>``, ``<path> is a folder, not a file: give one
+        UsageError: ``no file given: give one <what>`` (an empty or blank path, which
+            ``Path`` would read as the current folder), ``no such file: <path>``, ``<path> is a folder, not a file: give one
             <what>``, ``<path> is not a regular file: give one <what>`` (a device or a pipe)
             or ``cannot read <path>: permission denied``.
     """
+    if isinstance(path, str) and not path.strip():
+        raise UsageError(f"no file given: give one {what}")
     p = Path(path)
     if p.is_dir():
         raise UsageError(f"{p} is a folder, not a file: give one {what}")

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -202,7 +203,27 @@ def test_every_command_that_reads_a_file_says_what_is_wrong_with_it(
         proc = run_cli(*[given if a == "{}" else a for a in args], data_dir=tmp_path / "data")
         line = assert_one_line_error(proc, 2)
         assert line == f"error: {prefix}{message}", line
+    for blank in ["", "  "]:  # not the current folder: refused as the argument is parsed
+        proc = run_cli(*[blank if a == "{}" else a for a in args], data_dir=tmp_path / "data")
+        line = assert_one_line_error(proc, 2)
+        assert re.fullmatch(r"error: Invalid value for '[-\w]+': empty: give a path .*", line)
     assert not (tmp_path / "data").exists()  # refused before opening anything
+
+
+@pytest.mark.parametrize("option", ["--data-dir", "--rules", "--keys-file"])
+def test_an_empty_path_option_is_refused_not_read_as_the_current_folder(
+    tmp_path: Path, option: str
+) -> None:
+    args = {
+        "--data-dir": ["--data-dir", "", "stats", "--tenant", "t"],
+        "--rules": ["guard", "scan", str(tmp_path / "c.jsonl"), "--rules", " "],
+        "--keys-file": ["serve", "--keys-file", ""],
+    }[option]
+    (tmp_path / "c.jsonl").write_text("")
+    proc = run_cli(*args, data_dir=tmp_path / "data")
+    line = assert_one_line_error(proc, 2)
+    assert line.startswith(f"error: Invalid value for '{option}'") and "empty: give a path" in line
+    assert not (tmp_path / "data").exists()
 
 
 @pytest.mark.parametrize("content", [b"", b"\n\n", b"[]", b"[]\n"])

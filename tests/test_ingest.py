@@ -365,6 +365,9 @@ def test_bad_records_are_refused(tmp_path: Path) -> None:
         parse(write_jsonl(tmp_path / "u.jsonl", [{"foo": 1}]))
     with pytest.raises(InvalidTrajectoryError, match="no such file"):
         parse(tmp_path / "missing.json")
+    for blank in ["", " "]:  # Path("") would be the current folder
+        with pytest.raises(InvalidTrajectoryError, match="^no file given: give one trajectory log"):
+            parse(blank)
 
 
 @pytest.mark.parametrize("tenant", ["", "  ", None])

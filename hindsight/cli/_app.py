@@ -20,6 +20,7 @@ from hindsight.cli._common import (
     guarded,
     open_memory,
     out_console,
+    path_value,
     print_json,
     state,
 )
@@ -39,7 +40,9 @@ is in ``--json``)."""
 @app.command()
 def ingest(
     ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="A trajectory log: JSON or JSONL.")],
+    path: Annotated[
+        Path, typer.Argument(parser=path_value, help="A trajectory log: JSON or JSONL.")
+    ],
     format: Annotated[
         str, typer.Option("--format", help="auto | openai | tau-bench | events")
     ] = "auto",

@@ -7,7 +7,16 @@ from typing import Annotated, Any
 
 import typer
 
-from hindsight.cli._common import JsonOpt, State, app, guarded, out_console, print_json, state
+from hindsight.cli._common import (
+    JsonOpt,
+    State,
+    app,
+    guarded,
+    out_console,
+    path_value,
+    print_json,
+    state,
+)
 
 
 def _config(st: State) -> Any:
@@ -20,7 +29,7 @@ def _config(st: State) -> Any:
 @app.command("backup")
 def backup(
     ctx: typer.Context,
-    dest: Annotated[Path, typer.Argument(help="The backup file to create.")],
+    dest: Annotated[Path, typer.Argument(parser=path_value, help="The backup file to create.")],
     force: Annotated[bool, typer.Option("--force", help="Overwrite DEST if it exists.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -45,7 +54,9 @@ def backup(
 @app.command("restore")
 def restore(
     ctx: typer.Context,
-    source: Annotated[Path, typer.Argument(help="A file written by `hindsight backup`.")],
+    source: Annotated[
+        Path, typer.Argument(parser=path_value, help="A file written by `hindsight backup`.")
+    ],
     force: Annotated[
         bool, typer.Option("--force", help="Replace a store that is not empty.")
     ] = False,

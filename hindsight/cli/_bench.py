@@ -17,6 +17,7 @@ from hindsight.cli._common import (
     fail,
     guarded,
     out_console,
+    path_value,
     print_json,
 )
 
@@ -25,6 +26,7 @@ TempDirOpt = Annotated[
     Path | None,
     typer.Option(
         "--data-dir",
+        parser=path_value,
         help="Folder for the temporary stores (default: the system temp dir); removed after.",
     ),
 ]
@@ -49,7 +51,11 @@ def bench(
     ] = 200,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Also write a PNG of recall latency vs size (matplotlib)."),
+        typer.Option(
+            "--plot",
+            parser=path_value,
+            help="Also write a PNG of recall latency vs size (matplotlib).",
+        ),
     ] = None,
     data_dir: TempDirOpt = None,
     as_json: JsonOpt = False,
@@ -283,7 +289,10 @@ def _parse_layouts(text: str) -> list[tuple[int, int]]:
 
 @bench_app.command("learning")
 def bench_learning(
-    file: Annotated[Path, typer.Argument(help="A tau-bench results file (JSON or JSON Lines).")],
+    file: Annotated[
+        Path,
+        typer.Argument(parser=path_value, help="A tau-bench results file (JSON or JSON Lines)."),
+    ],
     train_trials: Annotated[
         str, typer.Option("--train-trials", help="Trials reviewed, comma-separated.")
     ] = "0,1,2",

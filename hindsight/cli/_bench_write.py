@@ -20,7 +20,7 @@ from hindsight.cli._bench import (
     show,
     sizes_or_fail,
 )
-from hindsight.cli._common import JsonOpt, checked_file, fail, guarded
+from hindsight.cli._common import JsonOpt, checked_file, fail, guarded, path_value
 
 
 @bench_app.command("ingest")
@@ -90,7 +90,9 @@ def bench_cold_start(
 
 @bench_app.command("review")
 def bench_review(
-    file: Annotated[Path, typer.Argument(help="A tau-bench results file (JSON).")],
+    file: Annotated[
+        Path, typer.Argument(parser=path_value, help="A tau-bench results file (JSON).")
+    ],
     runs: Annotated[
         int | None, typer.Option("--runs", help="Only the first N runs (default all).")
     ] = None,
@@ -145,6 +147,7 @@ def bench_goals(
         Path | None,
         typer.Option(
             "--tau-bench",
+            parser=path_value,
             help="tau-bench results file for the review row (default "
             "../shared/data/tau-bench/gpt-4o-airline.json when it exists).",
         ),

@@ -94,6 +94,22 @@ app = HindsightTyper(
     pretty_exceptions_enable=False,
 )
 
+
+def path_value(value: str | Path) -> Path:
+    """The parser of every path argument and option: an empty or blank value is refused
+    (``Path("")`` is the current folder, so ``hindsight ingest ""`` would read the folder and
+    ``--data-dir ""`` would write into it).
+
+    Raises:
+        typer.BadParameter: ``empty: give a path``.
+    """
+    if isinstance(value, Path):
+        return value
+    if not value.strip():
+        raise typer.BadParameter("empty: give a path")
+    return Path(value)
+
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 CursorOpt = Annotated[
     str | None,
@@ -115,6 +131,7 @@ def _root(
         typer.Option(
             "--data-dir",
             envvar="HINDSIGHT_DATA_DIR",
+            parser=path_value,
             help="Embedded store folder (default: the platform's user data dir).",
         ),
     ] = None,

@@ -23,6 +23,7 @@ from hindsight.cli._common import (
     guarded,
     open_memory,
     out_console,
+    path_value,
     print_json,
     print_next_cursor,
     state,
@@ -146,12 +147,16 @@ def _rate(value: Any) -> str:
 
 @guard_app.command("scan")
 def guard_scan(
-    path: Annotated[Path, typer.Argument(help='JSONL, one {"id","content","source"} per line.')],
+    path: Annotated[
+        Path,
+        typer.Argument(parser=path_value, help='JSONL, one {"id","content","source"} per line.'),
+    ],
     rules: Annotated[
         Path | None,
         typer.Option(
             "--rules",
             envvar="HINDSIGHT_GUARD_RULES",
+            parser=path_value,
             help="Extra/disabled rules and thresholds (JSON or TOML).",
         ),
     ] = None,
@@ -212,7 +217,10 @@ def guard_eval(
     ctx: typer.Context,
     path: Annotated[
         Path | None,
-        typer.Argument(help='Labelled JSONL: {"id","label","kind","source","content"} per line.'),
+        typer.Argument(
+            parser=path_value,
+            help='Labelled JSONL: {"id","label","kind","source","content"} per line.',
+        ),
     ] = None,
     tenant: Annotated[
         str | None,

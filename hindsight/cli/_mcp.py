@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from hindsight._errors import TenantRequiredError
-from hindsight.cli._common import app, fail, guarded, state
+from hindsight.cli._common import app, fail, guarded, path_value, state
 
 
 def _stop(signum: int, frame: Any) -> None:
@@ -37,6 +37,7 @@ def mcp_command(
         Path | None,
         typer.Option(
             "--data-dir",
+            parser=path_value,
             help="Embedded store folder (default: the global --data-dir / HINDSIGHT_DATA_DIR).",
         ),
     ] = None,

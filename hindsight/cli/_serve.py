@@ -22,6 +22,7 @@ from hindsight.cli._common import (
     fail,
     guarded,
     out_console,
+    path_value,
     print_json,
     state,
 )
@@ -37,6 +38,7 @@ KeysFileOpt = Annotated[
     Path | None,
     typer.Option(
         "--file",
+        parser=path_value,
         help="Keys file (default: HINDSIGHT_API_KEYS_FILE, else <data dir>/api-keys.json).",
     ),
 ]
@@ -68,7 +70,11 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port.")] = 8710,
     keys_file: Annotated[
         Path | None,
-        typer.Option("--keys-file", help="API keys file (wins over HINDSIGHT_API_KEYS_FILE)."),
+        typer.Option(
+            "--keys-file",
+            parser=path_value,
+            help="API keys file (wins over HINDSIGHT_API_KEYS_FILE).",
+        ),
     ] = None,
     insecure_single_tenant: Annotated[
         str | None,
