@@ -283,3 +283,48 @@ def test_the_llm_reviewer_is_shown_the_mined_conditions_and_may_answer_with_one(
             assert checked.id in found.lesson_ids
         finally:
             mem.close()
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_an_error_rule_shares_the_subject_of_the_reviewers_lessons_on_its_error(seed: int) -> None:
+    """The mined "when weight_kg > 20, ship_parcel returned 'exceeds the carrier limit'" and
+    the reviewer's "ship_parcel can fail with ... exceeds the carrier limit" are about one error:
+    they share ``metadata["subject"]``, and a recall shows one of them, not both
+    (docs/concepts.md#recall)."""
+    with test_memory() as mem:
+        for traj in parcel_runs(seed):
+            mem.store_episode(traj)
+        assert mem.flush(timeout=120)
+        [rule] = [e for e in _mined(mem) if e.metadata["condition"]["form"] == "error"]
+        about = [
+            e
+            for e in mem.list_experiences(tenant_id="t", limit=1000)
+            if "exceeds the carrier limit" in e.content and e.kind.value != "episode"
+        ]
+        assert rule.subject and rule.subject.startswith("ship_parcel:failure:")
+        assert len(about) >= 2 and {e.subject for e in about} == {rule.subject}, about
+        result = mem.recall("ship a parcel", tenant_id="t", tools=["ship_parcel"], record=False)
+        shown = [h.experience for h in result.hits if h.experience.subject == rule.subject]
+        in_checks = "exceeds the carrier limit" in result.risk_section
+        assert len(shown) + in_checks == 1, (shown, result.risk_section)
+
+
+def test_a_rule_edited_by_new_evidence_keeps_its_key_and_its_subject(tmp_path: Path) -> None:
+    """New runs change a rule's counts: the new version keeps ``lesson_key``, ``condition`` and
+    ``subject`` (an edit replaces the metadata it is given) and what a person added."""
+    with test_memory() as mem:
+        for traj in parcel_runs(3, tasks=12):
+            mem.store_episode(traj)
+        assert mem.flush(timeout=120)
+        [rule] = [e for e in _mined(mem) if e.metadata["condition"]["form"] == "error"]
+        mem.edit_experience(
+            rule.id, tenant_id="t", metadata={**rule.metadata, "owner": "shipping desk"}
+        )
+        for traj in parcel_runs(4, tasks=12):
+            mem.store_episode(traj)
+        assert mem.flush(timeout=120)
+        now = mem.get_experience(rule.id, tenant_id="t")
+        assert now.version > rule.version + 1 and now.content != rule.content
+        assert now.metadata["lesson_key"] == rule.metadata["lesson_key"]
+        assert now.subject == rule.subject and now.metadata["owner"] == "shipping desk"
+        assert now.metadata["condition"]["evidence"] != rule.metadata["condition"]["evidence"]

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hindsight.capture.ingest._common import canonical_json
 from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.models import Event, EventStatus, EventType
+from hindsight.review._text import error_text
 
-__all__ = ["ToolCall", "collect_calls", "is_read_only"]
+__all__ = ["ERROR_CHARS", "ToolCall", "collect_calls", "error_subject", "is_read_only"]
+
+ERROR_CHARS = 120
+"""Characters of a tool error kept in a lesson and in its subject (:func:`error_subject`)."""
 
 # A tool whose name starts with one of these verbs is taken to only read state; any other tool
 # (book_, update_, cancel_, send_, transfer_, ...) may change it and can be a run's key step.
@@ -85,6 +89,22 @@ class ToolCall:
     def signature(self) -> str:
         """Tool name plus canonical arguments: equal for identical calls."""
         return f"{self.tool}:{canonical_json(self.args)}"
+
+
+def error_subject(
+    call: ToolCall, mask: Callable[[str], str], empty: str = "no error message"
+) -> str:
+    """What every lesson about ``call``'s error is about: ``<tool>:<status>:<masked error>``
+    (``update_reservation_flights:failure:not enough seats on flight <flight_number>``), lower
+    case; ``empty`` stands for a result without an error text.
+
+    The heuristic reviewer's tool-error lessons and the miner's error rules share it as
+    ``metadata["subject"]``, and recall shows one lesson per subject
+    (docs/concepts.md#recall). ``mask`` replaces the run's own values by their class
+    (:meth:`hindsight.review.masking.Masker.mask`), so runs of one error share one subject.
+    """
+    text = mask(error_text(call.output, ERROR_CHARS)) or empty
+    return f"{call.tool}:{call.status}:{text.lower()}"
 
 
 def collect_calls(events: Sequence[Event]) -> list[ToolCall]:

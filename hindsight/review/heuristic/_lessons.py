@@ -32,7 +32,7 @@ from typing import Any
 
 from hindsight.models import EventStatus, ExperienceKind, Outcome
 from hindsight.ports import Lesson
-from hindsight.review._calls import ToolCall, is_read_only
+from hindsight.review._calls import ERROR_CHARS, ToolCall, error_subject, is_read_only
 from hindsight.review._text import error_text, shorten, tokens
 from hindsight.review.contrast import (
     readable_class,
@@ -77,7 +77,6 @@ IMPORTANCE: dict[ExperienceKind, float] = {
 
 #: Upper bound of a lesson's length in characters.
 MAX_LESSON_CHARS = 320
-_ERROR_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -129,11 +128,12 @@ def _observed(ctx: Context, role: str) -> dict[str, Any]:
     return {"trajectory_id": ctx.trajectory_id, "polarity": 1, "role": role}
 
 
+def _no_error(lang: str) -> str:
+    return "no error message" if lang == "en" else "无错误信息"
+
+
 def _error(ctx: Context, call: ToolCall) -> str:
-    text = ctx.masker.mask(error_text(call.output, _ERROR_CHARS))
-    if text:
-        return text
-    return "no error message" if ctx.lang == "en" else "无错误信息"
+    return ctx.masker.mask(error_text(call.output, ERROR_CHARS)) or _no_error(ctx.lang)
 
 
 def _failure(ctx: Context, call: ToolCall) -> str:
@@ -143,7 +143,7 @@ def _failure(ctx: Context, call: ToolCall) -> str:
 
 
 def _error_key(ctx: Context, call: ToolCall) -> str:
-    return f"{call.tool}:{call.status}:{_error(ctx, call).lower()}"
+    return error_subject(call, ctx.masker.mask, _no_error(ctx.lang))
 
 
 def tool_reliability(ctx: Context) -> list[Lesson]:
@@ -279,7 +279,7 @@ def _changes(ctx: Context, before: dict[str, Any], after: dict[str, Any]) -> str
 def _related(failed: ToolCall, fix: ToolCall) -> bool:
     """True when an argument that changed between ``failed`` and ``fix`` shares a word with
     ``failed``'s error (``flights`` for "not enough seats on flight ...")."""
-    error = tokens(error_text(failed.output, _ERROR_CHARS))
+    error = tokens(error_text(failed.output, ERROR_CHARS))
     changed = {k for k in {*failed.args, *fix.args} if failed.args.get(k) != fix.args.get(k)}
     return any(tokens(str(k)) & error for k in changed)
 

@@ -28,9 +28,9 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from hindsight.models import Outcome, Trajectory
-from hindsight.review._calls import ToolCall, collect_calls, is_read_only
+from hindsight.review._calls import ToolCall, collect_calls, error_subject, is_read_only
 from hindsight.review.contrast import value_class
-from hindsight.review.masking import identifying
+from hindsight.review.masking import harvested, identifying
 
 __all__ = [
     "COUNT",
@@ -173,11 +173,14 @@ class Call:
         tool: the tool's name.
         state: the run's state before the call, plus the call's arguments as ``args.*``.
         error: :func:`error_class` of its result when the call failed, else ``""``.
+        subject: what the reviewer's lessons about that error are about
+            (:func:`hindsight.review._calls.error_subject`), else ``""``.
     """
 
     tool: str
     state: State
     error: str = ""
+    subject: str = ""
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,7 @@ def record_of(traj: Trajectory, *, strip_expected: bool = False) -> RunRecord:
                 call.tool,
                 _call_state(seen, call, start),
                 error_class(call.output) if call.failed else "",
+                error_subject(call, harvested(traj).mask) if call.failed else "",
             )
         )
         value = _parsed(call.output) if call.succeeded or call.status is None else None

@@ -171,6 +171,9 @@ class MinedRule:
         declined_ok, declined: (``avoid``) task groups where the condition held, ``tool`` was
             not called, and the run went well / in all.
         p: the one-sided Fisher p-value.
+        subject: (``error`` form) the subject of the reviewer's lessons about the same error
+            (``<tool>:<status>:<masked error>``, the most common among its failed calls), so
+            that recall shows one lesson per error; else ``""``.
     """
 
     tool: str
@@ -186,6 +189,7 @@ class MinedRule:
     declined: int = 0
     p: float = 1.0
     covered: frozenset[str] = field(default_factory=frozenset, repr=False)
+    subject: str = ""
 
     @property
     def key(self) -> str:
@@ -493,6 +497,7 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
                 if cand is not None and cand.p * PAIR_FACTOR <= min(a.p, b.p):
                     pairs.append(cand)
     kept += _standing(pairs, per_set=False)
+    subjects = _error_subjects(runs)
     rules: list[MinedRule] = []
     for c in _select(kept, {k: v[1] for k, v in sets.items()}):
         units, _, _ = sets[c.key]
@@ -510,11 +515,23 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
             c.votes.held_else,
             p=c.p,
             covered=c.votes.covered,
+            subject=subjects.get((tool, message), "") if form == "error" else "",
         )
         if form == "avoid" and (tool, "do", "") in sets:
             rule.declined_ok, rule.declined = _declined(sets[(tool, "do", "")], c.predicates)
         rules.append(rule)
     return rules
+
+
+def _error_subjects(runs: Sequence[RunRecord]) -> dict[tuple[str, str], str]:
+    """For each (tool, error class), the most common subject of its failed calls (ties: the
+    first in order), the one the reviewer's lessons about that error share."""
+    counts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for run in runs:
+        for call in run.calls:
+            if call.error and call.subject:
+                counts[(call.tool, call.error)][call.subject] += 1
+    return {key: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for key, c in counts.items()}
 
 
 def _distinct(cands: list[_Candidate]) -> list[_Candidate]:

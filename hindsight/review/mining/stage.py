@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hindsight._ids import stable_id
+from hindsight.guard.screening import GUARD_METADATA_KEYS
 from hindsight.models import Experience, ExperienceKind, ExperienceStatus, Provenance
 from hindsight.ports import Clock
 from hindsight.review.mining.features import RunRecord, record_of
@@ -55,6 +56,8 @@ MAX_RUNS = 2000
 MIN_INTERVAL = 30.0
 """Seconds between two passes for one tenant when the queue empties (``flush`` always mines)."""
 _RECORDS_KEPT = 20000
+_OWN_KEYS = ("lesson_key", "condition", "subject")
+"""The metadata keys a mined rule's evidence sets (:meth:`ConditionMining._experience`)."""
 
 
 def condition_metadata(rule: MinedRule) -> dict[str, Any]:
@@ -226,9 +229,12 @@ class ConditionMining:
             return 1
         if found.status is not ExperienceStatus.ACTIVE:
             return 0  # archived, quarantined or rejected by a person: not written again
-        if found.content == exp.content:
+        # an edit replaces the caller's metadata: keep what others added, renew the rule's own
+        kept = {k: v for k, v in found.metadata.items() if k not in GUARD_METADATA_KEYS}
+        metadata = {k: v for k, v in kept.items() if k not in _OWN_KEYS} | exp.metadata
+        if found.content == exp.content and metadata == kept:
             return 0
-        self._edit(exp.tenant_id, found.id, exp.content, {"condition": exp.metadata["condition"]})
+        self._edit(exp.tenant_id, found.id, exp.content, metadata)
         return 1
 
     def _experience(
@@ -267,5 +273,9 @@ class ConditionMining:
             updated_at=now,
             embedding_model=self.embedding_model,
             reviewer=REVIEWER,
-            metadata={"lesson_key": rule.key, "condition": condition_metadata(rule)},
+            metadata={
+                "lesson_key": rule.key,
+                "condition": condition_metadata(rule),
+                **({"subject": rule.subject} if rule.subject else {}),
+            },
         )
