@@ -269,9 +269,10 @@ def test_repeated_identical_failures_give_anti_pattern() -> None:
     traj = run(ev("user_message", "pay the bill"), *failing, *failing, *failing)
     lessons = REVIEWER.review_sync(traj)
     (anti,) = of_kind(lessons, ExperienceKind.ANTI_PATTERN)
-    assert anti.content.startswith(
-        "When pay fails with 'invalid currency', change the arguments or the approach"
-    )
+    assert anti.content == (
+        "When pay fails with 'invalid currency', do not repeat the same call (it failed the "
+        "same way again): validate the arguments against the tool's schema before calling."
+    )  # the advice of its error, as the failure lesson gives it
     assert anti.metadata["occurrences"] == 3
     (reliability,) = of_kind(lessons, ExperienceKind.TOOL_RELIABILITY)
     assert reliability.content == (
@@ -279,6 +280,44 @@ def test_repeated_identical_failures_give_anti_pattern() -> None:
         "schema before calling."
     )  # XYZ may be an id: only classes reach a lesson
     assert of_kind(lessons, ExperienceKind.IMPROVEMENT) == []
+
+
+@pytest.mark.parametrize(
+    ("user", "error", "advice"),
+    [
+        ("pay the bill", "Error: not enough balance on card", "check how much is left first"),
+        ("reserve room 4", "Error: room 4 not available on 2024-05-02", "confirm availability"),
+        ("ship it", "ValueError: warehouse W-17 does not exist", "look the id up first"),
+        ("send the file", "PermissionError: cannot write to /srv/out", "respect the restriction"),
+        ("sum it", "total mismatch: 30 vs 31", "make the amounts add up"),
+        ("call the api", "HTTP 429 Too Many Requests", "slow down"),
+        ("do it", "something odd happened", "check the arguments against the error"),
+        ("请付款", "错误：余额不足 balance too low", "先查询还剩多少"),
+    ],
+)
+def test_a_repeated_failure_carries_the_advice_of_its_error(
+    user: str, error: str, advice: str
+) -> None:
+    """The repeated-call lesson gives the same advice as the failure lesson of its error, so
+    the one of the two that recall shows (one lesson per subject) says what to do instead."""
+    failing = tool("act", {"x": 1}, "failure", error)
+    lessons = REVIEWER.review_sync(run(ev("user_message", user), *failing, *failing))
+    (anti,) = of_kind(lessons, ExperienceKind.ANTI_PATTERN)
+    (failure,) = of_kind(lessons, ExperienceKind.TOOL_RELIABILITY)
+    assert advice in anti.content and advice in failure.content, (anti.content, failure.content)
+    assert anti.metadata["subject"] == failure.metadata["subject"]
+
+
+def test_a_repeated_timeout_advises_a_fallback_not_another_wait() -> None:
+    waiting = tool("order_query", {"region": "eu"}, "timeout", "request timed out after 30s")
+    lessons = REVIEWER.review_sync(
+        run(ev("user_message", "Where is my order?"), *waiting, *waiting)
+    )
+    (anti,) = of_kind(lessons, ExperienceKind.ANTI_PATTERN)
+    assert anti.content == (
+        "When order_query times out, do not repeat the same call (it failed the same way "
+        "again): fall back to another tool or tell the user it is unavailable."
+    )
 
 
 def test_changed_retries_are_not_anti_patterns() -> None:

@@ -38,7 +38,7 @@ from hindsight.review.contrast import (
     readable_class,
     value_class,
 )
-from hindsight.review.heuristic._templates import Lang, advice_for, render
+from hindsight.review.heuristic._templates import Lang, advice_for, render, repeat_advice
 from hindsight.review.masking import Masker
 from hindsight.writeback import variants
 
@@ -200,7 +200,14 @@ def anti_patterns(ctx: Context) -> list[Lesson]:
         if len(group) < 2 or key in seen:
             continue
         seen.add(key)
-        content = render("anti_pattern", ctx.lang, tool=first.tool, failure=_failure(ctx, first))
+        timed_out = first.status is EventStatus.TIMEOUT
+        content = render(
+            "anti_pattern",
+            ctx.lang,
+            tool=first.tool,
+            failure=_failure(ctx, first),
+            advice=repeat_advice(None if timed_out else _error(ctx, first), ctx.lang),
+        )
         lessons.append(
             _lesson(
                 ctx,

@@ -43,9 +43,9 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
         "zh": "{tool} 可能超时；建议稍等后重试一次，仍超时则改用其他工具或告知用户。",
     },
     "anti_pattern": {
-        "en": "When {tool} {failure}, change the arguments or the approach before calling it "
-        "again: repeating the same call failed the same way.",
-        "zh": "{tool} {failure}后，应先修改参数或换一种做法再调用：原样重试会以同样方式失败。",
+        "en": "When {tool} {failure}, do not repeat the same call (it failed the same way "
+        "again): {advice}.",
+        "zh": "{tool} {failure}后，不要原样重试（同样的调用再次失败）；建议：{advice}。",
     },
     "fix_changed": {
         "en": "When {tool} {failure}, calling it again with {changes} {result}.",
@@ -110,6 +110,20 @@ _DEFAULT_ADVICE = (
     "check the arguments against the error message before calling again",
     "再次调用前先根据错误信息检查参数",
 )
+
+
+_TIMEOUT_ADVICE = (
+    "fall back to another tool or tell the user it is unavailable",
+    "改用其他工具，或告知用户该服务暂不可用",
+)
+
+
+def repeat_advice(error: str | None, lang: Lang) -> str:
+    """The advice of a repeated failing call: :func:`advice_for` its error, or for a call that
+    timed out again (``error`` ``None``) to fall back rather than wait once more."""
+    if error is None:
+        return _TIMEOUT_ADVICE[0] if lang == "en" else _TIMEOUT_ADVICE[1]
+    return advice_for(error, lang)
 
 
 def render(template: str, lang: Lang, /, **values: object) -> str:
