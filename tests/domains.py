@@ -139,6 +139,51 @@ def parcel_runs(seed: int = 0, *, tasks: int = 20, replicas: int = 2) -> list[Tr
     return out
 
 
+def order_runs(
+    seed: int = 0, *, tasks: int = 24, replicas: int = 2, planted: bool = True
+) -> list[Trajectory]:
+    """An order desk: ``get_order`` then maybe ``cancel_order``. Planted policy of two facts:
+    cancelling fails for an order that is ``shipped`` **and** ``international`` (neither fact
+    alone); a run that does not cancel goes well 80% of the time. Five other fields are noise.
+    ``planted=False``: every outcome is a coin flip."""
+    rng = random.Random(seed)
+    out = []
+    for t in range(tasks):
+        status = ["shipped", "pending"][t % 2]
+        region = ["international", "domestic"][(t // 2) % 2]
+        order = {
+            "order": {
+                "id": f"order_{7000 + t}",
+                "status": status,
+                "region": region,
+                "channel": rng.choice(["web", "app", "phone"]),
+                "gift": rng.choice([True, False]),
+                "tier": rng.choice(["basic", "plus", "gold"]),
+                "amount": round(rng.uniform(5, 500), 2),
+                "items": [{"sku": f"sku_{rng.randint(10, 99)}"}] * rng.randint(1, 4),
+            }
+        }
+        for r in range(replicas):
+            cancel = rng.random() < 0.6
+            calls: list[tuple[str, dict[str, Any], Any, bool]] = [
+                ("get_order", {"order_id": f"order_{7000 + t}"}, order, False)
+            ]
+            if cancel:
+                reason = rng.choice(["late", "changed_mind"])
+                args = {"order_id": f"order_{7000 + t}", "reason": reason}
+                calls.append(("cancel_order", args, {"ok": True}, False))
+            if not planted:
+                good = rng.random() < 0.5
+            elif cancel:
+                good = not (status == "shipped" and region == "international")
+            else:
+                good = rng.random() < 0.8
+            outcome = Outcome.SUCCESS if good else Outcome.FAILURE
+            out.append(run(f"cancel order {t} ({r})", calls, task_key=f"o-{seed}-{t}",
+                           outcome=outcome))  # fmt: skip
+    return out
+
+
 def chinese_runs(seed: int = 0, *, tasks: int = 18, replicas: int = 2) -> list[Trajectory]:
     """Orders in Chinese, labelled by expected actions only (no outcome): cancelling an order
     whose 状态 is 已发货 (shipped) is never an expected action (a return is)."""

@@ -25,10 +25,11 @@ Source and method: docs/review.md#condition-mining. In short:
 
 4. **Test.** Fisher's exact test, one-sided, of the group votes where the condition holds
    against where it does not; the Benjamini-Hochberg procedure at :data:`FDR` over every
-   single predicate tried in the pass (pairs are a second family, and a pair must also beat
-   each of its parts tenfold); the Wilson lower bound of the bad rate where it holds at least
-   :data:`MIN_RATE`; at least :data:`MIN_GROUPS` task groups where the condition held and the
-   decision was bad. One run is never enough.
+   single predicate tried in the pass (pairs are a second family, counted as every pair
+   that could reach significance, since the pairs tried are chosen from this very data, and
+   a pair must also beat each of its parts tenfold); the Wilson lower bound of the bad rate
+   where it holds at least :data:`MIN_RATE`; at least :data:`MIN_GROUPS` task groups where
+   the condition held and the decision was bad. One run is never enough.
 
 5. **Selection.** Conditions with the same votes are one (the simplest wording stays); per
    tool and form, at most :data:`MAX_PER_FORM`: the best, then only one that is significant
@@ -483,8 +484,10 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
     by_key: dict[tuple[str, Form, str], list[_Candidate]] = defaultdict(list)
     for c in singles:
         by_key[c.key].append(c)
+    searched = 0  # the pairs the seeds were chosen among: all of them are hypotheses
     for key, cands in by_key.items():
         _, groups, _ = sets[key]
+        searched += _testable_pairs(cands, groups)
         seeds = sorted(cands, key=lambda c: (c.p, _simplicity(c), c.predicates))[:PAIR_SEEDS]
         for i, a in enumerate(seeds):
             for b in seeds[i + 1 :]:
@@ -496,7 +499,7 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
                 cand = _test(key, tuple(sorted(a.predicates + b.predicates)), mask, groups)
                 if cand is not None and cand.p * PAIR_FACTOR <= min(a.p, b.p):
                     pairs.append(cand)
-    kept += _standing(pairs, per_set=False)
+    kept += _standing(pairs, per_set=False, untested=searched)
     subjects = _error_subjects(runs)
     rules: list[MinedRule] = []
     for c in _select(kept, {k: v[1] for k, v in sets.items()}):
@@ -546,19 +549,44 @@ def _distinct(cands: list[_Candidate]) -> list[_Candidate]:
     return list(best.values())
 
 
-def _standing(cands: list[_Candidate], *, per_set: bool = True) -> list[_Candidate]:
+def _testable_pairs(cands: Sequence[_Candidate], groups: _Groups) -> int:
+    """How many pairs of ``cands`` (distinct single predicates of one decision set, on two
+    features) could reach significance: those whose conjunction holds for a bad decision in
+    at least :data:`MIN_GROUPS` task groups (an upper bound of its bad votes; after Tarone
+    1990). The pairs tested are built from the best singles of this very data, so every such
+    pair was in the search and counts as a hypothesis."""
+    bad = [m & groups.badmask for m in groups.masks]
+    reach = []
+    for c in _distinct(list(cands)):
+        parts = {g: b & c.mask for g, b in enumerate(bad) if b & c.mask}
+        reach.append((c.predicates[0].feature, parts))
+    count = 0
+    for i, (feature_a, parts_a) in enumerate(reach):
+        for feature_b, parts_b in reach[i + 1 :]:
+            if feature_a != feature_b:
+                both = sum(1 for g, part in parts_a.items() if part & parts_b.get(g, 0))
+                count += both >= MIN_GROUPS
+    return count
+
+
+def _standing(
+    cands: list[_Candidate], *, per_set: bool = True, untested: int = 0
+) -> list[_Candidate]:
     """The candidates that stand: Benjamini-Hochberg at :data:`FDR` over distinct candidates
     (those with :data:`MIN_GROUPS` bad groups: the others could never be significant and are
     not counted, after Tarone 1990), within each decision set (``per_set``, single
-    predicates) or over the whole pass (pairs), and a Wilson lower bound of the bad rate of
-    at least :data:`MIN_RATE`."""
+    predicates) or over the whole pass (pairs, counted as ``untested``: every pair that could
+    reach significance, tested or not), and a Wilson lower bound of the bad rate of at least
+    :data:`MIN_RATE`."""
     by_key: dict[Any, list[_Candidate]] = defaultdict(list)
     for c in _distinct(cands):
         by_key[c.key if per_set else ""].append(c)
     out: list[_Candidate] = []
     for key in sorted(by_key):
         group = by_key[key]
-        keep = benjamini_hochberg([c.p for c in group], FDR)
+        hypotheses = max(len(group), untested)
+        padded = [c.p for c in group] + [1.0] * (hypotheses - len(group))
+        keep = benjamini_hochberg(padded, FDR)[: len(group)]
         out.extend(
             c
             for c, ok in zip(group, keep, strict=True)
