@@ -113,6 +113,7 @@ __all__ = [
     "integer",
     "number",
     "switch",
+    "unknown_field",
     "validation_message",
 ]
 
@@ -359,9 +360,9 @@ def input_file(path: Any, what: str = "file") -> Path:
 
     Raises:
         UsageError: ``no file given: give one <what>`` (an empty or blank path, which
-            ``Path`` would read as the current folder), ``no such file: <path>``, ``<path> is a folder, not a file: give one
-            <what>``, ``<path> is not a regular file: give one <what>`` (a device or a pipe)
-            or ``cannot read <path>: permission denied``.
+            ``Path`` would read as the current folder), ``no such file: <path>``, ``<path> is
+            a folder, not a file: give one <what>``, ``<path> is not a regular file: give one
+            <what>`` (a device or a pipe) or ``cannot read <path>: permission denied``.
     """
     if isinstance(path, str) and not path.strip():
         raise UsageError(f"no file given: give one {what}")
@@ -759,6 +760,12 @@ def forget_filter(experience_id: Any, trajectory_id: Any, everything: Any) -> di
 # -- pydantic errors as one line ----------------------------------------------------------------
 
 _TYPE_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "tagged-union"})
+
+
+def unknown_field(name: Any, fields: Sequence[str]) -> str:
+    """The one refusal of a field nobody defined, on every interface: ``'<name>': unknown
+    field (fields: <the fields there are>)`` (the name cut at 80 characters)."""
+    return f"{str(name)[:80]!r}: unknown field (fields: {', '.join(fields)})"
 
 
 def error_location(loc: Sequence[Any]) -> str | None:

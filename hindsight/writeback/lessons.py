@@ -29,6 +29,7 @@ from hindsight._contract import (
     Tools,
     batch_size,
     check,
+    unknown_field,
     validation_message,
 )
 from hindsight._errors import UsageError
@@ -263,18 +264,11 @@ def manual_experiences(
         unknown = [k for k in item if k not in ADD_FIELDS]
         if unknown:
             raise UsageError(
-                f"item {index}: {str(unknown[0])[:80]!r}: unknown field "
-                f"(fields: {', '.join(ADD_FIELDS)})",
+                f"item {index}: {unknown_field(unknown[0], ADD_FIELDS)}",
                 field=f"{at}.{str(unknown[0])[:80]}",
             )
         if "content" not in item:
             raise UsageError(f"item {index}: content: field required", field=f"{at}.content")
-        for name in ("tools", "tags"):
-            if isinstance(item.get(name), str | bytes):
-                raise UsageError(
-                    f"item {index}: {name}: must be a list of strings, not a string",
-                    field=f"{at}.{name}",
-                )
         try:
             out.append(
                 manual_experience(

@@ -265,6 +265,39 @@ def test_paging_arguments_get_the_same_answer_locally_and_from_the_client(
     assert answer == (refused or "0 lessons"), answer
 
 
+_ADD = "content, namespace, kind, task_type, tools, tags, confidence, importance, source, metadata"
+_TEXT = "check the order id first"
+
+
+@pytest.mark.parametrize(
+    ("item", "field", "answer"),
+    [
+        *[
+            ({"content": "x", name: 1}, f"items.0.{name}", f"item 0: {name!r}: unknown field "
+             f"(fields: {_ADD})")
+            for name in ("bogus", "tenant_id", "Tools")
+        ],
+        ({"content": _TEXT, "tools": "order_query"}, None, "tools ['order_query']"),
+        ({"content": _TEXT, "tags": "orders"}, None, "tags ['orders']"),
+        ({"content": 5}, "items.0.content", "item 0: content must be a non-empty string, got int"),
+    ],
+)  # fmt: skip
+def test_a_batch_item_gets_the_same_answer_locally_and_from_the_client(
+    served_sqlite: Served, tmp_path: Path, item: dict[str, Any], field: str | None, answer: str
+) -> None:
+    """An item of ``add_experiences``: an unknown field is refused with the same words (the
+    fields there are) and one string of tools or tags is a list of one, as ``add_experience``
+    takes it (docs/concepts.md, the input contract)."""
+
+    def ask(mem: Any, kw: dict[str, Any]) -> str:
+        [done] = mem.add_experiences([item], **kw)
+        name = "tools" if "tools" in item else "tags"
+        return f"{name} {getattr(done.experience, name)}"
+
+    got = _local_and_client(served_sqlite, tmp_path, field or "", ask)["local"]
+    assert got == answer, got
+
+
 def test_the_client_pages_with_offset_as_documented(served_sqlite: Served) -> None:
     tenant = f"paging-{uuid.uuid4().hex[:8]}"
     with served_sqlite.client(tenant) as client:

@@ -10,14 +10,16 @@ details.
 from __future__ import annotations
 
 import logging
+import typing
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hindsight._contract import error_location
+from hindsight._contract import error_location, unknown_field
 from hindsight._errors import HindsightError
 from hindsight.guard.screening import GUARD_OWNED_FIELDS, owned_by_guard
 from hindsight.service._wire import client_message, error_body, status_and_type
@@ -61,7 +63,39 @@ def _got(value: Any) -> str:
     return "a string" if isinstance(value, str | bytes) else type(value).__name__
 
 
-def _validation(_: Request, exc: Exception) -> JSONResponse:
+def _model_at(request: Request, loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The request model whose field ``loc`` names (``("body", "items", 0, "x")`` -> the
+    model of one item), from the endpoint's annotations; ``None`` when there is none."""
+    endpoint = getattr(request.scope.get("route"), "endpoint", None)
+    if endpoint is None or not loc or loc[0] != "body":
+        return None
+    try:
+        hints = typing.get_type_hints(endpoint)
+    except Exception:  # an annotation that cannot be resolved: say less, not fail
+        return None
+    found = [t for t in hints.values() if isinstance(t, type) and issubclass(t, BaseModel)]
+    model = found[0] if len(found) == 1 else None
+    for part in loc[1:-1]:
+        if model is None:
+            return None
+        if isinstance(part, int):
+            continue
+        info = model.model_fields.get(str(part))
+        model = _model_in(info.annotation) if info is not None else None
+    return model
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
     first = errors[0] if errors else {}
@@ -71,6 +105,10 @@ def _validation(_: Request, exc: Exception) -> JSONResponse:
     msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
     if first.get("type") == "extra_forbidden" and field in GUARD_OWNED_FIELDS:
         msg = owned_by_guard(field)  # the guard's state is not editable (docs/security.md)
+    elif first.get("type") == "extra_forbidden":  # the words of the local memory
+        model = _model_at(request, loc)
+        fields = list(model.model_fields) if model is not None else []
+        msg = unknown_field(loc[-1], fields) if fields else "unknown field"
     elif first.get("type") == "json_invalid":
         field, detail = None, (first.get("ctx") or {}).get("error", "")
         msg = f"the request body is not valid JSON ({detail} at character {loc[-1]})"
