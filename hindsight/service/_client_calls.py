@@ -9,6 +9,7 @@ send calls (docs/http.md lists the routes).
 from __future__ import annotations
 
 import numbers
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -207,8 +208,9 @@ def _plain(value: Any, what: str = "argument") -> Any:
     scalars and arrays as Python's (what the local memory accepts, the server accepts).
 
     Raises:
-        UsageError: a value JSON cannot carry (bytes, a set, any other object), naming where
-            it is (``what``, e.g. ``tags[0]``) instead of ``json``'s ``TypeError``.
+        UsageError: a value JSON cannot carry (bytes, a set, a complex number, any other
+            object), naming where it is (``what``, e.g. ``tags[0]``, and as ``field``
+            ``tags.0``) instead of ``json``'s ``TypeError``.
     """
     if isinstance(value, uuid.UUID):
         return str(value)
@@ -231,7 +233,10 @@ def _plain(value: Any, what: str = "argument") -> Any:
     enum_value = getattr(value, "value", None)
     if isinstance(enum_value, str):
         return enum_value
-    raise UsageError(_not_json(value, what, "JSON (a string, number, list or object)"))
+    raise UsageError(
+        _not_json(value, what, "JSON (a string, number, list or object)"),
+        field=re.sub(r"\[(\d+)\]", r".\1", what),  # tags[0] -> tags.0, as the service names it
+    )
 
 
 def _experience(doc: Any) -> Experience:

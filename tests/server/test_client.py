@@ -199,6 +199,33 @@ NUMPY_CASES = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("arg", "dtype", "value"),
+    [("top_k", "complex128", 3), ("similarity_floor", "complex64", 0.5),
+     ("top_k", "datetime64", "2026-01-01"), ("tags", "array", [1j])],
+)  # fmt: skip
+def test_a_value_json_cannot_carry_is_refused_naming_its_argument(
+    served_sqlite: Served, tmp_path: Path, arg: str, dtype: str, value: Any
+) -> None:
+    """A complex number or a date from numpy: the client cannot send it, and says so in one
+    line naming the argument (``field``), as the local memory refuses it for that argument."""
+    import numpy as np
+
+    given = np.array(value) if dtype == "array" else getattr(np, dtype)(value)
+    from hindsight import Memory
+
+    with served_sqlite.client("t") as client, pytest.raises(UsageError) as sent:
+        client.recall("x", **{arg: given})
+    local_memory = Memory(data_dir=tmp_path / "local", background_review=False)
+    with local_memory as mem, pytest.raises(UsageError) as local:
+        mem.recall("x", tenant_id="t", **{arg: given})
+    assert local.value.field == arg
+    assert sent.value.field == (f"{arg}.0" if dtype == "array" else arg)
+    for err in (sent.value, local.value):
+        assert str(err).startswith(f"{arg}") and "must be" in str(err), str(err)
+        assert "\n" not in str(err)
+
+
 def _local_and_client(
     served: Served, folder: Path, arg: str, ask: Callable[[Any, dict[str, Any]], str]
 ) -> dict[str, str]:
