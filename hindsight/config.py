@@ -141,7 +141,11 @@ class MemoryConfig(BaseSettings):
             at the next open. 0: nothing is waited for.
     """
 
-    model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+    # an empty variable (``HINDSIGHT_DATA_DIR=``) is unset, as the CLI's options read it:
+    # ``Path("")`` would be the current folder
+    model_config = SettingsConfigDict(
+        frozen=True, extra="ignore", populate_by_name=True, env_ignore_empty=True
+    )
 
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env("DATA_DIR"))
     database_url: str | None = Field(default=None, validation_alias=_env("DATABASE_URL"))
@@ -215,6 +219,13 @@ class MemoryConfig(BaseSettings):
     def _check_switch(cls, value: Any, info: ValidationInfo) -> bool:
         name = str(info.field_name)
         return switch(value, name, bool(cls.model_fields[name].default))  # as the arguments
+
+    @field_validator("data_dir", "guard_rules", mode="before")
+    @classmethod
+    def _check_path(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError('empty: give a path ("" would be the current folder)')
+        return value
 
     @field_validator("top_k", mode="before")
     @classmethod

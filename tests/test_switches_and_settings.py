@@ -149,3 +149,39 @@ def test_on_off_settings_read_like_the_switch_arguments(
         assert str(err.value) == (
             f"invalid configuration: {env}: {name} must be true or false, got 'perhaps'"
         )
+
+
+@pytest.mark.parametrize("name", ["data_dir", "guard_rules"])
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_empty_path_setting_is_refused(tmp_path: Path, name: str, blank: str) -> None:
+    """``Path("")`` is the current folder: a store opened there, or rules read from it, is
+    never what an empty setting meant."""
+    given = {"data_dir": tmp_path, name: blank}
+    with pytest.raises(UsageError) as err:
+        load_config(**given)
+    assert str(err.value) == (
+        f'invalid configuration: {name}: empty: give a path ("" would be the current folder)'
+    )
+    if name == "data_dir":
+        with pytest.raises(UsageError, match="data_dir: empty: give a path"):
+            Memory(data_dir=blank)
+
+
+def test_an_empty_variable_is_unset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``HINDSIGHT_DATA_DIR=`` (set, empty) means the default folder, as the CLI reads its
+    options, never the current folder; the same for every setting's variable."""
+    from tests.cli_helpers import REPO, run_cli
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    for env in ("HINDSIGHT_DATA_DIR", "HINDSIGHT_GUARD_RULES", "HINDSIGHT_REFLECTION_MODEL"):
+        monkeypatch.setenv(env, "")
+    config = load_config()
+    assert config.data_dir == tmp_path / "xdg" / "hindsight"
+    assert config.guard_rules is None and config.reflection_model is None
+    proc = run_cli(
+        "stats", "--tenant", "t", data_dir=None, HINDSIGHT_DATA_DIR="",
+        XDG_DATA_HOME=str(tmp_path / "xdg"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "xdg" / "hindsight" / "hindsight.db").exists()
+    assert not (REPO / "hindsight.db").exists()  # the CLI runs in the repository
