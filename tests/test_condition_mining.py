@@ -5,6 +5,7 @@ domains (tests/domains.py), then kept in the store and tested at decision time."
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -343,3 +344,83 @@ def test_a_rule_edited_by_new_evidence_keeps_its_key_and_its_subject(tmp_path: P
         assert now.metadata["lesson_key"] == rule.metadata["lesson_key"]
         assert now.subject == rule.subject and now.metadata["owner"] == "shipping desk"
         assert now.metadata["condition"]["evidence"] != rule.metadata["condition"]["evidence"]
+
+
+def test_a_text_a_person_wrote_over_a_rule_stays_when_its_evidence_changes() -> None:
+    """A person rewords a mined rule; mining again (with or without new runs) keeps their
+    text and brings the rule's counts up to date, never puts the generated text back."""
+    worded = "Never ship a parcel over 20 kg with this carrier: it refuses them."
+    with test_memory() as mem:
+        for traj in parcel_runs(3, tasks=12):
+            mem.store_episode(traj)
+        assert mem.flush(timeout=120)
+        [rule] = [e for e in _mined(mem) if e.metadata["condition"]["form"] == "error"]
+        edited = mem.edit_experience(rule.id, tenant_id="t", content=worded)
+        assert mem.aio.reviews.mining.mine_tenant("t") == 0  # no new runs: nothing to change
+        assert mem.get_experience(rule.id, tenant_id="t").version == edited.version
+        for traj in parcel_runs(4, tasks=12):
+            mem.store_episode(traj)
+        assert mem.flush(timeout=120)
+        now = mem.get_experience(rule.id, tenant_id="t")
+        assert now.content == worded and now.version > edited.version
+        assert now.metadata["condition"]["evidence"] != rule.metadata["condition"]["evidence"]
+
+
+def _erring_runs(seed: int, error: Callable[[random.Random, float], str]) -> list:  # type: ignore[type-arg]
+    """``ship_parcel`` fails with ``error(rng, weight)`` above 20 kg (the error form)."""
+    rng = random.Random(seed)
+    out = []
+    for t in range(16):
+        weight = rng.uniform(21, 40) if t % 2 else rng.uniform(1, 19)
+        for r in range(2):
+            heavy = weight > 20
+            result = error(rng, weight) if heavy else {"label": f"LB{rng.randint(10000, 99999)}"}
+            calls = [("ship_parcel", {"weight_kg": round(weight, 1)}, result, heavy)]
+            out.append(run(f"ship parcel {t}-{r}", calls, task_key=f"e-{seed}-{t}"))
+    return out
+
+
+def _traceback(rng: random.Random, weight: float) -> str:
+    frames = "".join(
+        f'  File "/srv/app/ship.py", line {rng.randint(10, 400)}, in f\n' for _ in range(2)
+    )
+    return f"Traceback (most recent call last):\n{frames}ValueError: parcel too heavy"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        lambda rng, w: f"Error: parcel of {w:.1f} kg exceeds the carrier limit",
+        lambda rng, w: f"Request timed out after {rng.randint(30, 90)}s",
+        _traceback,
+        lambda rng, w: (
+            f"错误：包裹重量 {w:.1f} 公斤超过承运商上限\n请联系客服 {rng.randint(100, 999)}"
+        ),
+    ],
+    ids=["message", "timeout", "traceback", "chinese"],
+)
+def test_an_error_rule_and_the_reviewers_lessons_agree_on_the_subject(error) -> None:  # type: ignore[no-untyped-def]
+    """The miner's class of an error and the reviewer's subject come from the same part of
+    the reply (a traceback's last line, no ``Error:`` prefix; a timeout is one subject per
+    tool, whatever duration it names), so the rule and the lessons fold into one."""
+    from hindsight.models import EventStatus
+    from hindsight.review.heuristic import HeuristicReviewer
+
+    runs = _erring_runs(1, error)
+    timeout = "timed out" in error(random.Random(0), 25.0)
+    if timeout:  # a timeout is a status, not a failure with a message
+        for traj in runs:
+            for ev in traj.events:
+                if ev.status is EventStatus.FAILURE:
+                    ev.status = EventStatus.TIMEOUT
+    [rule] = [r for r in mine([record_of(t) for t in runs]) if r.form == "error"]
+    assert rule.predicates == (Predicate("args.weight_kg", ">", 20.0),)
+    assert not rule.message.startswith("error:") and "traceback" not in rule.message
+    reviewer = HeuristicReviewer()
+    subjects = {
+        lesson.metadata["subject"]
+        for traj in runs
+        for lesson in reviewer.review_sync(traj)
+        if "subject" in lesson.metadata
+    }
+    assert subjects == {rule.subject}, (subjects, rule.subject)

@@ -96,13 +96,16 @@ def error_subject(
 ) -> str:
     """What every lesson about ``call``'s error is about: ``<tool>:<status>:<masked error>``
     (``update_reservation_flights:failure:not enough seats on flight <flight_number>``), lower
-    case; ``empty`` stands for a result without an error text.
+    case; ``empty`` stands for a result without an error text. A timeout is one subject per
+    tool, ``<tool>:timeout``, whatever its message says (``timed out after 58s``, ``59s``).
 
     The heuristic reviewer's tool-error lessons and the miner's error rules share it as
     ``metadata["subject"]``, and recall shows one lesson per subject
     (docs/concepts.md#recall). ``mask`` replaces the run's own values by their class
     (:meth:`hindsight.review.masking.Masker.mask`), so runs of one error share one subject.
     """
+    if call.status is EventStatus.TIMEOUT:
+        return f"{call.tool}:{call.status}"
     text = mask(error_text(call.output, ERROR_CHARS)) or empty
     return f"{call.tool}:{call.status}:{text.lower()}"
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from hindsight.models import Outcome, Trajectory
 from hindsight.review._calls import ToolCall, collect_calls, error_subject, is_read_only
+from hindsight.review._text import error_text
 from hindsight.review.contrast import value_class
 from hindsight.review.masking import harvested, identifying
 
@@ -156,10 +157,12 @@ def state_of_args(args: Mapping[str, Any], *, start: datetime) -> State:
 
 
 def error_class(text: str) -> str:
-    """A tool error's message as a class: its first line, lower case, numbers and quoted
-    values replaced by ``<n>``/``<v>`` (``Error: flight HAT123 not available on 2024-05-15``
-    -> ``error: flight hat<n> not available on <n>-<n>-<n>``), at most 120 characters."""
-    line = (text.strip().splitlines() or [""])[0].lower()
+    """A tool error's message as a class: the part the reviewer's lessons quote
+    (:func:`hindsight.review._text.error_text`: a leading ``Error:`` dropped, a traceback's
+    last line), lower case, numbers and quoted values replaced by ``<n>``/``<v>`` (``Error:
+    flight HAT123 not available on 2024-05-15`` -> ``flight hat<n> not available on
+    <n>-<n>-<n>``), at most 120 characters."""
+    line = error_text(text, 2000).lower()
     line = _QUOTED.sub("<v>", line)
     line = _NUMBERED.sub("<n>", line)
     return line[:120].strip()

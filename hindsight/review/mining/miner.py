@@ -528,7 +528,8 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
 
 def _error_subjects(runs: Sequence[RunRecord]) -> dict[tuple[str, str], str]:
     """For each (tool, error class), the most common subject of its failed calls (ties: the
-    first in order), the one the reviewer's lessons about that error share."""
+    smallest, so that the answer does not depend on the order of the runs), the one the
+    reviewer's lessons about that error share."""
     counts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for run in runs:
         for call in run.calls:

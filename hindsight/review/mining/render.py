@@ -6,8 +6,8 @@ Every count is in task groups (docs/review.md#condition-mining). Examples::
     call it: the runs that called it failed (5 of 5 tasks), against 1 of 9 otherwise.
 
     update_reservation_flights: when payment_id (in its arguments) is certificate, the call
-    returned 'error: certificate cannot be used to update reservation' (3 of 3 tasks),
-    against 0 of 18 otherwise.
+    returned 'certificate cannot be used to update reservation' (3 of 3 tasks), against 0 of
+    18 otherwise.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ its source's weight, :data:`hindsight.writeback.PROVENANCE_TRUST`).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import statistics
 import threading
@@ -56,8 +57,12 @@ MAX_RUNS = 2000
 MIN_INTERVAL = 30.0
 """Seconds between two passes for one tenant when the queue empties (``flush`` always mines)."""
 _RECORDS_KEPT = 20000
-_OWN_KEYS = ("lesson_key", "condition", "subject")
+_OWN_KEYS = ("lesson_key", "condition", "subject", "mined_text_sha256")
 """The metadata keys a mined rule's evidence sets (:meth:`ConditionMining._experience`)."""
+
+
+def _text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def condition_metadata(rule: MinedRule) -> dict[str, Any]:
@@ -232,9 +237,12 @@ class ConditionMining:
         # an edit replaces the caller's metadata: keep what others added, renew the rule's own
         kept = {k: v for k, v in found.metadata.items() if k not in GUARD_METADATA_KEYS}
         metadata = {k: v for k, v in kept.items() if k not in _OWN_KEYS} | exp.metadata
-        if found.content == exp.content and metadata == kept:
+        # a text a person wrote over the miner's stays; its evidence is still kept up to date
+        written = kept.get("mined_text_sha256")
+        content = found.content if written not in (None, _text_sha(found.content)) else exp.content
+        if found.content == content and metadata == kept:
             return 0
-        self._edit(exp.tenant_id, found.id, exp.content, metadata)
+        self._edit(exp.tenant_id, found.id, content, metadata)
         return 1
 
     def _experience(
@@ -255,13 +263,14 @@ class ConditionMining:
             provenance = Provenance(metas.most_common(1)[0][0])
         from hindsight.writeback import PROVENANCE_TRUST
 
+        content = render_rule(rule)
         now = self.clock.now()
         return Experience(
             id=stable_id("condition", tenant, namespace, rule.key),
             tenant_id=tenant,
             namespace=namespace,
             kind=ExperienceKind.RULE,
-            content=render_rule(rule),
+            content=content,
             tools=[rule.tool],
             tags=[TAG],
             confidence=round(0.5 + 0.45 * wilson_lower(rule.bad, rule.held), 4),
@@ -277,5 +286,6 @@ class ConditionMining:
                 "lesson_key": rule.key,
                 "condition": condition_metadata(rule),
                 **({"subject": rule.subject} if rule.subject else {}),
+                "mined_text_sha256": _text_sha(content),
             },
         )
