@@ -241,7 +241,7 @@ def test_run_start_risk_block_names_the_agents_tools() -> None:
         assert text.startswith(BLOCK_START) and text.endswith(BLOCK_END)
         section = text[text.index(RISK_HEADING) :]
         assert "- before you call book_reservation: Check cabin" in section
-        assert "- before you call order_query:" in section
+        assert "- order_query can time out" in section  # it names its tool: no prefix
         assert "get_user_details" not in section  # no lesson about it
         assert result.risk_lesson_ids and set(result.risk_lesson_ids) <= set(result.lesson_ids)
         # within the recall budget; a small budget keeps the section short
@@ -359,7 +359,7 @@ def test_run_start_checks_follow_what_the_user_asked(query: str, subject: str) -
         assert lines[0] == RISK_HEADING
         # the check that fits the request comes first, before a more confident one about
         # another subject and before the other tool's check
-        assert lines[1].startswith("- before you call export_report: "), lines
+        assert lines[1].startswith("- export_report "), lines  # it names its tool: no prefix
         assert RUN_START_LESSONS[subject][:40] in lines[1], lines
         assert result.risk_lesson_ids[0] == ids[subject]
 
@@ -419,3 +419,25 @@ def test_the_query_is_embedded_without_the_agents_tools(tools: list[str]) -> Non
             assert embedder.texts == [query]
             embedder.texts.clear()
             assert result.hits and all(h.breakdown.boost > 0 for h in result.hits)
+
+
+@pytest.mark.parametrize(
+    ("tool", "advice", "line"),
+    [
+        # the advice names its tool (a tool-error lesson, a mined rule, a fix): no prefix
+        ("pay", "pay can fail with 'x': retry.", "- pay can fail with 'x': retry."),
+        ("pay", "When pay fails with 'x', calling refund worked.",
+         "- When pay fails with 'x', calling refund worked."),
+        ("pay.v2", "pay.v2: when amount is large, it failed.",
+         "- pay.v2: when amount is large, it failed."),
+        # it does not, or only inside another name: the line says which tool it is about
+        ("pay", "Check the amount first.", "- before you call pay: Check the amount first."),
+        ("pay", "repay_all can fail: wait.", "- before you call pay: repay_all can fail: wait."),
+        ("pay", "pay_later can fail.", "- before you call pay: pay_later can fail."),
+        ("pay", "pay.v2 can fail.", "- before you call pay: pay.v2 can fail."),
+    ],
+)  # fmt: skip
+def test_a_run_start_line_names_its_tool_once(tool: str, advice: str, line: str) -> None:
+    from hindsight.checks.render import risk_line
+
+    assert risk_line(tool, advice) == line

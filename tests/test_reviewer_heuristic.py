@@ -285,7 +285,7 @@ def test_repeated_identical_failures_give_anti_pattern() -> None:
 @pytest.mark.parametrize(
     ("user", "error", "advice"),
     [
-        ("pay the bill", "Error: not enough balance on card", "check how much is left first"),
+        ("pay the bill", "Error: not enough balance on card", "check the balance left first"),
         ("reserve room 4", "Error: room 4 not available on 2024-05-02", "confirm availability"),
         ("ship it", "ValueError: warehouse W-17 does not exist", "look the id up first"),
         ("send the file", "PermissionError: cannot write to /srv/out", "respect the restriction"),
@@ -393,22 +393,27 @@ def test_secrets_personal_data_and_huge_outputs_stay_out() -> None:
 
 
 @pytest.mark.parametrize(
-    "error",
+    ("error", "check"),
     [
-        "Error: not enough seats on flight HAT123",
-        "Error: gift card balance is not enough",
-        "insufficient stock for item 4411",
-        "quota exceeded for project alpha",
-        "Error: sold out",
+        ("Error: not enough seats on flight HAT123", "check the seats left first"),
+        ("Error: gift card balance is not enough", "check the balance left first"),
+        ("insufficient stock for item 4411", "check the stock left first"),
+        ("quota exceeded for project alpha", "check the quota left first"),
+        ("There are not enough tickets available", "check the tickets left first"),
+        ("balance too low", "check the balance left first"),
+        ("Error: sold out", "check how much is left first"),  # the error names no quantity
+        ("exceeds the limit of 5", "check how much is left first"),
+        ("Error: not enough", "check how much is left first"),
     ],
 )
-def test_advice_on_running_short_fits_every_kind_of_shortage(error: str) -> None:
+def test_advice_on_running_short_fits_every_kind_of_shortage(error: str, check: str) -> None:
     traj = run(
         ev("user_message", "please do it"),
         *tool("reserve", {"item": "x1", "count": 4}, "failure", error),
         outcome=Outcome.FAILURE,
     )
     [lesson] = of_kind(HeuristicReviewer().review_sync(traj), ExperienceKind.TOOL_RELIABILITY)
-    # one wording for seats, money, stock and quotas: ask for less or choose another option
-    assert "check how much is left first" in lesson.content, lesson.content
+    # one wording for seats, money, stock and quotas: ask for less or choose another option,
+    # naming what ran short when the error says it (never a list of examples from a domain)
+    assert check in lesson.content and "(" not in lesson.content, lesson.content
     assert "choose another option" in lesson.content and "split" not in lesson.content

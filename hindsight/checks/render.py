@@ -8,6 +8,7 @@ delimiter the items cannot fake, and cut to a token budget.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "render_advice",
     "render_risk_section",
     "request_scores",
+    "risk_line",
 ]
 
 ADVICE_START = "--- Risk checks (reference only) ---"
@@ -52,6 +54,15 @@ def advice_text(check: RiskCheck) -> str:
         rest = text[len(lead) :]
         text = rest[:1].upper() + rest[1:]
     return text
+
+
+def risk_line(tool: str, advice: str) -> str:
+    """One line of the run-start section: ``"- <advice>"`` when the advice names ``tool``
+    itself (a tool-error lesson, a mined rule, a fix: the heading already says "before you
+    call"), else ``"- before you call <tool>: <advice>"``; both escaped like a recall item."""
+    if re.search(rf"(?<![\w.-]){re.escape(tool)}(?![\w-]|\.\w)", advice):
+        return f"- {escape_item(advice)}"
+    return f"- before you call {escape_item(tool)}: {escape_item(advice)}"
 
 
 def _fit(lines: list[str], budget: int, fixed: int) -> list[str]:
@@ -158,10 +169,7 @@ def render_risk_section(
         for tool, items in ranked.items():
             if rank < len(items) and items[rank].lesson_id not in ids:
                 ids.append(items[rank].lesson_id)
-                lines.append(
-                    f"- before you call {escape_item(tool)}: "
-                    f"{escape_item(advice_text(items[rank]))}"
-                )
+                lines.append(risk_line(tool, advice_text(items[rank])))
     kept = _fit(lines, token_budget, estimate_tokens(RISK_HEADING) + 1)
     if not kept:
         return "", []

@@ -489,7 +489,7 @@ def test_recall_risk_checks_over_http(served: Served, tenant_pair: tuple[str, st
         on = http.post("/v1/recall", json={**ask, "similarity_floor": 0.99})
         assert on.status_code == 200, on.text
         assert on.json()["risk_lesson_ids"], on.text
-        assert "- before you call export_report: " in on.json()["rendered"]
+        assert "- export_report fails with 'quota exceeded'" in on.json()["rendered"]
         for off in (False, "no"):
             r = http.post("/v1/recall", json={**ask, "similarity_floor": 0.99, "risk_checks": off})
             assert r.status_code == 200 and r.json()["risk_lesson_ids"] == [], r.text

@@ -181,7 +181,7 @@ async def test_recall_with_the_agents_tools_opens_with_their_risk_checks(
                        tenant_id="acme", confidence=0.9)  # fmt: skip
     ask = {"query": "ship the parcel", "tools": ["refund_order"], "top_k": 1}
     block = (await call(acme, "recall_similar", ask)).ok()["rendered"]
-    assert "- before you call refund_order: refund_order can fail" in block, block
+    assert "- refund_order can fail" in block, block  # it names its tool: no prefix
     plain = (await call(acme, "recall_similar", {**ask, "risk_checks": "off"})).ok()
     assert "before you call" not in plain["rendered"]
     assert lesson.id not in plain["rendered"]

@@ -62,6 +62,11 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     },
 }
 
+_RUNNING_SHORT = (
+    "check how much is left first, then ask for no more than that or choose another option",
+    "先查询还剩多少，再把请求减到不超过剩余量，或改选其他选项",
+)
+
 # (pattern over the error text, English advice, Chinese advice); the first match wins. The
 # categories are those of tool errors in general (arithmetic, rate limits, capacity,
 # availability, unknown ids, permissions, validation), not of one domain.
@@ -78,9 +83,7 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
     ),
     (
         re.compile(r"not enough|insufficient|balance|exceed|quota|no seats|sold out", re.I),
-        "check how much is left first (a balance, stock, seats), then ask for no more than "
-        "that or choose another option",
-        "先查询还剩多少（余额、库存、座位），再把请求减到不超过剩余量，或改选其他选项",
+        *_RUNNING_SHORT,
     ),
     (
         re.compile(r"not available|unavailable|not open|closed", re.I),
@@ -131,9 +134,35 @@ def render(template: str, lang: Lang, /, **values: object) -> str:
     return _TEMPLATES[template][lang].format(**values)
 
 
+# What ran short, in the error's own word: "not enough seats", "insufficient stock", "the
+# balance is not enough", "quota exceeded" (English errors; otherwise the advice stays general).
+_SHORT_OF = (
+    re.compile(r"\b(?:not enough|insufficient|no)\s+([a-z]{3,})\b", re.I),
+    re.compile(r"\b([a-z]{3,})\s+(?:is |are |was |were )?(?:not enough|too low|exceeded)", re.I),
+)
+_NOT_A_QUANTITY = frozenset(
+    {"more", "such", "any", "longer", "enough", "the", "and", "has", "have"}
+)
+
+
+def _short_of(error: str) -> str | None:
+    for pattern in _SHORT_OF:
+        for match in pattern.finditer(error):
+            word = match.group(1).lower()
+            if word not in _NOT_A_QUANTITY:
+                return word
+    return None
+
+
 def advice_for(error: str, lang: Lang) -> str:
-    """A short, general piece of advice for a tool error, chosen by the error's wording."""
+    """A short, general piece of advice for a tool error, chosen by the error's wording; for
+    running short, it names what ran short when the error says it in English ("check the
+    seats left first")."""
     for pattern, english, chinese in _ADVICE:
         if pattern.search(error):
-            return english if lang == "en" else chinese
+            if lang != "en":
+                return chinese
+            if english == _RUNNING_SHORT[0] and (what := _short_of(error)):
+                return english.replace("how much is left", f"the {what} left", 1)
+            return english
     return _DEFAULT_ADVICE[0] if lang == "en" else _DEFAULT_ADVICE[1]
