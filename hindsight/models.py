@@ -251,6 +251,14 @@ types and constraints still are)."""
 STORED: Final = MappingProxyType({STORED_KEY: True})
 
 
+def _stored(info: ValidationInfo) -> bool:
+    """Whether this validation reads values back from the store (context :data:`STORED`)."""
+    context = info.context
+    if context is None:
+        return False
+    return context is STORED or (isinstance(context, Mapping) and bool(context.get(STORED_KEY)))
+
+
 class InputModel(BaseModel):
     """The invalid-value policy (:mod:`hindsight._text`) for a model built from input (every
     hindsight model, the HTTP request bodies, the MCP tool arguments): NaN and infinities
@@ -265,7 +273,7 @@ class InputModel(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _valid_text(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(info.context, Mapping) and info.context.get(STORED_KEY):
+        if _stored(info):
             return value  # read back from the store: cleaned when it was written
         name = info.field_name or "value"
         if name in NAME_FIELDS:
@@ -276,7 +284,11 @@ class InputModel(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _report_replacements(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+    def _report_replacements(
+        cls, data: Any, handler: ModelWrapValidatorHandler[Any], info: ValidationInfo
+    ) -> Any:
+        if _stored(info):
+            return handler(data)  # read back from the store: nothing is replaced
         with warning_scope():
             return handler(data)
 

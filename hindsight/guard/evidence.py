@@ -86,7 +86,13 @@ def _shingles(tokens: Sequence[tuple[str, int, int]]) -> dict[tuple[str, ...], t
     """Word n-grams (QUOTE_WORDS without CJK, QUOTE_CJK_CHARS with) -> first (start, end)."""
     out: dict[tuple[str, ...], tuple[int, int]] = {}
     words = [t[0] for t in tokens]
-    cjk = [bool(_CJK.fullmatch(w)) for w in words]
+    cjk = [len(w) == 1 and _CJK.match(w) is not None for w in words]  # a CJK token: one char
+    if not any(cjk):  # plain words only: every QUOTE_WORDS-gram, no long ones
+        grams = zip(*(words[j:] for j in range(QUOTE_WORDS)), strict=False)
+        for i, key in enumerate(grams):
+            if key not in out:
+                out[key] = (tokens[i][1], tokens[i + QUOTE_WORDS - 1][2])
+        return out
     for size in (QUOTE_WORDS, QUOTE_CJK_CHARS):
         for i in range(len(words) - size + 1):
             has_cjk = any(cjk[i : i + size])
@@ -104,7 +110,8 @@ class EvidenceIndex:
         trajectory: the reviewed run.
 
     Building costs one pass over every event's text; each query costs one pass over the
-    lesson (remembered: the write path asks about the same lesson more than once). Never
+    lesson and a substring search of each of its passages in each event (remembered: the
+    write path asks about the same lesson more than once). Never
     raises on a valid :class:`Trajectory`. Use :meth:`of` to share one index per run.
     """
 
@@ -141,27 +148,30 @@ class EvidenceIndex:
         self.trajectory = trajectory
         self._quotes: dict[str, tuple[Quote, ...]] = {}
         self._texts: list[str] = []
-        self._where: dict[tuple[str, ...], list[tuple[int, int, int]]] = {}
-        for index, event in enumerate(trajectory.events):
+        self._words: list[str] = []  # each event's tokens, space-joined and padded
+        for event in trajectory.events:
             text = normalize(event.content) if event.content.strip() else ""
             self._texts.append(text)
-            if not text:
-                continue
-            for key, (start, end) in _shingles(_tokens(text)).items():
-                self._where.setdefault(key, []).append((index, start, end))
+            self._words.append(f" {' '.join(_TOKEN.findall(text))} " if text else "")
 
     def quotes(self, content: str) -> list[Quote]:
         """The passages of the trajectory that ``content`` copies, at most one per event,
-        in event order."""
+        in event order: in each event, the first of the lesson's passages (in the lesson's
+        order) that the event holds, where it first occurs."""
         known = self._quotes.get(content)
         if known is None:
-            found: dict[int, Quote] = {}
-            for key in _shingles(_tokens(normalize(content))):
-                for index, start, end in self._where.get(key, ()):
-                    if index not in found:
-                        event = self.trajectory.events[index]
-                        found[index] = Quote(index, event.event_type, start, end)
-            known = tuple(found[i] for i in sorted(found))
+            grams = list(_shingles(_tokens(normalize(content))))
+            needles = [f" {' '.join(key)} " for key in grams]
+            found: list[Quote] = []
+            for index, words in enumerate(self._words):
+                if not words:
+                    continue
+                key = next((k for k, n in zip(grams, needles, strict=True) if n in words), None)
+                if key is not None:
+                    start, end = _shingles(_tokens(self._texts[index]))[key]
+                    event = self.trajectory.events[index]
+                    found.append(Quote(index, event.event_type, start, end))
+            known = tuple(found)
             if len(self._quotes) < QUOTES_CACHE_SIZE:
                 self._quotes[content] = known
         return list(known)

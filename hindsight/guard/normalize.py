@@ -139,12 +139,17 @@ def normalize(text: str) -> str:
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     if len(text) <= _CACHED_CHARS:
         return _normalize_cached(text)
+    if len(text) <= _CACHED_LONG_CHARS:
+        return _normalize_long(text)
     return _normalize(text)
 
 
 _CACHED_CHARS = 4096
 """Texts up to this length are normalized once per process while they stay among the last
 :func:`functools.lru_cache`'s 2,048 (a review reads the same event texts several times)."""
+_CACHED_LONG_CHARS = 65_536
+"""Longer texts up to this length (a system prompt with the agent's policy, read by every
+review of that agent) are kept among the last 16; longer ones are normalized each time."""
 
 
 def _normalize(text: str) -> str:
@@ -160,3 +165,4 @@ def _normalize(text: str) -> str:
 
 
 _normalize_cached = functools.lru_cache(maxsize=2048)(_normalize)
+_normalize_long = functools.lru_cache(maxsize=16)(_normalize)

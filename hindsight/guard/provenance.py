@@ -46,6 +46,7 @@ amount or the recipient the attacker wants used.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -119,12 +120,14 @@ _PASSAGE_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 _PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
 _KEY_PREFIX = re.compile(r"^[^\W\d]\w*[=:](?!//)(?=\S)")
 _BARE_URL = re.compile(r"[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}/", re.IGNORECASE)  # site.example/pay
+_DOT_AT = re.compile(r"[.@]")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
 _OPENERS = frozenset(".!?。！？\"'“‘「(（[-*•>#")
 
 
 def _kind(token: str) -> str | None:
     """The element kind of one token (already stripped of edge punctuation), or ``None``."""
-    if len(token) < 3:
+    if len(token) < 3 or token.isalpha():  # a plain word: no digit, '@', '.' or '/'
         return None
     at = token.find("@")
     if at > 0 and "." in token[at + 2 : -1]:
@@ -135,7 +138,7 @@ def _kind(token: str) -> str | None:
     letters = sum(c.isalpha() for c in token)
     if digits >= 3 or (digits and letters and len(token) >= 4):
         return "identifier"
-    parts = re.split(r"[.@]", token)
+    parts = _DOT_AT.split(token)
     if sum(len(p) >= 2 and p.replace("-", "").isalnum() for p in parts) >= 2:
         return "identifier"
     return None
@@ -156,8 +159,12 @@ def elements(text: str) -> list[tuple[str, str]]:
     clean = _PLACEHOLDER.sub(" ", text)
     names: list[str] = []
     for m in _TOKEN.finditer(clean):
-        token = re.sub(r"['’]s$", "", m.group().strip(_EDGE))
-        if not token.lower().startswith(("http://", "https://", "www.")):
+        token = m.group().strip(_EDGE)
+        if token.endswith(("'s", "’s")):
+            token = token[:-2]
+        if ("=" in token or ":" in token) and not token.lower().startswith(
+            ("http://", "https://", "www.")
+        ):
             token = _KEY_PREFIX.sub("", token)  # recipient=UK12...: the value is the element
         kind = _kind(token)
         if kind is not None:
@@ -189,7 +196,7 @@ def _passages(text: str) -> list[str]:
     """The :data:`PASSAGE_WORDS`-word (with CJK: :data:`PASSAGE_CJK_CHARS`-token) passages of
     ``text`` (normalized), each as ``" w1 w2 ... "``."""
     words = _PASSAGE_TOKEN.findall(text)
-    cjk = [bool(re.fullmatch(f"[{_CJK}]", w)) for w in words]
+    cjk = [bool(_CJK_CHAR.fullmatch(w)) for w in words]
     out: dict[str, None] = {}
     for size in (PASSAGE_WORDS, PASSAGE_CJK_CHARS):
         for i in range(len(words) - size + 1):
@@ -363,12 +370,17 @@ class RunSpans:
         user_text = "\n".join(s.text for s in self.spans if s.source == "user")
         self._given = {"instruction": trusted_text, "user": user_text}
         self._given_words = {k: _passage_text(v) for k, v in self._given.items()}
-        self._lower = {
+
+    @functools.cached_property
+    def _lower(self) -> frozenset[str]:
+        """The words the runs write in lower case (read when a lesson has a capitalised
+        word: most reviews never need them)."""
+        return frozenset(
             t
             for s in self.spans
             for t in (m.group().strip(_EDGE) for m in _TOKEN.finditer(s.raw))
             if t.isalpha() and t.islower()
-        }
+        )
 
     def _add(
         self, traj_id: str, index: int, kind: str, tool: str | None, source: str, raw: str
@@ -562,8 +574,10 @@ def _masked(found: str, size: int, label: str, tool_text: list[str]) -> str:
 
 
 def _contains(text: str, element: str, kind: str) -> bool:
+    if element not in text:
+        return False
     if kind != "name":
-        return element in text
+        return True
     return re.search(rf"(?<!\w){re.escape(element)}(?!\w)", text) is not None
 
 
