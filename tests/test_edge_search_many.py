@@ -90,3 +90,46 @@ def test_guard_neighbours_of_a_batch_equal_one_lookup_each(tmp_path: Path) -> No
         assert all(batched) and len({tuple(b or ()) for b in batched}) > 5
     finally:
         mem.close()
+
+
+def test_dedup_candidates_of_a_batch_equal_one_search_each(tmp_path: Path) -> None:
+    """The deduper searches a batch with one planned query per scope (tenant, namespace,
+    task_type); every lesson gets the hits its own search gives, and a lesson that is not
+    active gets none."""
+    mem = make_memory(tmp_path / "m", f"sqlite:///{tmp_path / 'h.db'}")
+    try:
+        texts = [
+            f"When tool_{i % 9} fails with error {i % 5}, retry after {i % 3} s." for i in range(60)
+        ]
+        mem.add_experiences(
+            [{"content": t, "task_type": ["a", "b", None][i % 3]} for i, t in enumerate(texts)],
+            tenant_id="t",
+        )
+        deduper = mem.aio.deduper
+        assert deduper is not None and hasattr(deduper.index, "search_many")
+        from hindsight.models import ExperienceStatus
+        from hindsight.writeback.lessons import manual_experiences
+
+        exps = manual_experiences(
+            [
+                {"content": t, "namespace": ns, "task_type": tt}
+                for t in texts[30:45]
+                for ns in ("default", "x")
+                for tt in ("a", None)
+            ],
+            tenant_id="t",
+            embedding_model=mem.aio.embedder.name,
+            now=mem.aio.clock.now(),
+        )
+        exps[0] = exps[0].model_copy(update={"status": ExperienceStatus.QUARANTINED})
+        vectors = np.asarray(mem.aio.embedder.embed([e.content for e in exps]), np.float32)
+        batched = deduper.search_all(exps, vectors)
+        single = [
+            deduper.search(e, v) if e.status is ExperienceStatus.ACTIVE else []
+            for e, v in zip(exps, vectors, strict=True)
+        ]
+        key = [[(h.id, round(h.similarity, 6)) for h in hits] for hits in batched]
+        assert key == [[(h.id, round(h.similarity, 6)) for h in hits] for hits in single]
+        assert batched[0] == [] and sum(bool(h) for h in batched) > 20
+    finally:
+        mem.close()

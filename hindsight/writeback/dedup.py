@@ -564,6 +564,35 @@ class Deduper:
             task_type=exp.task_type,
         )
 
+    def search_all(
+        self, experiences: Sequence[Experience], vectors: FloatMatrix
+    ) -> list[list[VectorHit]]:
+        """:meth:`search` of each active experience (``[]`` for the others), as one batched
+        query per scope when the index has ``search_many`` (Qdrant Edge: one pass over the
+        segments for a whole batch of lessons), else one query each."""
+        out: list[list[VectorHit]] = [[] for _ in experiences]
+        scopes: dict[tuple[str, str, str | None], list[int]] = {}
+        for i, exp in enumerate(experiences):
+            if exp.status is ExperienceStatus.ACTIVE:
+                scopes.setdefault((exp.tenant_id, exp.namespace, exp.task_type), []).append(i)
+        many = getattr(self.index, "search_many", None)
+        rows = np.asarray(vectors, dtype=np.float32)
+        for (tenant, namespace, task_type), where in scopes.items():
+            if many is None or len(where) == 1:
+                for i in where:
+                    out[i] = self.search(experiences[i], rows[i])
+                continue
+            found = many(
+                rows[where],
+                tenant_id=tenant,
+                namespaces=[namespace],
+                limit=CANDIDATES,
+                task_type=task_type,
+            )
+            for i, hits in zip(where, found, strict=True):
+                out[i] = list(hits)
+        return out
+
     def candidates(
         self,
         exp: Experience,
@@ -697,10 +726,7 @@ class Deduper:
             self._sync()
             working = self.working_set
             rows = RowCache(self.store, working)
-            hits = [
-                self.search(exp, vec) if exp.status is ExperienceStatus.ACTIVE else []
-                for exp, vec in zip(experiences, vectors, strict=True)
-            ]
+            hits = self.search_all(experiences, vectors)
             try:
                 with self.store.batch():
                     # the tenants' stamp rows first (one lock order, see SqlStore._lock_tenants)
