@@ -732,10 +732,17 @@ def check(kind: Any, value: Any) -> Any:
     try:
         return _adapter(kind).validate_python(value)
     except ValidationError as err:
-        cause = err.errors()[0].get("ctx", {}).get("error")
-        if isinstance(cause, HindsightError):
-            raise cause from None
-        raise UsageError(validation_message(err)) from None
+        raise usage_error(err) from None
+
+
+def usage_error(err: ValidationError) -> HindsightError:
+    """The one-line error to raise for a failed validation: the check's own exception when a
+    check raised one (a :class:`~hindsight.TenantRequiredError` stays one), else a
+    :class:`~hindsight.UsageError` of :func:`validation_message`."""
+    cause = err.errors()[0].get("ctx", {}).get("error")
+    if isinstance(cause, HindsightError):
+        return cause
+    return UsageError(validation_message(err))
 
 
 def forget_filter(experience_id: Any, trajectory_id: Any, everything: Any) -> dict[str, Any]:

@@ -234,8 +234,41 @@ def _finite(value: float, where: str) -> float | None:
 FREE_JSON_KEYS = frozenset({"tool_args", "metadata", "details", "kwargs", "args", "arguments"})
 
 
+_JSON_TYPES = (str, int, float, type(None), Mapping, list, tuple)
+
+
+def _json_item(value: Any, where: str) -> Any:
+    """``value`` when JSON can hold it (a numpy scalar as its Python number), else a refusal."""
+    if isinstance(value, _JSON_TYPES) or _is_model(value):
+        return value
+    if hasattr(value, "dtype") and getattr(value, "shape", None) == () and hasattr(value, "item"):
+        return value.item()  # np.int64(3) -> 3: the same number
+    hint = {
+        "set": "a list",
+        "frozenset": "a list",
+        "bytes": "a decoded string",
+        "datetime": "an ISO string",
+        "date": "an ISO string",
+    }.get(type(value).__name__)
+    kind = type(value).__name__
+    raise UsageError(
+        f"{where} holds {'an' if kind[0] in 'aeiou' else 'a'} {kind}, which JSON cannot store"
+        f" (a string, number, boolean, null, list or object){'; send ' + hint if hint else ''}",
+        field=where.split(".", 1)[0].split("[", 1)[0],
+    )
+
+
+def _is_model(value: Any) -> bool:
+    """A pydantic model (a trajectory's events): checked by its own fields."""
+    return hasattr(type(value), "model_fields")
+
+
 def clean_json(
-    value: Any, where: str = "value", names: frozenset[str] = frozenset(), floats: bool = True
+    value: Any,
+    where: str = "value",
+    names: frozenset[str] = frozenset(),
+    floats: bool = True,
+    strict: bool = False,
 ) -> Any:
     """``value`` with :func:`clean_text` applied to every string (dict keys too) and every
     NaN or infinity replaced by ``None``, recursively through dicts, lists and tuples; other
@@ -244,10 +277,14 @@ def clean_json(
     (a name: ``namespace``, ``tenant_id``...) is checked with :func:`refuse_invalid` instead,
     except beneath :data:`FREE_JSON_KEYS` (and in ``value`` itself when it is such a field).
     With ``floats=False`` numbers are left alone (a raw record whose numbers the converter
-    checks: a NaN ``reward`` is refused there).
+    checks: a NaN ``reward`` is refused there). With ``strict=True`` (a value built in Python,
+    not parsed from JSON) every value inside a dict or list must be one JSON can hold: a
+    numpy scalar becomes the Python number it holds; a set, bytes, a datetime or any other
+    object is refused, here, rather than failing when the store writes it.
 
     Raises:
-        UsageError: a name holds a lone surrogate or NUL (one line naming its path).
+        UsageError: a name holds a lone surrogate or NUL, or (``strict``) a value inside is
+            not JSON (one line naming its path).
     """
     if isinstance(value, str):
         return clean_text(value, where)
@@ -264,12 +301,22 @@ def clean_json(
                 changed = changed or new_key is not key
                 continue
             inner = frozenset() if key in FREE_JSON_KEYS else names
-            new_item = clean_json(item, sub, inner, floats)
+            deep = strict and key != "content"  # message content: its parts are flattened
+            new_item = clean_json(_json_item(item, sub) if deep else item, sub, inner, floats, deep)
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item
         return out if changed else value
     if isinstance(value, list | tuple):
-        items = [clean_json(item, f"{where}[{i}]", names, floats) for i, item in enumerate(value)]
+        items = [
+            clean_json(
+                _json_item(item, f"{where}[{i}]") if strict else item,
+                f"{where}[{i}]",
+                names,
+                floats,
+                strict,
+            )
+            for i, item in enumerate(value)
+        ]
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items if isinstance(value, list) else tuple(items)

@@ -6,6 +6,7 @@ UTC already (it is not converted from local time); an aware one is converted to 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -69,7 +70,8 @@ UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
 def content_to_text(value: Any) -> str:
     """Flatten message content to plain text.
 
-    ``None`` -> ``""``; a string is kept as is; a list of content parts (OpenAI / LangChain
+    ``None`` -> ``""``; a string is kept as is; bytes are decoded as UTF-8 (anything else
+    is refused); a list of content parts (OpenAI / LangChain
     style ``{"type": "text", "text": ...}`` or plain strings) is joined with newlines, skipping
     parts without text; any other value is JSON-ish ``str()``-ed. Used to tell an empty run
     (nothing to review) from one with content.
@@ -78,6 +80,11 @@ def content_to_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError("content is bytes that are not UTF-8 text; send a string") from None
     if isinstance(value, list):
         parts: list[str] = []
         for part in value:
@@ -280,7 +287,10 @@ class InputModel(BaseModel):
             return refuse_invalid(value, name) if isinstance(value, str) else value
         if isinstance(value, float):
             return value  # a number with a meaning: NaN/infinity refused (allow_inf_nan)
-        return clean_json(value, name, names=frozenset() if name in FREE_JSON_KEYS else NAME_FIELDS)
+        names = frozenset() if name in FREE_JSON_KEYS else NAME_FIELDS
+        # Built in Python: everything inside must be JSON the store can write (message
+        # content excepted: its parts are flattened to text).
+        return clean_json(value, name, names=names, strict=name != "content")
 
     @model_validator(mode="wrap")
     @classmethod
@@ -368,6 +378,27 @@ class OutcomeEvidence(_Model):
 
 
 #: Longest task key, in characters.
+def validate_reward(value: Any) -> float | None:
+    """``value`` as a run's reward: ``None`` stays ``None``; a boolean is 1.0 / 0.0 (a log's
+    pass/fail); a number or a string of one (``"0.5"``) is that float, which must be finite.
+    Any range: a reward means what its environment says it means (tau-bench's 0.0/1.0).
+
+    Raises:
+        ValueError: ``reward must be a finite number, got <value>``.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    try:
+        reward = float(value)
+    except (TypeError, ValueError, OverflowError):
+        reward = math.nan
+    if not math.isfinite(reward):
+        raise ValueError(f"reward must be a finite number, got {value!r:.60}")
+    return reward
+
+
 TASK_KEY_MAX_CHARS = 200
 
 
@@ -427,7 +458,7 @@ class Trajectory(_Model):
     task_type: Annotated[str | None, AfterValidator(_task_type)] = None
     tags: list[str] = Field(default_factory=list)
     outcome: Outcome = Outcome.UNKNOWN
-    reward: float | None = None
+    reward: Annotated[float | None, BeforeValidator(validate_reward)] = None
     source: SourceField = Provenance.USER
     trust: float = Field(default=1.0, ge=0.0, le=1.0)
     started_at: UtcDatetime = Field(default_factory=utcnow)

@@ -366,7 +366,9 @@ def test_bad_records_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidTrajectoryError, match="no such file"):
         parse(tmp_path / "missing.json")
     for blank in ["", " "]:  # Path("") would be the current folder
-        with pytest.raises(InvalidTrajectoryError, match="^no file given: give one trajectory log"):
+        with pytest.raises(
+            InvalidTrajectoryError, match=r"^no file given: give one trajectory log"
+        ):
             parse(blank)
 
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from hindsight._contract import Source, check
+from pydantic import ValidationError
+
+from hindsight._contract import Source, Tags, TaskType, check, usage_error
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
+from hindsight._text import clean_json
 from hindsight.capture.ingest._common import expected_action
 from hindsight.clock import SystemClock, utc_clock
 from hindsight.models import (
@@ -29,6 +32,7 @@ from hindsight.models import (
     OutcomeEvidence,
     Provenance,
     Trajectory,
+    validate_reward,
     validate_task_key,
 )
 
@@ -70,12 +74,32 @@ def _status(value: str | EventStatus | None) -> EventStatus | None:
         ) from None
 
 
+def _reward(value: Any) -> float | None:
+    try:
+        return validate_reward(value)
+    except ValueError as exc:
+        raise UsageError(str(exc), field="reward") from None
+
+
+def _json_object(value: Any, name: str) -> dict[str, Any]:
+    """``value`` (``None``: empty) as a dict JSON can store, checked now (see ``clean_json``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise UsageError(f"{name} must be a dict, got {type(value).__name__}", field=name)
+    return dict(clean_json(value, name, strict=True))
+
+
 class RunRecorder:
     """Records one run as a :class:`~hindsight.models.Trajectory`.
 
     Create it with ``Memory.record(...)`` / ``AsyncMemory.record(...)``, not directly. Every
-    method returns the :class:`~hindsight.models.Event` it appended. The run's start, end and
-    event times come from ``clock`` (the memory's clock: docs/concepts.md#the-clock).
+    method returns the :class:`~hindsight.models.Event` it appended. Every value is checked
+    when it is given, so a bad one raises :class:`~hindsight.UsageError` (one line) at the call
+    that sent it, inside the ``with`` block: the run recorded so far is still stored, as
+    failed, with that error as its last event (docs/concepts.md#the-input-contract). The
+    run's start, end and event times come from ``clock`` (the memory's clock:
+    docs/concepts.md#the-clock).
 
     Attributes:
         trajectory_id: the id the stored trajectory will have (usable for ``record_outcome``
@@ -109,10 +133,10 @@ class RunRecorder:
         self._tenant_id = validate_tenant(tenant_id)
         self._namespace = validate_namespace(namespace)
         self._task = task
-        self._task_type = task_type
-        self._tags = list(tags)
+        self._task_type = check(TaskType, task_type)
+        self._tags = check(Tags, tags)
         self._source = check(Source, source)
-        self._metadata = dict(metadata or {})
+        self._metadata = _json_object(metadata, "metadata")
         self._events: list[Event] = []
         self._outcome: Outcome = Outcome.UNKNOWN
         self._reward: float | None = None
@@ -140,9 +164,12 @@ class RunRecorder:
         if self._closed:
             raise UsageError("this run has ended; start a new one with memory.record(...)")
         fields.setdefault("timestamp", self._clock.now())
-        event = Event(
-            trajectory_id=self.trajectory_id, event_type=event_type, content=content, **fields
-        )
+        try:
+            event = Event(
+                trajectory_id=self.trajectory_id, event_type=event_type, content=content, **fields
+            )
+        except ValidationError as err:
+            raise usage_error(err) from None
         self._events.append(event)
         return event
 
@@ -185,8 +212,8 @@ class RunRecorder:
         if args is not None and not isinstance(args, dict):
             raise UsageError(f"args must be a dict, got {type(args).__name__}")
         call_id = tool_call_id or new_id()
-        self._open_calls[call_id] = (tool_name, time.perf_counter())
-        return self._add(
+        started = time.perf_counter()
+        event = self._add(
             EventType.TOOL_CALL,
             "",
             tool_name=tool_name,
@@ -194,6 +221,8 @@ class RunRecorder:
             tool_args=args or {},
             metadata=metadata,
         )
+        self._open_calls[call_id] = (tool_name, started)  # a refused call never ran
+        return event
 
     def tool_result(
         self,
@@ -270,7 +299,8 @@ class RunRecorder:
         review reads; a later call replaces them.
 
         Raises:
-            UsageError: an unknown outcome or malformed evidence.
+            UsageError: an unknown outcome, a reward that is not a finite number, or malformed
+                evidence (nothing is changed then).
         """
         if isinstance(outcome, str) and outcome not in _OUTCOME:
             raise UsageError(
@@ -281,14 +311,18 @@ class RunRecorder:
         for name, value in (("final_state", final_state), ("details", details)):
             if value is not None and not isinstance(value, dict):
                 raise UsageError(f"{name} must be a dict, got {type(value).__name__}")
-        evidence = OutcomeEvidence(
-            reason=reason,
-            expected_actions=_actions(expected_actions),
-            final_state=final_state,
-            details=details or {},
-        )
+        checked_reward = _reward(reward)
+        try:
+            evidence = OutcomeEvidence(
+                reason=reason,
+                expected_actions=_actions(expected_actions),
+                final_state=final_state,
+                details=details or {},
+            )
+        except ValidationError as err:
+            raise usage_error(err) from None
         self._outcome = Outcome(outcome)
-        self._reward = reward
+        self._reward = checked_reward
         self._evidence = None if evidence.is_empty() else evidence
 
     # -- result -------------------------------------------------------------------------

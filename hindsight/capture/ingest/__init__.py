@@ -26,7 +26,7 @@ import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
-from hindsight._contract import input_file
+from hindsight._contract import TaskType, check, input_file
 from hindsight._errors import HindsightError, InvalidTrajectoryError, UsageError
 from hindsight._ids import validate_namespace, validate_tenant
 from hindsight.capture.ingest._detect import (
@@ -167,6 +167,7 @@ def iter_results(
     """
     tenant_id = validate_tenant(tenant_id)
     namespace = validate_namespace(namespace)
+    task_type = check(TaskType, task_type)
     if format not in _FORMATS:
         raise InvalidTrajectoryError(f"format must be one of {', '.join(_FORMATS)}, got {format!r}")
     path = _check_path(path)

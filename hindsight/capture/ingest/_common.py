@@ -13,7 +13,13 @@ from pydantic import ValidationError
 
 from hindsight._errors import InvalidTrajectoryError
 from hindsight._ids import stable_id
-from hindsight.models import ExpectedAction, Outcome, OutcomeEvidence, validate_task_key
+from hindsight.models import (
+    ExpectedAction,
+    Outcome,
+    OutcomeEvidence,
+    validate_reward,
+    validate_task_key,
+)
 
 __all__ = [
     "SYNTHETIC_BASE",
@@ -24,6 +30,7 @@ __all__ = [
     "expected_action",
     "outcome_from",
     "parse_reward",
+    "parse_tags",
     "parse_timestamp",
     "system_prompt_metadata",
     "trajectory_id",
@@ -92,23 +99,36 @@ def outcome_from(outcome: Any, reward: float | None, where: str) -> Outcome:
     return Outcome.PARTIAL
 
 
+def parse_tags(value: Any, where: str) -> list[str]:
+    """A record's ``tags``: absent (``None``) is none; one string is a list of one (as
+    everywhere else, docs/concepts.md#the-input-contract); a list keeps its strings in order,
+    blank ones dropped.
+
+    Raises:
+        InvalidTrajectoryError: ``tags`` is neither a string nor a list of strings.
+    """
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(t, str) for t in items):
+        raise InvalidTrajectoryError(
+            f"{where}: tags must be a string or a list of strings, got {value!r:.60}"
+        )
+    return [t for t in items if t.strip()]
+
+
 def parse_reward(value: Any, where: str) -> float | None:
     """A record's ``reward`` as a finite float, or ``None`` when absent.
 
     Raises:
         InvalidTrajectoryError: the reward is not a finite number.
     """
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
     try:
-        reward = float(value)
-    except (TypeError, ValueError):
-        reward = math.nan
-    if not math.isfinite(reward):
-        raise InvalidTrajectoryError(f"{where}: reward must be a number, got {value!r:.60}")
-    return reward
+        return validate_reward(value)
+    except ValueError:
+        raise InvalidTrajectoryError(
+            f"{where}: reward must be a number, got {value!r:.60}"
+        ) from None
 
 
 def parse_timestamp(value: Any) -> datetime | None:

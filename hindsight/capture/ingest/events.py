@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hindsight._contract import validation_message
 from hindsight._errors import HindsightError, InvalidTrajectoryError
 from hindsight.capture.ingest._common import (
     SYNTHETIC_BASE,
@@ -31,6 +32,7 @@ from hindsight.capture.ingest._common import (
     event_id,
     outcome_from,
     parse_reward,
+    parse_tags,
     trajectory_id,
 )
 from hindsight.capture.ingest._detect import shape_error
@@ -58,6 +60,7 @@ class _Group:
     where: str
     number: int
     lines: list[dict[str, Any]] = field(default_factory=list)
+    wheres: list[str] = field(default_factory=list)
     hints: dict[str, Any] = field(default_factory=dict)
 
 
@@ -67,13 +70,22 @@ def _first_error(exc: ValidationError) -> str:
     return f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid"))
 
 
-def _events(raw_events: list[Any], traj_id: str, where: str) -> list[Event]:
-    """Validate and re-id events; missing timestamps come from the synthetic clock."""
+def _events(
+    raw_events: list[Any], traj_id: str, where: str, wheres: list[str] | None = None
+) -> list[Event]:
+    """Validate and re-id events; missing timestamps come from the synthetic clock.
+
+    A bad event is named by its own line (``wheres``: one per event of grouped event lines),
+    else as ``<where>: events[<index>]`` (0-based, in a whole trajectory record)."""
+
+    def label(index: int) -> str:
+        return wheres[index] if wheres is not None else f"{where}: events[{index}]"
+
     id_map: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     for index, raw in enumerate(raw_events):
         if not isinstance(raw, dict):
-            raise InvalidTrajectoryError(f"{where}: event {index} is not an object")
+            raise InvalidTrajectoryError(f"{label(index)}: an event must be an object")
         row = {k: v for k, v in raw.items() if k not in _TRAJECTORY_KEYS}
         new_id = event_id(traj_id, index)
         original = row.get("event_id")
@@ -93,9 +105,7 @@ def _events(raw_events: list[Any], traj_id: str, where: str) -> list[Event]:
         try:
             events.append(Event.model_validate(row))
         except ValidationError as exc:
-            raise InvalidTrajectoryError(
-                f"{where}: event {index} is invalid: {_first_error(exc)}"
-            ) from exc
+            raise InvalidTrajectoryError(f"{label(index)}: {_first_error(exc)}") from exc
     return events
 
 
@@ -121,13 +131,12 @@ def _trajectory(
     namespace: str,
     task_type: str | None,
     metadata: dict[str, Any],
+    wheres: list[str] | None = None,
 ) -> Trajectory:
     traj_id = trajectory_id("events", tenant_id, namespace, record_for_id)
-    events = _events(raw_events, traj_id, where)
+    events = _events(raw_events, traj_id, where, wheres)
     reward = parse_reward(hints.get("reward"), where)
     task = hints.get("task") if isinstance(hints.get("task"), str) else _task_of(events)
-    raw_tags = hints.get("tags")
-    tags: list[Any] = raw_tags if isinstance(raw_tags, list) else []
     own_type = hints.get("task_type")
     start = events[0].timestamp if events else SYNTHETIC_BASE
     system_prompt = hints.get("system_prompt")
@@ -141,7 +150,7 @@ def _trajectory(
         namespace=namespace,
         task=task or "",
         task_type=task_type or (str(own_type) if own_type else None),
-        tags=[str(t) for t in tags if str(t).strip()],
+        tags=parse_tags(hints.get("tags"), where),
         outcome=outcome_from(hints.get("outcome"), reward, where),
         reward=reward,
         source=Provenance.USER,
@@ -223,6 +232,7 @@ def events_records_to_trajectories(
                     )
                 group = groups.setdefault(str(tid), _Group(raw.where, raw.number))
                 group.lines.append(value)
+                group.wheres.append(raw.where)
                 for key in _TRAJECTORY_KEYS:
                     if value.get(key) is not None:
                         group.hints.setdefault(key, value[key])
@@ -242,12 +252,17 @@ def events_records_to_trajectories(
                 where=group.where,
                 number=group.number,
                 metadata={"source_trajectory_id": tid},
+                wheres=group.wheres,
                 **kw,
             )
         except (HindsightError, ValueError) as exc:
             if not tolerant:
                 raise
-            yield record_error(group.number, group.where, exc)
+            # Named by the line of the bad event; the whole run waits for its fix (a run
+            # without one of its events would teach from steps that did not happen).
+            at = next((w for w in group.wheres if str(exc).startswith(f"{w}:")), group.where)
+            run = f"; run {tid!r} ({len(group.lines)} lines) not ingested"
+            text = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
+            yield record_error(group.number, at, InvalidTrajectoryError(f"{text}{run}"))
             continue
         yield traj
-

@@ -18,6 +18,7 @@ from hindsight.capture.ingest._common import (
     context_fields,
     outcome_from,
     parse_reward,
+    parse_tags,
     parse_timestamp,
     trajectory_id,
 )
@@ -65,8 +66,7 @@ def build_trajectory(
     parsed = parse_messages(messages, traj_id=traj_id, where=raw.where, base_time=base)
     reward = parse_reward(fields.get("reward"), raw.where)
     task = fields.get("task") if isinstance(fields.get("task"), str) else parsed.task
-    own_tags = fields.get("tags")
-    all_tags = list(dict.fromkeys([*tags, *(own_tags if isinstance(own_tags, list) else [])]))
+    all_tags = list(dict.fromkeys([*tags, *parse_tags(fields.get("tags"), raw.where)]))
     events = parsed.events
     review_context = {**context_fields(fields, raw.where), **(context or {})}
     return Trajectory(
@@ -75,7 +75,7 @@ def build_trajectory(
         namespace=namespace,
         task=(task or "")[:MAX_TASK_CHARS],
         task_type=task_type,
-        tags=[str(t) for t in all_tags if str(t).strip()],
+        tags=all_tags,
         outcome=outcome_from(fields.get("outcome"), reward, raw.where),
         reward=reward,
         source=Provenance.USER,

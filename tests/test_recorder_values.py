@@ -1,0 +1,221 @@
+"""A recorded run is never lost to one bad value: every value given to ``memory.record(...)``
+and its recorder is checked at the call that sends it, refused with one line, and the run
+recorded so far is still stored when the block ends (docs/concepts.md#the-input-contract).
+Also the same rules for a log's ``tags`` and the line a bad event is named by on ingest."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import math
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hindsight import InvalidTrajectoryError, Memory, UsageError
+from hindsight.capture.ingest import iter_results, iter_trajectories
+from hindsight.capture.recorder import RunRecorder
+from hindsight.models import Event, Trajectory
+from tests.helpers import file_memory
+
+BAD_CALLS: dict[str, Callable[[RunRecorder], Any]] = {
+    "reward as a word": lambda r: r.set_outcome("success", "high"),
+    "reward NaN": lambda r: r.set_outcome("failure", math.nan),
+    "reward infinite": lambda r: r.set_outcome("failure", -math.inf),
+    "reward a list": lambda r: r.set_outcome("failure", [1]),
+    "args hold a set": lambda r: r.tool_call("lookup", {"ids": {1, 2}}),
+    "args hold bytes": lambda r: r.tool_call("lookup", {"blob": b"\x00\x01"}),
+    "args hold a datetime": lambda r: r.tool_call("lookup", {"at": dt.datetime(2026, 1, 1)}),
+    "args hold a Decimal deep down": lambda r: r.tool_call("pay", {"items": [{"p": Decimal(1)}]}),
+    "args hold an object": lambda r: r.tool_call("lookup", {"x": object()}),
+    "result metadata holds a set": lambda r: r.tool_result("lookup", "ok", seen={"a"}),
+    "message metadata holds a path": lambda r: r.user_message("hi", file=Path("/tmp")),
+    "final_state holds a set": lambda r: r.set_outcome("failure", final_state={"s": {1}}),
+    "details hold bytes": lambda r: r.set_outcome("failure", details={"raw": b"x"}),
+    "content bytes not UTF-8": lambda r: r.user_message(b"\xff\xfe"),
+    "latency below zero": lambda r: r.model_call("x", latency_ms=-1),
+}
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Memory:
+    with file_memory(tmp_path / "data") as memory:
+        yield memory
+
+
+@pytest.mark.parametrize("name", list(BAD_CALLS))
+def test_a_bad_value_is_refused_at_its_call_and_the_run_is_kept(mem: Memory, name: str) -> None:
+    with pytest.raises(UsageError) as refused, mem.record("look up", tenant_id="t") as run:
+        run.user_message("where is my order?")
+        run.tool_call("lookup", {"order": "A1"})
+        run.tool_result("lookup", "shipped")
+        BAD_CALLS[name](run)
+    message = str(refused.value)
+    assert "\n" not in message and len(message) < 300
+    stored = mem.get_trajectory(run.trajectory_id, tenant_id="t")
+    assert stored.outcome.value == "failure"
+    kinds = [e.event_type.value for e in stored.events]
+    assert kinds[:3] == ["user_message", "tool_call", "tool_result"]
+    assert kinds[-1] == "error" and message in stored.events[-1].content
+
+
+@pytest.mark.parametrize(
+    ("value", "names"),
+    [({"ids": {1}}, r"tool_args\.ids"), ({"a": [1, {"b": b"x"}]}, r"tool_args\.a\[1\]\.b")],
+)
+def test_the_refusal_names_the_path_and_what_to_send(
+    mem: Memory, value: dict[str, Any], names: str
+) -> None:
+    with mem.record("x", tenant_id="t") as run, pytest.raises(UsageError, match=names) as err:
+        run.tool_call("lookup", value)
+    assert "JSON cannot store" in str(err.value) and "send" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"task_type": 123}, "task_type must be a non-empty string"),
+        ({"task_type": ""}, "task_type must be a non-empty string"),
+        ({"task_type": "a\x00b"}, "task_type contains a NUL"),
+        ({"metadata": [1, 2]}, "metadata must be a dict, got list"),
+        ({"metadata": {"at": dt.date(2026, 1, 1)}}, r"metadata.at holds a date"),
+        ({"tags": [1]}, "tags must be a list of strings"),
+        ({"tags": {"a": 1}}, "tags must be a list of strings"),
+        ({"source": "someone"}, "source"),
+    ],
+)
+def test_record_refuses_bad_run_fields_before_the_block(
+    mem: Memory, kwargs: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(UsageError, match=match) as err:
+        mem.record("x", tenant_id="t", **kwargs)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("tags", "stored"), [("ops", ["ops"]), (("a", "b"), ["a", "b"]), ([], [])])
+def test_tags_one_string_is_a_list_of_one(mem: Memory, tags: Any, stored: list[str]) -> None:
+    with mem.record("x", tenant_id="t", tags=tags) as run:
+        run.user_message("hi")
+    assert mem.get_trajectory(run.trajectory_id, tenant_id="t").tags == stored
+
+
+def test_json_values_are_stored_exactly_numpy_scalars_as_their_numbers(mem: Memory) -> None:
+    args = {"n": np.int64(3), "x": np.float32(0.5), "ok": np.bool_(True), "t": (1, "a")}
+    with mem.record("x", tenant_id="t", metadata={"k": [None, 1.5, "é"]}) as run:
+        run.user_message("héllo".encode())
+        run.tool_call("lookup", args)
+        run.set_outcome("success", True)
+    got = mem.get_trajectory(run.trajectory_id, tenant_id="t")
+    assert got.events[0].content == "héllo"
+    assert got.events[1].tool_args == {"n": 3, "x": 0.5, "ok": True, "t": [1, "a"]}
+    assert got.metadata == {"k": [None, 1.5, "é"]} and got.reward == 1.0
+
+
+def test_the_async_recorder_keeps_the_run_too(tmp_path: Path) -> None:
+    from hindsight import AsyncMemory
+    from hindsight.testing import FakeEmbedder, InMemoryVectorIndex, ScriptedReviewer
+
+    async def run_it() -> list[str]:
+        async with AsyncMemory(
+            data_dir=tmp_path / "d",
+            embedder=FakeEmbedder(64),
+            index=InMemoryVectorIndex(64),
+            reviewer=ScriptedReviewer([]),
+        ) as amem:
+            with pytest.raises(UsageError, match="reward must be a finite number"):
+                async with amem.record("x", tenant_id="t") as run:
+                    run.user_message("hi")
+                    run.set_outcome("success", "high")
+            got = await amem.get_trajectory(run.trajectory_id, tenant_id="t")
+            return [e.event_type.value for e in got.events]
+
+    assert asyncio.run(run_it()) == ["user_message", "error"]
+
+
+@pytest.mark.parametrize("reward", ["high", math.nan, [1], {}])
+def test_a_trajectory_refuses_a_reward_that_is_not_a_finite_number(reward: Any) -> None:
+    with pytest.raises(ValueError, match="reward must be a finite number"):
+        Trajectory(tenant_id="t", reward=reward)
+
+
+@pytest.mark.parametrize(("reward", "value"), [(True, 1.0), (False, 0.0), ("0.5", 0.5), (-1, -1.0)])
+def test_a_reward_is_any_finite_number_a_boolean_is_pass_fail(reward: Any, value: float) -> None:
+    assert Trajectory(tenant_id="t", reward=reward).reward == value
+
+
+def test_an_event_model_refuses_what_the_store_cannot_write() -> None:
+    with pytest.raises(ValueError, match=r"tool_args.s holds a set"):
+        Event(event_type="tool_call", tool_name="t", tool_args={"s": {1}})
+
+
+# -- ingest: tags and the line of a bad event ---------------------------------------------------
+
+
+def _write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["events", "openai"])
+@pytest.mark.parametrize(("tags", "stored"), [("ops", ["ops"]), (["a", " ", "b"], ["a", "b"])])
+def test_ingest_reads_tags_as_everywhere(tmp_path: Path, fmt: str, tags: Any, stored: Any) -> None:
+    if fmt == "events":
+        record = {"events": [{"event_type": "user_message", "content": "hi"}], "tags": tags}
+    else:
+        record = {"messages": [{"role": "user", "content": "hi"}], "tags": tags}
+    path = _write(tmp_path / "log.jsonl", [record])
+    (traj,) = iter_trajectories(path, format=fmt, tenant_id="t")
+    assert traj.tags == stored
+
+
+@pytest.mark.parametrize("fmt", ["events", "openai"])
+@pytest.mark.parametrize("tags", [7, [1, 2], {"a": "b"}, ["a", None]])
+def test_ingest_refuses_tags_that_are_not_strings(tmp_path: Path, fmt: str, tags: Any) -> None:
+    if fmt == "events":
+        record = {"events": [{"event_type": "user_message", "content": "hi"}], "tags": tags}
+    else:
+        record = {"messages": [{"role": "user", "content": "hi"}], "tags": tags}
+    path = _write(tmp_path / "log.jsonl", [record, {**record, "tags": "fine"}])
+    results = list(iter_results(path, format=fmt, tenant_id="t"))
+    assert "tags must be a string or a list of strings" in results[0].message
+    assert isinstance(results[1], Trajectory) and results[1].tags == ["fine"]
+
+
+@pytest.mark.parametrize("bad_line", [1, 2, 3])
+def test_a_bad_event_line_is_named_by_its_own_line(tmp_path: Path, bad_line: int) -> None:
+    lines: list[dict[str, Any]] = [
+        {"trajectory_id": "r1", "event_type": "user_message", "content": "reset my password"},
+        {"trajectory_id": "r1", "event_type": "tool_call", "tool_name": "reset"},
+        {"trajectory_id": "r1", "event_type": "tool_result", "tool_name": "reset", "content": "ok"},
+        {"trajectory_id": "r2", "event_type": "user_message", "content": "close the ticket"},
+    ]
+    lines[bad_line - 1]["latency_ms"] = -5
+    path = _write(tmp_path / "events.jsonl", lines)
+    results = list(iter_results(path, format="events", tenant_id="t"))
+    error, other = results[-2:] if isinstance(results[-1], Trajectory) else results
+    assert error.message.startswith(f"{path}:{bad_line}: latency_ms")
+    assert "run 'r1' (3 lines) not ingested" in error.message
+    assert isinstance(other, Trajectory) and other.task == "close the ticket"
+    with pytest.raises(InvalidTrajectoryError, match=rf"events.jsonl:{bad_line}: latency_ms"):
+        list(iter_trajectories(path, format="events", tenant_id="t"))
+
+
+def test_a_bad_event_of_a_whole_record_is_named_by_its_index(tmp_path: Path) -> None:
+    record = {"events": [{"event_type": "user_message", "content": "hi"}, {"event_type": "?"}]}
+    path = _write(tmp_path / "log.jsonl", [record])
+    (error,) = iter_results(path, format="events", tenant_id="t")
+    assert "events[1]: event_type" in error.message
+
+
+@pytest.mark.parametrize("task_type", ["", "   "])
+def test_ingest_refuses_a_blank_task_type_as_it_does_a_blank_namespace(
+    tmp_path: Path, task_type: str
+) -> None:
+    path = _write(tmp_path / "log.jsonl", [{"messages": [{"role": "user", "content": "hi"}]}])
+    with pytest.raises(UsageError, match="task_type must be a non-empty string"):
+        list(iter_results(path, tenant_id="t", task_type=task_type))
