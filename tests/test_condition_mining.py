@@ -84,6 +84,9 @@ def test_a_tool_error_gives_a_rule_without_any_outcome() -> None:
     assert rule.predicates == (Predicate("args.weight_kg", ">", 20.0),)
     assert rule.basis == "error" and "exceeds the carrier limit" in rule.message
     assert "<n>" in rule.message  # the weight is not in the message class
+    # in words, the placeholder the reviewer's own lessons of that error use
+    text = render_rule(rule)
+    assert "'parcel of <number> kg exceeds the carrier limit'" in text and "<n>" not in text
 
 
 def test_chinese_values_are_classes() -> None:

@@ -84,6 +84,29 @@ def test_failed_run_names_the_failure_that_was_not_recovered() -> None:
     )
 
 
+@pytest.mark.parametrize("status", ["timeout", "failure"])
+@pytest.mark.parametrize("between", [[], [("get_quota", {"project": "atlas"}, "success", "{}")]])
+@pytest.mark.parametrize("outcome", [Outcome.SUCCESS, Outcome.UNKNOWN, Outcome.PARTIAL])
+def test_a_run_that_worked_on_calling_again_says_so(
+    status: str, between: list[Any], outcome: Outcome
+) -> None:
+    call = ("resize_volume", {"size_gb": 200}, status, "Error: upstream timed out")
+    ok = ("resize_volume", {"size_gb": 200}, "success", '{"ok": true}')
+    text = summarize_episode(run_with("Resize the volume", [call, *between, ok], outcome=outcome))
+    assert "did not recover" not in text
+    assert "Turning point: resize_volume " in text and "; calling it again worked." in text
+
+
+def test_a_retry_that_came_after_another_fix_leaves_that_fix_named() -> None:
+    calls = [
+        ("resize_volume", {"size_gb": 200}, "failure", "Error: quota exceeded"),
+        ("raise_quota", {"project": "atlas"}, "success", '{"ok": true}'),
+        ("resize_volume", {"size_gb": 200}, "success", '{"ok": true}'),
+    ]
+    text = summarize_episode(run_with("Resize the volume", calls, outcome=Outcome.SUCCESS))
+    assert "Turning point: after resize_volume failed, raise_quota(" in text
+
+
 def test_success_without_failures_names_the_state_changing_step() -> None:
     traj = run_with(
         "Book the 9am flight",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -120,3 +121,45 @@ def test_no_identifying_value_survives(ident: str, first: str, last: str, amount
     )
     for value in (ident, first, last, str(amount)):
         assert not re.search(rf"(?<![\w<]){re.escape(value)}(?![\w>])", text), (value, text)
+
+
+@pytest.mark.parametrize(
+    ("handle", "cls"),
+    [
+        ("paypal_seun.adeyemi", "<paypal_id>"),
+        ("visa_adeyemi_22", "<visa_id>"),
+        ("seun-adeyemi", "<user_id>"),
+        ("acct.SEUN.42", "<acct_id>"),
+        ("adeyemi+billing", "<billing_id>"),
+    ],
+)
+@pytest.mark.parametrize("where", ["Error: method {} was declined", "{}.", "use {}, then retry"])
+def test_a_handle_holding_a_name_is_masked_whole(handle: str, cls: str, where: str) -> None:
+    m = Masker()
+    m.add("", {"first_name": "Seun", "last_name": "Adeyemi", "email": "s.adeyemi@mail.com"})
+    text = where.format(handle)
+    for masked in (m.mask(text), m.mask_personal(text)):
+        assert masked == where.format(cls)
+        assert "seun" not in masked.lower() and "adeyemi" not in masked.lower()
+
+
+def test_handles_without_a_name_and_mail_domains_stay() -> None:
+    m = Masker()
+    m.add("", {"first_name": "Seun", "email": "seun@mail.com"})
+    text = "use the gift_card or the mail.relay host; refunds go to credit_card"
+    assert m.mask(text) == text
+    assert m.names == {"seun"}  # the e-mail's domain names nobody
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("the fee is 30 today", "the fee is <amount> today"),
+        ("a total of 120", "a total of <amount>"),
+        ("the summary lists 120 rows", "the summary lists <number> rows"),
+        ("feedback from 45 users", "feedback from <number> users"),
+        ("the welfare office has 12 desks", "the welfare office has <number> desks"),
+    ],
+)
+def test_money_words_are_whole_words(text: str, masked: str) -> None:
+    assert Masker().mask(text) == masked

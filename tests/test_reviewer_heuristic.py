@@ -417,3 +417,16 @@ def test_advice_on_running_short_fits_every_kind_of_shortage(error: str, check: 
     # naming what ran short when the error says it (never a list of examples from a domain)
     assert check in lesson.content and "(" not in lesson.content, lesson.content
     assert "choose another option" in lesson.content and "split" not in lesson.content
+
+
+@pytest.mark.parametrize(
+    ("task", "kept"),
+    [
+        ("Please mail mei.chen@northwind.com the May invoice.", "mei.chen@northwind.com"),
+        ("Roll back to v1.2.3 on the staging cluster tonight.", "v1.2.3"),
+        ("Move 3.5 TB from bucket eu.logs.archive to cold storage.", "eu.logs.archive"),
+        ("Open https://example.org/a.b/c.html and fix the link.", "https://example.org/a.b/c.html"),
+    ],
+)
+def test_a_task_summary_never_splits_inside_a_dotted_token(task: str, kept: str) -> None:
+    assert kept in task_summary(task, limit=200)

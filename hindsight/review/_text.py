@@ -21,7 +21,9 @@ _GREETING = re.compile(
     r"你好|您好|嗨)(?![A-Za-z])(?:\s+there)?[^\w\u4e00-\u9fff]*\s*",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
+"""Where a sentence ends: Latin punctuation before a space (``mei.chen@northwind.com``,
+``v1.2`` and ``3.5`` are not split), CJK full stops anywhere (no spaces between sentences)."""
 _ERROR_PREFIX = re.compile(r"^\s*(?:error|err|failed|failure)\s*[:\-]\s*", re.IGNORECASE)
 _TOKEN = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
 _STOP = {

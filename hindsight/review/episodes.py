@@ -67,6 +67,7 @@ _EN: dict[str, Any] = {
     "times": " ×{n}",
     "no_result": "no result",
     "recovered": "after {tool} {status}, {next} worked",
+    "retried": "{tool} {status}{error}; calling it again worked",
     "not_recovered": "{tool} {status}{error} and the run did not recover",
     "key_step": "{call} succeeded",
     "answer_only": "the answer itself",
@@ -104,6 +105,7 @@ _ZH: dict[str, Any] = {
     "times": " ×{n}",
     "no_result": "无结果",
     "recovered": "{tool}{status}之后，改用 {next} 成功",
+    "retried": "{tool}{status}{error}，再次调用后成功",
     "not_recovered": "{tool}{status}{error}，之后没有恢复",
     "key_step": "{call} 成功",
     "answer_only": "直接给出的回答",
@@ -175,25 +177,32 @@ def _steps(calls: Sequence[ToolCall], words: dict[str, Any]) -> list[str]:
 
 
 def _turning_point(calls: Sequence[ToolCall], outcome: Outcome, words: dict[str, Any]) -> str:
-    """What decided the run: a recovery after a failure, an unrecovered failure, or the key
-    (state-changing, else last) successful call."""
+    """What decided the run: a recovery after a failure (another call, or the same call again),
+    an unrecovered failure, or the key (state-changing, else last) successful call."""
     first_failed = next((i for i, c in enumerate(calls) if c.failed), None)
     if first_failed is not None:
         failed = calls[first_failed]
-        fix = next(
-            (
-                c
-                for c in calls[first_failed + 1 :]
-                if c.succeeded and c.signature != failed.signature
-            ),
-            None,
+        later = [c for c in calls[first_failed + 1 :] if c.succeeded]
+        fix = next((c for c in later if c.signature != failed.signature), None)
+        retry = next((c for c in later if c.signature == failed.signature), None)
+        err = error_text(failed.output, 80)
+        # The same call again is what worked, unless a call that changes state came first
+        # (a lookup in between is not the fix).
+        again = retry is not None and not any(
+            c.signature != failed.signature and not is_read_only(c.tool)
+            for c in later[: later.index(retry)]
         )
+        if again and outcome is not Outcome.FAILURE:
+            return str(words["retried"]).format(
+                tool=failed.tool,
+                status=_status_word(failed, words),
+                error=f" ({err})" if err else "",
+            )
         if fix is not None and outcome is not Outcome.FAILURE:
             return str(words["recovered"]).format(
                 tool=failed.tool, status=_status_word(failed, words), next=_call_text(fix)
             )
         if fix is None or outcome is Outcome.FAILURE:
-            err = error_text(failed.output, 80)
             template = "not_recovered" if fix is None else "went_through_failed"
             return str(words[template]).format(
                 tool=failed.tool,

@@ -100,10 +100,19 @@ _MONEY = re.compile(
 )
 _NUMBER = re.compile(r"(?<![\w<])\d+(?:[.,]\d+)*(?![\w>])")
 _MONEY_WORDS = re.compile(
-    r"amount|price|total|paid|pay|cost|balance|refund|fee|charge|fare|sum|credit|budget|"
-    r"金额|价格|费用|余额|退款|支付",
+    r"\b(?:amount|price|total|paid|pay|payment|cost|balance|refund|fee|charge|fare|sum|"
+    r"credit|budget)s?\b|金额|价格|费用|余额|退款|支付",
     re.IGNORECASE,
-)
+)  # whole words: a name such as "payments" or "summary" in the text is not money
+_NAME_KEYS = frozenset(
+    {
+        "name", "first_name", "last_name", "full_name", "middle_name", "firstname", "lastname",
+        "given_name", "family_name", "surname", "nickname", "username", "user_name", "login",
+        "email", "email_address",
+    }
+)  # fmt: skip
+"""Personal keys whose words name the person: a handle built from them is masked whole."""
+_HANDLE = re.compile(r"(?<![\w<.@+-])[A-Za-z0-9]+(?:[_.+-][A-Za-z0-9]+)+(?![\w>@]|[.+-]\w)")
 _PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
 
 
@@ -153,10 +162,14 @@ class Masker:
         values: value -> class of every harvested value to mask.
         personal: lower-case words of harvested personal values (names), used to tell a
             person's id (``mia_li_3668``) from a typed id (``gift_card_8190333``).
+        names: lower-case words (3+ letters) of the person's names (a name key, or an
+            e-mail's local part): a handle holding one (``paypal_seun.adeyemi``) is masked whole,
+            as ``<paypal_id>`` (its other word parts) or ``<user_id>``.
     """
 
     values: dict[str, str] = field(default_factory=dict)
     personal: set[str] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)
     _patterns: list[tuple[re.Pattern[str], str]] | None = field(default=None, repr=False)
 
     def add(self, key: str, value: Any) -> None:
@@ -179,7 +192,10 @@ class Masker:
             return
         low = key.lower()
         if low in PERSONAL_KEYS:
-            self.personal.update(w for w in _NAME_PARTS.split(text.lower()) if len(w) >= 2)
+            words = _NAME_PARTS.split(text.lower().split("@")[0] if "@" in text else text.lower())
+            self.personal.update(w for w in words if len(w) >= 2)
+            if low in _NAME_KEYS:
+                self.names.update(w for w in words if len(w) >= 3 and w.isalpha())
             self.values.setdefault(text, key_class(key))
             return
         if identifying(key):
@@ -219,6 +235,7 @@ class Masker:
         for value, cls in other.values.items():
             self.values.setdefault(value, cls)
         self.personal |= other.personal
+        self.names |= other.names
         self._patterns = None
 
     def word_id_class(self, value: str) -> str | None:
@@ -248,10 +265,26 @@ class Masker:
         values of personal keys (names, birth dates, addresses). Ids and amounts stay."""
         out = _URL.sub("<url>", text)
         out = _EMAIL.sub("<email>", out)
+        out = self._mask_handles(out)
         for pattern, cls in self._known():
             if cls in PERSONAL_KEYS or cls in {"email", "phone"}:
                 out = pattern.sub(f"<{cls}>", out)
         return _PHONE.sub(_phone, out)
+
+    def _mask_handles(self, text: str) -> str:
+        """Handles that hold one of the person's names (``paypal_seun.adeyemi``,
+        ``visa_adeyemi_22``) as one class: masking the name alone would leave the rest."""
+        if not self.names:
+            return text
+
+        def handle(match: re.Match[str]) -> str:
+            parts = _NAME_PARTS.split(match.group().lower())
+            if not self.names.intersection(parts):
+                return match.group()
+            kind = [p for p in parts if p and p not in self.personal and not p.isdigit()]
+            return f"<{'_'.join(kind)}_id>" if kind else "<user_id>"
+
+        return _HANDLE.sub(handle, text)
 
     def mask(self, text: str) -> str:
         """``text`` with every run-specific value replaced by its class (module docstring)."""
@@ -260,6 +293,7 @@ class Masker:
         out = _ISO_DATE.sub("<date>", out)
         out = _TEXT_DATE.sub("<date>", out)
         out = _TIME.sub("<time>", out)
+        out = self._mask_handles(out)
         for pattern, cls in self._known():
             out = pattern.sub(f"<{cls}>", out)
         out = _PHONE.sub(_phone, out)

@@ -12,6 +12,8 @@ Every count is in task groups (docs/review.md#condition-mining). Examples::
 
 from __future__ import annotations
 
+import re
+
 from hindsight.review.mining.features import COUNT, DAYS
 from hindsight.review.mining.miner import MinedRule, Predicate
 
@@ -59,6 +61,11 @@ def describe_predicate(pred: Predicate) -> str:
     return f"{subject} is {pred.value}"
 
 
+_PLACEHOLDERS = re.compile(r"<[nv]>")
+_SHOWN = {"<n>": "<number>", "<v>": "<value>"}
+"""The error class's placeholders as the reviewer's lessons write them (review masking)."""
+
+
 def _tasks(n: int) -> str:
     return "task" if n == 1 else "tasks"
 
@@ -69,7 +76,8 @@ def render_rule(rule: MinedRule) -> str:
     counts = f"({rule.bad} of {rule.held} {_tasks(rule.held)})"
     against = f"against {rule.bad_else} of {rule.held_else} otherwise"
     if rule.form == "error":
-        return f"{rule.tool}: when {when}, the call returned '{rule.message}' {counts}, {against}."
+        said = _PLACEHOLDERS.sub(lambda m: _SHOWN[m.group()], rule.message)
+        return f"{rule.tool}: when {when}, the call returned '{said}' {counts}, {against}."
     if rule.form == "avoid":
         what = {
             "outcome": "the runs that called it failed",
