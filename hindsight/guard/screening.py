@@ -494,6 +494,7 @@ class WriteScreen:
             and rows[i].status is ExperienceStatus.ACTIVE
             and rows[i].kind in ADVICE_KINDS
             and not runs.intersection(rows[i].source_trajectory_ids)
+            and not (exp.subject is not None and rows[i].subject == exp.subject)
         ]
         return found[:CONFLICT_NEIGHBOURS]
 

@@ -1,0 +1,84 @@
+"""Lessons of one subject (the failure, the repeated call and the fix of one tool error) are
+facets the review wrote from what the runs showed: the conflict test does not set one against
+another (docs/security.md#layer-1-before-write), so a fix that worked is never quarantined as
+"conflicting" with "do not repeat the same call"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hindsight import ExperienceKind, Memory
+from hindsight.testing import test_memory
+
+
+def _run(
+    mem: Memory, i: int, tool: str, calls: list[tuple[dict[str, Any], str, str]], ok: bool
+) -> None:
+    with mem.record(f"task {i} with {tool}", tenant_id="ops") as run:
+        run.user_message(f"please run {tool} for item {i}")
+        for args, status, out in calls:
+            run.tool_call(tool, args)
+            run.tool_result(tool, out, status=status)
+        run.final_answer("done" if ok else "could not do it")
+        run.set_outcome("success" if ok else "failure")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arg", "bad", "good", "error"),
+    [
+        (
+            "resize_volume",
+            "size_gb",
+            5000,
+            700,
+            "Error: quota exceeded: 5000 GB requested, 800 left",
+        ),
+        ("scale_service", "replicas", 40, 8, "Error: not enough capacity for 40 replicas"),
+        ("export_report", "format", "xlsx", "csv", "Error: format not supported"),
+    ],
+)
+def test_a_fix_that_worked_lives_beside_do_not_repeat(
+    tool: str, arg: str, bad: Any, good: Any, error: str
+) -> None:
+    with test_memory() as mem:
+        for i in range(4):  # the same call again failed the same way
+            _run(mem, i, tool, [({arg: bad}, "failure", error)] * 2, ok=False)
+        for i in range(4, 8):  # another value worked
+            _run(
+                mem,
+                i,
+                tool,
+                [({arg: bad}, "failure", error), ({arg: good}, "success", "{}")],
+                ok=True,
+            )
+        mem.flush()
+        live = mem.list_experiences(tenant_id="ops", limit=100)
+        quarantined = mem.list_quarantined(tenant_id="ops")
+        texts = [e.content for e in live if e.kind is not ExperienceKind.EPISODE]
+        assert any("do not repeat the same call" in t for t in texts)
+        fixes = [t for t in texts if "calling it again with" in t and t.endswith("worked.")]
+        assert len(fixes) == 1 and arg in fixes[0]
+        assert not [e.content for e in quarantined]
+
+
+def test_opposed_advice_of_other_subjects_is_still_quarantined() -> None:
+    advice = [
+        ("Always verify the refund amount before calling issue_refund.", 0.95, "system", "amount"),
+        ("Never verify the refund amount before calling issue_refund.", 0.5, "tool", "other"),
+    ]
+    with test_memory() as mem:
+        ids = [
+            mem.add_experience(
+                text,
+                tenant_id="ops",
+                kind="rule",
+                confidence=confidence,
+                source=source,
+                metadata={"subject": f"issue_refund:failure:{subject}"},
+            ).id
+            for text, confidence, source, subject in advice
+        ]
+        status = [mem.get_experience(i, tenant_id="ops").status.value for i in ids]
+        assert status == ["active", "quarantined"]
