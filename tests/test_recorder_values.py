@@ -219,3 +219,26 @@ def test_ingest_refuses_a_blank_task_type_as_it_does_a_blank_namespace(
     path = _write(tmp_path / "log.jsonl", [{"messages": [{"role": "user", "content": "hi"}]}])
     with pytest.raises(UsageError, match="task_type must be a non-empty string"):
         list(iter_results(path, tenant_id="t", task_type=task_type))
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "stored"),
+    [
+        ("Error: card declined", None, "failure"),
+        ("ValueError: size_gb must be positive", None, "failure"),
+        ("Request timed out after 30 s", None, "timeout"),
+        ("错误：余额不足", None, "failure"),
+        ('{"ok": true, "note": "no error"}', None, "success"),
+        ("Error: card declined", "success", "success"),  # the caller's word wins
+        ('{"ok": true}', "failure", "failure"),
+    ],
+)
+def test_a_tool_result_without_status_says_it_by_its_reply(
+    mem: Memory, reply: str, status: str | None, stored: str
+) -> None:
+    with mem.record("x", tenant_id="t") as run:
+        run.tool_call("pay", {"amount": 5})
+        event = run.tool_result("pay", reply, status=status)
+    assert event.status is not None and event.status.value == stored
+    got = mem.get_trajectory(run.trajectory_id, tenant_id="t")
+    assert got.events[-1].status.value == stored

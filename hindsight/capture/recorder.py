@@ -22,6 +22,7 @@ from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
 from hindsight._text import clean_json
 from hindsight.capture.ingest._common import expected_action
+from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.clock import SystemClock, utc_clock
 from hindsight.models import (
     Event,
@@ -32,6 +33,7 @@ from hindsight.models import (
     OutcomeEvidence,
     Provenance,
     Trajectory,
+    content_to_text,
     validate_reward,
     validate_task_key,
 )
@@ -72,6 +74,13 @@ def _status(value: str | EventStatus | None) -> EventStatus | None:
         raise UsageError(
             f"status must be one of success, failure, timeout; got {value!r}"
         ) from None
+
+
+def _text_of(content: Any) -> str:
+    try:
+        return content_to_text(content)
+    except ValueError as exc:
+        raise UsageError(f"content: {exc}", field="content") from None
 
 
 def _reward(value: Any) -> float | None:
@@ -229,12 +238,17 @@ class RunRecorder:
         tool_name: str | None = None,
         content: Any = "",
         *,
-        status: str | EventStatus = EventStatus.SUCCESS,
+        status: str | EventStatus | None = None,
         tool_call_id: str | None = None,
         latency_ms: float | None = None,
         **metadata: Any,
     ) -> Event:
         """Append a tool result; ``status`` is success, failure or timeout.
+
+        Without ``status``, the reply says it, as in an ingested log or a framework's tool
+        message (docs/concepts.md#trajectories-and-events): ``failure`` when it starts like an
+        error (``Error: ...``, an exception name, a traceback), ``timeout`` when it says it
+        timed out, else ``success``.
 
         With ``tool_call_id`` of an earlier :meth:`tool_call`, the tool name and the latency
         (milliseconds since the call) are filled in when not given.
@@ -251,6 +265,8 @@ class RunRecorder:
                 latency_ms = (time.perf_counter() - started) * 1000.0
         if not tool_name:
             raise UsageError("tool_result needs tool_name or the tool_call_id of a tool_call")
+        if status is None:
+            status = classify_tool_result(_text_of(content))
         return self._add(
             EventType.TOOL_RESULT,
             content,
