@@ -24,6 +24,7 @@ from hindsight.cli._common import (
     print_next_cursor,
     state,
 )
+from hindsight.review._text import shorten
 
 experiences_app = HindsightTyper(
     help="List, show, version and restore experiences.", no_args_is_help=True
@@ -39,7 +40,7 @@ def _doc(exp: Any) -> dict[str, Any]:
 def _line(exp: Any) -> str:
     return (
         f"{exp.id}  v{exp.version}  {exp.status.value:<11} conf {exp.confidence:.2f}  "
-        f"support {exp.support_count}  {escape(exp.content[:120])}"
+        f"support {exp.support_count}  {escape(shorten(exp.content, 120))}"
     )
 
 
@@ -124,7 +125,7 @@ def experiences_history(
             what = "current" if v["current"] else f"replaced by {v['change']} ({v['actor']})"
             out_console.print(
                 f"v{v['version']} [{exp.status.value}, conf {exp.confidence:.2f}] {what}: "
-                f"{escape(exp.content[:120])}",
+                f"{escape(shorten(exp.content, 120))}",
                 highlight=False,
             )
 

@@ -22,6 +22,7 @@ from hindsight.cli._common import (
     print_next_cursor,
     state,
 )
+from hindsight.review._text import shorten
 
 trajectories_app = HindsightTyper(
     help="List and show stored runs (trajectories).", no_args_is_help=True
@@ -123,5 +124,5 @@ def trajectories_show(
         for ev in traj.events:
             status = f" [{ev.status.value}]" if ev.status else ""
             tool = f" {ev.tool_name}" if ev.tool_name else ""
-            text = " ".join(ev.content.split())[:120]
+            text = shorten(ev.content, 120)
             say(f"  {ev.event_type.value}{tool}{status}: {escape(text)}", highlight=False)
