@@ -14,6 +14,7 @@ import pytest
 from hindsight import UsageError
 from hindsight.models import Outcome
 from hindsight.review.mining import Predicate, condition_holds, mine, record_of, state_of_results
+from hindsight.review.mining.features import error_class
 from hindsight.review.mining.miner import MIN_GROUPS
 from hindsight.review.mining.render import render_rule
 from hindsight.review.mining.stage import REVIEWER
@@ -427,3 +428,19 @@ def test_an_error_rule_and_the_reviewers_lessons_agree_on_the_subject(error) -> 
         if "subject" in lesson.metadata
     }
     assert subjects == {rule.subject}, (subjects, rule.subject)
+
+
+@pytest.mark.parametrize(
+    ("text", "args", "cls"),
+    [
+        ("Error: quota exceeded for project atlas", {"project": "atlas"}, "project <project>"),
+        ("Error: queue 'L2 Core' is closed", {"queue": "L2 Core"}, "queue <v> is closed"),
+        ("Error: bad address 12 Main St", {"address1": "12 Main St"}, "bad address <address1>"),
+        ("Error: size 7 too big", {"size": "7"}, "size <n> too big"),  # digits: a number
+        ("Error: quota exceeded for project atlas", {}, "project atlas"),
+    ],
+)
+def test_an_error_class_shows_the_arguments_it_echoes_as_their_key(
+    text: str, args: dict[str, str], cls: str
+) -> None:
+    assert cls in error_class(text, args)

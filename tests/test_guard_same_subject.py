@@ -82,3 +82,43 @@ def test_opposed_advice_of_other_subjects_is_still_quarantined() -> None:
         ]
         status = [mem.get_experience(i, tenant_id="ops").status.value for i in ids]
         assert status == ["active", "quarantined"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "key", "values", "error"),
+    [
+        (
+            "resize_volume",
+            "project",
+            ["atlas", "zeus", "hermes"],
+            "Error: quota exceeded for project {}",
+        ),
+        (
+            "send_invoice",
+            "channel",
+            ["fax", "telex", "pager"],
+            "Error: channel '{}' is not enabled",
+        ),
+        (
+            "open_ticket",
+            "queue",
+            ["Billing EU", "Ops-West", "L2 Core"],
+            "ValueError: queue {} is closed",
+        ),
+    ],
+)
+def test_an_error_that_echoes_its_argument_is_one_lesson_whatever_the_value(
+    tool: str, key: str, values: list[str], error: str
+) -> None:
+    with test_memory() as mem:
+        for i, value in enumerate(values):
+            _run(mem, i, tool, [({key: value}, "failure", error.format(value))], ok=False)
+        mem.flush()
+        lessons = [
+            e.content
+            for e in mem.list_experiences(tenant_id="ops", limit=100)
+            if e.kind is ExperienceKind.TOOL_RELIABILITY
+        ]
+        assert len(lessons) == 1, lessons
+        assert f"<{key}>" in lessons[0]
+        assert not any(v.lower() in lessons[0].lower() for v in values)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,8 +11,17 @@ from hindsight.capture.ingest._common import canonical_json
 from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.models import Event, EventStatus, EventType
 from hindsight.review._text import error_text
+from hindsight.review.masking import key_class, value_pattern
 
-__all__ = ["ERROR_CHARS", "ToolCall", "collect_calls", "error_subject", "is_read_only"]
+__all__ = [
+    "ERROR_CHARS",
+    "ToolCall",
+    "collect_calls",
+    "error_quote",
+    "error_subject",
+    "is_read_only",
+    "without_echoes",
+]
 
 ERROR_CHARS = 120
 """Characters of a tool error kept in a lesson and in its subject (:func:`error_subject`)."""
@@ -106,8 +115,32 @@ def error_subject(
     """
     if call.status is EventStatus.TIMEOUT:
         return f"{call.tool}:{call.status}"
-    text = mask(error_text(call.output, ERROR_CHARS)) or empty
+    text = error_quote(call, mask) or empty
     return f"{call.tool}:{call.status}:{text.lower()}"
+
+
+def error_quote(call: ToolCall, mask: Callable[[str], str]) -> str:
+    """The part of ``call``'s error a lesson quotes (:func:`error_text`, at most
+    :data:`ERROR_CHARS`), its own argument values echoed back shown as their key
+    (:func:`without_echoes`) and the run's values masked by ``mask``; ``""`` for none."""
+    return mask(without_echoes(error_text(call.output, ERROR_CHARS), call.args))
+
+
+def without_echoes(text: str, args: Mapping[str, Any]) -> str:
+    """``text`` with each text argument of the call it quotes back shown as ``<key>``: for
+    ``project="atlas"``, ``quota exceeded for project atlas`` -> ``quota exceeded for project
+    <project>``. The error is about that argument whatever its value, so runs of one error
+    share one lesson instead of one per value; which values matter is what condition mining
+    finds across runs (docs/review.md#condition-mining). Values of one character or digits
+    only are left to the masking of numbers."""
+    for key, value in args.items():
+        if not isinstance(value, str) or not isinstance(key, str):
+            continue
+        value = value.strip()
+        if len(value) < 2 or value.isdigit() or value.lower() not in text.lower():
+            continue
+        text = value_pattern(value).sub(f"<{key_class(key)}>", text)
+    return text
 
 
 def collect_calls(events: Sequence[Event]) -> list[ToolCall]:

@@ -47,6 +47,7 @@ __all__ = [
     "is_phrase_class",
     "key_class",
     "masker_for",
+    "value_pattern",
 ]
 
 PERSONAL_KEYS = frozenset(
@@ -256,7 +257,7 @@ class Masker:
                 cls = self.values[value]
                 if cls not in PERSONAL_KEYS and not set(cls.split("_")) & PERSON_WORDS:
                     cls = self.word_id_class(value) or cls
-                pats.append((_value_pattern(value), cls))
+                pats.append((value_pattern(value), cls))
             self._patterns = pats
         return self._patterns
 
@@ -312,7 +313,7 @@ class Masker:
 
 
 @functools.lru_cache(maxsize=VALUE_PATTERNS_CACHED)
-def _value_pattern(value: str) -> re.Pattern[str]:
+def value_pattern(value: str) -> re.Pattern[str]:
     """The pattern masking ``value`` (case-insensitive), compiled once per value: the runs of
     a task group and both masks of one review share most values, and one review compiles far
     more patterns than ``re``'s own cache (512) keeps."""

@@ -32,7 +32,7 @@ from typing import Any
 
 from hindsight.models import EventStatus, ExperienceKind, Outcome
 from hindsight.ports import Lesson
-from hindsight.review._calls import ERROR_CHARS, ToolCall, error_subject, is_read_only
+from hindsight.review._calls import ERROR_CHARS, ToolCall, error_quote, error_subject, is_read_only
 from hindsight.review._text import error_text, shorten, tokens
 from hindsight.review.contrast import (
     readable_class,
@@ -133,7 +133,7 @@ def _no_error(lang: str) -> str:
 
 
 def _error(ctx: Context, call: ToolCall) -> str:
-    return ctx.masker.mask(error_text(call.output, ERROR_CHARS)) or _no_error(ctx.lang)
+    return error_quote(call, ctx.masker.mask) or _no_error(ctx.lang)
 
 
 def _failure(ctx: Context, call: ToolCall) -> str:

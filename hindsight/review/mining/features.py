@@ -28,7 +28,13 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from hindsight.models import Outcome, Trajectory
-from hindsight.review._calls import ToolCall, collect_calls, error_subject, is_read_only
+from hindsight.review._calls import (
+    ToolCall,
+    collect_calls,
+    error_subject,
+    is_read_only,
+    without_echoes,
+)
 from hindsight.review._text import error_text
 from hindsight.review.contrast import value_class
 from hindsight.review.masking import harvested, identifying
@@ -60,7 +66,7 @@ COUNT = "#"
 _MAX_DEPTH = 6
 _MAX_ITEMS = 50
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
-_NUMBERED = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMBERED = re.compile(r"\d+(?:[.,]\d+)*(?!\w*>)")  # not inside a placeholder (<address1>)
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _CJK_WORD = re.compile(r"^[\u3040-\u30ff\u4e00-\u9fff]{1,8}$")
 _IGNORED_TOOLS = frozenset({"think", "reflect", "plan", "note"})
@@ -156,13 +162,14 @@ def state_of_args(args: Mapping[str, Any], *, start: datetime) -> State:
     return _freeze(found)
 
 
-def error_class(text: str) -> str:
+def error_class(text: str, args: Mapping[str, Any] | None = None) -> str:
     """A tool error's message as a class: the part the reviewer's lessons quote
     (:func:`hindsight.review._text.error_text`: a leading ``Error:`` dropped, a traceback's
-    last line), lower case, numbers and quoted values replaced by ``<n>``/``<v>`` (``Error:
-    flight HAT123 not available on 2024-05-15`` -> ``flight hat<n> not available on
-    <n>-<n>-<n>``), at most 120 characters."""
-    line = error_text(text, 2000).lower()
+    last line), the call's own ``args`` it echoes back as ``<key>``
+    (:func:`hindsight.review._calls.without_echoes`), lower case, numbers and quoted values
+    replaced by ``<n>``/``<v>`` (``Error: flight HAT123 not available on 2024-05-15`` ->
+    ``flight hat<n> not available on <n>-<n>-<n>``), at most 120 characters."""
+    line = without_echoes(error_text(text, 2000), args or {}).lower()
     line = _QUOTED.sub("<v>", line)
     line = _NUMBERED.sub("<n>", line)
     return line[:120].strip()
@@ -236,7 +243,7 @@ def record_of(traj: Trajectory, *, strip_expected: bool = False) -> RunRecord:
             Call(
                 call.tool,
                 _call_state(seen, call, start),
-                error_class(call.output) if call.failed else "",
+                error_class(call.output, call.args) if call.failed else "",
                 error_subject(call, harvested(traj).mask) if call.failed else "",
             )
         )
