@@ -1,7 +1,10 @@
-"""Lessons of one subject (the failure, the repeated call and the fix of one tool error) are
+"""The lessons of one tool error across runs (docs/review.md#lesson-keys).
+
+Lessons of one subject (the failure, the repeated call and the fix of one tool error) are
 facets the review wrote from what the runs showed: the conflict test does not set one against
 another (docs/security.md#layer-1-before-write), so a fix that worked is never quarantined as
-"conflicting" with "do not repeat the same call"."""
+"conflicting" with "do not repeat the same call". An argument the error echoes back is quoted
+as its key, so the runs of every value share one lesson."""
 
 from __future__ import annotations
 
