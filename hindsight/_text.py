@@ -233,6 +233,9 @@ def _finite(value: float, where: str) -> float | None:
 #: details): a key named like one of ours (``id``) inside them is data, not a name.
 FREE_JSON_KEYS = frozenset({"tool_args", "metadata", "details", "kwargs", "args", "arguments"})
 
+#: Keys whose value is the caller's JSON, stored as it is: everything in it must be JSON.
+STRICT_JSON_KEYS = FREE_JSON_KEYS | {"final_state"}
+
 
 _JSON_TYPES = (str, int, float, type(None), Mapping, list, tuple)
 
@@ -269,6 +272,7 @@ def clean_json(
     names: frozenset[str] = frozenset(),
     floats: bool = True,
     strict: bool = False,
+    strict_below: bool = False,
 ) -> Any:
     """``value`` with :func:`clean_text` applied to every string (dict keys too) and every
     NaN or infinity replaced by ``None``, recursively through dicts, lists and tuples; other
@@ -280,7 +284,10 @@ def clean_json(
     checks: a NaN ``reward`` is refused there). With ``strict=True`` (a value built in Python,
     not parsed from JSON) every value inside a dict or list must be one JSON can hold: a
     numpy scalar becomes the Python number it holds; a set, bytes, a datetime or any other
-    object is refused, here, rather than failing when the store writes it.
+    object is refused, here, rather than failing when the store writes it. With
+    ``strict_below=True`` that holds for the value under every key of :data:`STRICT_JSON_KEYS`
+    found inside (a trajectory given as a dict: its events' ``tool_args`` and ``metadata``),
+    while the model fields around them (an event's ``timestamp``) are the models' to check.
 
     Raises:
         UsageError: a name holds a lone surrogate or NUL, or (``strict``) a value inside is
@@ -301,8 +308,10 @@ def clean_json(
                 changed = changed or new_key is not key
                 continue
             inner = frozenset() if key in FREE_JSON_KEYS else names
-            deep = strict and key != "content"  # message content: its parts are flattened
-            new_item = clean_json(_json_item(item, sub) if deep else item, sub, inner, floats, deep)
+            deep = strict or (strict_below and key in STRICT_JSON_KEYS)
+            new_item = clean_json(
+                _json_item(item, sub) if deep else item, sub, inner, floats, deep, strict_below
+            )
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item
         return out if changed else value
@@ -314,6 +323,7 @@ def clean_json(
                 names,
                 floats,
                 strict,
+                strict_below,
             )
             for i, item in enumerate(value)
         ]

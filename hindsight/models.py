@@ -26,7 +26,13 @@ from pydantic import (
 )
 
 from hindsight._ids import new_id, normalize_id, validate_namespace, validate_tenant
-from hindsight._text import FREE_JSON_KEYS, clean_json, refuse_invalid, warning_scope
+from hindsight._text import (
+    FREE_JSON_KEYS,
+    STRICT_JSON_KEYS,
+    clean_json,
+    refuse_invalid,
+    warning_scope,
+)
 
 __all__ = [
     "NAME_FIELDS",
@@ -288,9 +294,11 @@ class InputModel(BaseModel):
         if isinstance(value, float):
             return value  # a number with a meaning: NaN/infinity refused (allow_inf_nan)
         names = frozenset() if name in FREE_JSON_KEYS else NAME_FIELDS
-        # Built in Python: everything inside must be JSON the store can write (message
-        # content excepted: its parts are flattened to text).
-        return clean_json(value, name, names=names, strict=name != "content")
+        # Built in Python: the caller's own JSON (tool arguments, metadata, a final state),
+        # here or inside (a trajectory's events given as dicts), must be JSON the store can
+        # write; the other fields are the model's to check.
+        strict = name in STRICT_JSON_KEYS
+        return clean_json(value, name, names=names, strict=strict, strict_below=True)
 
     @model_validator(mode="wrap")
     @classmethod

@@ -242,3 +242,16 @@ def test_a_tool_result_without_status_says_it_by_its_reply(
     assert event.status is not None and event.status.value == stored
     got = mem.get_trajectory(run.trajectory_id, tenant_id="t")
     assert got.events[-1].status.value == stored
+
+
+def test_a_trajectory_dict_keeps_its_model_fields_and_checks_its_free_json(mem: Memory) -> None:
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    event = {"event_type": "tool_call", "tool_name": "t", "timestamp": at, "tool_args": {"a": 1}}
+    stored = mem.store_episode({"tenant_id": "t", "events": [event]}, review=False)
+    got = mem.get_trajectory(stored.trajectory_id, tenant_id="t")
+    assert got.events[0].timestamp == at and got.events[0].tool_args == {"a": 1}
+    for where, bad in (("tool_args", {"a": {1}}), ("metadata", {"at": at})):
+        with pytest.raises(UsageError, match=rf"events\[0\]\.{where}\.\w+ holds a"):
+            mem.store_episode({"tenant_id": "t", "events": [{**event, where: bad}]})
+    with pytest.raises(UsageError, match=r"final_state\.s holds a set"):
+        mem.store_episode({"tenant_id": "t", "evidence": {"final_state": {"s": {1}}}})
