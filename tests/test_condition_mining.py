@@ -435,8 +435,9 @@ def test_an_error_rule_and_the_reviewers_lessons_agree_on_the_subject(error) -> 
     [
         ("Error: quota exceeded for project atlas", {"project": "atlas"}, "project <project>"),
         ("Error: queue 'L2 Core' is closed", {"queue": "L2 Core"}, "queue <v> is closed"),
-        ("Error: bad address 12 Main St", {"address1": "12 Main St"}, "bad address <address1>"),
-        ("Error: size 7 too big", {"size": "7"}, "size <n> too big"),  # digits: a number
+        ("Error: bad street Rue du Bac", {"street2": "Rue du Bac"}, "bad street <street2>"),
+        ("Error: size 70 too big", {"size": "70"}, "size <n> too big"),  # digits: a number
+        ("Error: no funds on gift_card_1234", {"pay": "gift_card_1234"}, "gift_card_<n>"),
         ("Error: quota exceeded for project atlas", {}, "project atlas"),
     ],
 )

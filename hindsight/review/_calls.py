@@ -11,7 +11,7 @@ from hindsight.capture.ingest._common import canonical_json
 from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.models import Event, EventStatus, EventType
 from hindsight.review._text import error_text
-from hindsight.review.masking import key_class, value_pattern
+from hindsight.review.masking import Masker, key_class, value_pattern
 
 __all__ = [
     "ERROR_CHARS",
@@ -131,16 +131,22 @@ def without_echoes(text: str, args: Mapping[str, Any]) -> str:
     ``project="atlas"``, ``quota exceeded for project atlas`` -> ``quota exceeded for project
     <project>``. The error is about that argument whatever its value, so runs of one error
     share one lesson instead of one per value; which values matter is what condition mining
-    finds across runs (docs/review.md#condition-mining). Values of one character or digits
-    only are left to the masking of numbers."""
+    finds across runs (docs/review.md#condition-mining). Only values the masking keeps are
+    shown so (a word, a phrase): one it classes by its form keeps that class
+    (``gift_card_123456`` -> ``<gift_card_id>``, numbers, codes, dates); one character is
+    left as it is."""
     for key, value in args.items():
         if not isinstance(value, str) or not isinstance(key, str):
             continue
         value = value.strip()
-        if len(value) < 2 or value.isdigit() or value.lower() not in text.lower():
+        if len(value) < 2 or value.lower() not in text.lower() or _BY_FORM.mask(value) != value:
             continue
         text = value_pattern(value).sub(f"<{key_class(key)}>", text)
     return text
+
+
+_BY_FORM = Masker()
+"""A masker that knows no run: what it changes, the masking classes by its form alone."""
 
 
 def collect_calls(events: Sequence[Event]) -> list[ToolCall]:
