@@ -66,6 +66,20 @@ def test_a_fix_that_worked_lives_beside_do_not_repeat(
         assert not [e.content for e in quarantined]
 
 
+@pytest.mark.parametrize("error", ["Error: payment method not found", "Error: slot not found"])
+def test_a_fix_of_one_tool_lives_beside_do_not_repeat_of_another(error: str) -> None:
+    with test_memory() as mem:
+        for i in range(4):  # book: the same call again failed the same way
+            _run(mem, i, "book", [({"method": "m1"}, "failure", error)] * 2, ok=False)
+        for i in range(4, 6):  # update: another value worked
+            calls = [({"method": "m1"}, "failure", error), ({"method": "m2"}, "success", "{}")]
+            _run(mem, i, "update", calls, ok=True)
+        mem.flush()
+        texts = [e.content for e in mem.list_experiences(tenant_id="ops", limit=100)]
+        assert any(t.startswith("When update fails") and "calling it again" in t for t in texts)
+        assert mem.list_quarantined(tenant_id="ops") == []
+
+
 def test_opposed_advice_of_other_subjects_is_still_quarantined() -> None:
     advice = [
         ("Always verify the refund amount before calling issue_refund.", 0.95, "system", "amount"),

@@ -494,7 +494,7 @@ class WriteScreen:
             and rows[i].status is ExperienceStatus.ACTIVE
             and rows[i].kind in ADVICE_KINDS
             and not runs.intersection(rows[i].source_trajectory_ids)
-            and not (exp.subject is not None and rows[i].subject == exp.subject)
+            and not _facets(exp.subject, rows[i].subject)
         ]
         return found[:CONFLICT_NEIGHBOURS]
 
@@ -674,3 +674,15 @@ class WriteScreen:
 
     def _now(self) -> datetime:
         return self.clock.now()
+
+
+def _facets(a: str | None, b: str | None) -> bool:
+    """Whether two lessons of the review's tool-error subjects (``<tool>:<status>:<error>``,
+    docs/review.md#lesson-keys) are not to be conflict-tested: facets of one subject (the
+    failure, the repeated call, the fix), or lessons about two different tools, whose advice
+    is never about the same action ("do not repeat the same call" of one tool and "calling it
+    again with another payment_id worked" of another). Lessons without a subject (a person's,
+    the LLM reviewer's) are always tested."""
+    if a is None or b is None:
+        return False
+    return a == b or a.split(":", 1)[0] != b.split(":", 1)[0]
