@@ -97,6 +97,36 @@ def test_a_run_that_worked_on_calling_again_says_so(
     assert "Turning point: resize_volume " in text and "; calling it again worked." in text
 
 
+@pytest.mark.parametrize(
+    ("made", "said", "not_said"),
+    [
+        # the run called the tool once where two calls were expected: not "not called"
+        (1, "resize_volume called fewer times than expected", "resize_volume not called"),
+        (0, "resize_volume not called", "fewer times"),
+    ],
+)
+@pytest.mark.parametrize("task", ["Resize both volumes", "把两个卷都扩容"])
+def test_why_says_fewer_calls_apart_from_none(
+    made: int, said: str, not_said: str, task: str
+) -> None:
+    from hindsight.models import ExpectedAction, OutcomeEvidence
+
+    calls = [("resize_volume", {"volume": "a", "size_gb": 200}, "success", '{"ok": true}')] * made
+    traj = run_with(task, calls, outcome=Outcome.FAILURE)
+    traj.evidence = OutcomeEvidence(
+        expected_actions=[
+            ExpectedAction(tool="resize_volume", args={"volume": v, "size_gb": 200})
+            for v in ("a", "b")
+        ]
+    )
+    text = summarize_episode(traj)
+    if task.isascii():
+        assert said in text and not_said not in text
+    else:
+        zh = "resize_volume 的调用次数少于预期" if made else "未调用 resize_volume"
+        assert zh in text
+
+
 def test_a_retry_that_came_after_another_fix_leaves_that_fix_named() -> None:
     calls = [
         ("resize_volume", {"size_gb": 200}, "failure", "Error: quota exceeded"),

@@ -79,6 +79,7 @@ _EN: dict[str, Any] = {
     "why": "Why",
     "differs": "compared with the expected actions: {diffs}",
     "diff_missing": "{tool} not called",
+    "diff_fewer": "{tool} called fewer times than expected",
     "diff_extra": "{tool} called, not expected",
     "diff_arg": "{tool} {key}: {actual} instead of {expected}",
     "diff_higher": "{tool} {key} higher than expected",
@@ -117,6 +118,7 @@ _ZH: dict[str, Any] = {
     "why": "原因",
     "differs": "与预期操作相比：{diffs}",
     "diff_missing": "未调用 {tool}",
+    "diff_fewer": "{tool} 的调用次数少于预期",
     "diff_extra": "调用了不在预期中的 {tool}",
     "diff_arg": "{tool} 的 {key} 为 {actual}，预期为 {expected}",
     "diff_higher": "{tool} 的 {key} 高于预期",
@@ -236,7 +238,9 @@ def _why(traj: Trajectory, calls: Sequence[ToolCall], words: dict[str, Any]) -> 
                     )
                 )
             else:
-                shown.append(str(words[f"diff_{d.op}"]).format(tool=d.tool))
+                # a missing call of a tool the run did call: it called it fewer times
+                op = "fewer" if d.op == "missing" and d.how == "fewer" else d.op
+                shown.append(str(words[f"diff_{op}"]).format(tool=d.tool))
         if shown:
             parts.append(str(words["differs"]).format(diffs=str(words["sep"]).join(shown)))
     return str(words["sep"]).join(parts)
