@@ -439,6 +439,16 @@ def test_an_error_rule_and_the_reviewers_lessons_agree_on_the_subject(error) -> 
         ("Error: size 70 too big", {"size": "70"}, "size <n> too big"),  # digits: a number
         ("Error: no funds on gift_card_1234", {"pay": "gift_card_1234"}, "gift_card_<n>"),
         ("Error: quota exceeded for project atlas", {}, "project atlas"),
+        # an everyday word is the argument's only where the error names the key beside it
+        ("Error: channel fax is not enabled", {"channel": "fax"}, "channel <channel> is"),
+        ("Error: project=atlas archived", {"project_name": "atlas"}, "project=<project_name>"),
+        ("Error: the atlas project is archived", {"project": "atlas"}, "the <project> project"),
+        ("Error: order not found", {"kind": "order"}, "order not found"),
+        ("Error: invalid json in request body", {"format": "json"}, "invalid json in request"),
+        ("Error: user not found", {"role": "user"}, "user not found"),
+        ("Error: no stock at store in Springfield", {"note": "in"}, "store in springfield"),
+        ("Error: Zestril is not on formulary", {"drug": "Zestril"}, "<drug> is not on"),
+        ("Error: ops-west is closed", {"queue": "ops-west"}, "<queue> is closed"),
     ],
 )
 def test_an_error_class_shows_the_arguments_it_echoes_as_their_key(

@@ -134,15 +134,36 @@ def without_echoes(text: str, args: Mapping[str, Any]) -> str:
     finds across runs (docs/review.md#condition-mining). Only values the masking keeps are
     shown so (a word, a phrase): one it classes by its form keeps that class
     (``gift_card_123456`` -> ``<gift_card_id>``, numbers, codes, dates); one character is
-    left as it is."""
+    left as it is. A value written like an everyday word (one lower-case word: ``order``,
+    ``json``, ``user``) is shown so only where the error names its key beside it (``channel
+    'fax'``, ``project=atlas``, ``the atlas project``): ``kind="order"`` leaves ``order not
+    found`` as it is, since the word is the error's own as much as the argument's."""
     for key, value in args.items():
         if not isinstance(value, str) or not isinstance(key, str):
             continue
         value = value.strip()
         if len(value) < 2 or value.lower() not in text.lower() or _BY_FORM.mask(value) != value:
             continue
-        text = value_pattern(value).sub(f"<{key_class(key)}>", text)
+        pattern = value_pattern(value)
+        if value.isalpha() and value.islower() and not _names_key(text, pattern, key):
+            continue
+        text = pattern.sub(f"<{key_class(key)}>", text)
     return text
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _names_key(text: str, pattern: re.Pattern[str], key: str) -> bool:
+    """Whether the word just before or just after a match of ``pattern`` in ``text`` is one
+    of the words of the argument's ``key`` (``project`` of ``project_name``), case-folded."""
+    words = {w for w in re.split(r"[^a-z]+", key.lower()) if len(w) >= 2}
+    for m in pattern.finditer(text):
+        before = _WORD.findall(text[max(0, m.start() - 40) : m.start()])[-1:]
+        after = _WORD.findall(text[m.end() : m.end() + 40])[:1]
+        if any(w.lower() in words for w in before + after):
+            return True
+    return False
 
 
 _BY_FORM = Masker()
