@@ -194,13 +194,19 @@ def test_one_per_subject_keeps_the_lesson_more_runs_stand_on(
 
 
 @pytest.mark.parametrize(
-    ("fix_runs", "shown"), [(3, "fix"), (2, "failure"), (4, "fix")], ids=["tie", "fewer", "more"]
+    ("fix_runs", "repeat_runs", "shown"),
+    [(3, 3, "fix"), (2, 3, "repeat"), (4, 3, "fix"), (2, 2, "failure"), (1, 1, "failure")],
+    ids=["tie", "fewer", "more", "fewer-repeats", "one-each"],
 )
-def test_on_equal_runs_the_fix_stands_for_the_subject(fix_runs: int, shown: str) -> None:
+def test_on_equal_runs_the_fix_stands_for_the_subject(
+    fix_runs: int, repeat_runs: int, shown: str
+) -> None:
     """Every run that saw the error fixed it the same way: the fix is shown; fewer: the
-    failure (with its advice) that more runs stand on."""
+    repeated call when every run that saw the error called again in vain (it has the
+    failure's advice, and says that calling again did not help), else the failure (with its
+    advice) that more runs stand on."""
     hits = [
-        _hit("repeat", "s", 3, 0.9, kind="anti_pattern"),
+        _hit("repeat", "s", repeat_runs, 0.9, kind="anti_pattern"),
         _hit("failure", "s", 3, 0.8, kind="tool_reliability"),
         _hit("fix", "s", fix_runs, 0.7, kind="improvement"),
     ]
@@ -344,3 +350,36 @@ def test_a_check_that_outweighs_the_lesson_of_its_subject_takes_its_place() -> N
         # without tools there are no checks: the repeated call is the subject's lesson
         plain = mem.recall(QUERY, tenant_id=TENANT, record=False, similarity_floor=floor)
         assert repeat.id in [h.experience.id for h in plain.hits]
+
+
+@pytest.mark.parametrize(
+    ("status", "reply", "wrong"),
+    [
+        ("timeout", "timed out contacting the insurer", "retry once"),
+        (None, "Error: insurer gateway timed out", "retry once"),
+        ("failure", "Error: insurer returned 503", None),
+    ],
+)
+@pytest.mark.parametrize("runs", [1, 2])
+def test_when_every_run_called_again_in_vain_the_block_says_so(
+    status: str | None, reply: str, wrong: str | None, runs: int
+) -> None:
+    """Runs that called a failing tool again and failed the same way: the block holds the
+    lesson that says so (do not repeat it, fall back), not advice those runs contradict."""
+    with test_memory() as mem:
+        for i in range(runs):
+            with mem.record(f"Verify insurance of member {i}", tenant_id=TENANT) as run:
+                run.user_message("Please verify my insurance before the refill")
+                for _ in range(2):
+                    call = run.tool_call("check_insurance", {"member": f"m-{i}"})
+                    run.tool_result(
+                        content=reply,
+                        tool_call_id=call.tool_call_id,
+                        **({"status": status} if status else {}),
+                    )
+                run.set_outcome("failure")
+        assert mem.flush(timeout=60)
+        block = mem.recall("verify the insurance of a member", tenant_id=TENANT).render()
+        assert "check_insurance" in block and "do not repeat the same call" in block, block
+        if wrong:
+            assert wrong not in block, block

@@ -136,8 +136,8 @@ def render_risk_section(
     def distinct(items: Sequence[RiskCheck]) -> list[RiskCheck]:
         """The first ``per_tool`` of ``items`` by rank, one per subject: the check of a
         subject whose lesson the most runs stand on (:func:`hindsight.recall.scoring.evidence`,
-        on equal runs the fix, then the failure; then the better ranked) in the place of its
-        best-ranked one."""
+        on equal runs the fix, then the repeated call, then the failure; then the better
+        ranked) in the place of its best-ranked one."""
         ordered = sorted(items, key=lambda c: (-fit(c), c.id))
         best: dict[str, RiskCheck] = {}
         for c in ordered:

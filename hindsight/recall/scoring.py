@@ -379,9 +379,11 @@ def select_hits(
     return hits, excluded
 
 
-_SPECIFIC: dict[str, int] = {"improvement": 2, "tool_reliability": 1}
-"""On equal evidence, what stands for a subject: the fix that worked, then the failure with
-its advice, then anything else (the repeated call)."""
+_SPECIFIC: dict[str, int] = {"improvement": 2, "anti_pattern": 1}
+"""On equal evidence, what stands for a subject: the fix that worked, then the repeated call
+that failed again (when as many runs stand on it as on the failure, every run that saw the
+error repeated the call in vain: the failure's advice and that fact), then anything else (the
+failure with its advice, whose "retry once" for a timeout those runs contradict)."""
 
 
 def evidence(sources: Sequence[str], kind: Any) -> tuple[int, int]:
@@ -402,7 +404,8 @@ def one_per_subject(
     places hold different advice (docs/concepts.md#recall). The one shown is the one of the
     subject's lessons in ``picked`` that the most runs stand on (:func:`evidence`; the
     failure of a tool error is seen by every run that fixed or repeated it; on equal runs the
-    fix, then the failure; then the better ranked), in the place of the first.
+    fix, then the repeated call, then the failure; then the better ranked), in the place of the
+    first.
 
     Args:
         picked: the selected hits in order, ``top_k`` and up to ``top_k`` spares
