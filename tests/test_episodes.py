@@ -398,3 +398,35 @@ def test_lesson_helper_is_unaffected() -> None:
     assert lesson("x", kind="episode").kind is ExperienceKind.EPISODE
     with pytest.raises(ValueError):
         lesson("x", kind="episodes")
+
+
+@pytest.mark.parametrize("same", [2, 3])
+def test_runs_that_went_the_same_way_are_one_episode_in_a_block(same: int) -> None:
+    """Two runs with the same steps and outcome have one episode text (names masked): a
+    block shows it once, and the next episode takes the other's place."""
+    from hindsight.testing import test_memory
+
+    with test_memory() as mem:
+        people = ["Li Wei", "Maria Gonzalez", "Jon Snow"][:same]
+        for name in people:
+            with mem.record(f"Refill Zestril for {name}", tenant_id="rx") as run:
+                run.user_message(f"Refill Zestril for {name}")
+                call = run.tool_call("refill", {"drug": "Zestril", "full_name": name})
+                run.tool_result(content="Error: not on formulary", tool_call_id=call.tool_call_id)
+                call = run.tool_call("refill", {"drug": "lisinopril", "full_name": name})
+                run.tool_result(content='{"refill_id": "RF-1"}', tool_call_id=call.tool_call_id)
+                run.set_outcome("success")
+        with mem.record("Refill metformin for a patient", tenant_id="rx") as run:
+            run.user_message("Refill metformin")
+            call = run.tool_call("refill", {"drug": "metformin"})
+            run.tool_result(content='{"refill_id": "RF-2"}', tool_call_id=call.tool_call_id)
+            run.set_outcome("success")
+        assert mem.flush(timeout=60)
+        listed = mem.list_experiences(tenant_id="rx", limit=100)
+        texts = {e.content for e in listed if e.kind is ExperienceKind.EPISODE}
+        assert len(texts) == 2  # the Zestril runs share one text
+        result = mem.recall("Refill Zestril for Olga Petrova", tenant_id="rx",
+                            include_episodes=True)  # fmt: skip
+        shown = [h.experience.content for h in result.episodes]
+        assert len(shown) == 2 and len(set(shown)) == 2, shown
+        assert result.render().count("Refill Zestril") == 1

@@ -212,15 +212,18 @@ def recall_episodes(
     kind_bonus: Mapping[str, float] | None = None,
     candidates: Sequence[Candidate] | None = None,
     score: Callable[..., Sequence[tuple[Candidate, Any]]] = score_candidates,
+    read: Callable[[Sequence[Any]], list[Any]] = list,
 ) -> list[Any]:
     """The most similar past episodes: at most ``min(top_k, EPISODE_TOP_K)``, scored like
     lessons (:func:`hindsight.recall.score_candidates`, with ``kind_bonus``), under the same
     similarity floor, private namespace first. One episode per run, so no per-source cap
-    applies. ``candidates``: the episode tier's candidates when the caller already searched
-    it (at least :func:`episode_limit` of them, nearest first); else searched here.
-    ``score``: :func:`hindsight.recall.score_candidates` (the hits are :class:`RecallHit` s)
-    or :func:`hindsight.recall.scoring.score_rows` (payload candidates: the hits are
-    :class:`hindsight.recall.scoring.ScoredRow` s whose rows the caller reads)."""
+    applies; two runs that went the same way have the same episode text, and it is shown
+    once (the better ranked; the next episode takes the other's place). ``candidates``: the
+    episode tier's candidates when the caller already searched it (at least
+    :func:`episode_limit` of them, nearest first); else searched here. ``score``:
+    :func:`hindsight.recall.score_candidates` (the hits are :class:`RecallHit` s) or
+    :func:`hindsight.recall.scoring.score_rows` (payload candidates: ``read`` gives their
+    :class:`RecallHit` s from their rows)."""
     k = min(top_k, EPISODE_TOP_K)
     if candidates is None:
         candidates = tier_candidates(where, limit=episode_limit(top_k), episodes=True)
@@ -234,5 +237,12 @@ def recall_episodes(
         mode=mode,
         kind_bonus=kind_bonus,
     )
-    hits, _ = select_hits(scored, top_k=k, similarity_floor=floor, max_per_source=1.0)
-    return hits
+    picked, _ = select_hits(scored, top_k=k, similarity_floor=floor, max_per_source=1.0, spare=k)
+    seen: set[str] = set()
+    hits = []
+    for hit in read(picked):
+        text = " ".join(hit.experience.content.split()).casefold()
+        if text not in seen:
+            seen.add(text)
+            hits.append(hit)
+    return hits[:k]

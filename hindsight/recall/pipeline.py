@@ -320,15 +320,15 @@ class Recall:
         """Step 6: the most similar past episodes (of ``tier``, the episode tier's
         candidates); ``payload``: as :meth:`_run`."""
         scoring = self._scoring(req)
-        found = recall_episodes(
+        return recall_episodes(
             where,
             top_k=req.top_k,
             floor=req.similarity_floor,
             candidates=tier,
             score=score_rows if payload else score_candidates,
+            read=(lambda more: self._rows_of(req, more, scoring)) if payload else list,
             **scoring,
         )
-        return self._rows_of(req, found, scoring) if payload else found
 
     def _rows_of(
         self, req: RecallRequest, picked: Sequence[ScoredRow], scoring: dict[str, Any]
