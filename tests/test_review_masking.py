@@ -131,6 +131,14 @@ def test_no_identifying_value_survives(ident: str, first: str, last: str, amount
         ("seun-adeyemi", "<user_id>"),
         ("acct.SEUN.42", "<acct_id>"),
         ("adeyemi+billing", "<billing_id>"),
+        # the name glued to digits, initials: the person's, never the class
+        ("seun_adeyemi88", "<user_id>"),
+        ("adeyemi_s2", "<user_id>"),
+        ("s.adeyemi-07", "<user_id>"),
+        ("adeyemi_seun_1990", "<user_id>"),
+        ("88seun", "<user_id>"),
+        ("Adeyemi2024", "<user_id>"),
+        ("visa_adeyemi88", "<visa_id>"),
     ],
 )
 @pytest.mark.parametrize("where", ["Error: method {} was declined", "{}.", "use {}, then retry"])
@@ -143,10 +151,18 @@ def test_a_handle_holding_a_name_is_masked_whole(handle: str, cls: str, where: s
         assert "seun" not in masked.lower() and "adeyemi" not in masked.lower()
 
 
+def test_a_handle_of_a_full_name_glued_to_digits() -> None:
+    m = Masker()
+    m.add("full_name", "Priya Raman")
+    m.add("portal_user", "priya_raman88")
+    assert m.mask("refill(portal_user=priya_raman88)") == "refill(portal_user=<user_id>)"
+    assert m.mask("Priya Raman paid with visa_raman_22") == "<full_name> paid with <visa_id>"
+
+
 def test_handles_without_a_name_and_mail_domains_stay() -> None:
     m = Masker()
     m.add("", {"first_name": "Seun", "email": "seun@mail.com"})
-    text = "use the gift_card or the mail.relay host; refunds go to credit_card"
+    text = "use the gift_card or the mail.relay host; refunds go to credit_card at seunlabs"
     assert m.mask(text) == text
     assert m.names == {"seun"}  # the e-mail's domain names nobody
 

@@ -113,7 +113,8 @@ _NAME_KEYS = frozenset(
     }
 )  # fmt: skip
 """Personal keys whose words name the person: a handle built from them is masked whole."""
-_HANDLE = re.compile(r"(?<![\w<.@+-])[A-Za-z0-9]+(?:[_.+-][A-Za-z0-9]+)+(?![\w>@]|[.+-]\w)")
+_HANDLE = re.compile(r"(?<![\w<.@+-])[A-Za-z0-9]+(?:[_.+-][A-Za-z0-9]+)*(?![\w>@]|[.+-]\w)")
+_RUNS = re.compile(r"[a-z]+|[0-9]+")  # a handle's letter runs and digit runs
 _PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
 
 
@@ -274,15 +275,18 @@ class Masker:
 
     def _mask_handles(self, text: str) -> str:
         """Handles that hold one of the person's names (``paypal_seun.adeyemi``,
-        ``visa_adeyemi_22``) as one class: masking the name alone would leave the rest."""
+        ``visa_adeyemi_22``, ``priya_raman88``, ``88priya``) as one class: masking the name alone
+        would leave the rest. A handle is cut into letter runs and digit runs; the class is
+        made of its other words (``<paypal_id>``), never of digits, initials (``p.raman-07``) or
+        the person's words (``<user_id>``). A bare name (one run) is left to the values."""
         if not self.names:
             return text
 
         def handle(match: re.Match[str]) -> str:
-            parts = _NAME_PARTS.split(match.group().lower())
-            if not self.names.intersection(parts):
+            runs = _RUNS.findall(match.group().lower())
+            if len(runs) < 2 or not self.names.intersection(runs):
                 return match.group()
-            kind = [p for p in parts if p and p not in self.personal and not p.isdigit()]
+            kind = [r for r in runs if len(r) > 1 and r.isalpha() and r not in self.personal]
             return f"<{'_'.join(kind)}_id>" if kind else "<user_id>"
 
         return _HANDLE.sub(handle, text)
