@@ -738,11 +738,14 @@ def check(kind: Any, value: Any) -> Any:
 def usage_error(err: ValidationError) -> HindsightError:
     """The one-line error to raise for a failed validation: the check's own exception when a
     check raised one (a :class:`~hindsight.TenantRequiredError` stays one), else a
-    :class:`~hindsight.UsageError` of :func:`validation_message`."""
-    cause = err.errors()[0].get("ctx", {}).get("error")
+    :class:`~hindsight.UsageError` of :func:`validation_message`, its ``field`` the first
+    field of the problem's location."""
+    first = err.errors()[0]
+    cause = first.get("ctx", {}).get("error")
     if isinstance(cause, HindsightError):
         return cause
-    return UsageError(validation_message(err))
+    where = error_location(first.get("loc", ()))
+    return UsageError(validation_message(err), field=where and where.split(".", 1)[0])
 
 
 def forget_filter(experience_id: Any, trajectory_id: Any, everything: Any) -> dict[str, Any]:

@@ -36,6 +36,7 @@ Foundation: imports nothing of hindsight but ``_errors``.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -51,6 +52,7 @@ from typing import Any
 from hindsight._errors import UsageError
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "REPLACEMENT",
     "InvalidTextWarning",
     "Replacements",
@@ -239,6 +241,11 @@ STRICT_JSON_KEYS = FREE_JSON_KEYS | {"final_state"}
 
 _JSON_TYPES = (str, int, float, type(None), Mapping, list, tuple)
 
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of dicts and lists in one value (tool arguments, metadata, evidence, a
+tool's reply): deeper is refused with one line naming the path
+(docs/concepts.md#the-input-contract)."""
+
 
 def _json_item(value: Any, where: str) -> Any:
     """``value`` when JSON can hold it (a numpy scalar as its Python number), else a refusal."""
@@ -257,8 +264,24 @@ def _json_item(value: Any, where: str) -> Any:
     raise UsageError(
         f"{where} holds {'an' if kind[0] in 'aeiou' else 'a'} {kind}, which JSON cannot store"
         f" (a string, number, boolean, null, list or object){'; send ' + hint if hint else ''}",
-        field=where.split(".", 1)[0].split("[", 1)[0],
+        field=_field(where),
     )
+
+
+def _json_key(key: Any, where: str) -> str:
+    """A dict key that is not a string as ``json.dumps`` writes it (``1`` -> ``"1"``,
+    ``True`` -> ``"true"``, ``None`` -> ``"null"``), else a refusal."""
+    if key is None or isinstance(key, int | float):
+        return json.dumps(key)
+    raise UsageError(
+        f"{_short(where)} has a key {key!r:.60} ({type(key).__name__}); JSON keys are strings",
+        field=_field(where),
+    )
+
+
+def _field(where: str) -> str:
+    """The field a path is in (``tool_args.a[2].b`` -> ``tool_args``)."""
+    return where.split(".", 1)[0].split("[", 1)[0]
 
 
 def _is_model(value: Any) -> bool:
@@ -273,6 +296,7 @@ def clean_json(
     floats: bool = True,
     strict: bool = False,
     strict_below: bool = False,
+    _depth: int = 0,
 ) -> Any:
     """``value`` with :func:`clean_text` applied to every string (dict keys too) and every
     NaN or infinity replaced by ``None``, recursively through dicts, lists and tuples; other
@@ -287,21 +311,30 @@ def clean_json(
     object is refused, here, rather than failing when the store writes it. With
     ``strict_below=True`` that holds for the value under every key of :data:`STRICT_JSON_KEYS`
     found inside (a trajectory given as a dict: its events' ``tool_args`` and ``metadata``),
-    while the model fields around them (an event's ``timestamp``) are the models' to check.
+    while the model fields around them (an event's ``timestamp``) are the models' to check;
+    there a number, boolean or ``None`` key becomes its JSON text (``1`` -> ``"1"``, as
+    ``json.dumps`` writes it) and any other key (a tuple) is refused.
 
     Raises:
-        UsageError: a name holds a lone surrogate or NUL, or (``strict``) a value inside is
-            not JSON (one line naming its path).
+        UsageError: a name holds a lone surrogate or NUL, a value is nested deeper than
+            :data:`MAX_JSON_DEPTH`, or (``strict``) a value or key inside is not JSON (one line
+            naming its path).
     """
     if isinstance(value, str):
         return clean_text(value, where)
     if isinstance(value, float):
         return _finite(value, where) if floats else value
+    if isinstance(value, Mapping | list | tuple) and _depth >= MAX_JSON_DEPTH:
+        raise UsageError(
+            f"{_short(where)} is nested more than {MAX_JSON_DEPTH} levels deep; send flatter JSON",
+            field=_field(where),
+        )
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         changed = not isinstance(value, dict)
         for key, item in value.items():
-            new_key = clean_text(key, f"{where} key") if isinstance(key, str) else key
+            new_key = _json_key(key, where) if strict and not isinstance(key, str) else key
+            new_key = clean_text(new_key, f"{where} key") if isinstance(new_key, str) else new_key
             sub = f"{where}.{new_key}" if isinstance(new_key, str) else f"{where}[{key!r}]"
             if key in names and isinstance(item, str):
                 out[new_key] = refuse_invalid(item, sub)
@@ -310,7 +343,13 @@ def clean_json(
             inner = frozenset() if key in FREE_JSON_KEYS else names
             deep = strict or (strict_below and key in STRICT_JSON_KEYS)
             new_item = clean_json(
-                _json_item(item, sub) if deep else item, sub, inner, floats, deep, strict_below
+                _json_item(item, sub) if deep else item,
+                sub,
+                inner,
+                floats,
+                deep,
+                strict_below,
+                _depth + 1,
             )
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item
@@ -324,6 +363,7 @@ def clean_json(
                 floats,
                 strict,
                 strict_below,
+                _depth + 1,
             )
             for i, item in enumerate(value)
         ]

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from hindsight import InvalidTrajectoryError, Memory, UsageError
+from hindsight._text import MAX_JSON_DEPTH
 from hindsight.capture.ingest import iter_results, iter_trajectories
 from hindsight.capture.recorder import RunRecorder
 from hindsight.models import Event, Trajectory
@@ -39,6 +40,48 @@ BAD_CALLS: dict[str, Callable[[RunRecorder], Any]] = {
     "details hold bytes": lambda r: r.set_outcome("failure", details={"raw": b"x"}),
     "content bytes not UTF-8": lambda r: r.user_message(b"\xff\xfe"),
     "latency below zero": lambda r: r.model_call("x", latency_ms=-1),
+    "args nested too deep": lambda r: r.tool_call("lookup", _nested(5000)),
+    "args with a tuple key": lambda r: r.tool_call("lookup", {"a": {(1, 2): "x"}}),
+}
+
+
+def _nested(levels: int, key: str = "k") -> dict[str, Any]:
+    """``levels`` dicts, one inside the other."""
+    value: Any = "x"
+    for _ in range(levels):
+        value = {key: value}
+    return value
+
+
+# Every refusal of the recorder names its field: (call, field).
+REFUSED_FIELDS: dict[str, tuple[Callable[[RunRecorder], Any], str]] = {
+    "args not a dict": (lambda r: r.tool_call("lookup", [1, 2]), "tool_args"),
+    "args a string": (lambda r: r.tool_call("lookup", "x"), "tool_args"),
+    "args too deep": (lambda r: r.tool_call("lookup", _nested(MAX_JSON_DEPTH + 1)), "tool_args"),
+    "args with a tuple key": (lambda r: r.tool_call("lookup", {(1, 2): "x"}), "tool_args"),
+    "tool_name blank": (lambda r: r.tool_call(" ", {}), "tool_name"),
+    "tool_name missing": (lambda r: r.tool_result(content="ok"), "tool_name"),
+    "metadata too deep": (lambda r: r.user_message("hi", metadata=_nested(500)), "metadata"),
+    "metadata not a dict": (lambda r: r.user_message("hi", metadata=[1]), "metadata"),
+    "reason not text": (lambda r: r.set_outcome("failure", reason=5), "reason"),
+    "outcome unknown": (lambda r: r.set_outcome(5), "outcome"),
+    "final_state not a dict": (lambda r: r.set_outcome("failure", final_state=[1]), "final_state"),
+    "latency NaN": (lambda r: r.model_call("x", latency_ms=math.nan), "latency_ms"),
+    "latency below zero": (lambda r: r.tool_result("t", "ok", latency_ms=-5), "latency_ms"),
+    "status unknown": (lambda r: r.tool_result("t", "ok", status="meh"), "status"),
+    "expected_actions a dict": (
+        lambda r: r.set_outcome("failure", expected_actions={"tool": "t"}),
+        "expected_actions",
+    ),
+    "expected action a tuple": (
+        lambda r: r.set_outcome("failure", expected_actions=[("t", {})]),
+        "expected_actions",
+    ),
+    "expected action args hold a set": (
+        lambda r: r.set_outcome("failure", expected_actions=[{"tool": "t", "args": {"a": {1}}}]),
+        "expected_actions",
+    ),
+    "system_prompt not text": (lambda r: setattr(r, "system_prompt", 5), "system_prompt"),
 }
 
 
@@ -62,6 +105,100 @@ def test_a_bad_value_is_refused_at_its_call_and_the_run_is_kept(mem: Memory, nam
     kinds = [e.event_type.value for e in stored.events]
     assert kinds[:3] == ["user_message", "tool_call", "tool_result"]
     assert kinds[-1] == "error" and message in stored.events[-1].content
+
+
+@pytest.mark.parametrize("name", list(REFUSED_FIELDS))
+def test_every_refusal_of_the_recorder_names_its_field(mem: Memory, name: str) -> None:
+    call, field = REFUSED_FIELDS[name]
+    with mem.record("x", tenant_id="t") as run, pytest.raises(UsageError) as err:
+        call(run)
+    assert err.value.field == field, str(err.value)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"task_key": ""}, "task_key"),
+        ({"task_key": 1.5}, "task_key"),
+        ({"system_prompt": 5}, "system_prompt"),
+        ({"metadata": _nested(MAX_JSON_DEPTH + 1)}, "metadata"),
+    ],
+)
+def test_record_names_the_field_it_refuses(mem: Memory, kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(UsageError) as err:
+        mem.record("x", tenant_id="t", **kwargs)
+    assert err.value.field == field
+    with pytest.raises(UsageError) as err:
+        mem.record(12345, tenant_id="t")  # type: ignore[arg-type]
+    assert err.value.field == "task"
+
+
+@pytest.mark.parametrize("where", ["tool_args", "metadata", "details", "final_state"])
+def test_json_nested_deeper_than_the_limit_is_refused_with_its_path(
+    mem: Memory, where: str
+) -> None:
+    def send(run: RunRecorder, value: dict[str, Any]) -> None:
+        if where == "tool_args":
+            run.tool_call("lookup", value)
+        elif where == "metadata":
+            run.tool_result("lookup", "ok", metadata=value)
+        else:
+            run.set_outcome("failure", **{where: value})
+
+    with mem.record("x", tenant_id="t") as run:
+        send(run, _nested(MAX_JSON_DEPTH))  # at the limit: kept
+        for levels in (MAX_JSON_DEPTH + 1, 5000):
+            with pytest.raises(
+                UsageError, match=rf"^{where}\.k\.k.* is nested more than 100 "
+            ) as err:
+                send(run, _nested(levels))
+            assert err.value.field == where and len(str(err.value)) < 200
+    with pytest.raises(ValueError, match=r"is nested more than 100 levels"):
+        Event(event_type="tool_call", tool_name="t", tool_args={"a": [_nested(MAX_JSON_DEPTH)]})
+
+
+def test_a_metadata_keyword_is_the_metadata_itself(mem: Memory) -> None:
+    with mem.record("x", tenant_id="t") as run:
+        run.user_message("hi", metadata={"lang": "en"}, channel="web")
+        with pytest.raises(UsageError, match=r"^metadata\.s holds a set"):
+            run.tool_call("lookup", {}, metadata={"s": {1}})
+    got = mem.get_trajectory(run.trajectory_id, tenant_id="t")
+    assert got.events[0].metadata == {"lang": "en", "channel": "web"}
+
+
+@pytest.mark.parametrize(
+    ("args", "stored"),
+    [
+        ({1: "a"}, {"1": "a"}),
+        ({"a": {2: "b", 1.5: "c"}}, {"a": {"2": "b", "1.5": "c"}}),
+        ({"a": [{True: 1, None: 2}]}, {"a": [{"true": 1, "null": 2}]}),
+    ],
+)
+def test_number_boolean_and_null_keys_are_their_json_text(
+    mem: Memory, args: dict[Any, Any], stored: dict[str, Any]
+) -> None:
+    assert json.loads(json.dumps(args)) == stored  # as json.dumps writes them
+    with mem.record("x", tenant_id="t") as run:
+        run.tool_call("lookup", args)
+    assert mem.get_trajectory(run.trajectory_id, tenant_id="t").events[0].tool_args == stored
+
+
+@pytest.mark.parametrize(
+    ("args", "where"),
+    [
+        ({(1, 2): "x"}, r"tool_args has a key \(1, 2\) \(tuple\)"),
+        ({"a": {(1, 2): "x"}}, r"tool_args\.a has a key"),
+        ({"a": [{frozenset({1}): 1}]}, r"tool_args\.a\[0\] has a key frozenset"),
+        ({"a": {dt.date(2026, 1, 1): 1}}, r"tool_args\.a has a key .*\(date\)"),
+    ],
+)
+def test_other_keys_are_refused_with_one_line(
+    mem: Memory, args: dict[Any, Any], where: str
+) -> None:
+    with mem.record("x", tenant_id="t") as run, pytest.raises(UsageError, match=where) as err:
+        run.tool_call("lookup", args)
+    assert err.value.field == "tool_args" and "JSON keys are strings" in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -209,7 +346,42 @@ def test_a_bad_event_of_a_whole_record_is_named_by_its_index(tmp_path: Path) -> 
     record = {"events": [{"event_type": "user_message", "content": "hi"}, {"event_type": "?"}]}
     path = _write(tmp_path / "log.jsonl", [record])
     (error,) = iter_results(path, format="events", tenant_id="t")
-    assert "events[1]: event_type" in error.message
+    assert error.message.startswith(f"{path}:1: events[1]: event_type")
+
+
+@pytest.mark.parametrize(
+    ("record", "where"),
+    [
+        ([{"role": "user", "content": "hi"}, {"role": "wizard"}], "messages[1]: unknown role"),
+        ([{"role": "user", "content": "hi"}, "hello"], "messages[1]: a message must be an object"),
+        (
+            {
+                "messages": [{"role": "user", "content": "hi"}],
+                "evidence": {"expected_actions": [7]},
+            },
+            "evidence.expected_actions[0]: an expected action must be an object",
+        ),
+    ],
+)
+def test_a_bad_message_is_named_like_a_bad_event(tmp_path: Path, record: Any, where: str) -> None:
+    path = _write(tmp_path / "log.jsonl", [record])
+    (error,) = iter_results(path, format="openai", tenant_id="t")
+    assert error.message.startswith(f"{path}:1: {where}")
+
+
+@pytest.mark.parametrize("fmt", ["events", "openai"])
+@pytest.mark.parametrize("task_type", ["", "  ", 5, ["a"]])
+def test_ingest_refuses_a_record_task_type_the_api_refuses(
+    tmp_path: Path, fmt: str, task_type: Any
+) -> None:
+    if fmt == "events":
+        record = {"events": [{"event_type": "user_message", "content": "hi"}]}
+    else:
+        record = {"messages": [{"role": "user", "content": "hi"}]}
+    path = _write(tmp_path / "log.jsonl", [{**record, "task_type": task_type}, record])
+    error, kept = iter_results(path, format=fmt, tenant_id="t")
+    assert error.message == f"{path}:1: task_type must be a non-empty string or None"
+    assert isinstance(kept, Trajectory) and kept.task_type is None
 
 
 @pytest.mark.parametrize("task_type", ["", "   "])

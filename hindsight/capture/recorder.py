@@ -48,21 +48,26 @@ def _task_key(value: Any) -> str | None:
     try:
         return validate_task_key(value)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(str(exc), field="task_key") from None
 
 
 def _actions(value: Any) -> list[ExpectedAction]:
     if value is None:
         return []
     if isinstance(value, str | bytes | dict) or not isinstance(value, Sequence):
-        raise UsageError(f"expected_actions must be a list, got {type(value).__name__}")
-    try:
-        return [
-            item if isinstance(item, ExpectedAction) else expected_action(item, "expected_actions")
-            for item in value
-        ]
-    except InvalidTrajectoryError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(
+            f"expected_actions must be a list, got {type(value).__name__}", field="expected_actions"
+        )
+    out = []
+    for i, item in enumerate(value):
+        where = f"expected_actions[{i}]"
+        try:
+            out.append(item if isinstance(item, ExpectedAction) else expected_action(item, where))
+        except InvalidTrajectoryError as exc:
+            raise UsageError(str(exc), field="expected_actions") from None
+        except ValidationError as err:
+            raise UsageError(f"{where}.{usage_error(err)}", field="expected_actions") from None
+    return out
 
 
 def _status(value: str | EventStatus | None) -> EventStatus | None:
@@ -72,7 +77,7 @@ def _status(value: str | EventStatus | None) -> EventStatus | None:
         return _STATUS[value]
     except KeyError:
         raise UsageError(
-            f"status must be one of success, failure, timeout; got {value!r}"
+            f"status must be one of success, failure, timeout; got {value!r:.60}", field="status"
         ) from None
 
 
@@ -99,11 +104,19 @@ def _json_object(value: Any, name: str) -> dict[str, Any]:
     return dict(clean_json(value, name, strict=True))
 
 
+def _metadata(keywords: dict[str, Any]) -> dict[str, Any]:
+    """An event's metadata from a method's keywords; a ``metadata={...}`` among them is the
+    metadata itself (merged), not a key of it."""
+    inner = keywords.pop("metadata", None)
+    return {**_json_object(inner, "metadata"), **keywords}
+
+
 class RunRecorder:
     """Records one run as a :class:`~hindsight.models.Trajectory`.
 
     Create it with ``Memory.record(...)`` / ``AsyncMemory.record(...)``, not directly. Every
-    method returns the :class:`~hindsight.models.Event` it appended. Every value is checked
+    method returns the :class:`~hindsight.models.Event` it appended; its extra keywords are the
+    event's metadata (a ``metadata={...}`` keyword is that metadata itself). Every value is checked
     when it is given, so a bad one raises :class:`~hindsight.UsageError` (one line) at the call
     that sent it, inside the ``with`` block: the run recorded so far is still stored, as
     failed, with that error as its last event (docs/concepts.md#the-input-contract). The
@@ -134,7 +147,7 @@ class RunRecorder:
         clock: Any = None,
     ) -> None:
         if not isinstance(task, str):
-            raise UsageError(f"task must be a string, got {type(task).__name__}")
+            raise UsageError(f"task must be a string, got {type(task).__name__}", field="task")
         self.trajectory_id = new_id()
         self.system_prompt = system_prompt
         self._task_key = _task_key(task_key)
@@ -165,7 +178,10 @@ class RunRecorder:
     @system_prompt.setter
     def system_prompt(self, value: str | None) -> None:
         if value is not None and not isinstance(value, str):
-            raise UsageError(f"system_prompt must be a string, got {type(value).__name__}")
+            raise UsageError(
+                f"system_prompt must be a string, got {type(value).__name__}",
+                field="system_prompt",
+            )
         self._system_prompt = value
 
     # -- events -------------------------------------------------------------------------
@@ -184,11 +200,11 @@ class RunRecorder:
 
     def user_message(self, content: Any, **metadata: Any) -> Event:
         """Append a user message."""
-        return self._add(EventType.USER_MESSAGE, content, metadata=metadata)
+        return self._add(EventType.USER_MESSAGE, content, metadata=_metadata(metadata))
 
     def model_thought(self, content: Any, **metadata: Any) -> Event:
         """Append the model's reasoning / a plan step."""
-        return self._add(EventType.MODEL_THOUGHT, content, metadata=metadata)
+        return self._add(EventType.MODEL_THOUGHT, content, metadata=_metadata(metadata))
 
     def model_call(
         self,
@@ -204,7 +220,7 @@ class RunRecorder:
             content,
             latency_ms=latency_ms,
             status=_status(status),
-            metadata=metadata,
+            metadata=_metadata(metadata),
         )
 
     def tool_call(
@@ -217,9 +233,12 @@ class RunRecorder:
     ) -> Event:
         """Append a tool call; returns the event, whose ``tool_call_id`` pairs the result."""
         if not isinstance(tool_name, str) or not tool_name.strip():
-            raise UsageError("tool_name must be a non-empty string")
+            raise UsageError("tool_name must be a non-empty string", field="tool_name")
         if args is not None and not isinstance(args, dict):
-            raise UsageError(f"args must be a dict, got {type(args).__name__}")
+            raise UsageError(
+                f"args must be a dict (the call's tool_args), got {type(args).__name__}",
+                field="tool_args",
+            )
         call_id = tool_call_id or new_id()
         started = time.perf_counter()
         event = self._add(
@@ -228,7 +247,7 @@ class RunRecorder:
             tool_name=tool_name,
             tool_call_id=call_id,
             tool_args=args or {},
-            metadata=metadata,
+            metadata=_metadata(metadata),
         )
         self._open_calls[call_id] = (tool_name, started)  # a refused call never ran
         return event
@@ -264,7 +283,9 @@ class RunRecorder:
             if latency_ms is None:
                 latency_ms = (time.perf_counter() - started) * 1000.0
         if not tool_name:
-            raise UsageError("tool_result needs tool_name or the tool_call_id of a tool_call")
+            raise UsageError(
+                "tool_result needs tool_name or the tool_call_id of a tool_call", field="tool_name"
+            )
         if status is None:
             status = classify_tool_result(_text_of(content))
         return self._add(
@@ -274,15 +295,16 @@ class RunRecorder:
             tool_call_id=tool_call_id,
             status=_status(status),
             latency_ms=latency_ms,
-            metadata=metadata,
+            metadata=_metadata(metadata),
         )
 
     def final_answer(self, content: Any, **metadata: Any) -> Event:
         """Append the run's final answer."""
-        return self._add(EventType.FINAL_ANSWER, content, metadata=metadata)
+        return self._add(EventType.FINAL_ANSWER, content, metadata=_metadata(metadata))
 
     def error(self, error: BaseException | str, **metadata: Any) -> Event:
         """Append an error (an exception's type and message, or a text)."""
+        metadata = _metadata(metadata)
         if isinstance(error, BaseException):
             text = f"{type(error).__name__}: {error}"
             metadata.setdefault("error_type", type(error).__name__)
@@ -318,15 +340,20 @@ class RunRecorder:
             UsageError: an unknown outcome, a reward that is not a finite number, or malformed
                 evidence (nothing is changed then).
         """
-        if isinstance(outcome, str) and outcome not in _OUTCOME:
+        if not isinstance(outcome, Outcome) and not (
+            isinstance(outcome, str) and outcome in _OUTCOME
+        ):
             raise UsageError(
-                f"outcome must be one of success, failure, partial, unknown; got {outcome!r}"
+                f"outcome must be one of success, failure, partial, unknown; got {outcome!r:.60}",
+                field="outcome",
             )
         if reason is not None and not isinstance(reason, str):
-            raise UsageError(f"reason must be a string, got {type(reason).__name__}")
+            raise UsageError(
+                f"reason must be a string, got {type(reason).__name__}", field="reason"
+            )
         for name, value in (("final_state", final_state), ("details", details)):
             if value is not None and not isinstance(value, dict):
-                raise UsageError(f"{name} must be a dict, got {type(value).__name__}")
+                raise UsageError(f"{name} must be a dict, got {type(value).__name__}", field=name)
         checked_reward = _reward(reward)
         try:
             evidence = OutcomeEvidence(

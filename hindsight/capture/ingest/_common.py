@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._errors import InvalidTrajectoryError
+from hindsight._contract import TaskType, check
+from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import stable_id
 from hindsight.models import (
     ExpectedAction,
@@ -32,6 +33,7 @@ __all__ = [
     "parse_reward",
     "parse_tags",
     "parse_timestamp",
+    "record_task_type",
     "system_prompt_metadata",
     "trajectory_id",
 ]
@@ -213,7 +215,7 @@ def _evidence(value: Any, reason: Any, where: str) -> OutcomeEvidence | None:
     actions = data.get("expected_actions")
     if isinstance(actions, list):
         data["expected_actions"] = [
-            expected_action(item, f"{where} evidence.expected_actions[{i}]")
+            expected_action(item, f"{where}: evidence.expected_actions[{i}]")
             for i, item in enumerate(actions)
         ]
     if reason is not None and data.get("reason") is None:
@@ -225,6 +227,22 @@ def _evidence(value: Any, reason: Any, where: str) -> OutcomeEvidence | None:
         loc = ".".join(str(part) for part in err.get("loc", ()))
         raise InvalidTrajectoryError(f"{where}: evidence.{loc}: {err.get('msg')}") from None
     return None if evidence.is_empty() else evidence
+
+
+def record_task_type(value: Any, where: str) -> str | None:
+    """A record's own ``task_type``: ``None`` when absent or null, else checked as the Python
+    API checks it (a non-empty string: ``""`` is refused, never read as none).
+
+    Raises:
+        InvalidTrajectoryError: ``<where>: task_type must be a non-empty string or None``.
+    """
+    if value is None:
+        return None
+    try:
+        task_type: str | None = check(TaskType, value)
+    except UsageError as exc:
+        raise InvalidTrajectoryError(f"{where}: {exc}") from None
+    return task_type
 
 
 def context_fields(value: dict[str, Any], where: str) -> dict[str, Any]:

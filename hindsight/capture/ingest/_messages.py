@@ -152,7 +152,7 @@ def parse_messages(
     pending_legacy: list[tuple[str, str]] = []
     last_text_row: int | None = None
     for index, message in enumerate(messages):
-        at = f"{where} message {index}"
+        at = f"{where}: messages[{index}]"
         if not isinstance(message, dict):
             raise InvalidTrajectoryError(f"{at}: a message must be an object")
         role = str(message.get("role") or "").strip().lower()

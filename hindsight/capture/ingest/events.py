@@ -33,6 +33,7 @@ from hindsight.capture.ingest._common import (
     outcome_from,
     parse_reward,
     parse_tags,
+    record_task_type,
     trajectory_id,
 )
 from hindsight.capture.ingest._detect import shape_error
@@ -137,7 +138,6 @@ def _trajectory(
     events = _events(raw_events, traj_id, where, wheres)
     reward = parse_reward(hints.get("reward"), where)
     task = hints.get("task") if isinstance(hints.get("task"), str) else _task_of(events)
-    own_type = hints.get("task_type")
     start = events[0].timestamp if events else SYNTHETIC_BASE
     system_prompt = hints.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str | list):
@@ -149,7 +149,7 @@ def _trajectory(
         tenant_id=tenant_id,
         namespace=namespace,
         task=task or "",
-        task_type=task_type or (str(own_type) if own_type else None),
+        task_type=task_type or record_task_type(hints.get("task_type"), where),
         tags=parse_tags(hints.get("tags"), where),
         outcome=outcome_from(hints.get("outcome"), reward, where),
         reward=reward,

@@ -20,6 +20,7 @@ from hindsight.capture.ingest._common import (
     parse_reward,
     parse_tags,
     parse_timestamp,
+    record_task_type,
     trajectory_id,
 )
 from hindsight.capture.ingest._messages import parse_messages
@@ -125,7 +126,6 @@ def openai_record_to_trajectory(
             f"{raw.where}: expected a message list or an object with 'messages', "
             f"got {type(value).__name__}"
         )
-    own_type = value.get("task_type")
     metadata: dict[str, Any] = {}
     if value.get("task_id") is not None:
         metadata["task_id"] = value["task_id"]
@@ -137,7 +137,7 @@ def openai_record_to_trajectory(
         kind="openai",
         tenant_id=tenant_id,
         namespace=namespace,
-        task_type=task_type or (str(own_type) if own_type else None),
+        task_type=task_type or record_task_type(value.get("task_type"), raw.where),
         fields=value,
         metadata=metadata,
     )

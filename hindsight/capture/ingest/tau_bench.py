@@ -72,7 +72,7 @@ def tau_bench_evidence(info: Any, where: str) -> OutcomeEvidence | None:
     evidence = OutcomeEvidence(
         reason=_reason(reward_info, details),
         expected_actions=[
-            expected_action(item, f"{where} info actions[{i}]")
+            expected_action(item, f"{where}: info actions[{i}]")
             for i, item in enumerate(actions if isinstance(actions, list) else [])
         ],
         details=details,
