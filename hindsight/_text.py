@@ -60,6 +60,7 @@ __all__ = [
     "clean_text",
     "collecting",
     "invalid_char",
+    "json_text",
     "refuse_invalid",
     "reporting_to",
     "warning_scope",
@@ -265,6 +266,21 @@ def _json_item(value: Any, where: str) -> Any:
         f"{where} holds {'an' if kind[0] in 'aeiou' else 'a'} {kind}, which JSON cannot store"
         f" (a string, number, boolean, null, list or object){'; send ' + hint if hint else ''}",
         field=_field(where),
+    )
+
+
+def json_text(value: Any, where: str = "value") -> str:
+    """``value`` as one line of JSON text (``{"ok": true}``; non-ASCII kept as it is), after
+    :func:`clean_json` with ``strict=True`` (a numpy scalar is its number, a NaN ``null``; a
+    pydantic model is its JSON fields).
+
+    Raises:
+        UsageError: ``value`` or a value inside is not JSON (one line naming its path).
+    """
+    return json.dumps(
+        clean_json(_json_item(value, where), where, strict=True),
+        ensure_ascii=False,
+        default=lambda model: model.model_dump(mode="json"),  # the only non-JSON left
     )
 
 

@@ -25,11 +25,13 @@ from pydantic import (
     model_validator,
 )
 
+from hindsight._errors import UsageError
 from hindsight._ids import new_id, normalize_id, validate_namespace, validate_tenant
 from hindsight._text import (
     FREE_JSON_KEYS,
     STRICT_JSON_KEYS,
     clean_json,
+    json_text,
     refuse_invalid,
     warning_scope,
 )
@@ -74,13 +76,17 @@ UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
 
 
 def content_to_text(value: Any) -> str:
-    """Flatten message content to plain text.
+    """Message content (a message's or a tool's reply) as text.
 
-    ``None`` -> ``""``; a string is kept as is; bytes are decoded as UTF-8 (anything else
-    is refused); a list of content parts (OpenAI / LangChain
-    style ``{"type": "text", "text": ...}`` or plain strings) is joined with newlines, skipping
-    parts without text; any other value is JSON-ish ``str()``-ed. Used to tell an empty run
-    (nothing to review) from one with content.
+    ``None`` -> ``""``; a string is kept as is; bytes are decoded as UTF-8; a list of content
+    parts (every item a plain string or an OpenAI / LangChain part such as
+    ``{"type": "text", "text": ...}``) is its parts' text joined with newlines, skipping parts
+    without text; any other value JSON can hold (a dict, a list of data, a number, a boolean)
+    is its JSON text, one line (``{"ok": true}``: :func:`hindsight._text.json_text`).
+
+    Raises:
+        UsageError: bytes that are not UTF-8, or a value JSON cannot hold (a set, a datetime;
+            one line naming ``content`` and the path inside).
     """
     if value is None:
         return ""
@@ -90,21 +96,25 @@ def content_to_text(value: Any) -> str:
         try:
             return bytes(value).decode("utf-8")
         except UnicodeDecodeError:
-            raise ValueError("content is bytes that are not UTF-8 text; send a string") from None
-    if isinstance(value, list):
-        parts: list[str] = []
-        for part in value:
-            if isinstance(part, str):
-                text = part
-            elif isinstance(part, dict):
-                raw = part.get("text", part.get("content"))
-                text = content_to_text(raw) if raw is not None else ""
-            else:
-                text = str(part)
-            if text.strip():
-                parts.append(text)
-        return "\n".join(parts)
-    return str(value)
+            raise UsageError(
+                "content is bytes that are not UTF-8 text; send a string", field="content"
+            ) from None
+    if isinstance(value, list) and all(_is_part(part) for part in value):
+        texts = (content_to_text(p if isinstance(p, str) else _part_text(p)) for p in value)
+        return "\n".join(text for text in texts if text.strip())
+    return json_text(value, "content")
+
+
+def _is_part(item: Any) -> bool:
+    """A content part: a string, or an object with a ``type``, a ``text`` or a ``content``."""
+    return isinstance(item, str) or (
+        isinstance(item, dict) and bool({"type", "text", "content"} & item.keys())
+    )
+
+
+def _part_text(part: dict[str, Any]) -> Any:
+    """A content part's text (``None`` for a part without: an image)."""
+    return part.get("text", part.get("content"))
 
 
 Text = Annotated[str, BeforeValidator(content_to_text)]

@@ -416,6 +416,51 @@ def test_a_tool_result_without_status_says_it_by_its_reply(
     assert got.events[-1].status.value == stored
 
 
+@pytest.mark.parametrize(
+    ("reply", "stored"),
+    [
+        ({"ok": True, "n": None}, '{"ok": true, "n": null}'),
+        ([{"ok": True}], '[{"ok": true}]'),
+        ([{"error": "x"}], '[{"error": "x"}]'),
+        ([1, "a"], '[1, "a"]'),
+        ({"city": "Zürich", "n": np.int64(3)}, '{"city": "Zürich", "n": 3}'),
+        ({1: (2, 3)}, '{"1": [2, 3]}'),
+        (True, "true"),
+        (42, "42"),
+        ("plain text", "plain text"),
+        ("é".encode(), "é"),
+        ([{"type": "text", "text": "a"}, "b"], "a\nb"),  # content parts are their text
+    ],
+)
+def test_a_reply_that_is_not_a_string_is_stored_as_json_text(
+    mem: Memory, reply: Any, stored: str
+) -> None:
+    with mem.record("x", tenant_id="t") as run:
+        run.tool_call("lookup", {})
+        assert run.tool_result("lookup", reply).content == stored
+    assert mem.get_trajectory(run.trajectory_id, tenant_id="t").events[-1].content == stored
+
+
+@pytest.mark.parametrize(
+    ("reply", "where"),
+    [
+        ({"a"}, "content holds a set"),
+        ({"at": dt.date(2026, 1, 1)}, r"content\.at holds a date"),
+        ([{"ok": {1}}], r"content\[0\]\.ok holds a set"),
+        (object(), "content holds an object"),
+        (_nested(MAX_JSON_DEPTH + 1), "content.k.k.* is nested more than 100 levels"),
+    ],
+)
+def test_a_reply_json_cannot_hold_is_refused_naming_content(
+    mem: Memory, reply: Any, where: str
+) -> None:
+    with mem.record("x", tenant_id="t") as run, pytest.raises(UsageError, match=where) as err:
+        run.tool_result("lookup", reply)
+    assert err.value.field == "content" and "\n" not in str(err.value)
+    with pytest.raises(ValueError, match=where):
+        Event(event_type="tool_result", tool_name="lookup", content=reply)
+
+
 def test_a_trajectory_dict_keeps_its_model_fields_and_checks_its_free_json(mem: Memory) -> None:
     at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     event = {"event_type": "tool_call", "tool_name": "t", "timestamp": at, "tool_args": {"a": 1}}

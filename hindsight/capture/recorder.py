@@ -81,13 +81,6 @@ def _status(value: str | EventStatus | None) -> EventStatus | None:
         ) from None
 
 
-def _text_of(content: Any) -> str:
-    try:
-        return content_to_text(content)
-    except ValueError as exc:
-        raise UsageError(f"content: {exc}", field="content") from None
-
-
 def _reward(value: Any) -> float | None:
     try:
         return validate_reward(value)
@@ -287,7 +280,7 @@ class RunRecorder:
                 "tool_result needs tool_name or the tool_call_id of a tool_call", field="tool_name"
             )
         if status is None:
-            status = classify_tool_result(_text_of(content))
+            status = classify_tool_result(content_to_text(content))
         return self._add(
             EventType.TOOL_RESULT,
             content,

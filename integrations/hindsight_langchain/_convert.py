@@ -348,7 +348,10 @@ def tool_output(output: Any, limit: int = DEFAULT_MAX_CHARS) -> tuple[str, Event
     elif isinstance(output, list) and output and all(isinstance(d, Document) for d in output):
         text = documents_text(output)
     else:
-        text = content_to_text(output) if isinstance(output, list) else str(output)
+        try:
+            text = content_to_text(output)  # a dict or a list as its JSON text
+        except ValueError:  # not JSON (an object of the tool's own): its str()
+            text = str(output)
     if text.strip() in _HANDLED_DEFAULTS:
         return text, EventStatus.FAILURE, call_id
     return clip(text, limit), classify_tool_result(text), call_id
