@@ -403,10 +403,14 @@ def test_ingest_refuses_a_blank_task_type_as_it_does_a_blank_namespace(
         ('{"ok": true, "note": "no error"}', None, "success"),
         ("Error: card declined", "success", "success"),  # the caller's word wins
         ('{"ok": true}', "failure", "failure"),
+        ({"error": "card declined"}, None, "failure"),  # a JSON reply's error field
+        ({"status": "timeout"}, None, "timeout"),
+        ("Delivered on time; no timeout.", None, "success"),
+        ("404 Not Found", None, "failure"),
     ],
 )
 def test_a_tool_result_without_status_says_it_by_its_reply(
-    mem: Memory, reply: str, status: str | None, stored: str
+    mem: Memory, reply: Any, status: str | None, stored: str
 ) -> None:
     with mem.record("x", tenant_id="t") as run:
         run.tool_call("pay", {"amount": 5})

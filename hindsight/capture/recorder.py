@@ -259,8 +259,13 @@ class RunRecorder:
 
         Without ``status``, the reply says it, as in an ingested log or a framework's tool
         message (docs/concepts.md#trajectories-and-events): ``failure`` when it starts like an
-        error (``Error: ...``, an exception name, a traceback), ``timeout`` when it says it
-        timed out, else ``success``.
+        error (``Error: ...``, an exception name, a traceback, ``HTTP 500``) or is a JSON object
+        with an ``error``, ``timeout`` when such a reply says it timed out, else ``success``.
+        ``content`` that is not a string is stored as its JSON text (``{"ok": true}``).
+
+        Raises:
+            UsageError: a value that is not valid (one line naming its field: ``content``
+                JSON cannot hold, an unknown ``status``, a negative ``latency_ms``...).
 
         With ``tool_call_id`` of an earlier :meth:`tool_call`, the tool name and the latency
         (milliseconds since the call) are filled in when not given.
