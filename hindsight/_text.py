@@ -365,7 +365,7 @@ def clean_json(
                 floats,
                 deep,
                 strict_below,
-                _depth + 1,
+                0 if deep and not strict else _depth + 1,  # a field of a model: its own depth
             )
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item

@@ -465,6 +465,17 @@ def test_a_reply_json_cannot_hold_is_refused_naming_content(
         Event(event_type="tool_result", tool_name="lookup", content=reply)
 
 
+def test_the_depth_limit_counts_from_the_field_in_a_trajectory_dict_too(mem: Memory) -> None:
+    event = {"event_type": "tool_call", "tool_name": "t", "tool_args": _nested(MAX_JSON_DEPTH)}
+    mem.store_episode({"tenant_id": "t", "events": [event]}, review=False)
+    event["tool_args"] = _nested(MAX_JSON_DEPTH + 1)
+    with pytest.raises(UsageError, match=r"events\[0\]\.tool_args\.k.* is nested more than"):
+        mem.store_episode({"tenant_id": "t", "events": [event]}, review=False)
+    deep_inside = {"metadata": _nested(5000, key="metadata")}  # a key named like a field
+    with pytest.raises(UsageError, match="is nested more than 100 levels"):
+        mem.store_episode({"tenant_id": "t", "events": [{**event, "tool_args": deep_inside}]})
+
+
 def test_a_trajectory_dict_keeps_its_model_fields_and_checks_its_free_json(mem: Memory) -> None:
     at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     event = {"event_type": "tool_call", "tool_name": "t", "timestamp": at, "tool_args": {"a": 1}}
