@@ -133,6 +133,9 @@ def _ends_with(system: SystemMessage | None, block: str) -> bool:
 
 
 _BLOCK: ContextVar[str | None] = ContextVar("hindsight_block", default=None)
+_BUILT: ContextVar[SystemMessage | None] = ContextVar("hindsight_built", default=None)
+"""The system message :meth:`HindsightMiddleware._prepare` built for this call: it ends with
+the block, so a request built on it needs no check."""
 
 
 class HindsightModelRequest(ModelRequest[Any]):
@@ -147,10 +150,26 @@ wrap_model_call` (by any middleware after it, e.g. ``@dynamic_prompt`` replacing
     def __init__(self, **fields: Any) -> None:
         super().__init__(**fields)
         block = _BLOCK.get()
-        if block and not _ends_with(self.system_message, block):
+        system = self.system_message
+        if (
+            block
+            and (system is None or system is not _BUILT.get())
+            and not _ends_with(system, block)
+        ):
             object.__setattr__(
                 self, "system_message", append_to_system_prompt(self.system_message, block)
             )
+
+
+_FIELD_NAMES: dict[Any, tuple[str, ...]] = {}
+
+
+def _field_names(cls: Any) -> tuple[str, ...]:
+    """The dataclass field names of a model request class (looked up once per class)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 @contextlib.contextmanager
@@ -187,6 +206,11 @@ class _Invoke:
     recorded: bool = False  # the recall was handed to the writer already (a paused part)
     root: Any = None  # the graph run (root run id) the invoke was last seen in
     advised: set[str] = field(default_factory=set)  # tools whose first call was held (advise)
+    # the system message of the last model call (and its content, in case it was replaced)
+    # and the same with the block at its tail: the agent passes the same message to each
+    # call, so the block is appended once per invoke
+    system: tuple[Any, Any, Any] = (None, None, None)  # (message, its content, with the block)
+    system_text: tuple[Any, Any, str] = (None, None, "")  # (message, its content, its text)
 
 
 class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
@@ -447,11 +471,22 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         if not invoke.block:
             return request
         try:
+            values = {name: getattr(request, name) for name in _field_names(type(request))}
+            given, content, built = invoke.system
+            message = values["system_message"]
+            if given is None or message is not given or message.content is not content:
+                given, built = message, None
+                if not _ends_with(given, invoke.block):
+                    built = append_to_system_prompt(given, invoke.block)
+                invoke.system = (given, getattr(given, "content", None), built)
             token = _BLOCK.set(invoke.block)
+            mark = _BUILT.set(built)
             try:
-                values = {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
+                if built is not None:
+                    values["system_message"] = built
                 return HindsightModelRequest(**values)
             finally:
+                _BUILT.reset(mark)
                 _BLOCK.reset(token)
         except Exception as exc:
             self._engine.fail("could not add recalled experiences to the prompt", exc)
@@ -563,13 +598,25 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             with self._lock:
                 invoke.open_calls += 1
                 invoke.buffer.user_messages(latest_user_texts(list(request.messages)))
-                system = request.system_message.text if request.system_message else ""
+                system = self._system_text(invoke, request.system_message)
                 meta = invoke.buffer.system_prompt(str(system))
                 meta["input_messages"] = len(request.messages) + (1 if system else 0)
                 invoke.pending[event_id] = meta
         except Exception as exc:
             self._engine.fail("could not capture a model call", exc)
         return event_id, time.perf_counter()
+
+    @staticmethod
+    def _system_text(invoke: _Invoke, message: SystemMessage | None) -> str:
+        """The text of the call's system message (read once per message object: the agent
+        passes the same one to every call of an invoke)."""
+        if message is None:
+            return ""
+        given, content, text = invoke.system_text
+        if message is not given or message.content is not content:
+            text = str(message.text)
+            invoke.system_text = (message, message.content, text)
+        return text
 
     def _model_done(self, invoke: _Invoke, started: tuple[str, float], response: Any) -> None:
         event_id, t0 = started

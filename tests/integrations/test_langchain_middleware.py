@@ -466,3 +466,48 @@ def test_middleware_switches_are_read_by_the_one_rule(name: str) -> None:
     off = HindsightMiddleware(mem, tenant_id=TENANT, **{name: "no"})
     flags = {"recall": off._recall, "store": off._store, "review": off._engine.review}
     assert flags[name] is False and all(v is True for k, v in flags.items() if k != name)
+
+
+@pytest.mark.parametrize("how", ["new_message", "content_replaced"])
+def test_a_prompt_changed_between_calls_by_an_outer_middleware_gets_the_block_each_time(
+    how: str,
+) -> None:
+    """The block is appended once per system message the agent passes; a middleware before
+    HindsightMiddleware that passes another prompt on each call (a new message, or the same
+    message with its content replaced) has each of them reach the model, block at the tail."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    mem = memory(reviewer=HeuristicReviewer())
+    agent, _, middleware = support_agent(mem)
+    with pytest.raises(TimeoutError):
+        agent.invoke({"messages": [("user", "Where is my parcel A1?")]})
+    assert mem.flush(timeout=30)
+
+    class Counting(AgentMiddleware):  # type: ignore[type-arg]
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+            self.message = SystemMessage(content=ORIGINAL)
+
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            self.calls += 1
+            text = f"{ORIGINAL} Call {self.calls}."
+            if how == "new_message":
+                return handler(request.override(system_message=SystemMessage(content=text)))
+            self.message.content = text
+            return handler(request.override(system_message=self.message))
+
+    model = ScriptedChatModel(script=support_script)
+    hooked = create_agent(
+        model,
+        [carrier_status, tracking_cache],
+        system_prompt=ORIGINAL,
+        middleware=[Counting(), HindsightMiddleware(mem, tenant_id=TENANT, outcome=delivered)],
+    )
+    hooked.invoke({"messages": [("user", "Where is my parcel A1?")]})
+    prompts = [system_prompt_of(p) for p in model.prompts]
+    assert len(prompts) >= 2
+    for n, system in enumerate(prompts, 1):
+        assert system.startswith(f"{ORIGINAL} Call {n}.\n\n{BLOCK_START}"), system[:120]
+        assert system.endswith(BLOCK_END) and system.count(BLOCK_START) == 1
+    assert middleware.errors == 0
