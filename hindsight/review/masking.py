@@ -172,7 +172,7 @@ class Masker:
     values: dict[str, str] = field(default_factory=dict)
     personal: set[str] = field(default_factory=set)
     names: set[str] = field(default_factory=set)
-    _patterns: list[tuple[re.Pattern[str], str]] | None = field(default=None, repr=False)
+    _patterns: list[tuple[str, str]] | None = field(default=None, repr=False)
 
     def add(self, key: str, value: Any) -> None:
         """Harvest ``value`` (nested mappings and lists too) found under ``key``."""
@@ -251,26 +251,42 @@ class Masker:
             return None
         return f"{kind}_id"
 
-    def _known(self) -> list[tuple[re.Pattern[str], str]]:
+    def _known(self) -> list[tuple[str, str]]:
+        """``(value, class)`` of every harvested value, longest first."""
         if self._patterns is None:
             pats = []
             for value in sorted(self.values, key=len, reverse=True):  # ids before names in them
                 cls = self.values[value]
                 if cls not in PERSONAL_KEYS and not set(cls.split("_")) & PERSON_WORDS:
                     cls = self.word_id_class(value) or cls
-                pats.append((value_pattern(value), cls))
+                pats.append((value, cls))
             self._patterns = pats
         return self._patterns
+
+    def _mask_known(self, text: str, personal_only: bool = False) -> str:
+        """``text`` with the harvested values (``personal_only``: of personal keys, e-mails
+        and phones) replaced by their class. A value's pattern (:func:`value_pattern`, case
+        folded) is compiled and run only where it can match: an ASCII value absent from an
+        ASCII text, compared in lower case, cannot."""
+        out = text
+        low = out.lower() if out.isascii() else None
+        for value, cls in self._known():
+            if personal_only and cls not in PERSONAL_KEYS and cls not in {"email", "phone"}:
+                continue
+            if low is not None and value.isascii() and value.lower() not in low:
+                continue
+            new = value_pattern(value).sub(f"<{cls}>", out)
+            if new != out:
+                out = new
+                low = out.lower() if out.isascii() else None
+        return out
 
     def mask_personal(self, text: str) -> str:
         """``text`` with personal data only masked: e-mails, phones, URLs and the harvested
         values of personal keys (names, birth dates, addresses). Ids and amounts stay."""
         out = _URL.sub("<url>", text)
         out = _EMAIL.sub("<email>", out)
-        out = self._mask_handles(out)
-        for pattern, cls in self._known():
-            if cls in PERSONAL_KEYS or cls in {"email", "phone"}:
-                out = pattern.sub(f"<{cls}>", out)
+        out = self._mask_known(self._mask_handles(out), personal_only=True)
         return _PHONE.sub(_phone, out)
 
     def _mask_handles(self, text: str) -> str:
@@ -298,9 +314,7 @@ class Masker:
         out = _ISO_DATE.sub("<date>", out)
         out = _TEXT_DATE.sub("<date>", out)
         out = _TIME.sub("<time>", out)
-        out = self._mask_handles(out)
-        for pattern, cls in self._known():
-            out = pattern.sub(f"<{cls}>", out)
+        out = self._mask_known(self._mask_handles(out))
         out = _PHONE.sub(_phone, out)
         out = _WORD_ID.sub(lambda m: f"<{self.word_id_class(m.group()) or 'id'}>", out)
         out = _CODE.sub(lambda m: m.group() if _inside_placeholder(out, m) else "<id>", out)
