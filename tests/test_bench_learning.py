@@ -681,3 +681,29 @@ def test_the_strict_figures_on_a_generic_domain(tmp_path: Path) -> None:
     for bad in ("5", "every:1", "every:x", ""):
         with pytest.raises(UsageError):
             parse_every(bad)
+
+
+def test_within_task_contrasts_count_task_groups_where_calling_went_worse_or_better() -> None:
+    from hindsight.bench.learning import Run
+    from hindsight.bench.learning._conditions import within_task_contrasts
+    from hindsight.bench.learning._truth import Call
+
+    traj = Trajectory(task="t", tenant_id="bench-learning")
+
+    def runs(task: str, *made: tuple[bool, bool]) -> list[Run]:
+        """(called renew_loan, succeeded) per run of ``task``."""
+        calls = (Call("get_member"),)
+        return [
+            Run(traj, task, i, ok, "t", (), (*calls, Call("renew_loan")) if called else calls)
+            for i, (called, ok) in enumerate(made)
+        ]
+
+    given = [
+        *runs("a", (True, False), (False, True)),  # calling went worse
+        *runs("b", (True, False), (True, True), (False, True)),  # worse: 0.5 < 1.0
+        *runs("c", (True, True), (False, False)),  # better
+        *runs("d", (True, True), (False, True)),  # a tie: neither
+        *runs("e", (True, False), (True, False)),  # no run without it: not a contrast
+    ]
+    assert within_task_contrasts(given) == {"renew_loan": {"worse": 2, "better": 1}}
+    assert within_task_contrasts([]) == {}

@@ -18,6 +18,11 @@ condition mining on) stores the train runs, reviews them and mines them (``flush
 * **opposed blocks**: blocks (the recall block a held-out run gets at its start, with the
   domain's tools: lessons and run-start checks) holding two rules about one tool that push
   opposite ways (``avoid`` and ``do``), unless both carry conditions;
+* **within-task contrasts** (:func:`within_task_contrasts`, over every run of the file): for
+  each state-changing tool, the task groups whose runs both called it and did not, and where
+  the runs that called it did worse / better: the strongest evidence one file holds about
+  when a call is wrong (the comparison of attempts ExpeL draws its insights from), and the
+  ceiling of what condition mining can find in it;
 * **corrective** (a held-out **failed** run, every one in the denominator): its block holds a
   rule whose condition the run's own state satisfied and which the run violated (``avoid``:
   it called the tool while the condition held; ``do``: it ended without the tool while the
@@ -42,7 +47,15 @@ from hindsight.models import Experience, Trajectory
 from hindsight.review._calls import is_read_only
 from hindsight.review.mining import RunRecord, condition_holds, record_of
 
-__all__ = ["MODES", "SPLITS", "evaluate_all", "evaluate_conditions", "task_split", "violates"]
+__all__ = [
+    "MODES",
+    "SPLITS",
+    "evaluate_all",
+    "evaluate_conditions",
+    "task_split",
+    "violates",
+    "within_task_contrasts",
+]
 
 SPLITS = ("trial", "task")
 MODES = ("expected", "outcome")
@@ -247,3 +260,26 @@ def evaluate_all(
         for s in SPLITS
         for m in MODES
     ]
+
+
+def within_task_contrasts(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
+    """Per state-changing tool, ``{"worse": n, "better": m}``: the task groups (runs of one
+    task) where some runs called the tool and others did not, and the success rate of those
+    that called it was lower / higher than that of those that did not (ties count in
+    neither). Tools in name order."""
+    by_task: dict[str, list[Run]] = {}
+    for run in runs:
+        by_task.setdefault(run.task, []).append(run)
+    tools = sorted({c.tool for r in runs for c in r.calls if not is_read_only(c.tool)})
+    out: dict[str, dict[str, int]] = {}
+    for tool in tools:
+        worse = better = 0
+        for group in by_task.values():
+            called = [r.success for r in group if any(c.tool == tool for c in r.calls)]
+            not_called = [r.success for r in group if all(c.tool != tool for c in r.calls)]
+            if called and not_called:
+                rate, other = sum(called) / len(called), sum(not_called) / len(not_called)
+                worse += rate < other
+                better += rate > other
+        out[tool] = {"worse": worse, "better": better}
+    return out

@@ -176,6 +176,13 @@ def render_report(report: dict[str, Any]) -> list[Any]:
             )
         if run["review_failures"]:
             facts.append(f"{who}: {run['review_failures']} reviews failed")
+    contrasts = report.get("contrasts") or {}
+    if contrasts:
+        facts.append(
+            "within-task contrasts (task groups whose runs did and did not call the tool; "
+            "calling went worse / better): "
+            + ", ".join(f"{t} {c['worse']} / {c['better']}" for t, c in contrasts.items())
+        )
     tables = [_recall_table(report), _lesson_table(report), _outcome_table(report)]
     if report.get("conditions"):
         tables.append(_conditions_table(report))

@@ -10,7 +10,7 @@ from typing import Any
 
 from hindsight._contract import input_file
 from hindsight._errors import UsageError
-from hindsight.bench.learning._conditions import evaluate_all
+from hindsight.bench.learning._conditions import evaluate_all, within_task_contrasts
 from hindsight.bench.learning._data import load_runs, split_runs
 from hindsight.bench.learning._harness import Context, evaluate_baseline, evaluate_reviewer
 
@@ -138,7 +138,8 @@ def run_learning(
     Returns:
         ``{"file", "tasks", "train_trials", "query_trial", "k", "train_runs", "held_out_runs",
         "held_out_failed", "baselines": [per embedder], "runs": [per embedder x reviewer],
-        "conditions": [per split x mode, the strict figures]
+        "conditions": [per split x mode, the strict figures], "contrasts": {tool: {"worse",
+        "better"}} (task groups, over every run of the file)
         (each with ``embedder_spec``, the spec given, and ``embedder``, the model's name),
         "commit", "dirty", "machine", "cpu_seconds", "wall_seconds"}``.
 
@@ -196,6 +197,7 @@ def run_learning(
         parent=parent,
         progress=say,
     )
+    report["contrasts"] = within_task_contrasts(runs)
     report.update(commit)
     report["machine"] = _machine()
     report["cpu_seconds"] = time.process_time() - cpu
