@@ -131,18 +131,23 @@ def without_echoes(text: str, args: Mapping[str, Any]) -> str:
     ``project="atlas"``, ``quota exceeded for project atlas`` -> ``quota exceeded for project
     <project>``. The error is about that argument whatever its value, so runs of one error
     share one lesson instead of one per value; which values matter is what condition mining
-    finds across runs (docs/review.md#condition-mining). Only values the masking keeps are
-    shown so (a word, a phrase): one it classes by its form keeps that class
-    (``gift_card_123456`` -> ``<gift_card_id>``, numbers, codes, dates); one character is
-    left as it is. A value written like an everyday word (one lower-case word: ``order``,
-    ``json``, ``user``) is shown so only where the error names its key beside it (``channel
-    'fax'``, ``project=atlas``, ``the atlas project``): ``kind="order"`` leaves ``order not
-    found`` as it is, since the word is the error's own as much as the argument's."""
+    finds across runs (docs/review.md#condition-mining). A value the masking classes whole by
+    its form keeps that class (``gift_card_123456`` -> ``<gift_card_id>``, numbers, codes,
+    dates); one it keeps (a word, a phrase) or would mask only in part (``W-17`` ->
+    ``W-<number>``) is shown as its key; one character is left as it is. A value written like
+    an everyday word (one lower-case word: ``order``, ``json``, ``user``) is shown so only
+    where the error names its key beside it (``channel 'fax'``, ``project=atlas``, ``the atlas
+    project``): ``kind="order"`` leaves ``order not found`` as it is, since the word is the
+    error's own as much as the argument's."""
     for key, value in args.items():
         if not isinstance(value, str) or not isinstance(key, str):
             continue
         value = value.strip()
-        if len(value) < 2 or value.lower() not in text.lower() or _BY_FORM.mask(value) != value:
+        if (
+            len(value) < 2
+            or value.lower() not in text.lower()
+            or _WHOLE.fullmatch(_BY_FORM.mask(value))
+        ):
             continue
         pattern = value_pattern(value)
         if value.isalpha() and value.islower() and not _names_key(text, pattern, key):
@@ -152,6 +157,7 @@ def without_echoes(text: str, args: Mapping[str, Any]) -> str:
 
 
 _WORD = re.compile(r"\w+")
+_WHOLE = re.compile(r"<\w+>")
 
 
 def _names_key(text: str, pattern: re.Pattern[str], key: str) -> bool:
@@ -177,7 +183,10 @@ def collect_calls(events: Sequence[Event]) -> list[ToolCall]:
     ``tool_call_id``, else by ``parent_id``, else to the oldest unanswered call of the same
     tool; an unmatched result becomes a call of its own with unknown arguments. A call event
     that carries a status itself keeps it until a result overrides it; a result without a
-    status is classified from its text (``Error...`` -> failure, timeouts -> timeout).
+    status is classified from its text (``Error...`` -> failure, timeouts -> timeout). The
+    placeholder result the recorder adds for a call still open when the run ended
+    (``metadata["incomplete"]``) leaves the call without a result (``status`` ``None``): the
+    tool did not fail, the run stopped.
     """
     calls: list[ToolCall] = []
     by_call_id: dict[str, ToolCall] = {}
@@ -210,6 +219,8 @@ def collect_calls(events: Sequence[Event]) -> list[ToolCall]:
             calls.append(match)
         elif match in open_calls:
             open_calls.remove(match)
+        if is_result and (event.metadata or {}).get("incomplete"):
+            continue  # the run ended before the tool replied: no result, not a tool error
         match.status = status
         match.output = event.content
     return calls

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 __all__ = [
@@ -98,8 +99,11 @@ def task_summary(task: str, limit: int = 80) -> str:
 def error_text(output: str, limit: int = 120) -> str:
     """The recognisable part of a failed tool's reply, on one line, at most ``limit`` chars.
 
-    A leading ``Error:`` is dropped; for a Python traceback the final exception line is kept.
+    A leading ``Error:`` is dropped; for a Python traceback the final exception line is kept;
+    for a reply that is a JSON object, its error message (the text of its ``error``,
+    ``message``, ``detail`` or ``reason`` field, or of ``error.message``), not the JSON.
     """
+    output = _json_message(output) or output
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
     if not lines:
         return ""
@@ -120,3 +124,26 @@ def tokens(text: str) -> set[str]:
             continue
         out.add(tok[:-1] if len(tok) > 3 and tok.endswith("s") else tok)
     return out
+
+
+_MESSAGE_KEYS = ("error", "message", "detail", "reason", "error_message", "msg")
+
+
+def _json_message(output: str) -> str:
+    """The error message of a reply that is a JSON object (``{"status": "error", "message":
+    "..."}``, ``{"error": {"message": "..."}}``), else ``""``."""
+    text = output.strip()
+    if not text.startswith("{"):
+        return ""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return ""
+    for _ in range(2):  # {"error": {"message": ...}}
+        if not isinstance(value, dict):
+            return ""
+        found = next((value[k] for k in _MESSAGE_KEYS if value.get(k) not in (None, "")), None)
+        if isinstance(found, str):
+            return found
+        value = found
+    return ""

@@ -34,12 +34,12 @@ from typing import Any, Literal
 from hindsight.review._calls import is_read_only
 from hindsight.review.masking import (
     PERSON_WORDS,
-    PERSONAL_KEYS,
     Masker,
     identifying,
     is_categorical,
     is_phrase_class,
     key_class,
+    personal_key,
 )
 
 __all__ = ["Action", "Diff", "changing", "diff_actions", "readable_class", "value_class"]
@@ -129,7 +129,7 @@ def value_class(key: str, value: Any, masker: Masker | None = None) -> str:
     if isinstance(value, str):
         text = value.strip()
         words = set(key_class(key).split("_"))
-        if key.lower() in PERSONAL_KEYS or (identifying(key) and words & PERSON_WORDS):
+        if personal_key(key) is not None or (identifying(key) and words & PERSON_WORDS):
             return f"a {_singular(key_class(key))}"
         word_id = masker.word_id_class(text)
         if word_id is not None:

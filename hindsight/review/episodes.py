@@ -76,6 +76,7 @@ _EN: dict[str, Any] = {
     "colon": ": ",
     "reward": " (reward {reward:g})",
     "calls": " ({n} tool calls, {failed} failed)",
+    "calls_one": " (1 tool call, {failed} failed)",
     "why": "Why",
     "differs": "compared with the expected actions: {diffs}",
     "diff_missing": "{tool} not called",
@@ -115,6 +116,7 @@ _ZH: dict[str, Any] = {
     "colon": "：",
     "reward": "（奖励 {reward:g}）",
     "calls": "（{n} 次工具调用，{failed} 次失败）",
+    "calls_one": "（1 次工具调用，{failed} 次失败）",
     "why": "原因",
     "differs": "与预期操作相比：{diffs}",
     "diff_missing": "未调用 {tool}",
@@ -297,7 +299,8 @@ def summarize_episode(traj: Trajectory, *, max_tokens: int = EPISODE_MAX_TOKENS)
     if traj.reward is not None:
         outcome += str(words["reward"]).format(reward=traj.reward)
     elif traj.outcome is Outcome.UNKNOWN and calls:
-        outcome += str(words["calls"]).format(n=len(calls), failed=sum(c.failed for c in calls))
+        said = words["calls_one"] if len(calls) == 1 else words["calls"]
+        outcome += str(said).format(n=len(calls), failed=sum(c.failed for c in calls))
     parts.append(f"{words['outcome']}{colon}{outcome}{end}")
     parts.append(f"{words['turn']}{colon}{_turning_point(calls, traj.outcome, words)}{end}")
     why = _why(traj, calls, words)

@@ -47,6 +47,7 @@ __all__ = [
     "is_phrase_class",
     "key_class",
     "masker_for",
+    "personal_key",
     "value_pattern",
 ]
 
@@ -64,9 +65,14 @@ PERSONAL_KEYS = frozenset(
 """Keys whose values are personal data, wherever they appear (arguments or JSON results)."""
 
 PERSON_WORDS = frozenset(
-    {"user", "customer", "account", "member", "person", "client", "owner", "patient", "guest"}
-)
-"""Words of a key that make an id a person's id (``user_id``, ``customer_id``): masked as such."""
+    {
+        "user", "customer", "account", "member", "person", "client", "owner", "patient", "guest",
+        "contact", "passenger", "employee", "reporter", "recipient", "sender", "traveler",
+        "traveller", "student", "applicant", "caller", "holder", "cardholder", "requester",
+    }
+)  # fmt: skip
+"""Words of a key that make an id a person's id (``user_id``, ``customer_id``): masked as such;
+before a personal key they make the key personal too (``patient_name``, ``customer_email``)."""
 _SECRET = re.compile(
     r"pass(?:word|wd)?$|secret|token|api[_-]?key|credential|cookie|session", re.IGNORECASE
 )
@@ -115,6 +121,8 @@ _NAME_KEYS = frozenset(
 """Personal keys whose words name the person: a handle built from them is masked whole."""
 _HANDLE = re.compile(r"(?<![\w<.@+-])[A-Za-z0-9]+(?:[_.+-][A-Za-z0-9]+)*(?![\w>@]|[.+-]\w)")
 _RUNS = re.compile(r"[a-z]+|[0-9]+")  # a handle's letter runs and digit runs
+_TITLE_WORD = re.compile(r"(?<![\w<])[A-Z][a-z]+(?![\w>])")
+_NAME_RUN = re.compile(r"<name>(?:[ -]<name>)+")
 _PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
 
 
@@ -124,12 +132,27 @@ def key_class(key: str) -> str:
     return _NAME_PARTS.sub("_", key.strip().lower()).strip("_") or "value"
 
 
+def personal_key(key: str) -> str | None:
+    """The personal key (:data:`PERSONAL_KEYS`) that ``key`` is, or that it ends with after a
+    word of :data:`PERSON_WORDS` (``patient_name`` -> ``name``, ``customer_email`` ->
+    ``email``); else ``None`` (``product_name``, ``file_name``: not a person's)."""
+    low = key_class(key)
+    if low in PERSONAL_KEYS:
+        return low
+    parts = low.split("_")
+    for i in range(1, len(parts)):
+        tail = "_".join(parts[i:])
+        if tail in PERSONAL_KEYS and set(parts[:i]) & PERSON_WORDS:
+            return tail
+    return None
+
+
 def identifying(key: str) -> bool:
     """True for keys whose values identify a person, an object or a secret: personal fields
-    (:data:`PERSONAL_KEYS`), secrets (password, token, api key...) and ids (``*_id``, ``id``,
+    (:func:`personal_key`), secrets (password, token, api key...) and ids (``*_id``, ``id``,
     ``*_number``, ``*_code``, ``*Id``)."""
     low = key.lower()
-    return low in PERSONAL_KEYS or bool(_SECRET.search(low)) or bool(_ID_KEY.search(key))
+    return personal_key(low) is not None or bool(_SECRET.search(low)) or bool(_ID_KEY.search(key))
 
 
 def is_categorical(value: str) -> bool:
@@ -167,11 +190,15 @@ class Masker:
         names: lower-case words (3+ letters) of the person's names (a name key, or an
             e-mail's local part): a handle holding one (``paypal_seun.adeyemi``) is masked whole,
             as ``<paypal_id>`` (its other word parts) or ``<user_id>``.
+        name_words: those of them that are a name on their own (of a name key, or of an
+            e-mail's local part of two words or more, ``maria.gonzalez``): written with a
+            capital in a text, each is masked as ``<name>`` even apart from its value.
     """
 
     values: dict[str, str] = field(default_factory=dict)
     personal: set[str] = field(default_factory=set)
     names: set[str] = field(default_factory=set)
+    name_words: set[str] = field(default_factory=set)
     _patterns: list[tuple[str, str]] | None = field(default=None, repr=False)
 
     def add(self, key: str, value: Any) -> None:
@@ -192,12 +219,21 @@ class Masker:
         text = " ".join(str(value).split())
         if len(text) < 2 or len(text) > 200:
             return
-        low = key.lower()
-        if low in PERSONAL_KEYS:
+        personal = personal_key(key)
+        if personal is None and _EMAIL.fullmatch(text):  # an address under any key
+            named = [w for w in _NAME_PARTS.split(text.split("@")[0].lower()) if w.isalpha()]
+            if len(named) >= 2 and all(len(w) >= 3 for w in named):  # first.last@...
+                self.personal.update(named)
+                self.names.update(named)
+                self.name_words.update(named)
+        if personal is not None:
             words = _NAME_PARTS.split(text.lower().split("@")[0] if "@" in text else text.lower())
             self.personal.update(w for w in words if len(w) >= 2)
-            if low in _NAME_KEYS:
-                self.names.update(w for w in words if len(w) >= 3 and w.isalpha())
+            if personal in _NAME_KEYS:
+                named = [w for w in words if len(w) >= 3 and w.isalpha()]
+                self.names.update(named)
+                if "@" not in text or len(named) >= 2:  # a name, or first.last@...
+                    self.name_words.update(named)
             self.values.setdefault(text, key_class(key))
             return
         if identifying(key):
@@ -238,6 +274,7 @@ class Masker:
             self.values.setdefault(value, cls)
         self.personal |= other.personal
         self.names |= other.names
+        self.name_words |= other.name_words
         self._patterns = None
 
     def word_id_class(self, value: str) -> str | None:
@@ -257,7 +294,7 @@ class Masker:
             pats = []
             for value in sorted(self.values, key=len, reverse=True):  # ids before names in them
                 cls = self.values[value]
-                if cls not in PERSONAL_KEYS and not set(cls.split("_")) & PERSON_WORDS:
+                if personal_key(cls) is None and not set(cls.split("_")) & PERSON_WORDS:
                     cls = self.word_id_class(value) or cls
                 pats.append((value, cls))
             self._patterns = pats
@@ -271,7 +308,7 @@ class Masker:
         out = text
         low = out.lower() if out.isascii() else None
         for value, cls in self._known():
-            if personal_only and cls not in PERSONAL_KEYS and cls not in {"email", "phone"}:
+            if personal_only and personal_key(cls) is None and cls not in {"email", "phone"}:
                 continue
             if low is not None and value.isascii() and value.lower() not in low:
                 continue
@@ -287,7 +324,7 @@ class Masker:
         out = _URL.sub("<url>", text)
         out = _EMAIL.sub("<email>", out)
         out = self._mask_known(self._mask_handles(out), personal_only=True)
-        return _PHONE.sub(_phone, out)
+        return _PHONE.sub(_phone, self._mask_name_words(out))
 
     def _mask_handles(self, text: str) -> str:
         """Handles that hold one of the person's names (``paypal_seun.adeyemi``,
@@ -307,6 +344,17 @@ class Masker:
 
         return _HANDLE.sub(handle, text)
 
+    def _mask_name_words(self, text: str) -> str:
+        """Each word of the person's names (:attr:`name_words`) written with a capital
+        (``Maria``, ``Gonzalez``: the name alone, without the rest of the value it came in) as
+        ``<name>``, a run of them as one."""
+        if not self.name_words:
+            return text
+        out = _TITLE_WORD.sub(
+            lambda m: "<name>" if m.group().lower() in self.name_words else m.group(), text
+        )
+        return _NAME_RUN.sub("<name>", out)
+
     def mask(self, text: str) -> str:
         """``text`` with every run-specific value replaced by its class (module docstring)."""
         out = _URL.sub("<url>", text)
@@ -314,7 +362,7 @@ class Masker:
         out = _ISO_DATE.sub("<date>", out)
         out = _TEXT_DATE.sub("<date>", out)
         out = _TIME.sub("<time>", out)
-        out = self._mask_known(self._mask_handles(out))
+        out = self._mask_name_words(self._mask_known(self._mask_handles(out)))
         out = _PHONE.sub(_phone, out)
         out = _WORD_ID.sub(lambda m: f"<{self.word_id_class(m.group()) or 'id'}>", out)
         out = _CODE.sub(lambda m: m.group() if _inside_placeholder(out, m) else "<id>", out)
@@ -325,9 +373,24 @@ class Masker:
             if len(digits) < 2:
                 return match.group()
             before = out[max(0, match.start() - 40) : match.start()]
+            if before.endswith(("HTTP/", "http/")):
+                return match.group()  # the protocol's version
+            starts = not before.strip() or before.rstrip()[-1] in ":([-'\"“‘"
+            if _HTTP_STATUS.fullmatch(match.group()) and (
+                _HTTP_BEFORE.search(before) or (starts and _HTTP_REASON.match(out, match.end()))
+            ):
+                return match.group()  # an HTTP status is a kind of error, not a value
             return "<amount>" if _MONEY_WORDS.search(before) else "<number>"
 
         return _NUMBER.sub(number, out)
+
+
+_HTTP_STATUS = re.compile(r"[1-5]\d\d")
+_HTTP_BEFORE = re.compile(r"\b(?:HTTP(?:/[\d.]+)?|status(?:\s+code)?|error)\s*:?\s*$", re.I)
+_HTTP_REASON = re.compile(r"\s*:?\s*[A-Z][a-z]+(?: [A-Z][a-z]+)*\b")
+"""An HTTP status: three digits after ``HTTP``, ``status`` or ``error`` (``HTTP 503``,
+``error 401``), or starting the text (or a clause) before a reason phrase in title case
+(``404 Not Found``)."""
 
 
 @functools.lru_cache(maxsize=VALUE_PATTERNS_CACHED)

@@ -85,6 +85,16 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
         re.compile(r"not enough|insufficient|balance|exceed|quota|no seats|sold out", re.I),
         *_RUNNING_SHORT,
     ),
+    (  # the service itself is down or overloaded: not the thing asked for
+        re.compile(
+            r"\b(?:HTTP(?:/[\d.]+)?\s*)?5\d\d\b|service unavailable|bad gateway|server error|"
+            r"overloaded|temporarily|try again later|upstream",
+            re.I,
+        ),
+        "wait briefly and retry once, then fall back to another tool or tell the user it is "
+        "unavailable",
+        "稍等后重试一次，仍失败则改用其他工具，或告知用户该服务暂不可用",
+    ),
     (
         re.compile(r"not available|unavailable|not open|closed", re.I),
         "confirm availability with a search right before calling and pick an available option",
