@@ -101,7 +101,7 @@ def test_a_bad_value_is_refused_at_its_call_and_the_run_is_kept(mem: Memory, nam
     message = str(refused.value)
     assert "\n" not in message and len(message) < 300
     stored = mem.get_trajectory(run.trajectory_id, tenant_id="t")
-    assert stored.outcome.value == "failure"
+    assert stored.outcome.value == "unknown"  # the caller's mistake, not the agent's failure
     kinds = [e.event_type.value for e in stored.events]
     assert kinds[:3] == ["user_message", "tool_call", "tool_result"]
     assert kinds[-1] == "error" and message in stored.events[-1].content
@@ -487,3 +487,25 @@ def test_a_trajectory_dict_keeps_its_model_fields_and_checks_its_free_json(mem: 
             mem.store_episode({"tenant_id": "t", "events": [{**event, where: bad}]})
     with pytest.raises(UsageError, match=r"final_state\.s holds a set"):
         mem.store_episode({"tenant_id": "t", "evidence": {"final_state": {"s": {1}}}})
+
+
+@pytest.mark.parametrize(
+    ("declared", "raised", "outcome"),
+    [
+        (None, "usage", "unknown"),  # a refused value: the caller's mistake
+        ("success", "usage", "success"),  # what was declared before it stays
+        (None, "crash", "failure"),  # the agent's own exception: a failed run
+        ("success", "crash", "success"),
+    ],
+)
+def test_the_outcome_of_a_run_a_refusal_or_a_crash_ended(
+    mem: Memory, declared: str | None, raised: str, outcome: str
+) -> None:
+    with pytest.raises((UsageError, RuntimeError)), mem.record("look up", tenant_id="t") as run:
+        run.tool_call("lookup", {"order": "A1"})
+        if declared:
+            run.set_outcome(declared)
+        if raised == "usage":
+            run.tool_call("lookup", {"ids": {1, 2}})
+        raise RuntimeError("the agent crashed")
+    assert mem.get_trajectory(run.trajectory_id, tenant_id="t").outcome.value == outcome

@@ -399,7 +399,9 @@ class RunRecorder:
     def _close(self, exc: BaseException | None) -> Trajectory:
         if exc is not None:
             self.error(exc, traceback="".join(traceback.format_exception(exc))[-2000:])
-            if self._outcome is Outcome.UNKNOWN:
+            # a value hindsight refused is the calling code's mistake, not the agent's: the
+            # run is kept, its outcome stays unknown (nothing credited or blamed for it)
+            if self._outcome is Outcome.UNKNOWN and not isinstance(exc, UsageError):
                 self._outcome = Outcome.FAILURE
         # Tool calls that never got a result were cut off: keep them visible.
         for cid, (name, _) in list(self._open_calls.items()):
