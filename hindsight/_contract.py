@@ -451,7 +451,9 @@ def _cursor(value: Any) -> str | None:
 
 def _task_type(value: Any) -> str | None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise UsageError("task_type must be a non-empty string or None", field="task_type")
+        raise UsageError(
+            f"task_type must be a non-empty string or None, got {value!r:.60}", field="task_type"
+        )
     return None if value is None else refuse_invalid(value, "task_type")
 
 

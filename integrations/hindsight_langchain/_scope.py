@@ -55,9 +55,12 @@ class Scope:
         """A validated scope (see the class docstring for the errors)."""
         tenant = validate_tenant(tenant_id) if tenant_id is not None else None
         if task_type is not None and (not isinstance(task_type, str) or not task_type.strip()):
-            raise UsageError("task_type must be a non-empty string or None")
+            raise UsageError(
+                f"task_type must be a non-empty string or None, got {task_type!r:.60}",
+                field="task_type",
+            )
         if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
-            raise UsageError("tags must be a list of strings")
+            raise UsageError(f"tags must be a list of strings, got {tags!r:.60}", field="tags")
         return cls(tenant, validate_namespace(namespace), task_type, tuple(tags))
 
     def resolve(self, metadata: Mapping[str, Any] | None) -> Scope:

@@ -221,9 +221,12 @@ def create_recall_node(
     ):
         raise UsageError(f"top_k must be an integer from 1 to 1000, got {top_k!r}")
     if task_type is not None and (not isinstance(task_type, str) or not task_type.strip()):
-        raise UsageError("task_type must be a non-empty string or None")
+        raise UsageError(
+            f"task_type must be a non-empty string or None, got {task_type!r:.60}",
+            field="task_type",
+        )
     if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
-        raise UsageError("tags must be a list of strings")
+        raise UsageError(f"tags must be a list of strings, got {tags!r:.60}", field="tags")
     router()  # attach the capture hook now: graph runs configure their callbacks at start
     spec = _RecallSpec(
         engine_for(memory, recall_timeout=recall_timeout),

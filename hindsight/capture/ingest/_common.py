@@ -234,7 +234,8 @@ def record_task_type(value: Any, where: str) -> str | None:
     API checks it (a non-empty string: ``""`` is refused, never read as none).
 
     Raises:
-        InvalidTrajectoryError: ``<where>: task_type must be a non-empty string or None``.
+        InvalidTrajectoryError: ``<where>: task_type must be a non-empty string or None,
+            got ''``.
     """
     if value is None:
         return None
