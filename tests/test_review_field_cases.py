@@ -117,6 +117,8 @@ def test_a_personal_key_after_a_person_word_is_personal(key: str, personal: str 
         ({"full_name": "Jane Roe"}, "Your refill is ready, Jane", "ready, <name>", ""),
         ({"to": "support@corp.example"}, "Support said no", "Support said no", ""),
         ({"product_name": "Espresso Machine"}, "Espresso Machine broke", "", "Espresso Machine"),
+        ({"handle": "sam_lee42"}, "checks for sam_lee42 today", "for <handle> today", ""),
+        ({"member_handle": "@kofi.m"}, "member @kofi.m timed out", "<member_handle>", ""),
     ],
 )
 def test_a_person_named_under_any_key_is_masked_in_episodes_and_lessons(

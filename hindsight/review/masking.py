@@ -58,8 +58,8 @@ PERSONAL_KEYS = frozenset(
         "birth_date", "birthdate", "email", "email_address", "phone", "phone_number", "mobile",
         "telephone", "address", "address1", "address2", "street", "zip", "zipcode", "zip_code",
         "postal_code", "postcode", "ssn", "passport", "passport_number", "national_id",
-        "username", "user_name", "login", "card_number", "iban", "account_number", "ip",
-        "ip_address",
+        "username", "user_name", "login", "handle", "card_number", "iban", "account_number",
+        "ip", "ip_address",
     }
 )  # fmt: skip
 """Keys whose values are personal data, wherever they appear (arguments or JSON results)."""
