@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
+from typing import Any
+
+from hindsight.capture.ingest._status import json_object
 
 __all__ = [
     "error_text",
@@ -132,13 +134,7 @@ _MESSAGE_KEYS = ("error", "message", "detail", "reason", "error_message", "msg")
 def _json_message(output: str) -> str:
     """The error message of a reply that is a JSON object (``{"status": "error", "message":
     "..."}``, ``{"error": {"message": "..."}}``), else ``""``."""
-    text = output.strip()
-    if not text.startswith("{"):
-        return ""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return ""
+    value: Any = json_object(output)
     for _ in range(2):  # {"error": {"message": ...}}
         if not isinstance(value, dict):
             return ""

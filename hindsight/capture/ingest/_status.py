@@ -15,7 +15,7 @@ from typing import Any
 
 from hindsight.models import EventStatus
 
-__all__ = ["classify_tool_result"]
+__all__ = ["classify_tool_result", "json_object"]
 
 # Only the head of a reply decides: a successful reply that merely contains the word "error"
 # deep inside its data must stay a success.
@@ -78,7 +78,7 @@ def classify_tool_result(text: str, message: dict[str, Any] | None = None) -> Ev
     if message and message.get("is_error") is True:
         return EventStatus.TIMEOUT if _TIMEOUT.search(text[:_HEAD]) else EventStatus.FAILURE
     head = text[:_HEAD]
-    reply = _json_object(text)
+    reply = json_object(text)
     if reply is not None:
         declared = _declared(reply)
         if declared is not None:
@@ -102,8 +102,8 @@ def _declared(fields: dict[str, Any]) -> EventStatus | None:
     return None
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
-    """``text`` as a JSON object, when it is one."""
+def json_object(text: str) -> dict[str, Any] | None:
+    """``text`` as a JSON object, when it is one (a reply's envelope), else ``None``."""
     if not text.lstrip().startswith("{"):
         return None
     try:
