@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hindsight.capture.ingest._status import json_object
-
 __all__ = [
     "error_text",
     "is_mostly_cjk",
@@ -134,6 +132,10 @@ _MESSAGE_KEYS = ("error", "message", "detail", "reason", "error_message", "msg")
 def _json_message(output: str) -> str:
     """The error message of a reply that is a JSON object (``{"status": "error", "message":
     "..."}``, ``{"error": {"message": "..."}}``), else ``""``."""
+    # Imported here: the CLI imports this module to render its tables, and the status
+    # rule's package loads pydantic, which ``hindsight --help`` does without.
+    from hindsight.capture.ingest._status import json_object
+
     value: Any = json_object(output)
     for _ in range(2):  # {"error": {"message": ...}}
         if not isinstance(value, dict):
