@@ -94,7 +94,7 @@ def test_the_migration_gives_existing_tenants_a_stamp_and_goes_down(
         mem.close()
 
 
-def test_checks_are_compiled_once_per_lesson_version_and_again_after_a_write(
+def test_checks_are_compiled_once_per_lesson_version_and_again_after_its_write(
     tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from hindsight.checks import lookup
@@ -122,7 +122,14 @@ def test_checks_are_compiled_once_per_lesson_version_and_again_after_a_write(
         assert len(compiled) == 2
         mem.adjust_confidence(first.id, 0.1, tenant_id="acme", reason="test", actor="test")
         assert _checked(mem) == [(first.id, 0.9), (second.id, 0.6)]  # the new confidence
-        assert len(compiled) == 4  # the write gave new lesson objects: compiled again
+        # the write gave the changed lesson a new object: it alone is compiled again
+        assert compiled[2:] == [first.id]
+        # a write of the tenant that touches neither lesson: read again, compiled again never
+        mem.add_experience("Before calling refund_order, check the amount.",
+                           tenant_id="acme", tools=["refund_order"])  # fmt: skip
+        mem.add_experience("Reply in the customer's language.", tenant_id="acme")
+        assert _checked(mem) == [(first.id, 0.9), (second.id, 0.6)]
+        assert compiled[2:] == [first.id]
         edited = "Before calling cancel_order, confirm the order id."
         mem.edit_experience(second.id, tenant_id="acme", content=edited)
         found = mem.check_action("cancel_order", {}, tenant_id="acme", record=False)

@@ -5,13 +5,24 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import ColumnElement, and_, bindparam, delete, func, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    type_coerce,
+    update,
+)
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 
 from hindsight._errors import NotFoundError, TenantRequiredError, UsageError
@@ -52,6 +63,7 @@ __all__ = [
 ]
 
 _COLUMNS = [_table.c[name] for name in EXPERIENCE_FIELDS]  # everything but the embedding
+_ID_COLUMN = EXPERIENCE_FIELDS.index("id")
 _DELETED = ExperienceStatus.DELETED.value
 MAX_LIST_LIMIT = 10_000
 EXPERIENCE_ORDER = (("confidence", True), ("updated_at", True), ("id", False))
@@ -149,11 +161,21 @@ _STAMP_OF_TENANT = select(_stamps.c.stamp).where(_stamps.c.tenant_id == bindpara
 
 class _AboutToolCache:
     """``(tenant, tool, namespaces, kinds, limit) -> (tenant stamp, experiences)``, LRU,
-    thread-safe."""
+    thread-safe.
+
+    A lookup read again after the stamp moved keeps the experience objects of the rows that
+    did not change (:meth:`decode`): any write of the tenant moves the stamp, most writes touch
+    none of a tool's lessons, and an unchanged object keeps its compiled risk checks
+    (:mod:`hindsight.checks.lookup`), so the read after a write costs the query, not the
+    decoding and compiling of every lesson again."""
 
     def __init__(self, size: int = ABOUT_TOOL_CACHE_SIZE) -> None:
         self.size = size
-        self.items: OrderedDict[tuple[Any, ...], tuple[int, list[Experience]]] = OrderedDict()
+        # key -> (stamp, experiences, {id: (row values, experience)})
+        self.items: OrderedDict[
+            tuple[Any, ...],
+            tuple[int, list[Experience], dict[str, tuple[tuple[Any, ...], Experience]]],
+        ] = OrderedDict()
         self.lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -186,18 +208,44 @@ class _AboutToolCache:
             self.hits += 1
             return found[1]
 
-    def put(self, key: tuple[Any, ...], stamp: int, rows: list[Experience]) -> None:
+    def decode(
+        self, key: tuple[Any, ...], rows: Iterable[Sequence[Any]]
+    ) -> list[tuple[tuple[Any, ...], Experience]]:
+        """``(row values, experience)`` of each of ``rows`` (columns of
+        ``EXPERIENCE_FIELDS``): the experience cached for ``key`` under an older stamp where
+        its row is equal column by column, else a new one (:func:`experience_from_stored`)."""
         with self.lock:
-            self.items[key] = (stamp, rows)
+            found = self.items.get(key)
+        before = found[2] if found is not None else {}
+        out = []
+        for row in rows:
+            values = tuple(row)
+            kept = before.get(values[_ID_COLUMN])
+            if kept is not None and kept[0] == values:
+                out.append(kept)
+            else:
+                out.append((values, experience_from_stored(values)))
+        return out
+
+    def put(
+        self, key: tuple[Any, ...], stamp: int, decoded: list[tuple[tuple[Any, ...], Experience]]
+    ) -> list[Experience]:
+        """Cache ``decoded`` (from :meth:`decode`) for ``key`` at ``stamp``; returns its
+        experiences."""
+        rows = [exp for _, exp in decoded]
+        with self.lock:
+            self.items[key] = (stamp, rows, {exp.id: (v, exp) for v, exp in decoded})
             self.items.move_to_end(key)
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
+        return rows
 
 
 class ExperienceStore(StoreCore):
     """Experience methods of :class:`~hindsight.store.SqlStore`."""
 
     _about_tool_cache: _AboutToolCache | None = None
+    _about_tool_statement: Any = None
     about_tool_max_age: float = ABOUT_TOOL_MAX_AGE
     """Seconds a tenant's stamp is trusted without reading it again
     (:meth:`experiences_about_tool`); 0: read on every call."""
@@ -826,29 +874,51 @@ class ExperienceStore(StoreCore):
                 if cached is not None:
                     return self._overlaid_list(tenant, list(cached))
                 # the query is built on a miss only (building it costs as much as the hit)
-                query = self._about_tool_query(tenant, tool, namespaces, kinds, limit)
-                # the rows were validated on their way in: read without validating again
-                rows = [experience_from_stored(row) for row in conn.execute(query)]
-            cache.put(key, stamp, rows)
+                query, values = self._about_tool_query(tenant, tool, namespaces, kinds, limit)
+                # the rows were validated on their way in: read without validating again;
+                # the unchanged ones keep their objects (and their compiled checks)
+                decoded = cache.decode(key, conn.execute(query, values))
+            rows = cache.put(key, stamp, decoded)
             return self._overlaid_list(tenant, list(rows))
 
     def _about_tool_query(
         self, tenant: str, tool: str, namespaces: Sequence[str], kinds: Sequence[str], limit: int
-    ) -> Any:
-        pattern = "%" + tool.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        return (
-            select(*_COLUMNS)
-            .where(
-                _table.c.tenant_id == tenant,
-                _table.c.status == ExperienceStatus.ACTIVE.value,
-                _table.c.namespace.in_(list(namespaces)),
-                _table.c.kind.in_(list(kinds)),
-                self._json_array_has(_table.c.tools, tool)
-                | _table.c.content.like(pattern, escape="\\"),
+    ) -> tuple[Any, dict[str, Any]]:
+        """The lookup's statement, built once per store (its values are bound parameters,
+        the lists expanding ones), and the values of this lookup."""
+        statement = self._about_tool_statement
+        if statement is None:
+            if self._info.backend == "postgresql":
+                # JSONB containment of a one-item array: the tool's name is in the array
+                has_tool = type_coerce(_table.c.tools, JSONB).contains(
+                    bindparam("tool_list", type_=JSONB)
+                )
+            else:
+                items = func.json_each(_table.c.tools).table_valued("value")
+                has_tool = select(items.c.value).where(items.c.value == bindparam("tool")).exists()
+            statement = self._about_tool_statement = (
+                select(*_COLUMNS)
+                .where(
+                    _table.c.tenant_id == bindparam("tenant"),
+                    _table.c.status == ExperienceStatus.ACTIVE.value,
+                    _table.c.namespace.in_(bindparam("namespaces", expanding=True)),
+                    _table.c.kind.in_(bindparam("kinds", expanding=True)),
+                    has_tool | _table.c.content.like(bindparam("pattern"), escape="\\"),
+                )
+                .order_by(_table.c.confidence.desc(), _table.c.updated_at.desc(), _table.c.id)
+                .limit(bindparam("limit"))
             )
-            .order_by(_table.c.confidence.desc(), _table.c.updated_at.desc(), _table.c.id)
-            .limit(limit)
-        )
+        pattern = "%" + tool.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        values = {
+            "tenant": tenant,
+            "namespaces": list(namespaces),
+            "kinds": list(kinds),
+            "tool": tool,
+            "tool_list": [tool],
+            "pattern": pattern,
+            "limit": int(limit),
+        }
+        return statement, values
 
     def experiences_of_runs(
         self,
