@@ -451,7 +451,11 @@ def _capture_rows(s: GoalSettings, parent: Path | None, say: Say) -> list[dict[s
             shutil.rmtree(folder, ignore_errors=True)
         add, base, path, x = r["added"], r["without"], r["on_path_added"], r["ratio"]
         side = r.get("side")
-        recall = f"; its recall {side['cpu_ms']:.2f} ms CPU (subtracted)" if side else ""
+        recall = (
+            f"; its recall {side['cpu_ms']:.2f} ms CPU (timed in the run, subtracted)"
+            if side
+            else ""
+        )
         floor = r.get("floor")
         framework = (
             f" (the framework's part, {r.get('floor_what', 'empty hooks')}: "

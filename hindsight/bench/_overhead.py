@@ -12,7 +12,10 @@ to :func:`added_cost`, which times them in pairs:
   background writer stores the trajectory, the review runs), both inside the timed region, so
   the figure is the whole cost the process pays for that run, not only what the caller waits;
 * **side** (optional): work the user asked for on the with side, e.g. the recall a recall node
-  or the middleware makes; timed alone after each pair and subtracted (reported apart).
+  or the middleware makes, timed where the run made it (:class:`Requested` wraps the memory's
+  ``recall``) and subtracted (reported apart). Timed inside the run, not again after it: a
+  recall right after a write (the with run's background work) costs more than the next one,
+  so a recall timed apart subtracts what the run did not spend.
 
 The order of the two runs flips every pair (drift of machine load hits both alike). Each run is
 timed in wall time (``perf_counter``) and in CPU time of the whole process (``process_time``:
@@ -29,9 +32,38 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-__all__ = ["added_cost"]
+__all__ = ["Requested", "added_cost"]
 
 Run = Callable[[], Any]
+
+
+class Requested:
+    """Wall and CPU milliseconds of work the user asked for, timed where a run does it:
+    ``memory.recall = probe.wrap(memory.recall)``, then :meth:`take` after each run (CPU of
+    the whole process while the call runs: the agent waits for it)."""
+
+    def __init__(self) -> None:
+        self.wall_ms = 0.0
+        self.cpu_ms = 0.0
+
+    def wrap(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        """``call``, timed into this probe."""
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                self.wall_ms += (time.perf_counter() - wall) * 1000
+                self.cpu_ms += (time.process_time() - cpu) * 1000
+
+        return timed
+
+    def take(self) -> tuple[float, float]:
+        """``(wall ms, CPU ms)`` timed since the last call; resets them."""
+        out = (self.wall_ms, self.cpu_ms)
+        self.wall_ms = self.cpu_ms = 0.0
+        return out
 
 
 def _timed(run: Run) -> tuple[float, float]:
@@ -49,7 +81,7 @@ def added_cost(
     runs: int,
     repeats: int = 1,
     warmup: int = 3,
-    side: Run | None = None,
+    side: Requested | None = None,
     quiet: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> dict[str, Any]:
     """Added cost per run of ``with_`` (plus ``background``) over ``without`` (module doc).
@@ -61,7 +93,8 @@ def added_cost(
         runs: timed pairs per repeat, >= 1.
         repeats: repeats, >= 1 (the figures are medians over them).
         warmup: untimed pairs before the first repeat.
-        side: requested work inside ``with_`` to subtract (timed alone after each pair).
+        side: the probe of the requested work inside ``with_`` to subtract (timed where
+            the run did it, :class:`Requested`).
         quiet: context manager factory for the without runs.
 
     Returns:
@@ -93,11 +126,13 @@ def added_cost(
         for i in range(runs):
             if i % 2:
                 b = base()
-                w, bg = _timed(with_), _timed(background)
-            else:
-                w, bg = _timed(with_), _timed(background)
+            if side is not None:
+                side.take()  # what was timed before this run is not its own
+            w = _timed(with_)
+            s = side.take() if side is not None else (0.0, 0.0)
+            bg = _timed(background)
+            if not i % 2:
                 b = base()
-            s = _timed(side) if side is not None else (0.0, 0.0)
             pairs["without"].append(b)
             pairs["with"].append((w[0] + bg[0], w[1] + bg[1]))
             pairs["on_path"].append(w)

@@ -8,8 +8,8 @@ A ReAct ``StateGraph`` (agent -> tools -> agent ...) on a scripted fake chat mod
 graph run, reflect node at the end storing the trajectory and queueing its review), on a real
 embedded memory seeded with ``seeded`` lessons. :func:`hindsight.bench._overhead.added_cost`
 times them: added CPU and wall ms per run **including the background work** (writer, review),
-the recall node's recall (work the user asked for) timed alone and subtracted. The without
-runs see no hindsight (the capture router is switched off for them).
+the recall node's recall (work the user asked for) timed where the node makes it and
+subtracted. The without runs see no hindsight (the capture router is switched off for them).
 
 The framework's part of the agent's path is timed too, ``"floor"``: the same graph with two
 nodes of empty bodies where ``add_hindsight`` puts its recall and reflect nodes (wired by the
@@ -35,7 +35,7 @@ from langchain_core.messages import SystemMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from hindsight.bench._overhead import added_cost
+from hindsight.bench._overhead import Requested, added_cost
 from hindsight_langgraph._wiring import _rewire_entry, _rewire_exit, add_hindsight
 
 __all__ = ["nodes_floor", "nodes_overhead", "react_graph"]
@@ -114,6 +114,8 @@ def nodes_overhead(
     plain = react_graph(tools).compile()
     question = {"messages": [("user", QUESTION)]}
     with seeded_memory(data_dir, seeded) as memory:
+        recall = Requested()
+        memory.recall = recall.wrap(memory.recall)  # type: ignore[method-assign]
         hooked = add_hindsight(react_graph(tools), memory, tenant_id=TENANT).compile()
         result = added_cost(
             lambda: plain.invoke(question),
@@ -121,7 +123,7 @@ def nodes_overhead(
             background=lambda: memory.flush(timeout=300),
             runs=runs,
             repeats=repeats,
-            side=lambda: memory.recall(QUESTION, tenant_id=TENANT),
+            side=recall,
             quiet=no_langgraph_router,
         )
         memory.flush(timeout=300)
