@@ -150,6 +150,11 @@ class CheckResult(BaseModel):
 
     tool: str
     checks: list[CheckMatch] = Field(default_factory=list)
+    tested: int | None = Field(default=None, ge=0)
+    """How many checks of the tool's lessons were tested against the call, matching or not
+    (``None``: not reported, e.g. by an older server). ``0``: the memory holds no risk check
+    for this tool in this scope, so a caller may skip the tool's checks for the rest of the
+    run (the integrations do: docs/checks.md#cost-on-the-agents-path)."""
 
     def render(self, token_budget: int | None = None) -> str:
         """The advice block to place next to the proposed call (``""`` when nothing matched);
@@ -370,6 +375,7 @@ def find_checks(
     found: list[tuple[float, RiskCheck, MatchLevel, str | None]] = []
     classes: dict[str, str] = {}
     run = RunView(state, args, now if now is not None else _epoch())
+    tested = 0
     for exp in lessons:
         if exp.confidence < min_confidence:
             continue
@@ -382,6 +388,7 @@ def find_checks(
                 and check.task_type != task_type
             ):
                 continue
+            tested += 1
             matched = match(check, args, classes, run)
             if matched is None:
                 break  # a mined rule whose condition is false for this run
@@ -398,4 +405,4 @@ def find_checks(
         CheckMatch.model_construct(check=check, score=score, match=level, argument_class=cls)
         for score, check, level, cls in found[:top_k]
     ]
-    return CheckResult.model_construct(tool=tool, checks=shown)
+    return CheckResult.model_construct(tool=tool, checks=shown, tested=tested)

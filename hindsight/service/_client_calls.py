@@ -351,7 +351,9 @@ def check_action(tool: str, args: Any, options: CheckOptions) -> Call[CheckResul
 
 
 def _checks(doc: Any) -> CheckResult:
-    return CheckResult.model_validate({k: doc[k] for k in ("tool", "checks")})
+    return CheckResult.model_validate(
+        {"tool": doc["tool"], "checks": doc["checks"], "tested": doc.get("tested")}
+    )
 
 
 def record_recall(trajectory_id: Any, experience_ids: Sequence[Any]) -> Call[int]:

@@ -109,7 +109,9 @@ class ToolCallChecks:
     ``add_hindsight(..., checks=...)`` wire it into the graph's tool nodes.
 
     Same modes as ``HindsightMiddleware(checks=...)``. "Once per run" for ``advise`` is per
-    latest user message of the state (a new user turn is a new run).
+    latest user message of the state (a new user turn is a new run), and so is "no risk
+    check exists for this tool": found once, the tool is not checked again in that run
+    (docs/checks.md#cost-on-the-agents-path).
 
     Args:
         memory: a Memory, AsyncMemory or a client of ``hindsight serve``.
@@ -132,6 +134,7 @@ class ToolCallChecks:
         self.gate = RiskGate(checks)
         self.engine = Engine(memory, review=False, recall_timeout=recall_timeout)
         self._advised: OrderedDict[str, set[str]] = OrderedDict()
+        self._unchecked: OrderedDict[str, set[str]] = OrderedDict()  # run key -> tools
         self._lock = threading.Lock()
 
     @property
@@ -153,6 +156,8 @@ class ToolCallChecks:
 
     def _decide(self, request: Any, result: CheckResult | None) -> ToolMessage | None:
         try:
+            if result is not None and result.tested == 0:
+                self._note_unchecked(self._run_key(request.state), result.tool)
             decision = self.gate.decide(result)
             if decision is None:
                 return None
@@ -170,10 +175,20 @@ class ToolCallChecks:
             return None
         return gate_answer(decision, request.tool_call)
 
+    def _note_unchecked(self, key: str, tool: str) -> None:
+        with self._lock:
+            self._unchecked.setdefault(key, set()).add(tool)
+            self._unchecked.move_to_end(key)
+            while len(self._unchecked) > 1000:
+                self._unchecked.popitem(last=False)
+
     def _asked(self, request: Any) -> tuple[str, dict[str, Any]] | None:
         call = request.tool_call
         tool, args = call.get("name"), call.get("args")
         if not self.gate.enabled or not tool:
+            return None
+        skip = self._unchecked.get(self._run_key(request.state))
+        if skip is not None and str(tool) in skip:  # no risk check exists for it this run
             return None
         return str(tool), dict(args) if isinstance(args, Mapping) else {}
 

@@ -206,6 +206,8 @@ class _Invoke:
     recorded: bool = False  # the recall was handed to the writer already (a paused part)
     root: Any = None  # the graph run (root run id) the invoke was last seen in
     advised: set[str] = field(default_factory=set)  # tools whose first call was held (advise)
+    # tools whose check found no risk check for them: not checked again in this invoke
+    unchecked: set[str] = field(default_factory=set)
     # the system message of the last model call (and its content, in case it was replaced)
     # and the same with the block at its tail: the agent passes the same message to each
     # call, so the block is appended once per invoke
@@ -254,6 +256,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             with ``True`` / ``"approve"`` to run the call), ``"off"``, or a mode per severity
             (``{"high": "confirm", "low": "off"}``).
             The call's arguments are never changed; a failing memory leaves it untouched.
+            A tool whose check finds no risk check for it at all is not checked again in
+            that invoke (docs/checks.md#cost-on-the-agents-path).
 
     Raises:
         UsageError: ``memory`` is not one of those, or an argument is invalid.
@@ -730,6 +734,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             tool, args = call.get("name"), call.get("args")
             if not self._gate.enabled or invoke.scope.tenant_id is None or not tool:
                 return None
+            if tool in invoke.unchecked:  # no risk check exists for it (checked once)
+                return None
             options = {
                 "tenant_id": invoke.scope.tenant_id,
                 "namespace": invoke.scope.namespace,
@@ -743,6 +749,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
 
     def _gate_decision(self, result: Any, invoke: _Invoke) -> GateDecision | None:
         try:
+            if result is not None and result.tested == 0:
+                invoke.unchecked.add(result.tool)
             if result is not None and invoke.recalled_ids:
                 # the model saw these lessons in the recall block already: hold a call for
                 # them only when its arguments show the risky class (match class/argument)

@@ -190,3 +190,54 @@ def test_a_mined_rule_holds_a_call_only_when_the_runs_state_meets_its_condition(
     first = [m for m in model.prompts[2] if isinstance(m, ToolMessage) and m.tool_call_id == "c1"]
     assert str(first[0].content) == "refunded HAT002"  # not held: the call ran
     assert BOOKED == [{"refund": "HAT002"}] * 2
+
+
+def _counting_checks(mem: Any) -> list[str]:
+    """The tools of every check_action call the agent makes (the engine reads the memory's
+    method on each call)."""
+    asked: list[str] = []
+    real = mem.check_action
+
+    def counted(tool: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(tool)
+        return real(tool, *args, **kwargs)
+
+    mem.check_action = counted
+    return asked
+
+
+def test_a_tool_without_risk_checks_is_checked_once_per_invoke_and_again_next_run() -> None:
+    """No lesson gives book_flight a check: its first proposal is checked, the second is not
+    (nothing could match); a lesson taught between runs is checked from the next run on."""
+    for other_lessons in (False, True):
+        mem = memory()
+        if other_lessons:  # lessons about other tools, one of them with a check
+            mem.add_experience("Before calling cancel_order, read the order back.",
+                               tenant_id=TENANT, tools=["cancel_order"])  # fmt: skip
+            mem.add_experience("Reply in the customer's language.", tenant_id=TENANT)
+        asked = _counting_checks(mem)
+        agent, model = _agent(mem)
+        agent.invoke({"messages": [("user", "Book HAT001 for me")]})
+        assert asked == ["book_flight"] and len(BOOKED) == 2
+        _teach(mem)
+        asked.clear()
+        agent, model = _agent(mem)
+        agent.invoke({"messages": [("user", "Book HAT001 for me")]})
+        _advice_seen_before_booking(model)  # the new lesson held the first call
+        assert asked == ["book_flight", "book_flight"] and len(BOOKED) == 1
+
+
+def test_a_tool_with_checks_is_checked_on_every_call_even_when_none_matches() -> None:
+    mem = memory()
+    # a check about cabin for another class: tested on each call, matching none
+    mem.add_experience(ADVICE, tenant_id=TENANT, tools=["book_flight"], confidence=0.8,
+                       metadata={**CONTRAST, "contrast": {**CONTRAST["contrast"],
+                                 "actual": "first"}})  # fmt: skip
+    found = mem.check_action(
+        "book_flight", {"cabin": "basic_economy", "flight": "HAT001"}, tenant_id=TENANT
+    )
+    assert found.tested and found.tested >= 1
+    asked = _counting_checks(mem)
+    agent, _ = _agent(mem)
+    agent.invoke({"messages": [("user", "Book HAT001 for me")]})
+    assert asked == ["book_flight", "book_flight"]

@@ -90,3 +90,27 @@ def test_confirm_declined_in_a_state_graph_does_not_run_and_the_model_is_told() 
     assert pending.value["args"] == {"order_id": "A1"}
     graph.invoke(Command(resume={"approve": True}), config)
     assert CANCELLED == ["A1"]
+
+
+def test_a_tool_without_risk_checks_is_checked_once_per_run_in_a_state_graph() -> None:
+    """Nothing gives cancel_order a check: the first proposal of a run is checked, the second
+    is not; a lesson taught before the next user turn is checked in that run."""
+    mem = memory()
+    asked: list[str] = []
+    real = mem.check_action
+
+    def counted(tool: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(tool)
+        return real(tool, *args, **kwargs)
+
+    mem.check_action = counted
+    graph, _ = _graph(mem, "advise")
+    graph.invoke({"messages": [("user", "cancel my order")]})
+    assert asked == ["cancel_order"] and CANCELLED == ["A1", "A1"]
+    mem.add_experience(ADVICE, tenant_id=TENANT, tools=["cancel_order"], confidence=0.8)
+    asked.clear()
+    graph, model = _graph(mem, "advise")
+    graph.invoke({"messages": [("user", "cancel my order, please")]})
+    held = [m for m in model.prompts[1] if isinstance(m, ToolMessage)]
+    assert ADVICE_START in str(held[0].content) and CANCELLED == ["A1"]
+    assert asked == ["cancel_order", "cancel_order"]

@@ -40,6 +40,8 @@ def test_checks_over_http_and_the_client(tmp_path: Path, database_url: str) -> N
             other = httpx.post(f"{url}/v1/checks", json=body,
                                headers={"Authorization": f"Bearer {globex}"})  # fmt: skip
             assert other.json()["checks"] == [] and other.json()["rendered"] == ""
+            # how many checks were tested: the taught ones for acme, none exist for globex
+            assert doc["tested"] >= len(doc["checks"]) and other.json()["tested"] == 0
             bad = httpx.post(f"{url}/v1/checks", json={"tool": "", "args": {}},
                              headers={"Authorization": f"Bearer {acme}"})  # fmt: skip
             assert bad.status_code == 422
@@ -48,6 +50,8 @@ def test_checks_over_http_and_the_client(tmp_path: Path, database_url: str) -> N
                 result = client.check_action("order_query", {"order_id": "Z9"})
                 assert result.checks and {m.match for m in result.checks} == {"call"}
                 assert result.render().startswith(ADVICE_START)
+                assert result.tested is not None and result.tested >= len(result.checks)
+                assert client.check_action("send_fax", {}).tested == 0  # no lesson about it
     finally:
         mem.close()
 

@@ -132,7 +132,7 @@ class RecallBody(_Body):
     )
     risk_checks: OnByDefault = Field(
         default=True,
-        description="With tools: open the block with their risk checks, \"before you call X\" "
+        description='With tools: open the block with their risk checks, "before you call X" '
         "lines ranked against the query (docs/checks.md); false: leave them out.",
     )
 
@@ -167,6 +167,12 @@ class CheckResponse(BaseModel):
 
     tool: str
     checks: list[CheckMatch]
+    tested: int | None = Field(
+        default=None,
+        description="Checks of the tool's lessons tested against the call, matching or not; "
+        "0: none exists for this tool in this scope (a client may skip it for the rest of "
+        "the run).",
+    )
     rendered: str
 
 
