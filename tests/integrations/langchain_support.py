@@ -76,6 +76,20 @@ def closing() -> Iterator[None]:
         mem.close()
 
 
+def counting_checks(mem: Memory) -> list[str]:
+    """The tools of every ``check_action`` call made on ``mem`` from now on (the integrations
+    read the memory's method on each call)."""
+    asked: list[str] = []
+    real = mem.check_action
+
+    def counted(tool: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(tool)
+        return real(tool, *args, **kwargs)
+
+    mem.check_action = counted  # type: ignore[method-assign]
+    return asked
+
+
 def stored(mem: Memory, trajectory_id: str | None, tenant: str = TENANT) -> Trajectory:
     """The trajectory ``trajectory_id``, once the memory's background writer stored it (an
     invoke does not wait for its write)."""

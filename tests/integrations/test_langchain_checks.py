@@ -17,7 +17,12 @@ from langgraph.types import Command
 
 from hindsight.checks import ADVICE_START
 from tests.integrations import langchain_support  # noqa: F401  (skips without LangChain)
-from tests.integrations.langchain_support import TENANT, closing, memory  # noqa: F401
+from tests.integrations.langchain_support import (  # noqa: F401
+    TENANT,
+    closing,
+    counting_checks,
+    memory,
+)
 
 ADVICE = "Before calling book_flight, check cabin against the user's request."
 BOOKED: list[dict[str, Any]] = []
@@ -192,20 +197,6 @@ def test_a_mined_rule_holds_a_call_only_when_the_runs_state_meets_its_condition(
     assert BOOKED == [{"refund": "HAT002"}] * 2
 
 
-def _counting_checks(mem: Any) -> list[str]:
-    """The tools of every check_action call the agent makes (the engine reads the memory's
-    method on each call)."""
-    asked: list[str] = []
-    real = mem.check_action
-
-    def counted(tool: str, *args: Any, **kwargs: Any) -> Any:
-        asked.append(tool)
-        return real(tool, *args, **kwargs)
-
-    mem.check_action = counted
-    return asked
-
-
 def test_a_tool_without_risk_checks_is_checked_once_per_invoke_and_again_next_run() -> None:
     """No lesson gives book_flight a check: its first proposal is checked, the second is not
     (nothing could match); a lesson taught between runs is checked from the next run on."""
@@ -215,7 +206,7 @@ def test_a_tool_without_risk_checks_is_checked_once_per_invoke_and_again_next_ru
             mem.add_experience("Before calling cancel_order, read the order back.",
                                tenant_id=TENANT, tools=["cancel_order"])  # fmt: skip
             mem.add_experience("Reply in the customer's language.", tenant_id=TENANT)
-        asked = _counting_checks(mem)
+        asked = counting_checks(mem)
         agent, model = _agent(mem)
         agent.invoke({"messages": [("user", "Book HAT001 for me")]})
         assert asked == ["book_flight"] and len(BOOKED) == 2
@@ -237,7 +228,7 @@ def test_a_tool_with_checks_is_checked_on_every_call_even_when_none_matches() ->
         "book_flight", {"cabin": "basic_economy", "flight": "HAT001"}, tenant_id=TENANT
     )
     assert found.tested and found.tested >= 1
-    asked = _counting_checks(mem)
+    asked = counting_checks(mem)
     agent, _ = _agent(mem)
     agent.invoke({"messages": [("user", "Book HAT001 for me")]})
     assert asked == ["book_flight", "book_flight"]

@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from hindsight.checks import ADVICE_START
-from tests.integrations.langchain_support import scripted
+from tests.integrations.langchain_support import counting_checks, scripted
 from tests.integrations.langgraph_support import TENANT, agent_graph, closing, memory, wire  # noqa: F401
 
 ADVICE = "Before calling cancel_order, confirm with the user which order they mean."
@@ -96,14 +96,7 @@ def test_a_tool_without_risk_checks_is_checked_once_per_run_in_a_state_graph() -
     """Nothing gives cancel_order a check: the first proposal of a run is checked, the second
     is not; a lesson taught before the next user turn is checked in that run."""
     mem = memory()
-    asked: list[str] = []
-    real = mem.check_action
-
-    def counted(tool: str, *args: Any, **kwargs: Any) -> Any:
-        asked.append(tool)
-        return real(tool, *args, **kwargs)
-
-    mem.check_action = counted
+    asked = counting_checks(mem)
     graph, _ = _graph(mem, "advise")
     graph.invoke({"messages": [("user", "cancel my order")]})
     assert asked == ["cancel_order"] and CANCELLED == ["A1", "A1"]
