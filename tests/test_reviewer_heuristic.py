@@ -344,6 +344,75 @@ def test_timeout_gives_tool_reliability_lesson() -> None:
     assert "one retry with the same arguments worked" in improvement.content
 
 
+@pytest.mark.parametrize("status", ["timeout", "failure"])
+@pytest.mark.parametrize(
+    ("failures", "outcome", "said"),
+    [
+        (1, Outcome.SUCCESS, "one retry with the same arguments worked"),
+        (2, Outcome.SUCCESS, "retrying with the same arguments worked on attempt 3 (the 2 "
+                             "before failed the same way)"),
+        (3, Outcome.SUCCESS, "worked on attempt 4 (the 3 before failed"),
+        (3, Outcome.PARTIAL, "worked on attempt 4 (the 3 before failed"),
+    ],
+)  # fmt: skip
+def test_a_retry_that_worked_says_how_many_it_took_and_is_no_anti_pattern(
+    status: str, failures: int, outcome: Outcome, said: str
+) -> None:
+    """'one retry worked' only when one did; the same call going through in the end is not
+    a repeated mistake (no 'do not repeat the same call')."""
+    error = "request timed out after 30s" if status == "timeout" else "Error: backend busy"
+    failing = tool("order_query", {"region": "eu"}, status, error)
+    traj = run(
+        ev("user_message", "Where is my order?"),
+        *(failing * failures),
+        *tool("order_query", {"region": "eu"}, "success", '{"status": "shipped"}'),
+        outcome=outcome,
+    )
+    lessons = REVIEWER.review_sync(traj)
+    (improvement,) = of_kind(lessons, ExperienceKind.IMPROVEMENT)
+    assert said in improvement.content, improvement.content
+    assert of_kind(lessons, ExperienceKind.ANTI_PATTERN) == []
+
+
+@pytest.mark.parametrize("outcome", [Outcome.UNKNOWN, Outcome.FAILURE])
+def test_a_call_that_went_through_in_the_end_is_no_anti_pattern_whatever_the_outcome(
+    outcome: Outcome,
+) -> None:
+    failing = tool("order_query", {"region": "eu"}, "timeout", "request timed out after 30s")
+    traj = run(
+        ev("user_message", "Where is my order?"),
+        *failing, *failing,
+        *tool("order_query", {"region": "eu"}, "success", '{"status": "shipped"}'),
+        outcome=outcome,
+    )  # fmt: skip
+    lessons = REVIEWER.review_sync(traj)
+    assert of_kind(lessons, ExperienceKind.ANTI_PATTERN) == []
+    assert of_kind(lessons, ExperienceKind.TOOL_RELIABILITY)  # the timeout itself stays
+
+
+def test_a_repeated_call_that_never_went_through_stays_an_anti_pattern() -> None:
+    failing = tool("order_query", {"region": "eu"}, "timeout", "request timed out after 30s")
+    traj = run(
+        ev("user_message", "Where is my order?"),
+        *failing, *failing,
+        *tool("order_query", {"region": "us"}, "success", '{"status": "shipped"}'),
+    )  # fmt: skip
+    (anti,) = of_kind(REVIEWER.review_sync(traj), ExperienceKind.ANTI_PATTERN)
+    assert "do not repeat the same call" in anti.content
+
+
+def test_retries_in_chinese() -> None:
+    failing = tool("查询订单", {"地区": "欧洲"}, "timeout", "请求超时")
+    traj = run(
+        ev("user_message", "我的订单在哪里？"),
+        *failing, *failing,
+        *tool("查询订单", {"地区": "欧洲"}, "success", '{"状态": "已发货"}'),
+        outcome=Outcome.SUCCESS,
+    )  # fmt: skip
+    (improvement,) = of_kind(REVIEWER.review_sync(traj), ExperienceKind.IMPROVEMENT)
+    assert "第 3 次即奏效（前 2 次同样失败）" in improvement.content, improvement.content
+
+
 def test_an_unrecovered_failure_is_a_tool_lesson_not_a_restatement() -> None:
     traj = run(
         ev("user_message", "Cancel reservation ABC"),

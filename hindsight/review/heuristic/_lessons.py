@@ -187,7 +187,8 @@ def tool_reliability(ctx: Context) -> list[Lesson]:
 
 
 def anti_patterns(ctx: Context) -> list[Lesson]:
-    """Review question 4: the same failing call (same tool, same arguments) repeated."""
+    """Review question 4: the same failing call (same tool, same arguments) repeated, and
+    not going through in the end (a retry that worked is a fix, :func:`fixes`)."""
     repeats: dict[str, list[ToolCall]] = {}
     for call in ctx.calls:
         if call.failed:
@@ -199,6 +200,11 @@ def anti_patterns(ctx: Context) -> list[Lesson]:
         key = f"anti_pattern:{_error_key(ctx, first)}"
         if len(group) < 2 or key in seen:
             continue
+        if any(
+            c.signature == first.signature and c.succeeded and c.position > group[-1].position
+            for c in ctx.calls
+        ):
+            continue  # the same call went through in the end: repeating it was not the error
         seen.add(key)
         timed_out = first.status is EventStatus.TIMEOUT
         content = render(
@@ -342,15 +348,23 @@ def fixes(ctx: Context) -> list[Lesson]:
             continue  # the changed request may be why the run failed (docstring)
         if fix is not None:
             changes = _changes(ctx, failed.args, fix.args)
-            template = "fix_changed" if changes else "fix_retry"
+            # the same call failing before the fix: one retry, or several ("retry once"
+            # would be wrong advice when it took three)
+            before = sum(
+                1
+                for c in ctx.calls
+                if c.failed and c.signature == fix.signature
+                and failed.position <= c.position < fix.position
+            )  # fmt: skip
+            template = "fix_changed" if changes else "fix_retries" if before > 1 else "fix_retry"
             content = render(
                 template, ctx.lang, tool=failed.tool, failure=failure, changes=changes,
-                result=result,
+                result=result, attempt=before + 1, failed=before,
             )  # fmt: skip
             confidence = FIX_CONFIDENCE if won else FIX_WITHOUT_SUCCESS_CONFIDENCE
             # one lesson per error and result: another run's change is another value of its
             # one varying part (hindsight.writeback.variants), not another lesson
-            kind_of_fix = "changed" if changes else "retry"
+            kind_of_fix = "changed" if changes else "retries" if before > 1 else "retry"
             key = f"fix:{_error_key(ctx, failed)}:{kind_of_fix}:{'worked' if won else 'through'}"
             extra: dict[str, Any] = (
                 {variants.KEY: _variants_entry(ctx, content, changes, "variants_join")}

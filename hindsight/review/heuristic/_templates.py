@@ -56,6 +56,12 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
         "can be transient.",
         "zh": "{tool} {failure}后，用相同参数重试一次即{result}，该失败可能是暂时性的。",
     },
+    "fix_retries": {
+        "en": "When {tool} {failure}, retrying with the same arguments {result} on attempt "
+        "{attempt} (the {failed} before failed the same way): the failure can be transient.",
+        "zh": "{tool} {failure}后，用相同参数重试，第 {attempt} 次即{result}（前 {failed} "
+        "次同样失败），该失败可能是暂时性的。",
+    },
     "fix_other": {
         "en": "When {tool} {failure}, calling {other}{args} instead {result}.",
         "zh": "{tool} {failure}后，改用 {other}{args} 即{result}。",
