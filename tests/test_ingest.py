@@ -266,6 +266,125 @@ def test_declared_status_wins() -> None:
     assert classify_tool_result("Error: x", {"status": "success"}) is EventStatus.SUCCESS
 
 
+# A short reply whose first clause states that the call was refused or could not be done is a
+# failure (docs/concepts.md#trajectories-and-events). Each of these was a success before the
+# rule; the invented ones are from shells, HTTP APIs, payments and file systems.
+STATED_FAILURES = [
+    "Permission denied",
+    "Access denied: token expired",
+    "Quota exceeded for project atlas",
+    "Rate limit exceeded, try again in 30s",
+    "Unauthorized",
+    "403 forbidden",
+    "Not allowed: the account is locked",
+    "The payment was declined.",
+    "Could not connect to the database",
+    "Unable to find the file",
+    "Cannot open /etc/x: no such file or directory",
+    "No such file or directory",
+    "权限不足",
+    "拒绝访问",
+    # shell and operating system
+    "Permission denied (publickey).",
+    "Connection refused",
+    "Operation not permitted",
+    "Too many open files",
+    "Could not resolve host: github.com",
+    "Can't open config.yaml for writing",
+    # HTTP APIs
+    "Forbidden",
+    "Request failed with status code 403",
+    "Too many requests, retry after 60 seconds",
+    "You exceeded your current quota, please check your plan and billing details.",
+    "Max retries exceeded with url: /v1/orders",
+    "Not authenticated",
+    "The caller does not have permission",
+    "You are not allowed to refund this order",
+    "Request rejected by the upstream service",
+    "Method Not Allowed",
+    # payments
+    "Card declined by issuer",
+    "Your card was declined again.",
+    "Insufficient funds",
+    "Transaction rejected: CVV mismatch",
+    "Payment failed: card expired",
+    # file systems and lookups of a named thing
+    "File not found: report.pdf",
+    "Order 9907 was not found",
+    "Directory /data/in does not exist",
+    "Unable to write to /var/log/app.log: read-only file system",
+    "Couldn't find a user named bob",
+    # other languages
+    "支付失败",
+    "用户名不能为空",
+    "订单不存在",
+    "请求过于频繁，请稍后再试",
+    "余额不足，无法扣款",
+    "アクセスが拒否されました",
+    "ファイルが見つかりません",
+    "ログインできません",
+]
+
+
+@pytest.mark.parametrize("text", STATED_FAILURES)
+def test_a_short_reply_that_states_a_failure_is_one(text: str) -> None:
+    assert classify_tool_result(text) is EventStatus.FAILURE
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        # negated before the words, or taken back after them
+        ("No access denied errors in the last hour", EventStatus.SUCCESS),
+        ("The card was not declined", EventStatus.SUCCESS),
+        ("Rate limit not exceeded", EventStatus.SUCCESS),
+        ("0 requests failed", EventStatus.SUCCESS),
+        ("The payment was declined at first but went through", EventStatus.SUCCESS),
+        ("Could not connect at first, however the retry succeeded", EventStatus.SUCCESS),
+        ("用户未被拒绝，订单已创建", EventStatus.SUCCESS),
+        # not in the first clause, or a long reply: data
+        ("Payment approved; no charge declined", EventStatus.SUCCESS),
+        (
+            "Shipment S1 delivered. " + "x" * 300 + " access denied for user bob",
+            EventStatus.SUCCESS,
+        ),
+        (
+            "Permission denied for 3 of 40 users (report follows) " + "u,ok;" * 40,
+            EventStatus.SUCCESS,
+        ),
+        ("Order shipped, cannot be cancelled any more", EventStatus.SUCCESS),
+        # the words describe data, or the agent's own action, not the call
+        ("Access granted", EventStatus.SUCCESS),
+        ("3 declined transactions this week", EventStatus.SUCCESS),
+        ("Declined the invitation from Bob", EventStatus.SUCCESS),
+        ("Items that cannot be returned: gift cards, perishables", EventStatus.SUCCESS),
+        ("Orders which were declined: 3", EventStatus.SUCCESS),
+        ("Monthly sales target exceeded", EventStatus.SUCCESS),
+        ("Sales exceeded the forecast by 12%", EventStatus.SUCCESS),
+        ("今日失败的订单：3", EventStatus.SUCCESS),
+        # a search that found nothing is an answer; a thing the call names that is missing is not
+        ("Found 3 orders", EventStatus.SUCCESS),
+        ("No orders found", EventStatus.SUCCESS),
+        ("Found 0 orders matching 'bob'", EventStatus.SUCCESS),
+        ("Nothing found", EventStatus.SUCCESS),
+        ("Order 9907 not found", EventStatus.FAILURE),
+        # a JSON reply is read by its fields only
+        ('{"message": "Access denied"}', EventStatus.SUCCESS),
+        ('["Access denied", "Access granted"]', EventStatus.SUCCESS),
+        # a timeout stays a timeout
+        ("Could not connect: connection timed out", EventStatus.TIMEOUT),
+        ("Unable to reach the carrier; the request timed out", EventStatus.TIMEOUT),
+        ("Request to api.example.com timed out", EventStatus.TIMEOUT),
+        ("0 timeouts in the last hour", EventStatus.SUCCESS),
+        ("Requests that timed out: none", EventStatus.SUCCESS),
+    ],
+)
+def test_failure_words_count_only_as_a_statement_of_the_first_clause(
+    text: str, status: EventStatus
+) -> None:
+    assert classify_tool_result(text) is status
+
+
 # --- case C05: empty and odd content -------------------------------------------------------------
 
 

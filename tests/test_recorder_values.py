@@ -407,6 +407,8 @@ def test_ingest_refuses_a_blank_task_type_as_it_does_a_blank_namespace(
         ({"status": "timeout"}, None, "timeout"),
         ("Delivered on time; no timeout.", None, "success"),
         ("404 Not Found", None, "failure"),
+        ("Card declined by issuer", None, "failure"),  # said in the first clause
+        ("No orders found", None, "success"),  # an empty answer
     ],
 )
 def test_a_tool_result_without_status_says_it_by_its_reply(
