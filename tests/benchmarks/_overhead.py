@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from hindsight.bench._overhead import Requested
+
 __all__ = ["MODES", "drain_reviews", "no_capture_hook", "paired"]
 
 MODES = ("caller", "back_to_back", "back_to_back_review")
@@ -62,7 +64,7 @@ def paired(
     runs: int,
     *,
     between: Callable[[], Any] = lambda: None,
-    side: Callable[[], Any] | None = None,
+    side: Requested | None = None,
     warmup: int = 5,
 ) -> dict[str, float]:
     """Medians of ``runs`` alternating pairs after ``warmup`` pairs.
@@ -70,8 +72,11 @@ def paired(
     Args:
         without, with_: one run each (``without`` is run with the capture hook off).
         between: called after each pair, untimed (``caller`` mode: wait for background work).
-        side: timed separately after each pair (e.g. the recall a recall node makes), its
-            median reported as ``side_ms`` and subtracted per pair in ``ratio_without_side``.
+        side: the probe of work inside ``with_`` the user asked for (the recall a recall
+            node makes: ``memory.recall = probe.wrap(memory.recall)``), timed where the run
+            made it; its median is ``side_ms``, subtracted per pair in
+            ``ratio_without_side`` (timed apart after the pair, a recall right after the run's
+            write costs more than the run's own and subtracted too much).
 
     Returns:
         ``median_ratio`` (wall), ``median_cpu_ratio``, ``median_ms_without``,
@@ -88,11 +93,14 @@ def paired(
     between()
     ratios, cpu_ratios, b_ms, w_ms, side_ms, rest = [], [], [], [], [], []
     for i in range(runs):
+        if side is not None:
+            side.take()
         if i % 2:
-            b, w = _timed(base), _timed(with_)
-        else:
-            w, b = _timed(with_), _timed(base)
-        s = _timed(side)[0] if side is not None else 0.0
+            b = _timed(base)
+        w = _timed(with_)
+        s = side.take()[0] / 1000 if side is not None else 0.0
+        if not i % 2:
+            b = _timed(base)
         between()
         ratios.append(w[0] / b[0])
         cpu_ratios.append(w[1] / b[1] if b[1] > 0 else float("nan"))
