@@ -59,8 +59,12 @@ class TenantRequiredError(UsageError):
     """A tenant id was ``None``, empty, blank or not a string.
 
     Every read, write and delete is scoped to exactly one tenant; an empty filter is never
-    treated as "all tenants" (docs/concepts.md#tenants-and-namespaces).
+    treated as "all tenants" (docs/concepts.md#tenants-and-namespaces). Its ``field`` is
+    ``tenant_id`` unless told otherwise.
     """
+
+    def __init__(self, message: str = "", *, field: str | None = "tenant_id") -> None:
+        super().__init__(message, field=field)
 
 
 class InvalidTrajectoryError(UsageError):

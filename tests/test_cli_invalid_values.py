@@ -236,13 +236,27 @@ def test_ingest_of_a_file_without_runs_says_so(tmp_path: Path, content: bytes) -
     assert f"note: {log} holds no runs" in " ".join(proc.stderr.split()), proc.stderr
 
 
-def test_recall_block_with_nothing_recalled_says_so(tmp_path: Path) -> None:
+def test_recall_block_with_nothing_recalled_prints_no_block_and_says_so_on_stderr(
+    tmp_path: Path,
+) -> None:
+    """stdout is the block alone (``$(hindsight recall ... --block)`` goes into a prompt): empty
+    when nothing was recalled; the note is on stderr."""
     proc = run_cli(
         "recall", "cancel my trip", "--tenant", "t", "--tool", "cancel_reservation", "--block",
         data_dir=tmp_path / "data",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "no experiences recalled"
+    assert proc.stdout == "" and proc.stderr.strip() == "no experiences recalled"
+
+
+@pytest.mark.parametrize("tenant", [None, "", "  ", 42, "a\x00b", "t" * 201])
+def test_a_refused_tenant_names_its_field(tenant: object) -> None:
+    from hindsight import TenantRequiredError
+    from hindsight._ids import validate_tenant
+
+    with pytest.raises(TenantRequiredError) as err:
+        validate_tenant(tenant)
+    assert err.value.field == "tenant_id"
 
 
 def test_recall_block_and_json_together_are_refused(tmp_path: Path) -> None:

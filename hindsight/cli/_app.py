@@ -262,9 +262,10 @@ def recall(
             return
         if block:
             text = result.render()
-            out_console.print(
-                escape(text) if text else "no experiences recalled", highlight=False, soft_wrap=True
-            )
+            if text:  # the block alone on stdout: nothing when nothing was recalled
+                out_console.print(escape(text), highlight=False, soft_wrap=True)
+            else:
+                err_console.print("no experiences recalled", highlight=False)
             return
         _print_hits(result, explain)
         if episodes:
