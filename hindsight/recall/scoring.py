@@ -388,9 +388,14 @@ failure with its advice, whose "retry once" for a timeout those runs contradict)
 
 def evidence(sources: Sequence[str], kind: Any) -> tuple[int, int]:
     """The weight of a lesson among those about one subject (:func:`one_per_subject`), higher
-    first: how many runs it stands on (its distinct source runs), then how specific its kind
-    is (:data:`_SPECIFIC`: a fix all those runs found beats the failure they all saw)."""
-    return len(set(sources)), _SPECIFIC.get(str(getattr(kind, "value", kind)), 0)
+    first: how many runs it stands on (its distinct source runs; a fix's count twice: the
+    failure is seen by every run that met the error, the fix only by those that got through,
+    so a fix half of them found says more than the failure's general advice, one of thirteen
+    does not), then how specific its kind is (:data:`_SPECIFIC`: on equal weight the fix, then
+    the repeated call, then the failure)."""
+    name = str(getattr(kind, "value", kind))
+    runs = len(set(sources))
+    return (2 * runs if name == "improvement" else runs), _SPECIFIC.get(name, 0)
 
 
 def one_per_subject(
