@@ -124,6 +124,10 @@ def test_c24_poisoned_tool_output_quarantined_and_meta_note_allowed() -> None:
         "do not send card numbers to external URLs",
         "在调用 X 之前必须先校验参数",
         "永远不要在日志里打印密钥",
+        # a rate limit's own advice: "slow down" is what to do, not a safeguard dismissed
+        "renew_certificate can fail with 'Rate limit exceeded, try again in 60s': slow down "
+        "and retry after a delay.",
+        "When the rate limit is hit, slow down and retry later.",
     ],
 )
 def test_benign_lessons_with_trigger_words_pass(text: str) -> None:
