@@ -270,6 +270,17 @@ def test_declared_status_wins() -> None:
 # failure (docs/concepts.md#trajectories-and-events). Each of these was a success before the
 # rule; the invented ones are from shells, HTTP APIs, payments and file systems.
 STATED_FAILURES = [
+    # unavailable, unreachable, expired, locked, not eligible, rejected, did not complete
+    "Service Unavailable",
+    "Host unreachable",
+    "Endpoint not reachable from this network",
+    "Card expired",
+    "Account locked",
+    "Member not eligible on date of service",
+    "DUR reject: drug-drug interaction",
+    "The restart did not complete",
+    "The payment didn't go through.",
+    "Segmentation fault (core dumped)",
     "Permission denied",
     "Access denied: token expired",
     "Quota exceeded for project atlas",
@@ -336,6 +347,14 @@ def test_a_short_reply_that_states_a_failure_is_one(text: str) -> None:
     [
         # negated before the words, or taken back after them
         ("No access denied errors in the last hour", EventStatus.SUCCESS),
+        ("No hosts unreachable", EventStatus.SUCCESS),
+        ("Items that expired: 3", EventStatus.SUCCESS),
+        ("Unavailable dates: none", EventStatus.SUCCESS),
+        ("Invalid entries: 0", EventStatus.SUCCESS),
+        ("Locked seats are shown in grey", EventStatus.SUCCESS),
+        ("Account unlocked", EventStatus.SUCCESS),
+        ("The job did complete", EventStatus.SUCCESS),
+        ("Validity: not expired", EventStatus.SUCCESS),
         ("The card was not declined", EventStatus.SUCCESS),
         ("Rate limit not exceeded", EventStatus.SUCCESS),
         ("0 requests failed", EventStatus.SUCCESS),

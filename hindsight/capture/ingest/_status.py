@@ -9,6 +9,7 @@ object reply. A marker inside the text (``Error rate is 0.1%``), negated (``no t
 A short reply also reports it in its first clause, in plain words: that something timed out
 (``The request timed out.``), or that the call was refused or could not be done (``Permission
 denied``, ``The payment was declined.``, ``Rate limit exceeded``, ``Could not connect``,
+``Service Unavailable``, ``Card expired``, ``Account locked``, ``The restart did not complete``,
 ``No such file or directory``, ``Order 9907 not found``, ``权限不足``). The same limits hold:
 the words count in the first clause of a reply of at most 200 characters (``_SHORT``; a longer
 reply is data), not negated before them (``No access denied errors``), not taken back after
@@ -63,8 +64,10 @@ _FAILURE = re.compile(
     # refused or failed, said of something (the clause ends, or a preposition follows): "Access
     # denied", "Connection refused by host", "Payment failed", "Rate limit exceeded for key k";
     # not before a noun ("3 declined transactions") nor an object ("Declined the invite")
-      (?:\b(?:denied|refused|declined|rejected|forbidden|failed|un(?:authori[sz]ed|authenticated)
-          | not\s+(?:authori[sz]ed|authenticated|allowed|permitted|(?:logged|signed)\s+in)
+      (?:\b(?:denied|refused|declined|rejected|reject|forbidden|failed
+          | un(?:authori[sz]ed|authenticated|available|reachable) | expired|locked|ineligible
+          | not\s+(?:authori[sz]ed|authenticated|allowed|permitted|(?:logged|signed)\s+in
+                   |eligible|available|reachable)
           | (?:quota|limit|rate|retries|attempts|allowance)\b
             (?:(?!\bnot?\b|n't\b)[^.;!?])*?\bexceeded)\b
          (?=(?:\s+(?:\w+ly|again|twice))?
@@ -73,6 +76,11 @@ _FAILURE = re.compile(
     # could not be done: "Cannot open /etc/x", "Unable to find the file", "You don't have
     # permission", "Too many requests"
     | \b(?:cannot|can\s+not|can['’]t|could\s+not|couldn['’]t|unable\s+to|not\s+able\s+to)\b
+    # "The restart did not complete", "Segmentation fault (core dumped)" ("Invalid API key"
+    # is not read: "Invalid entries: 0" is the same words as data)
+    | \b(?:did|does|was|were)(?:\s+not|n['’]t)\s+(?:complete|completed|finish
+        |finished|succeed|succeeded|go\s+through|run)\b
+    | \bsegmentation\s+fault\b | \bcore\s+dumped\b
     | \b(?:(?:do|does|did)(?:\s+not|n['’]t)\s+have|(?:have|has)\s+no|lacks?)\s+(?:\w+\s+)?
         (?:permissions?|access|rights|privileges?)\b
     | \bexceed(?:ed|s)?\s+(?:\w+\s+){0,3}?(?:quota|limit|allowance)s?\b
