@@ -94,6 +94,28 @@ def test_results_and_metadata_are_harvested_from_a_trajectory() -> None:
     assert masker.mask_personal("Zoé Wong booked HXDUBJ") == "<name> booked HXDUBJ"
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "masked"),
+    [
+        ("member_id", "MBR-00420911", True),
+        ("patient_id", "P-77120", True),
+        ("customer_number", "C99812", True),
+        ("user_id", "sara_doe_496", True),
+        ("order_id", "W-17733", False),  # an object's id stays in an episode
+        ("reservation_id", "HXDUBJ", False),
+    ],
+)
+def test_an_episode_masks_a_persons_id_and_keeps_other_ids(
+    key: str, value: str, masked: bool
+) -> None:
+    """``mask_personal`` (episodes): a person's id is personal data, like the name; an
+    order's or a booking's id is not."""
+    out = _masker({key: value}).mask_personal(f"Goal: check {value}; it was not found")
+    assert (value not in out) is masked, out
+    if masked:
+        assert f"<{key}>" in out or "<user_id>" in out
+
+
 def test_chinese_text_keeps_its_words() -> None:
     masker = _masker({"order_id": "A1B2C3", "name": "王小明"})
     assert (

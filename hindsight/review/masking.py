@@ -147,6 +147,15 @@ def personal_key(key: str) -> str | None:
     return None
 
 
+def _personal_class(cls: str) -> bool:
+    """Whether values of the class ``cls`` are a person's: a personal key, an e-mail or phone,
+    or an id of a person (``member_id``, ``customer_number``)."""
+    if personal_key(cls) is not None or cls in {"email", "phone"}:
+        return True
+    parts = cls.split("_")
+    return len(parts) > 1 and bool(set(parts[:-1]) & PERSON_WORDS) and bool(_ID_KEY.search(cls))
+
+
 def identifying(key: str) -> bool:
     """True for keys whose values identify a person, an object or a secret: personal fields
     (:func:`personal_key`), secrets (password, token, api key...) and ids (``*_id``, ``id``,
@@ -308,7 +317,7 @@ class Masker:
         out = text
         low = out.lower() if out.isascii() else None
         for value, cls in self._known():
-            if personal_only and personal_key(cls) is None and cls not in {"email", "phone"}:
+            if personal_only and not _personal_class(cls):
                 continue
             if low is not None and value.isascii() and value.lower() not in low:
                 continue
@@ -320,7 +329,9 @@ class Masker:
 
     def mask_personal(self, text: str) -> str:
         """``text`` with personal data only masked: e-mails, phones, URLs and the harvested
-        values of personal keys (names, birth dates, addresses). Ids and amounts stay."""
+        values of personal keys (names, birth dates, addresses) and of a person's ids
+        (``member_id``, ``patient_id``, ``user_id``: a key with a word of
+        :data:`PERSON_WORDS`). Other ids and amounts stay."""
         out = _URL.sub("<url>", text)
         out = _EMAIL.sub("<email>", out)
         out = self._mask_known(self._mask_handles(out), personal_only=True)
