@@ -264,3 +264,25 @@ def test_recall_block_and_json_together_are_refused(tmp_path: Path) -> None:
     line = assert_one_line_error(proc, 2)
     assert line == "error: give --block or --json, not both (--json has the block in 'rendered')"
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize(
+    ("char", "shown"),
+    [("\u202e", "\\u202e"), ("\x1b", "\\u001b"), ("\u2066", "\\u2066"), ("\x07", "\\u0007")],
+)
+def test_listings_show_the_characters_a_terminal_would_obey_as_escapes(
+    tmp_path: Path, char: str, shown: str
+) -> None:
+    """A stored task with a bidirectional override or an ESC is listed with the character
+    escaped, not sent to the terminal (it would turn the line around or start an ANSI
+    sequence); the stored text is unchanged."""
+    from hindsight import Memory
+
+    task = f"restart web-07 {char}[2Jlive"
+    with Memory(data_dir=tmp_path / "data") as mem:
+        with mem.record(task, tenant_id="t") as run:
+            run.user_message("restart it")
+        assert mem.get_trajectory(run.trajectory_id, tenant_id="t").task == task
+    proc = run_cli("trajectories", "list", "--tenant", "t", data_dir=tmp_path / "data")
+    assert proc.returncode == 0, proc.stderr
+    assert char not in proc.stdout and shown in proc.stdout, proc.stdout

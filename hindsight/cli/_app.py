@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
 import typer
-from rich.markup import escape
 
 from hindsight._errors import UsageError
 from hindsight.cli._common import (
@@ -16,6 +15,7 @@ from hindsight.cli._common import (
     app,
     checked_file,
     err_console,
+    escape,
     fail,
     guarded,
     open_memory,

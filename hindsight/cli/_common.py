@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from typer._click import Context  # typer vendors click: its parser, not the click package's
 from typer._click.parser import _OptionParser
 from typer.core import TyperCommand
@@ -29,6 +29,7 @@ __all__ = [
     "TenantOpt",
     "app",
     "err_console",
+    "escape",
     "fail",
     "guarded",
     "print_json",
@@ -37,6 +38,20 @@ __all__ = [
 
 err_console = Console(stderr=True)
 out_console = Console()
+
+# Characters a terminal obeys rather than shows: C0 controls but tab and newline (ESC starts
+# an ANSI sequence), DEL, C1 controls and the bidirectional overrides (U+202E turns the rest of
+# a line around). Stored text may hold them; a listing shows them as escapes.
+_UNSHOWABLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def escape(text: str) -> str:
+    """``text`` for a rich console: markup escaped, and the characters a terminal would obey
+    (control characters, bidirectional overrides) shown as ``\\uXXXX``."""
+    return _markup_escape(_UNSHOWABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 

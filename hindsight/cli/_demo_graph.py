@@ -11,9 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-
-from hindsight.cli._common import err_console, fail, print_json
+from hindsight.cli._common import err_console, escape, fail, print_json
 
 __all__ = ["EXTRA", "run"]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from hindsight._paging import walk
 from hindsight.cli._common import (
@@ -16,6 +15,7 @@ from hindsight.cli._common import (
     JsonOpt,
     TenantOpt,
     app,
+    escape,
     fail,
     guarded,
     open_memory,

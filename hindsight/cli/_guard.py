@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from hindsight.cli._common import (
     CursorOpt,
@@ -19,6 +18,7 @@ from hindsight.cli._common import (
     TenantOpt,
     app,
     checked_file,
+    escape,
     fail,
     guarded,
     open_memory,

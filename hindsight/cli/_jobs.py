@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from hindsight.cli._common import (
     CursorOpt,
@@ -18,6 +17,7 @@ from hindsight.cli._common import (
     State,
     app,
     err_console,
+    escape,
     fail,
     guarded,
     open_memory,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from hindsight.cli._common import (
     JsonOpt,
     TenantOpt,
     app,
     err_console,
+    escape,
     fail,
     guarded,
     open_memory,

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
 if TYPE_CHECKING:
     from hindsight.config import MemoryConfig
@@ -19,6 +18,7 @@ from hindsight.cli._common import (
     State,
     app,
     err_console,
+    escape,
     fail,
     guarded,
     out_console,

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from hindsight.cli._common import (
     CursorOpt,
@@ -15,6 +14,7 @@ from hindsight.cli._common import (
     JsonOpt,
     TenantOpt,
     app,
+    escape,
     guarded,
     open_memory,
     out_console,
