@@ -1,4 +1,4 @@
-"""Tenant isolation as a property (docs/security.md#tenant-isolation; cases C01, C02, C17).
+"""Tenant isolation as a property (docs/security.md#tenant-isolation).
 
 A hypothesis state machine runs random multi-tenant, multi-namespace workloads - store, review,
 recall (vector and exact task_type, with and without the shared namespace and episodes),
