@@ -39,8 +39,9 @@ def _doc(exp: Any) -> dict[str, Any]:
 
 def _line(exp: Any) -> str:
     return (
-        f"{exp.id}  v{exp.version}  {exp.status.value:<11} conf {exp.confidence:.2f}  "
-        f"support {exp.support_count}  {escape(shorten(exp.content, 120))}"
+        f"{exp.id}  v{exp.version}  {exp.status.value:<11} {exp.kind.value:<16} "
+        f"conf {exp.confidence:.2f}  support {exp.support_count}  "
+        f"{escape(shorten(exp.content, 120))}"
     )
 
 
@@ -56,6 +57,14 @@ def experiences_list(
     task_key: Annotated[
         str | None,
         typer.Option("--task-key", help="Only those learned from runs of this task group."),
+    ] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            "--kind",
+            help="Only lessons of this kind: rule, improvement, anti_pattern, failure_cause, "
+            "tool_reliability, key_step, outcome, task_scope or episode.",
+        ),
     ] = None,
     limit: Annotated[str, typer.Option("--limit", help="1..10000.")] = "50",
     order: Annotated[
@@ -74,6 +83,7 @@ def experiences_list(
             namespace=namespace,
             task_type=task_type,
             task_key=task_key,
+            kind=kind,
             limit=limit,
             cursor=cursor,
             order=order,
@@ -84,7 +94,8 @@ def experiences_list(
         for exp in exps:
             out_console.print(_line(exp), highlight=False)
         if not exps:
-            out_console.print(f"no {status} experiences")
+            of_kind = "" if kind is None else f" of kind {kind}"
+            out_console.print(f"no {status} experiences{of_kind}")
         print_next_cursor(exps.next_cursor)
 
 

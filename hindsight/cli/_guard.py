@@ -53,6 +53,9 @@ def quarantine_list(
     ctx: typer.Context,
     tenant: TenantOpt = ...,  # type: ignore[assignment]
     namespace: Annotated[str | None, typer.Option("--namespace")] = None,
+    kind: Annotated[
+        str | None, typer.Option("--kind", help="Only lessons of this kind (rule, ...).")
+    ] = None,
     limit: Annotated[str, typer.Option("--limit", help="1..10000.")] = "100",
     cursor: CursorOpt = None,
     as_json: JsonOpt = False,
@@ -63,7 +66,7 @@ def quarantine_list(
 
     with guarded(), open_memory(state(ctx)) as mem:
         items = mem.list_quarantined(
-            tenant_id=tenant, namespace=namespace, limit=limit, cursor=cursor
+            tenant_id=tenant, namespace=namespace, kind=kind, limit=limit, cursor=cursor
         )
         entries = [quarantine_entry(e) for e in items]
         if as_json:

@@ -28,6 +28,7 @@ from hindsight._contract import (
     ExperienceId,
     ExperienceOrder,
     Importance,
+    Kind,
     Limit,
     Namespace,
     Namespaces,
@@ -1112,6 +1113,7 @@ class AsyncMemory(LifecycleMethods):
         task_type: str | None = None,
         status: str = "active",
         task_key: str | None = None,
+        kind: str | None = None,
         limit: int | None = 100,
         offset: int | None = None,
         cursor: str | None = None,
@@ -1124,18 +1126,21 @@ class AsyncMemory(LifecycleMethods):
         (a cursor of one order is refused by the other).
 
         ``task_key``: only those learned from a run of this task group (one of their source
-        runs has this key, explicit or assigned by intent). ``limit`` 1..10000 (``None``:
-        100). Paging: ``cursor`` is the ``next_cursor`` of the previous page (keyset paging:
-        a write or delete between pages neither repeats nor hides an experience; one whose
-        confidence changes moves to its new place), or ``offset`` rows to skip (kept for
-        compatibility; not both). :meth:`iter_experiences` walks every page.
+        runs has this key, explicit or assigned by intent). ``kind``: only lessons of this
+        kind (:class:`~hindsight.models.ExperienceKind`: ``rule``, ``improvement``, ...,
+        ``episode``; ``None``: every kind). ``limit`` 1..10000 (``None``: 100). Paging:
+        ``cursor`` is the ``next_cursor`` of the previous page (keyset paging: a write or
+        delete between pages neither repeats nor hides an experience; one whose confidence
+        changes moves to its new place), or ``offset`` rows to skip (kept for compatibility;
+        not both). :meth:`iter_experiences` walks every page.
 
         Raises:
             TenantRequiredError: missing or empty tenant.
-            UsageError: a bad namespace, status, task key, limit, offset, order or cursor (one
-                of another listing or order, or changed), or cursor and offset together.
+            UsageError: a bad namespace, status, task key, kind, limit, offset, order or cursor
+                (one of another listing or order, or changed), or cursor and offset together.
         """
         tenant, n, st = self._scope(tenant_id), check(Limit, limit), check(Status, status)
+        only = None if kind is None else [check(Kind, kind).value]
         nss = [check(Namespace, namespace)] if namespace is not None else None
         by = check(ExperienceOrder, order)
         listing, kinds, key = _EXPERIENCE_ORDERS[by]
@@ -1147,6 +1152,7 @@ class AsyncMemory(LifecycleMethods):
             task_type=task_type,
             statuses=(st.value,),
             task_key=check(TaskKey, task_key),
+            kinds=only,
             limit=n,
             offset=skip,
             after=after,
@@ -1158,9 +1164,9 @@ class AsyncMemory(LifecycleMethods):
         self, *, tenant_id: str, page_size: int = 100, **filters: Any
     ) -> AsyncIterator[Experience]:
         """Every experience :meth:`list_experiences` lists with ``filters`` (``namespace``,
-        ``task_type``, ``status``, ``task_key``, ``order``), page after page of ``page_size``
-        by cursor: each experience present from the first page to the last is yielded exactly
-        once (with ``order="created"`` also when confidences change meanwhile).
+        ``task_type``, ``status``, ``task_key``, ``kind``, ``order``), page after page of
+        ``page_size`` by cursor: each experience present from the first page to the last is
+        yielded exactly once (with ``order="created"`` also when confidences change meanwhile).
 
         Raises:
             UsageError: as :meth:`list_experiences` (``cursor``/``offset`` are not filters).
@@ -1276,21 +1282,25 @@ class AsyncMemory(LifecycleMethods):
         *,
         tenant_id: str,
         namespace: str | None = None,
+        kind: str | None = None,
         limit: int | None = 100,
         offset: int | None = None,
         cursor: str | None = None,
     ) -> Page[Experience]:
         """The tenant's quarantined experiences (most confident first), one page with
         ``next_cursor`` as :meth:`list_experiences`; each one's reasons are in
-        ``metadata["quarantine_reasons"]``. ``limit`` 1..10000.
+        ``metadata["quarantine_reasons"]``. ``kind``: only lessons of this kind. ``limit``
+        1..10000.
 
         Raises:
             TenantRequiredError: missing or empty tenant.
-            UsageError: bad namespace, limit, offset or cursor, or cursor and offset together.
+            UsageError: bad namespace, kind, limit, offset or cursor, or cursor and offset
+                together.
         """
         return await self.list_experiences(
             tenant_id=tenant_id,
             namespace=namespace,
+            kind=kind,
             status="quarantined",
             limit=limit,
             offset=offset,

@@ -143,6 +143,8 @@ class ListOptions(TypedDict, total=False):
     task_type: str | None
     status: str
     task_key: str | None
+    kind: str | None
+    """Only lessons of this kind (``rule``, ``improvement``, ..., ``episode``)."""
     limit: int
     offset: int
     cursor: str | None

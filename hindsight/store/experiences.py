@@ -439,6 +439,7 @@ class ExperienceStore(StoreCore):
         statuses: Sequence[str] = ("active",),
         tags: Sequence[str] = (),
         task_key: str | None = None,
+        kinds: Sequence[str] | None = None,
         limit: int = 100,
         offset: int = 0,
         after: Sequence[Any] | None = None,
@@ -460,6 +461,7 @@ class ExperienceStore(StoreCore):
             task_key: only experiences learned from a run of this task group: one of their
                 source runs (``experience_sources``) has this ``task_key``, explicit or by
                 intent (so a key assigned later applies at once).
+            kinds: ``None`` = any kind, else the kinds to include (``ExperienceKind`` values).
             limit: 1..10000 rows; offset: rows to skip (>= 0).
             after: keyset paging: only rows after this ``(confidence, updated_at, id)`` key
                 (:func:`experience_key` of the last row of the previous page; with
@@ -492,6 +494,8 @@ class ExperienceStore(StoreCore):
             query = query.where(self._json_array_has(_table.c.tags, str(tag)))
         if task_key is not None:
             query = query.where(taught_by_task_group(_table.c.id, tenant, task_key))
+        if kinds is not None:
+            query = query.where(_table.c.kind.in_([str(kind) for kind in kinds]))
         if order not in _ORDERS:
             raise UsageError(f"order must be one of {', '.join(_ORDERS)}, got {order!r}")
         columns = [(getattr(_table.c, name), desc) for name, desc in _ORDERS[order]]

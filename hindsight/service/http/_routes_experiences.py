@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from hindsight._contract import Cursor, ExperienceOrder, Limit, Offset
+from hindsight._contract import Cursor, ExperienceOrder, Kind, Limit, Offset
 from hindsight._errors import UsageError
 from hindsight._paging import NEXT_CURSOR_HEADER
 from hindsight.models import Experience, ExperienceStatus
@@ -46,6 +46,7 @@ async def list_experiences(
     task_type: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     status: ExperienceStatus = ExperienceStatus.ACTIVE,
     task_key: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    kind: Kind | None = None,
     limit: Limit = 100,
     offset: Offset | None = None,
     cursor: Cursor = None,
@@ -54,7 +55,8 @@ async def list_experiences(
     """The tenant's experiences of one status, most confident first (then the latest
     updated, then id), a page at a time; ``order=created``: oldest created first (then id;
     its cursor never repeats or skips a row, even when confidences change between pages);
-    ``task_key``: only those learned from a run of this task group. Paging: ``cursor`` = the
+    ``task_key``: only those learned from a run of this task group; ``kind``: only lessons of
+    this kind (``rule``, ``improvement``, ..., ``episode``). Paging: ``cursor`` = the
     previous page's ``next_cursor`` (stable while others write), or ``offset``
     (compatibility); not both."""
     items = await memory.list_experiences(
@@ -63,6 +65,7 @@ async def list_experiences(
         task_type=task_type,
         status=status.value,
         task_key=task_key,
+        kind=kind,
         limit=limit,
         offset=offset,
         cursor=cursor,
@@ -201,13 +204,19 @@ async def list_quarantined(
     tenant: Tenant,
     memory: Memory,
     namespace: Namespace = None,
+    kind: Kind | None = None,
     limit: Limit = 100,
     offset: Offset | None = None,
     cursor: Cursor = None,
 ) -> Any:
-    """Most confident first; paging as ``GET /v1/experiences``."""
+    """Most confident first; ``kind`` and paging as ``GET /v1/experiences``."""
     items = await memory.list_quarantined(
-        tenant_id=tenant, namespace=namespace, limit=limit, offset=offset, cursor=cursor
+        tenant_id=tenant,
+        namespace=namespace,
+        kind=kind,
+        limit=limit,
+        offset=offset,
+        cursor=cursor,
     )
     return page_doc(items, limit, offset, cursor)
 
