@@ -62,6 +62,30 @@ def test_patterns_mask_values_the_run_never_named() -> None:
     assert "total price is <amount>, but paid <amount>" in text
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "cls"),
+    [
+        ("ndc", "0002-3227-30", "ndc"),  # a drug code: dashes, 10 digits
+        ("npi", "1234567893", "npi"),  # a provider id: 10 digits, a phone's shape
+        ("npi", 1234567893, "npi"),  # the same as a JSON number
+        ("sku", "4006381 333931", "sku"),
+        ("Tracking No", "9400 1000 0000 0000 0000 00", "tracking_no"),
+    ],
+)
+def test_a_code_of_digits_is_masked_as_its_key_not_as_a_phone(
+    key: str, value: object, cls: str
+) -> None:
+    masker = _masker({"claim": {key: value}})
+    text = masker.mask(f"The call with {value} was refused; retry with {value}.")
+    assert text == f"The call with <{cls}> was refused; retry with <{cls}>.", text
+
+
+def test_short_numbers_and_phones_keep_their_patterns() -> None:
+    masker = _masker({"quantity": 30, "count": "12345", "contact": {"phone": "415 555 0199"}})
+    text = masker.mask("Sent 30 of 12345 units; call 415 555 0199 or 212 555 0100.")
+    assert text == "Sent <number> of <number> units; call <phone> or <phone>.", text
+
+
 def test_a_person_id_never_leaks_its_name() -> None:
     # The id's word part is a name: without the name harvested, the key still says "user".
     masker = _masker({"customer_id": "ethan_martin_2396"})

@@ -12,8 +12,9 @@ Two sources of values to mask, both independent of any domain's vocabulary:
 1. **The runs' own values.** Every scalar of the runs' tool arguments and of their JSON tool
    results is harvested with the key it sits under (``"reservation_id": "HXDUBJ"``,
    ``"first_name": "Mia"``). A value under an identifying key (an id, a personal field, a secret;
-   :func:`identifying`) or a code mixing letters and digits is masked wherever it appears, as
-   ``<key>`` (numbers are left to the patterns below). Ids made of a word and a number
+   :func:`identifying`), a code mixing letters and digits, or a code of six digits or more
+   (``"ndc": "0002-3227-30"``, ``"npi": 1234567893``) is masked wherever it appears, as
+   ``<key>`` (shorter numbers are left to the patterns below). Ids made of a word and a number
    (``gift_card_8190333``) are masked as their kind (``<gift_card_id>``) unless the word part is
    personal (``mia_li_3668`` -> ``<user_id>``).
 2. **Patterns.** URLs, e-mail addresses, phone numbers (9+ digits), ISO and written dates,
@@ -100,6 +101,7 @@ _TEXT_DATE = re.compile(
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?\b)?", re.IGNORECASE)
 _WORD_ID = re.compile(r"\b([A-Za-z][A-Za-z_\-]*?)[_\-]\d{3,}\b")
 _CODE = re.compile(r"\b(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{4,}\b")
+_DIGIT_CODE = re.compile(r"\d+(?:[ -]\d+)*")
 _MONEY = re.compile(
     r"[$€£¥₹]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars?|usd|eur|euros?|gbp)\b"
     r"|\d[\d,]*(?:\.\d+)?\s?(?:元|円|美元|欧元)",
@@ -223,7 +225,7 @@ class Masker:
         if value is None or isinstance(value, bool):
             return
         self._patterns = None
-        if isinstance(value, int | float):
+        if isinstance(value, float) or (isinstance(value, int) and abs(value) < 100_000):
             return  # numbers are masked by pattern (<amount> / <number>), wherever they are
         text = " ".join(str(value).split())
         if len(text) < 2 or len(text) > 200:
@@ -249,6 +251,10 @@ class Masker:
             self.values.setdefault(text, key_class(key))
         elif not is_categorical(text) and (_CODE.fullmatch(text) or _WORD_ID.fullmatch(text)):
             self.values.setdefault(text, key_class(key) if key else "id")
+        elif key and _DIGIT_CODE.fullmatch(text) and sum(c.isdigit() for c in text) >= 6:
+            # a code of digits under its own key (``"ndc": "0002-3227-30"``, ``"npi":
+            # "1234567893"``): masked as what the key says, not as a phone by its shape
+            self.values.setdefault(text, key_class(key))
 
     def add_json_text(self, text: str) -> None:
         """Harvest the key/value pairs of a JSON document (a tool result); other text is
