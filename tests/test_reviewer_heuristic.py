@@ -290,7 +290,8 @@ def test_repeated_identical_failures_give_anti_pattern() -> None:
         ("ship it", "ValueError: warehouse W-17 does not exist", "look the id up first"),
         ("send the file", "PermissionError: cannot write to /srv/out", "respect the restriction"),
         ("sum it", "total mismatch: 30 vs 31", "make the amounts add up"),
-        ("call the api", "HTTP 429 Too Many Requests", "slow down"),
+        ("fetch the rates", "Error: No such host is known (rates.example)", "service's address"),
+        ("refill it", "Error: prior authorization required", "get the authorization or approval"),
         ("do it", "something odd happened", "check the arguments against the error"),
         ("请付款", "错误：余额不足 balance too low", "先查询还剩多少"),
     ],
@@ -306,6 +307,29 @@ def test_a_repeated_failure_carries_the_advice_of_its_error(
     (failure,) = of_kind(lessons, ExperienceKind.TOOL_RELIABILITY)
     assert advice in anti.content and advice in failure.content, (anti.content, failure.content)
     assert anti.metadata["subject"] == failure.metadata["subject"]
+
+
+@pytest.mark.parametrize(
+    ("error", "advice"),
+    [
+        ("HTTP 429 Too Many Requests", "slow down and retry after a delay"),
+        ("HTTP 503 Service Unavailable", "wait briefly and retry once"),
+    ],
+)
+def test_a_repeated_transient_failure_advises_a_fallback_not_another_retry(
+    error: str, advice: str
+) -> None:
+    """The failure of a transient error advises a retry; once the same call failed the same
+    way again, its repeated-call lesson advises what the retry could not do."""
+    failing = tool("act", {"x": 1}, "failure", error)
+    lessons = REVIEWER.review_sync(run(ev("user_message", "call the api"), *failing, *failing))
+    (anti,) = of_kind(lessons, ExperienceKind.ANTI_PATTERN)
+    (failure,) = of_kind(lessons, ExperienceKind.TOOL_RELIABILITY)
+    assert advice in failure.content
+    assert anti.content.endswith(
+        "do not repeat the same call (it failed the same way again): fall back to another tool "
+        "or tell the user it is unavailable."
+    ), anti.content
 
 
 def test_a_repeated_timeout_advises_a_fallback_not_another_wait() -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_ADVICE_BUDGET",
     "RISK_HEADING",
     "advice_text",
+    "one_per_subject",
     "render_advice",
     "render_risk_section",
     "request_scores",
@@ -77,25 +78,64 @@ def _fit(lines: list[str], budget: int, fixed: int) -> list[str]:
     return kept
 
 
+def _stronger(a: RiskCheck, b: RiskCheck) -> bool:
+    """Whether more runs stand on ``a``'s lesson than on ``b``'s
+    (:func:`hindsight.recall.scoring.evidence`: a fix counts its runs twice)."""
+    return evidence(a.sources, a.lesson_kind) > evidence(b.sources, b.lesson_kind)
+
+
+def one_per_subject(matches: Sequence[CheckMatch]) -> list[CheckMatch]:
+    """``matches`` (best first) with one match per subject: the one whose lesson the most runs
+    stand on, in the place of the subject's best-ranked match; matches without a subject
+    keep their places. The failure, the repeated call and the fix of one tool error share a
+    subject: they would otherwise tell the agent "do not retry" and "retrying worked" side by
+    side, and the evidence decides which of them the runs support."""
+    best: dict[str, CheckMatch] = {}
+    for m in matches:
+        subject = m.check.subject
+        if subject is not None and (subject not in best or _stronger(m.check, best[subject].check)):
+            best[subject] = m
+    out: list[CheckMatch] = []
+    taken: set[str] = set()
+    for m in matches:
+        subject = m.check.subject
+        if subject is None:
+            out.append(m)
+        elif subject not in taken:
+            taken.add(subject)
+            out.append(best[subject])
+    return out
+
+
 def render_advice(matches: Sequence[CheckMatch], *, token_budget: int | None = None) -> str:
     """The delimited advice block for the matched checks of one proposed call, best first,
-    within ``token_budget`` tokens (default :data:`DEFAULT_ADVICE_BUDGET`); ``""`` when there
-    is nothing to show."""
+    one per subject (:func:`one_per_subject`), within ``token_budget`` tokens (default
+    :data:`DEFAULT_ADVICE_BUDGET`); ``""`` when there is nothing to show. When the budget
+    leaves checks out, a last line says how many (the result's ``checks`` hold them all)."""
     if not matches:
         return ""
     budget = token_budget or DEFAULT_ADVICE_BUDGET
+    shown = one_per_subject(matches)
     tool = escape_item(matches[0].check.tool)
     head = [ADVICE_START, ADVICE_PREAMBLE, f"Before you call {tool}:"]
     lines = [
         f"{i}. [{m.check.severity}; {m.check.lesson_kind.replace('_', ' ')}; confidence "
         f"{m.check.confidence:.2f}] {escape_item(advice_text(m.check))}"
-        for i, m in enumerate(matches, 1)
+        for i, m in enumerate(shown, 1)
     ]
     fixed = sum(estimate_tokens(x) + 1 for x in [*head, ADVICE_END])
-    kept = _fit(lines, budget, fixed)
+    kept, more = _fit(lines, budget, fixed), []
+    if len(kept) < len(lines):  # make room for the line that says what was left out
+        noted = _fit(lines, budget, fixed + estimate_tokens(_left_out(len(lines))) + 1)
+        if noted:  # (a budget that holds one check only shows it without the note)
+            kept, more = noted, [_left_out(len(lines) - len(noted))]
     if not kept:
         return ""
-    return "\n".join([*head, *kept, ADVICE_END])
+    return "\n".join([*head, *kept, *more, ADVICE_END])
+
+
+def _left_out(count: int) -> str:
+    return f"({count} more matching check{'s' if count != 1 else ''} left out for length.)"
 
 
 def render_risk_section(
@@ -141,11 +181,7 @@ def render_risk_section(
         ordered = sorted(items, key=lambda c: (-fit(c), c.id))
         best: dict[str, RiskCheck] = {}
         for c in ordered:
-            if c.subject is not None and (
-                c.subject not in best
-                or evidence(c.sources, c.lesson_kind)
-                > evidence(best[c.subject].sources, best[c.subject].lesson_kind)
-            ):
+            if c.subject is not None and (c.subject not in best or _stronger(c, best[c.subject])):
                 best[c.subject] = c
         out: list[RiskCheck] = []
         for c in ordered:

@@ -106,10 +106,24 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
         "confirm availability with a search right before calling and pick an available option",
         "调用前先查询确认可用，再选择可用的选项",
     ),
+    (  # the address of the service, not a thing the call names: "No such host", "unknown host"
+        re.compile(
+            r"(?:no such|unknown|unresolv\w*|could not resolve)\s+(?:host|domain|address)"
+            r"|name resolution|\bdns\b|name or service not known|getaddrinfo",
+            re.I,
+        ),
+        "check the service's address and network settings; the call itself may be right",
+        "检查服务地址和网络设置；调用本身可能没有问题",
+    ),
     (
         re.compile(r"not found|does not exist|no such|unknown", re.I),
         "look the id up first and pass only ids that exist",
         "先查询确认 ID 存在，只传入存在的 ID",
+    ),
+    (  # a step someone must take first: "prior authorization required", "needs approval"
+        re.compile(r"\bauthori[sz]ation\b|approv(?:al|e)|sign[\s-]?off|consent", re.I),
+        "get the authorization or approval the error asks for first, or tell the user it is needed",
+        "先取得错误信息要求的授权或审批，或告知用户需要授权",
     ),
     (
         re.compile(
@@ -137,12 +151,21 @@ _TIMEOUT_ADVICE = (
 )
 
 
+_RETRY_ADVICE = frozenset(
+    text for _, english, chinese in _ADVICE for text in (english, chinese) if "retry" in english
+)
+"""The advice of transient errors (retry after a delay): wrong after the same call already
+failed the same way again."""
+
+
 def repeat_advice(error: str | None, lang: Lang) -> str:
-    """The advice of a repeated failing call: :func:`advice_for` its error, or for a call that
-    timed out again (``error`` ``None``) to fall back rather than wait once more."""
-    if error is None:
+    """The advice of a repeated failing call: :func:`advice_for` its error; for a call that
+    timed out again (``error`` ``None``), or whose error's advice is to retry (the retry was
+    what failed), to fall back rather than try once more."""
+    advice = None if error is None else advice_for(error, lang)
+    if advice is None or advice in _RETRY_ADVICE:
         return _TIMEOUT_ADVICE[0] if lang == "en" else _TIMEOUT_ADVICE[1]
-    return advice_for(error, lang)
+    return advice
 
 
 def render(template: str, lang: Lang, /, **values: object) -> str:
