@@ -225,3 +225,21 @@ def test_handles_without_a_name_and_mail_domains_stay() -> None:
 )
 def test_money_words_are_whole_words(text: str, masked: str) -> None:
     assert Masker().mask(text) == masked
+
+
+@pytest.mark.parametrize("name", ["getOrderV2", "s3_upload", "search_v2", "lookup_2fa_code"])
+def test_the_runs_tool_names_are_never_masked(name: str) -> None:
+    """A lesson names its tools: one holding a digit is not a code, an id or a number."""
+    traj = Trajectory(
+        task="upload the report",
+        tenant_id="t",
+        events=[
+            Event(event_type=EventType.TOOL_CALL, tool_name=name, tool_args={"ref": "AB12CD"}),
+            Event(event_type=EventType.TOOL_RESULT, tool_name=name, content='{"ok": true}'),
+        ],
+    )
+    masker = masker_for([traj])
+    text = masker.mask(f"When {name} fails with 'ref AB12CD locked', call {name} again later.")
+    assert text == f"When {name} fails with 'ref <ref> locked', call {name} again later.", text
+    # what is not the tool's name is still masked beside it
+    assert masker.mask(f"{name} booked HAT290 for 2024-05-20") == f"{name} booked <id> for <date>"

@@ -523,3 +523,52 @@ def test_advice_on_running_short_fits_every_kind_of_shortage(error: str, check: 
 )
 def test_a_task_summary_never_splits_inside_a_dotted_token(task: str, kept: str) -> None:
     assert kept in task_summary(task, limit=200)
+
+
+@pytest.mark.parametrize(
+    ("failed", "fallback", "works"),
+    [
+        # another tool doing the same job on the same host, with other argument names
+        (
+            ("restart_service", {"service": "web", "target": "host-7a"}),
+            ("restart_service_via_ssh", {"host": "host-7a", "unit": "web.service"}),
+            True,
+        ),
+        # a v2 in camelCase, the same order under another key
+        (("getOrder", {"orderRef": "ORD-88123"}), ("getOrderV2", {"id": "ORD-88123"}), True),
+        # a cached twin sharing most argument names
+        (
+            ("order_query", {"region": "eu", "order": "A-1"}),
+            ("order_query_cached", {"region": "eu", "order": "A-1"}),
+            True,
+        ),
+        # another job on the same booking is not a fallback
+        (
+            ("update_reservation_flights", {"reservation_id": "HXDUBJ", "cabin": "economy"}),
+            ("update_reservation_baggages", {"reservation_id": "HXDUBJ", "total_baggages": 2}),
+            False,
+        ),
+        # the same job on nothing the failed call named
+        (
+            ("restart_service", {"service": "web", "target": "host-7a"}),
+            ("restart_service_via_ssh", {"host": "db-2", "unit": "db.service"}),
+            False,
+        ),
+    ],
+)
+def test_a_fallback_tool_is_found_by_its_name_and_the_object_it_acts_on(
+    failed: tuple[str, dict[str, Any]], fallback: tuple[str, dict[str, Any]], works: bool
+) -> None:
+    (name, args), (other, other_args) = failed, fallback
+    traj = run(
+        ev("user_message", "please get this done"),
+        *tool(name, args, "failure", "Error: agent unreachable on target"),
+        *tool(other, other_args, "success", '{"ok": true}'),
+        outcome=Outcome.SUCCESS,
+    )
+    fixes = of_kind(REVIEWER.review_sync(traj), ExperienceKind.IMPROVEMENT)
+    if works:
+        (fix,) = fixes
+        assert fix.content.endswith(f"calling {other} instead worked."), fix.content
+    else:
+        assert fixes == [], [f.content for f in fixes]

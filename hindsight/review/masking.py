@@ -204,12 +204,16 @@ class Masker:
         name_words: those of them that are a name on their own (of a name key, or of an
             e-mail's local part of two words or more, ``maria.gonzalez``): written with a
             capital in a text, each is masked as ``<name>`` even apart from its value.
+        tools: the names of the run's tools that hold a digit (``getOrderV2``,
+            ``search_v2``): a lesson names its tools, so :meth:`mask` leaves them as they are
+            where the patterns would take them for a code or a number.
     """
 
     values: dict[str, str] = field(default_factory=dict)
     personal: set[str] = field(default_factory=set)
     names: set[str] = field(default_factory=set)
     name_words: set[str] = field(default_factory=set)
+    tools: set[str] = field(default_factory=set)
     _patterns: list[tuple[str, str]] | None = field(default=None, repr=False)
 
     def add(self, key: str, value: Any) -> None:
@@ -271,6 +275,8 @@ class Masker:
         """Harvest every tool argument and JSON tool result of ``traj`` and its identifying
         metadata (user ids and the like)."""
         for event in traj.events:
+            if event.tool_name and any(c.isdigit() for c in event.tool_name):
+                self.tools.add(event.tool_name)
             if event.tool_args:
                 self.add("", event.tool_args)
             if event.event_type is EventType.TOOL_RESULT and event.content:
@@ -290,6 +296,7 @@ class Masker:
         self.personal |= other.personal
         self.names |= other.names
         self.name_words |= other.name_words
+        self.tools |= other.tools
         self._patterns = None
 
     def word_id_class(self, value: str) -> str | None:
@@ -373,7 +380,24 @@ class Masker:
         return _NAME_RUN.sub("<name>", out)
 
     def mask(self, text: str) -> str:
-        """``text`` with every run-specific value replaced by its class (module docstring)."""
+        """``text`` with every run-specific value replaced by its class (module docstring);
+        the run's tool names (:attr:`tools`) stay as they are."""
+        if not self.tools:
+            return self._mask(text)
+        names = sorted((t for t in self.tools if t in text), key=len, reverse=True)
+        if not names:
+            return self._mask(text)
+        # each name as a token of private-use characters no pattern matches, then back
+        tokens = {name: f"\ue000{chr(0xE100 + i)}\ue001" for i, name in enumerate(names)}
+        edge = r"(?<![\w.-]){}(?![\w-])"
+        for name, token in tokens.items():
+            text = re.sub(edge.format(re.escape(name)), token, text)
+        out = self._mask(text)
+        for name, token in tokens.items():
+            out = out.replace(token, name)
+        return out
+
+    def _mask(self, text: str) -> str:
         out = _URL.sub("<url>", text)
         out = _EMAIL.sub("<email>", out)
         out = _ISO_DATE.sub("<date>", out)

@@ -297,11 +297,37 @@ def _related(failed: ToolCall, fix: ToolCall) -> bool:
     return any(tokens(str(k)) & error for k in changed)
 
 
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _name_words(tool: str) -> frozenset[str]:
+    """The words of a tool name: ``restart_service_via_ssh`` -> restart, service, via, ssh;
+    ``getOrderV2`` -> get, order, v, 2."""
+    return frozenset(w.lower() for w in _NAME_WORDS.findall(tool))
+
+
+def _values(args: dict[str, Any]) -> set[str]:
+    """The argument values that name a thing (strings of 3+ characters, numbers of 2+
+    digits), as text: what two calls on the same object share whatever their keys."""
+    out = set()
+    for value in args.values():
+        if isinstance(value, str) and len(value.strip()) >= 3:
+            out.add(value.strip())
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10:
+            out.add(str(value))
+    return out
+
+
 def _substitute(ctx: Context, failed: ToolCall) -> ToolCall | None:
-    """A later successful call of another tool of the same sort sharing most argument names."""
+    """A later successful call of another tool of the same sort (both read-only or both not)
+    that does the same job: it shares most argument names (a cached twin, a v2), or its name
+    holds every word of the failed tool's, or the reverse (``restart_service`` ->
+    ``restart_service_via_ssh``), and it shares an argument name or a value naming a thing
+    (the same host, the same order)."""
     keys = set(failed.args)
     if not keys:
         return None
+    words, values = _name_words(failed.tool), _values(failed.args)
     for call in ctx.calls:
         if call.position <= failed.position or not call.succeeded or call.tool == failed.tool:
             continue
@@ -309,6 +335,9 @@ def _substitute(ctx: Context, failed: ToolCall) -> ToolCall | None:
             continue
         other = set(call.args)
         if other and len(keys & other) / len(keys | other) >= 0.5:
+            return call
+        theirs = _name_words(call.tool)
+        if (words <= theirs or theirs <= words) and (keys & other or values & _values(call.args)):
             return call
     return None
 
