@@ -11,8 +11,8 @@ import pytest
 from _tau_bench import tau_file, tau_trajectories
 
 from hindsight._errors import InvalidTrajectoryError, TenantRequiredError
+from hindsight._status import classify_tool_result
 from hindsight.capture.ingest import count_records, detect_format, iter_trajectories
-from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.models import EventStatus, EventType, Outcome, Provenance, Trajectory
 
 __all__ = ["tau_file", "tau_trajectories"]  # fixtures imported for pytest
@@ -488,6 +488,49 @@ def test_events_whole_trajectory_lines(tmp_path: Path) -> None:
     assert traj.source is Provenance.USER  # a log file cannot claim system trust
     assert traj.outcome is Outcome.SUCCESS and traj.task == "do it"
     assert traj.metadata["source_trajectory_id"] == original.id
+
+
+@pytest.mark.parametrize(
+    ("content", "status"),
+    [
+        ('{"error": "Booking B-1 has a non-refundable rate and cannot be cancelled"}', "failure"),
+        ("Error: upstream connection reset", "failure"),
+        ("The request timed out.", "timeout"),
+        ('{"booking_id": "B-1", "state": "cancelled"}', "success"),
+        ("No bookings found", "success"),
+    ],
+)
+@pytest.mark.parametrize("shape", ["grouped lines", "whole trajectory"])
+def test_an_events_result_without_status_gets_the_one_its_text_says(
+    tmp_path: Path, content: str, status: str, shape: str
+) -> None:
+    """As the recorder and the other formats read it; a given status and the recorder's
+    placeholder for a call the run never saw answered stay as they are."""
+    events = [
+        {"event_type": "user_message", "content": "cancel my booking"},
+        {"event_type": "tool_call", "tool_name": "cancel", "tool_call_id": "c1"},
+        {
+            "event_type": "tool_result",
+            "tool_name": "cancel",
+            "tool_call_id": "c1",
+            "content": content,
+        },
+        {
+            "event_type": "tool_result",
+            "tool_name": "cancel",
+            "content": content,
+            "status": "success",
+        },
+        {"event_type": "tool_result", "tool_name": "cancel", "metadata": {"incomplete": True}},
+    ]
+    if shape == "grouped lines":
+        records = [{"trajectory_id": "A", **event} for event in events]
+    else:
+        records = [{"task": "cancel my booking", "events": events}]
+    (traj,) = parse(write_jsonl(tmp_path / "events.jsonl", records))
+    inferred, given, placeholder = traj.events[2:]
+    assert inferred.status is EventStatus(status)
+    assert given.status is EventStatus.SUCCESS and placeholder.status is None
 
 
 def test_events_line_without_trajectory_id_is_refused(tmp_path: Path) -> None:

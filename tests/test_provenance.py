@@ -395,3 +395,47 @@ def test_masker_for_copies_the_shared_harvest_of_a_run() -> None:
     first.add("order_id", "ORD-55555")
     assert "ORD-55555" not in harvested(traj).values  # the shared harvest is not changed
     assert first.mask("user mia_li_3668") == second.mask("user mia_li_3668") != "user mia_li_3668"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"error": "Booking BK-40654 has a non-refundable rate and cannot be cancelled"}',
+        "Error: booking BK-40654 has a non-refundable rate and cannot be cancelled",
+    ],
+)
+def test_an_error_reply_without_a_status_is_the_tools_behaviour_not_an_instruction(
+    reply: str,
+) -> None:
+    """A result stored without a ``status`` (a trajectory built by hand, an old log) is read
+    by its text, as the review reads it: its error is what the tool did, so the lesson quoting
+    it is not quarantined as an instruction from tool output."""
+    with test_memory() as mem:
+        for i in range(3):
+            traj = Trajectory(
+                tenant_id="h",
+                task=f"Please cancel my booking BK-4065{i}",
+                outcome=Outcome.FAILURE,
+                events=[
+                    Event(event_type=EventType.USER_MESSAGE, content="Please cancel my booking"),
+                    Event(
+                        event_type=EventType.TOOL_CALL,
+                        tool_name="cancel_booking",
+                        tool_call_id="c1",
+                        tool_args={"booking_id": f"BK-4065{i}"},
+                    ),
+                    Event(
+                        event_type=EventType.TOOL_RESULT,
+                        tool_name="cancel_booking",
+                        tool_call_id="c1",
+                        content=reply.replace("BK-40654", f"BK-4065{i}"),
+                    ),
+                ],
+            )
+            assert traj.events[2].status is None
+            mem.store_episode(traj, review=True)
+        mem.flush()
+        assert [e.content for e in mem.list_quarantined(tenant_id="h")] == []
+        (failure,) = mem.list_experiences(tenant_id="h", kind="tool_reliability")
+        assert "non-refundable rate and cannot be cancelled" in failure.content
+        assert "tool_behaviour" in failure.metadata["provenance"]["sources"]

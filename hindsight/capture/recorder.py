@@ -20,9 +20,9 @@ from pydantic import ValidationError
 from hindsight._contract import Source, Tags, TaskType, check, usage_error
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
+from hindsight._status import classify_tool_result
 from hindsight._text import clean_json
 from hindsight.capture.ingest._common import expected_action
-from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.clock import SystemClock, utc_clock
 from hindsight.models import (
     Event,

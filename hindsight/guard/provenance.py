@@ -54,6 +54,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from hindsight._runcache import RunCache
+from hindsight._status import classify_tool_result
 from hindsight.guard.normalize import normalize
 from hindsight.models import Event, EventStatus, EventType, Trajectory
 
@@ -235,7 +236,10 @@ def _event_source(event: Event) -> str:
         return "agent"
     if kind is EventType.FINAL_ANSWER:
         return "agent"
-    if kind is EventType.ERROR or event.status in (EventStatus.FAILURE, EventStatus.TIMEOUT):
+    status = event.status
+    if status is None and kind is EventType.TOOL_RESULT:
+        status = classify_tool_result(event.content)  # as the review reads it
+    if kind is EventType.ERROR or status in (EventStatus.FAILURE, EventStatus.TIMEOUT):
         return "tool_behaviour"
     text = event.content.strip()
     if (

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hindsight._status import classify_tool_result
 from hindsight.capture.ingest._common import canonical_json
-from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.models import Event, EventStatus, EventType
 from hindsight.review._text import error_text
 from hindsight.review.masking import Masker, key_class, value_pattern

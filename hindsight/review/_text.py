@@ -134,7 +134,7 @@ def _json_message(output: str) -> str:
     "..."}``, ``{"error": {"message": "..."}}``), else ``""``."""
     # Imported here: the CLI imports this module to render its tables, and the status
     # rule's package loads pydantic, which ``hindsight --help`` does without.
-    from hindsight.capture.ingest._status import json_object
+    from hindsight._status import json_object
 
     value: Any = json_object(output)
     for _ in range(2):  # {"error": {"message": ...}}

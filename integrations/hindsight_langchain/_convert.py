@@ -15,7 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from hindsight.capture.ingest._status import classify_tool_result
+from hindsight._status import classify_tool_result
 from hindsight.models import EventStatus, content_to_text
 
 __all__ = [
@@ -329,7 +329,7 @@ def tool_output(output: Any, limit: int = DEFAULT_MAX_CHARS) -> tuple[str, Event
     A :class:`ToolMessage` with ``status="error"`` (an error the tool or the ToolNode handled)
     is a ``failure``, or a ``timeout`` when its text says so; other outputs are classified
     from their text (a reply starting with ``Error`` is a failure, as in
-    :func:`hindsight.capture.ingest._status.classify_tool_result`). A LangGraph ``Command`` is
+    :func:`hindsight._status.classify_tool_result`). A LangGraph ``Command`` is
     described by the tool messages in its update.
     """
     call_id: str | None = None

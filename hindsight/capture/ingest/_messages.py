@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from hindsight._errors import InvalidTrajectoryError
+from hindsight._status import classify_tool_result
 from hindsight.capture.ingest._common import (
     SYNTHETIC_STEP,
     canonical_json,
@@ -23,7 +24,6 @@ from hindsight.capture.ingest._common import (
     parse_timestamp,
     system_prompt_metadata,
 )
-from hindsight.capture.ingest._status import classify_tool_result
 from hindsight.models import Event, EventType, content_to_text
 
 __all__ = ["ParsedMessages", "parse_arguments", "parse_messages"]

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from hindsight._contract import validation_message
 from hindsight._errors import HindsightError, InvalidTrajectoryError
+from hindsight._status import classify_tool_result
 from hindsight.capture.ingest._common import (
     SYNTHETIC_BASE,
     SYNTHETIC_STEP,
@@ -74,7 +75,8 @@ def _first_error(exc: ValidationError) -> str:
 def _events(
     raw_events: list[Any], traj_id: str, where: str, wheres: list[str] | None = None
 ) -> list[Event]:
-    """Validate and re-id events; missing timestamps come from the synthetic clock.
+    """Validate and re-id events; missing timestamps come from the synthetic clock, and a tool
+    result without a ``status`` gets the one its text says (:func:`classify_tool_result`).
 
     A bad event is named by its own line (``wheres``: one per event of grouped event lines),
     else as ``<where>: events[<index>]`` (0-based, in a whole trajectory record)."""
@@ -104,9 +106,17 @@ def _events(
         if parent is not None:
             row["parent_id"] = id_map.get(str(parent), str(parent))
         try:
-            events.append(Event.model_validate(row))
+            event = Event.model_validate(row)
         except ValidationError as exc:
             raise InvalidTrajectoryError(f"{label(index)}: {_first_error(exc)}") from exc
+        if (
+            event.event_type is EventType.TOOL_RESULT
+            and event.status is None
+            and not event.metadata.get("incomplete")  # the recorder's placeholder: no reply
+        ):
+            # as the recorder and the other formats do: the reply says it
+            event = event.model_copy(update={"status": classify_tool_result(event.content)})
+        events.append(event)
     return events
 
 
