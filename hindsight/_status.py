@@ -3,7 +3,8 @@ docs/concepts.md#trajectories-and-events).
 
 A reply reports its own failure first: an error marker counts only at its start (``Error:``,
 ``ValueError:``, ``HTTP 500``, ``Timeout``), or as the ``error`` / ``status`` field of a JSON
-object reply. A marker inside the text (``Error rate is 0.1%``), negated (``no timeout``,
+object reply (the ``status`` of a record, a reply naming one by its id, is the record's state).
+A marker inside the text (``Error rate is 0.1%``), negated (``no timeout``,
 ``Error-free``) or taken back (``timed out yesterday but is now delivered``) is not one.
 
 A short reply also reports it in its first clause, in plain words: that something timed out
@@ -131,7 +132,9 @@ def classify_tool_result(text: str, message: dict[str, Any] | None = None) -> Ev
 
     An explicit ``status`` (success / ok / error / failure / failed / timeout) or
     ``is_error: true`` on the message wins, and so does the same field of a reply that is a
-    JSON object, or its ``error`` / ``errors`` field when it holds something (``{"error":
+    JSON object (unless the object is a record, named by an id key: its ``status`` is the
+    record's state, ``{"pipeline_id": ..., "status": "failed"}`` is a pipeline that failed,
+    read successfully), or its ``error`` / ``errors`` field when it holds something (``{"error":
     "address not found"}``; ``null`` and ``[]`` are no error). Otherwise: ``failure`` when the
     reply starts with ``Error`` (any case, not ``Error-free``), ``failed``, an exception name
     (``ValueError: ...``), an HTTP error status (``HTTP 500``, ``404 Not Found``), a Chinese or
@@ -154,7 +157,7 @@ def classify_tool_result(text: str, message: dict[str, Any] | None = None) -> Ev
     head = text[:_HEAD]
     reply = json_object(text)
     if reply is not None:
-        declared = _declared(reply)
+        declared = None if _describes_a_record(reply) else _declared(reply)
         if declared is not None:
             return declared
         error = reply.get("error", reply.get("errors"))
@@ -168,6 +171,23 @@ def classify_tool_result(text: str, message: dict[str, Any] | None = None) -> Ev
     if looks_failed:
         return EventStatus.FAILURE
     return EventStatus.SUCCESS
+
+
+# A key naming a record (``id``, ``pipeline_id``, ``orderId``); not the ids an envelope
+# carries about the request itself (``request_id``, ``trace_id``, ``error_id``...).
+_RECORD_ID = re.compile(r"^id$|_id$|[a-z]Id$", re.IGNORECASE)
+_ENVELOPE_ID = re.compile(r"^(?:request|trace|span|correlation|error|event|call)_?id$", re.I)
+
+
+def _describes_a_record(reply: dict[str, Any]) -> bool:
+    """Whether a JSON reply is a record (it names one by its id: ``{"pipeline_id": ...,
+    "status": "failed", "failing_step": "lint"}``), whose ``status`` is the record's state (a
+    pipeline that failed, a payment that was declined), not an envelope reporting on the call
+    (``{"status": "error", "message": ...}``)."""
+    return any(
+        isinstance(key, str) and _RECORD_ID.search(key) and not _ENVELOPE_ID.match(key)
+        for key in reply
+    )
 
 
 def _declared(fields: dict[str, Any]) -> EventStatus | None:

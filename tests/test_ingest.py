@@ -261,6 +261,26 @@ def test_tool_result_status(text: str, status: EventStatus) -> None:
     assert classify_tool_result(text) is status
 
 
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        # a record's status is its state: the read went through
+        ('{"pipeline_id": "pl-1", "status": "failed", "failing_step": "lint"}', "success"),
+        ('{"orderId": 77, "status": "failed", "total": 12.5}', "success"),
+        ('{"id": "pay_1", "status": "error", "amount": 3}', "success"),
+        ('{"payment": {"id": 1}, "transaction_id": "t9", "status": "timeout"}', "success"),
+        # an envelope about the call, even with the ids of the request itself
+        ('{"status": "failed", "request_id": "r-1", "message": "bad input"}', "failure"),
+        ('{"status": "timeout", "trace_id": "abc"}', "timeout"),
+        ('{"status": "error", "error_id": "E-7", "detail": "quota"}', "failure"),
+        # a record whose error field holds something still reports an error
+        ('{"id": 5, "status": "error", "error": "write conflict"}', "failure"),
+    ],
+)
+def test_a_records_status_is_its_state_not_the_calls(text: str, status: str) -> None:
+    assert classify_tool_result(text) is EventStatus(status)
+
+
 def test_declared_status_wins() -> None:
     assert classify_tool_result("all fine", {"is_error": True}) is EventStatus.FAILURE
     assert classify_tool_result("Error: x", {"status": "success"}) is EventStatus.SUCCESS
