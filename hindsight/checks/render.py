@@ -26,7 +26,7 @@ __all__ = [
     "DEFAULT_ADVICE_BUDGET",
     "RISK_HEADING",
     "advice_text",
-    "one_per_subject",
+    "by_subject",
     "render_advice",
     "render_risk_section",
     "request_scores",
@@ -84,16 +84,22 @@ def _stronger(a: RiskCheck, b: RiskCheck) -> bool:
     return evidence(a.sources, a.lesson_kind) > evidence(b.sources, b.lesson_kind)
 
 
-def one_per_subject(matches: Sequence[CheckMatch]) -> list[CheckMatch]:
-    """``matches`` (best first) with one match per subject: the one whose lesson the most runs
-    stand on, in the place of the subject's best-ranked match; matches without a subject
-    keep their places. The failure, the repeated call and the fix of one tool error share a
-    subject: they would otherwise tell the agent "do not retry" and "retrying worked" side by
-    side, and the evidence decides which of them the runs support."""
+def by_subject(matches: Sequence[CheckMatch]) -> list[CheckMatch]:
+    """``matches`` (best first) with at most two matches per subject, in the place of the
+    subject's best-ranked one and in their own order: the failure (``tool_reliability``: what
+    the error is and what to do before calling), and of the others (the repeated call, the
+    fixes) the one whose lesson the most runs stand on. They would otherwise tell the agent
+    "do not repeat the same call" and "one retry worked" side by side; the evidence decides
+    which of the two the runs support. Matches without a subject keep their places."""
+    failure: dict[str, CheckMatch] = {}
     best: dict[str, CheckMatch] = {}
     for m in matches:
         subject = m.check.subject
-        if subject is not None and (subject not in best or _stronger(m.check, best[subject].check)):
+        if subject is None:
+            continue
+        if m.check.lesson_kind == "tool_reliability":
+            failure.setdefault(subject, m)
+        elif subject not in best or _stronger(m.check, best[subject].check):
             best[subject] = m
     out: list[CheckMatch] = []
     taken: set[str] = set()
@@ -103,19 +109,20 @@ def one_per_subject(matches: Sequence[CheckMatch]) -> list[CheckMatch]:
             out.append(m)
         elif subject not in taken:
             taken.add(subject)
-            out.append(best[subject])
+            kept = (failure.get(subject), best.get(subject))
+            out.extend(x for x in matches if any(x is k for k in kept))
     return out
 
 
 def render_advice(matches: Sequence[CheckMatch], *, token_budget: int | None = None) -> str:
     """The delimited advice block for the matched checks of one proposed call, best first,
-    one per subject (:func:`one_per_subject`), within ``token_budget`` tokens (default
+    at most two per subject (:func:`by_subject`), within ``token_budget`` tokens (default
     :data:`DEFAULT_ADVICE_BUDGET`); ``""`` when there is nothing to show. When the budget
     leaves checks out, a last line says how many (the result's ``checks`` hold them all)."""
     if not matches:
         return ""
     budget = token_budget or DEFAULT_ADVICE_BUDGET
-    shown = one_per_subject(matches)
+    shown = by_subject(matches)
     tool = escape_item(matches[0].check.tool)
     head = [ADVICE_START, ADVICE_PREAMBLE, f"Before you call {tool}:"]
     lines = [
