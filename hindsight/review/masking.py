@@ -40,6 +40,7 @@ from hindsight.models import EventType, Trajectory
 
 __all__ = [
     "PERSONAL_KEYS",
+    "PERSON_ROLES",
     "PERSON_WORDS",
     "Masker",
     "harvested",
@@ -134,12 +135,26 @@ def key_class(key: str) -> str:
     return _NAME_PARTS.sub("_", key.strip().lower()).strip("_") or "value"
 
 
+PERSON_ROLES = frozenset(
+    {
+        "author", "assignee", "assigned_to", "committer", "creator", "approver", "reviewer",
+        "maintainer", "submitter", "uploader", "owner", "requester", "reporter", "sender",
+        "recipient", "operator", "on_call",
+    }
+)  # fmt: skip
+"""Keys whose value names the person in a role (``"author": "mgarcia"``), as do keys of a
+past participle and ``by`` (``created_by``, ``approved_by``, ``written_by``; not ``sort_by``):
+personal, so a rule never names who did something, only what held."""
+_DONE_BY = re.compile(r"[a-z]+(?:ed|en)_?by$")
+
+
 def personal_key(key: str) -> str | None:
-    """The personal key (:data:`PERSONAL_KEYS`) that ``key`` is, or that it ends with after a
-    word of :data:`PERSON_WORDS` (``patient_name`` -> ``name``, ``customer_email`` ->
-    ``email``); else ``None`` (``product_name``, ``file_name``: not a person's)."""
+    """The personal key (:data:`PERSONAL_KEYS`, :data:`PERSON_ROLES`) that ``key`` is, or that
+    it ends with after a word of :data:`PERSON_WORDS` (``patient_name`` -> ``name``,
+    ``customer_email`` -> ``email``); else ``None`` (``product_name``, ``file_name``: not a
+    person's)."""
     low = key_class(key)
-    if low in PERSONAL_KEYS:
+    if low in PERSONAL_KEYS or low in PERSON_ROLES or _DONE_BY.fullmatch(low):
         return low
     parts = low.split("_")
     for i in range(1, len(parts)):
