@@ -241,8 +241,14 @@ def _run_state(value: Any) -> list[dict[str, Any]] | None:
     out: list[dict[str, Any]] = []
     size = 0
     for i, item in enumerate(value):
-        if not isinstance(item, Mapping) or set(item) - {"tool", "result"}:
-            raise UsageError(f"{problem}; item {i} is not", field="state")
+        if not isinstance(item, Mapping):
+            raise UsageError(f"{problem}; state[{i}] is a {type(item).__name__}", field="state")
+        if extra := sorted(str(k) for k in set(item) - {"tool", "result"}):
+            raise UsageError(
+                f"{problem}; state[{i}] has unknown key{'s' if len(extra) > 1 else ''} "
+                f"{', '.join(repr(k) for k in extra)[:80]}",
+                field="state",
+            )
         tool = item.get("tool")
         if not isinstance(tool, str) or not tool.strip() or len(tool) > MAX_NAME_CHARS:
             raise UsageError(

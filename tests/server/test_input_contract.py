@@ -162,7 +162,13 @@ TABLE: list[tuple[str, Any, str]] = [
     ("state", [{"tool": "get_member", "result": "plain text"}] * MAX_BATCH_ITEMS, OK),
     ("state", "get_member", STATE + ", got str"),
     ("state", [{"tool": "get_member"}] * (MAX_BATCH_ITEMS + 1), STATE + ", got 1001 items"),
-    ("state", [{"tool": "get_member", "value": 1}], STATE + "; item 0 is not"),
+    ("state", [{"tool": "get_member", "value": 1}], STATE + "; state[0] has unknown key 'value'"),
+    (
+        "state",
+        [{"tool": "a", "result": 1}, {"tool_name": "b", "output": 2}],
+        STATE + "; state[1] has unknown keys 'output', 'tool_name'",
+    ),
+    ("state", [{"tool": "a", "result": 1}, "b"], STATE + "; state[1] is a str"),
     (
         "state",
         [{"tool": "", "result": 1}],
