@@ -1,5 +1,5 @@
-"""The human listings show a long text cut at a word and marked with an ellipsis (the full
-text is in --json and in `show`), never cut mid-word as if it were the whole text."""
+"""The lesson listings show a lesson's whole text on one line, however long and whatever the
+terminal's width: a rule's evidence comes last, and a cut would drop it."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ from tests.helpers import ScriptedReviewer
 
 LONG = (
     "When resize_volume fails with 'quota exceeded for project atlas', check the quota left "
-    "first, then ask for no more than that or choose another option; never repeat the call"
+    "first, then ask for no more than that or choose another option; never repeat the call "
+    "unchanged: the runs that did failed (7 of 7 tasks), against 0 of 12 otherwise, and the "
+    "runs that asked for less then went well in 11 of 12."
 )
 
 
 @pytest.mark.parametrize("command", [("experiences", "list"), ("experiences", "history")])
-def test_a_long_lesson_is_cut_at_a_word_with_an_ellipsis(
+def test_a_long_lesson_is_shown_whole_on_one_line(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
     data = tmp_path / "data"
@@ -31,9 +33,4 @@ def test_a_long_lesson_is_cut_at_a_word_with_an_ellipsis(
         proc = run_cli(*args, *extra, data_dir=data)
         assert proc.returncode == 0, proc.stderr
         line = next(ln for ln in proc.stdout.splitlines() if text[:30] in ln)
-        shown = line[line.index(text[:30]) :].rstrip()
-        if text is LONG:
-            assert shown.endswith("…") and len(shown) <= 120
-            assert text.startswith(shown[:-1].rstrip()) and text[len(shown) - 1] in " ,;'"
-        else:
-            assert shown == text
+        assert line[line.index(text[:30]) :].rstrip() == text

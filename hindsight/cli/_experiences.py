@@ -24,7 +24,6 @@ from hindsight.cli._common import (
     print_next_cursor,
     state,
 )
-from hindsight.review._text import shorten
 
 experiences_app = HindsightTyper(
     help="List, show, version and restore experiences.", no_args_is_help=True
@@ -41,7 +40,7 @@ def _line(exp: Any) -> str:
     return (
         f"{exp.id}  v{exp.version}  {exp.status.value:<11} {exp.kind.value:<16} "
         f"conf {exp.confidence:.2f}  support {exp.support_count}  "
-        f"{escape(shorten(exp.content, 120))}"
+        f"{escape(exp.content)}"
     )
 
 
@@ -92,7 +91,7 @@ def experiences_list(
             print_json({"items": [_doc(e) for e in exps], "next_cursor": exps.next_cursor})
             return
         for exp in exps:
-            out_console.print(_line(exp), highlight=False)
+            out_console.print(_line(exp), highlight=False, soft_wrap=True)
         if not exps:
             of_kind = "" if kind is None else f" of kind {kind}"
             out_console.print(f"no {status} experiences{of_kind}")
@@ -136,8 +135,9 @@ def experiences_history(
             what = "current" if v["current"] else f"replaced by {v['change']} ({v['actor']})"
             out_console.print(
                 f"v{v['version']} [{exp.status.value}, conf {exp.confidence:.2f}] {what}: "
-                f"{escape(shorten(exp.content, 120))}",
+                f"{escape(exp.content)}",
                 highlight=False,
+                soft_wrap=True,
             )
 
 
