@@ -31,7 +31,16 @@ Source and method: docs/review.md#condition-mining. In short:
    where it holds at least :data:`MIN_RATE`; at least :data:`MIN_GROUPS` task groups where
    the condition held and the decision was bad. One run is never enough.
 
-5. **Selection.** Conditions with the same votes are one (the simplest wording stays); per
+5. **Support of a call.** A ``do`` rule asks for a call: unless expected actions alone
+   labelled its bad decisions, it also needs the runs that did make the call where the
+   condition held (the state before their first call of ``T``) to have gone well: at least
+   :data:`MIN_GROUPS` task groups, a Wilson lower bound of that good rate of at least
+   :data:`MIN_RATE`, and more often than the runs that ended without it. A run that failed
+   for another reason left out every tool it did not call; that alone says nothing for any
+   one of them. (An ``avoid`` rule rests on the calls it warns against; its text says how the
+   runs that did not call the tool went.)
+
+6. **Selection.** Conditions with the same votes are one (the simplest wording stays); per
    tool and form, at most :data:`MAX_PER_FORM`: the best, then only one that is significant
    on the task groups the ones before did not cover (sequential covering).
 """
@@ -171,6 +180,9 @@ class MinedRule:
         bad_else, held_else: the same where it did not hold.
         declined_ok, declined: (``avoid``) task groups where the condition held, ``tool`` was
             not called, and the run went well / in all.
+        called_ok, called: (``do``) task groups where the condition held before ``tool``'s
+            first call, and the run went well / in all (what a ``do`` rule from outcomes needs,
+            :func:`mine`).
         p: the one-sided Fisher p-value.
         subject: (``error`` form) the subject of the reviewer's lessons about the same error
             (``<tool>:<status>:<masked error>``, the most common among its failed calls), so
@@ -188,6 +200,8 @@ class MinedRule:
     held_else: int = 0
     declined_ok: int = 0
     declined: int = 0
+    called_ok: int = 0
+    called: int = 0
     p: float = 1.0
     covered: frozenset[str] = field(default_factory=frozenset, repr=False)
     subject: str = ""
@@ -209,6 +223,8 @@ class MinedRule:
             "held_else": self.held_else,
             "declined_ok": self.declined_ok,
             "declined": self.declined,
+            "called_ok": self.called_ok,
+            "called": self.called,
             "p": float(f"{self.p:.3g}"),
             "unit": "task group",
         }
@@ -225,18 +241,29 @@ def _fmt(value: Value) -> str:
 # -- decisions ----------------------------------------------------------------------------------
 @dataclass
 class _Units:
-    """The decisions of one (tool, form[, message]): parallel lists."""
+    """The decisions of one (tool, form[, message]): parallel lists (``labels``: what labelled
+    each decision, ``outcome``, ``expected`` or ``error``)."""
 
     states: list[State] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     bad: list[bool] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
     basis: Counter[str] = field(default_factory=Counter)
 
     def add(self, state: State, group: str, bad: bool, basis: str) -> None:
         self.states.append(state)
         self.groups.append(group)
         self.bad.append(bad)
+        self.labels.append(basis)
         self.basis[basis] += 1
+
+    def by_outcome(self, mask: int) -> bool:
+        """True when a bad decision of ``mask`` was labelled by its run's outcome (not by
+        expected actions)."""
+        return any(
+            mask >> i & 1 and bad and label == "outcome"
+            for i, (bad, label) in enumerate(zip(self.bad, self.labels, strict=True))
+        )
 
 
 def _decisions(runs: Sequence[RunRecord]) -> dict[tuple[str, Form, str], _Units]:
@@ -465,7 +492,8 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
     runs = sorted(runs, key=lambda r: r.run_id)
     singles: list[_Candidate] = []
     sets: dict[tuple[str, Form, str], tuple[_Units, _Groups, dict[Predicate, int]]] = {}
-    for key, units in sorted(_decisions(runs).items()):
+    decisions = _decisions(runs)
+    for key, units in sorted(decisions.items()):
         groups = _Groups(units)
         if groups.bad_groups < MIN_GROUPS:
             continue
@@ -500,6 +528,7 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
                 if cand is not None and cand.p * PAIR_FACTOR <= min(a.p, b.p):
                     pairs.append(cand)
     kept += _standing(pairs, per_set=False, untested=searched)
+    kept = [c for c in kept if _supported(c, decisions)]
     subjects = _error_subjects(runs)
     rules: list[MinedRule] = []
     for c in _select(kept, {k: v[1] for k, v in sets.items()}):
@@ -520,8 +549,10 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
             covered=c.votes.covered,
             subject=subjects.get((tool, message), "") if form == "error" else "",
         )
-        if form == "avoid" and (tool, "do", "") in sets:
-            rule.declined_ok, rule.declined = _declined(sets[(tool, "do", "")], c.predicates)
+        if form == "avoid":
+            rule.declined_ok, rule.declined = _opposite(decisions, (tool, "do", ""), c.predicates)
+        elif form == "do":
+            rule.called_ok, rule.called = _opposite(decisions, (tool, "avoid", ""), c.predicates)
         rules.append(rule)
     return rules
 
@@ -601,14 +632,34 @@ def _basis(counts: Counter[str]) -> str:
     return kinds[0] if len(kinds) == 1 else "mixed"
 
 
-def _declined(
-    do_set: tuple[_Units, _Groups, dict[Predicate, int]], preds: tuple[Predicate, ...]
+def _opposite(
+    decisions: Mapping[tuple[str, Form, str], _Units],
+    key: tuple[str, Form, str],
+    preds: tuple[Predicate, ...],
 ) -> tuple[int, int]:
-    """Task groups where the condition held and the tool was not called: (went well, all)."""
-    units, groups, _ = do_set
+    """Task groups of the decision set ``key`` (the opposite decision about the same tool: the
+    runs that did not call it, for an ``avoid`` rule; those that did, for a ``do`` rule) where
+    the condition held (its argument predicates aside): (went well, all). Every run of the
+    set counts, whether or not the set had enough bad decisions to be mined itself."""
+    units = decisions.get(key)
+    if units is None:
+        return 0, 0
     mask = 0
     for i, state in enumerate(units.states):
         if all(p.holds(state) for p in preds if not p.feature.startswith("args.")):
             mask |= 1 << i
-    v = groups.votes(mask)
+    v = _Groups(units).votes(mask)
     return v.held - v.bad, v.held
+
+
+def _supported(c: _Candidate, decisions: Mapping[tuple[str, Form, str], _Units]) -> bool:
+    """Does a ``do`` candidate stand on runs that made the call (module docstring, 5)? Other
+    forms, and ``do`` candidates whose bad decisions expected actions alone labelled, do."""
+    tool, form, _ = c.key
+    if form != "do" or not decisions[c.key].by_outcome(c.mask):
+        return True
+    ok, called = _opposite(decisions, (tool, "avoid", ""), c.predicates)
+    if ok < MIN_GROUPS or wilson_lower(ok, called) < MIN_RATE:
+        return False
+    held_ok = c.votes.held - c.votes.bad  # the groups that ended without it and went well
+    return ok * c.votes.held > held_ok * called

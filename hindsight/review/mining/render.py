@@ -8,6 +8,14 @@ Every count is in task groups (docs/review.md#condition-mining). Examples::
     update_reservation_flights: when payment_id (in its arguments) is certificate, the call
     returned 'certificate cannot be used to update reservation' (3 of 3 tasks), against 0 of
     18 otherwise.
+
+    modify_booking: when rate_type (from get_booking) is non_refundable, call it before the
+    run ends: the runs that ended without calling it failed (6 of 6 tasks), against 2 of 20
+    otherwise; the runs that called it then went well in 10 of 12.
+
+A rule's last clause is the other side of its decision where the condition held: for ``do
+not call it``, how the runs that did not call it went; for ``call it``, how the runs that
+called it went (what a rule from outcomes to call a tool stands on).
 """
 
 from __future__ import annotations
@@ -85,13 +93,21 @@ def render_rule(rule: MinedRule) -> str:
         }.get(rule.basis, "calling it was a wrong step")
         text = f"{rule.tool}: when {when}, do not call it: {what} {counts}, {against}"
         if rule.declined:
-            text += (
-                f"; the runs that did not call it then went well in {rule.declined_ok} of "
-                f"{rule.declined}"
-            )
+            other = {
+                "outcome": "the runs that did not call it then went well",
+                "expected": "the runs that did not call it were expected not to",
+            }.get(rule.basis, "the runs that did not call it were right not to")
+            text += f"; {other} in {rule.declined_ok} of {rule.declined}"
         return text + "."
     what = {
         "outcome": "the runs that ended without calling it failed",
         "expected": "it was an expected action the runs left out",
     }.get(rule.basis, "leaving it out was a wrong step")
-    return f"{rule.tool}: when {when}, call it before the run ends: {what} {counts}, {against}."
+    text = f"{rule.tool}: when {when}, call it before the run ends: {what} {counts}, {against}"
+    if rule.called:
+        other = {
+            "outcome": "the runs that called it then went well",
+            "expected": "the runs that called it were expected to",
+        }.get(rule.basis, "the runs that called it were right to")
+        text += f"; {other} in {rule.called_ok} of {rule.called}"
+    return text + "."
