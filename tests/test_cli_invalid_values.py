@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import REPO, assert_one_line_error, cli_env, run_cli
+from tests.cli_helpers import REPO, assert_one_line_error, cli_env, cli_json, run_cli
 
 
 def _lines(*records: object | bytes) -> bytes:
@@ -234,6 +234,30 @@ def test_ingest_of_a_file_without_runs_says_so(tmp_path: Path, content: bytes) -
     assert proc.returncode == 0, proc.stderr
     assert "trajectories: 0 added" in proc.stdout
     assert f"note: {log} holds no runs" in " ".join(proc.stderr.split()), proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("--namespace", "", "error: namespace must be a non-empty string"),
+        ("--namespace", "n" * 201, "error: namespace must be at most 200 characters"),
+        ("--task-type", "  ", "error: task_type must be a non-empty string"),
+    ],
+)
+def test_ingest_refuses_a_bad_option_in_one_line_and_stores_nothing(
+    tmp_path: Path, option: str, value: str, error: str
+) -> None:
+    """The error is stderr's first line (the progress bar has not started: its closing line
+    came first), and no record was read."""
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(_lines(msgs("good one")))
+    data = tmp_path / "data"
+    proc = run_cli("ingest", str(log), "--tenant", "t", option, value, data_dir=data)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(error), repr(proc.stderr)
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    stats = cli_json("stats", "--tenant", "t", data_dir=data)
+    assert stats["trajectories"] == 0
 
 
 def test_recall_block_with_nothing_recalled_prints_no_block_and_says_so_on_stderr(

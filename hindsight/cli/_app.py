@@ -68,6 +68,7 @@ def ingest(
     be stored (listed); exit 3: reviews still pending (--no-wait, or the wait timed out)."""
     from rich.progress import Progress
 
+    from hindsight._contract import Namespace, TaskType, check
     from hindsight.capture.ingest import RecordError, count_records, iter_results
 
     if format not in ("auto", "openai", "tau-bench", "events"):
@@ -78,6 +79,9 @@ def ingest(
         open_memory(state(ctx), note_pending=False, **check_reviewer(reviewer)) as mem,
     ):
         before = mem.stats(tenant_id=tenant)
+        # checked before the progress bar starts, whose closing line would come first
+        check(Namespace, namespace)
+        check(TaskType, task_type)
         added = skipped = events = queued = 0
         run_ids: list[str] = []
         present: list[str] = []  # stored by an earlier ingest
