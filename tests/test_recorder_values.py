@@ -61,6 +61,10 @@ REFUSED_FIELDS: dict[str, tuple[Callable[[RunRecorder], Any], str]] = {
     "args with a tuple key": (lambda r: r.tool_call("lookup", {(1, 2): "x"}), "tool_args"),
     "tool_name blank": (lambda r: r.tool_call(" ", {}), "tool_name"),
     "tool_name missing": (lambda r: r.tool_result(content="ok"), "tool_name"),
+    # the limit of every interface: check_action refuses a longer name
+    "tool_name too long": (lambda r: r.tool_call("x" * 201, {}), "tool_name"),
+    "result's tool_name too long": (lambda r: r.tool_result("x" * 201, "ok"), "tool_name"),
+    "tool_name not text": (lambda r: r.tool_call(7, {}), "tool_name"),
     "metadata too deep": (lambda r: r.user_message("hi", metadata=_nested(500)), "metadata"),
     "metadata not a dict": (lambda r: r.user_message("hi", metadata=[1]), "metadata"),
     "reason not text": (lambda r: r.set_outcome("failure", reason=5), "reason"),
@@ -511,3 +515,13 @@ def test_the_outcome_of_a_run_a_refusal_or_a_crash_ended(
             run.tool_call("lookup", {"ids": {1, 2}})
         raise RuntimeError("the agent crashed")
     assert mem.get_trajectory(run.trajectory_id, tenant_id="t").outcome.value == outcome
+
+
+def test_the_longest_tool_name_the_recorder_takes_is_one_check_action_takes(mem: Memory) -> None:
+    name = "t" * 200
+    with mem.record("x", tenant_id="t") as run:
+        call = run.tool_call(name, {})
+        run.tool_result(content="ok", tool_call_id=call.tool_call_id)
+    stored = mem.get_trajectory(run.trajectory_id, tenant_id="t")
+    assert stored.events[0].tool_name == name
+    assert mem.check_action(name, {}, tenant_id="t").checks == []

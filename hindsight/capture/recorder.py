@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._contract import Source, Tags, TaskType, check, usage_error
+from hindsight._contract import MAX_NAME_CHARS, Source, Tags, TaskType, check, usage_error
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
 from hindsight._status import classify_tool_result
@@ -86,6 +86,14 @@ def _reward(value: Any) -> float | None:
         return validate_reward(value)
     except ValueError as exc:
         raise UsageError(str(exc), field="reward") from None
+
+
+def _tool_name(value: Any) -> None:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS:
+        raise UsageError(
+            f"tool_name must be a tool name of 1..{MAX_NAME_CHARS} characters, got {value!r:.60}",
+            field="tool_name",
+        )
 
 
 def _json_object(value: Any, name: str) -> dict[str, Any]:
@@ -224,9 +232,14 @@ class RunRecorder:
         tool_call_id: str | None = None,
         **metadata: Any,
     ) -> Event:
-        """Append a tool call; returns the event, whose ``tool_call_id`` pairs the result."""
-        if not isinstance(tool_name, str) or not tool_name.strip():
-            raise UsageError("tool_name must be a non-empty string", field="tool_name")
+        """Append a tool call; returns the event, whose ``tool_call_id`` pairs the result.
+
+        Raises:
+            UsageError: ``tool_name`` is not a tool name of 1..200 characters (the limit of
+                every interface, so that the call can be checked and recalled by its tool),
+                or ``args`` is not a dict.
+        """
+        _tool_name(tool_name)
         if args is not None and not isinstance(args, dict):
             raise UsageError(
                 f"args must be a dict (the call's tool_args), got {type(args).__name__}",
@@ -270,6 +283,8 @@ class RunRecorder:
         With ``tool_call_id`` of an earlier :meth:`tool_call`, the tool name and the latency
         (milliseconds since the call) are filled in when not given.
         """
+        if tool_name is not None:
+            _tool_name(tool_name)
         if tool_call_id is None and tool_name is not None:
             for cid in reversed(list(self._open_calls)):
                 if self._open_calls[cid][0] == tool_name:
