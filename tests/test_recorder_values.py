@@ -525,3 +525,34 @@ def test_the_longest_tool_name_the_recorder_takes_is_one_check_action_takes(mem:
     stored = mem.get_trajectory(run.trajectory_id, tenant_id="t")
     assert stored.events[0].tool_name == name
     assert mem.check_action(name, {}, tenant_id="t").checks == []
+
+
+@pytest.mark.parametrize(
+    ("word", "outcome"),
+    [
+        ("FAILED", "failure"),
+        ("passed", "success"),
+        (" Success ", "success"),
+        ("partially", "partial"),
+        (True, "success"),
+        (False, "failure"),
+        ("error", "failure"),
+    ],
+)
+def test_the_recorder_reads_outcome_words_as_a_log_does(
+    mem: Memory, word: object, outcome: str
+) -> None:
+    """``set_outcome`` and ``hindsight ingest`` take the same words (one rule, every interface)."""
+    from hindsight.capture.ingest._common import outcome_from
+
+    with mem.record("x", tenant_id="t") as run:
+        run.set_outcome(word)  # type: ignore[arg-type]
+    assert mem.get_trajectory(run.trajectory_id, tenant_id="t").outcome.value == outcome
+    assert outcome_from(word, None, "log.jsonl:1").value == outcome
+
+
+@pytest.mark.parametrize("word", ["", "  ", "won", 1, None])
+def test_the_recorder_refuses_a_word_that_names_no_outcome(mem: Memory, word: object) -> None:
+    with mem.record("x", tenant_id="t") as run, pytest.raises(UsageError) as err:
+        run.set_outcome(word)  # type: ignore[arg-type]
+    assert str(err.value).startswith("outcome must be one of success, failure, partial, unknown")

@@ -22,7 +22,7 @@ from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
 from hindsight._status import classify_tool_result
 from hindsight._text import clean_json
-from hindsight.capture.ingest._common import expected_action
+from hindsight.capture.ingest._common import expected_action, outcome_word
 from hindsight.clock import SystemClock, utc_clock
 from hindsight.models import (
     Event,
@@ -41,7 +41,6 @@ from hindsight.models import (
 __all__ = ["RunRecorder"]
 
 _STATUS = {s.value: s for s in EventStatus}
-_OUTCOME = {o.value: o for o in Outcome}
 
 
 def _task_key(value: Any) -> str | None:
@@ -338,7 +337,9 @@ class RunRecorder:
         """Declare how the run ended: success, failure, partial or unknown, and why.
 
         Args:
-            outcome: success, failure, partial or unknown.
+            outcome: success, failure, partial or unknown, in any case, or a synonym a log
+                would use (``passed``, ``failed``, ``ok``, ``error``, a boolean...: as
+                ``hindsight ingest`` reads them, docs/concepts.md#trajectories-and-events).
             reward: the environment's reward, if any.
             reason: why, in a few words (e.g. ``"the refund went to the wrong card"``).
             expected_actions: the calls a correct run makes: :class:`ExpectedAction` or dicts
@@ -353,9 +354,8 @@ class RunRecorder:
             UsageError: an unknown outcome, a reward that is not a finite number, or malformed
                 evidence (nothing is changed then).
         """
-        if not isinstance(outcome, Outcome) and not (
-            isinstance(outcome, str) and outcome in _OUTCOME
-        ):
+        named = None if isinstance(outcome, str) and not outcome.strip() else outcome_word(outcome)
+        if named is None:
             raise UsageError(
                 f"outcome must be one of success, failure, partial, unknown; got {outcome!r:.60}",
                 field="outcome",
@@ -377,7 +377,7 @@ class RunRecorder:
             )
         except ValidationError as err:
             raise usage_error(err) from None
-        self._outcome = Outcome(outcome)
+        self._outcome = named
         self._reward = checked_reward
         self._evidence = None if evidence.is_empty() else evidence
 

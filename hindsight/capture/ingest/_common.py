@@ -30,6 +30,7 @@ __all__ = [
     "event_id",
     "expected_action",
     "outcome_from",
+    "outcome_word",
     "parse_reward",
     "parse_tags",
     "parse_timestamp",
@@ -69,6 +70,28 @@ def event_id(traj_id: str, index: int) -> str:
     return stable_id("event", traj_id, str(index))
 
 
+def outcome_word(value: Any) -> Outcome | None:
+    """The outcome a word names, in any case: ``success`` / ``failure`` / ``partial`` /
+    ``unknown`` and their common synonyms in logs (``passed``, ``succeeded``, ``ok``, ``done``,
+    ``failed``, ``fail``, ``error``, ``partially``; a boolean or ``"true"`` / ``"false"``), an
+    :class:`Outcome` itself; ``None`` for anything else. The recorder's ``set_outcome`` and
+    every log format read outcomes by it."""
+    if isinstance(value, Outcome):
+        return value
+    if not isinstance(value, str | bool):
+        return None
+    word = str(value).strip().lower()
+    if word in _SUCCESS_WORDS:
+        return Outcome.SUCCESS
+    if word in _FAILURE_WORDS:
+        return Outcome.FAILURE
+    if word in _PARTIAL_WORDS:
+        return Outcome.PARTIAL
+    if word in {"unknown", ""}:
+        return Outcome.UNKNOWN
+    return None
+
+
 def outcome_from(outcome: Any, reward: float | None, where: str) -> Outcome:
     """The run's outcome from an explicit ``outcome`` value, else from ``reward``.
 
@@ -80,15 +103,9 @@ def outcome_from(outcome: Any, reward: float | None, where: str) -> Outcome:
         InvalidTrajectoryError: ``outcome`` is present but not recognised (names ``where``).
     """
     if outcome is not None:
-        word = str(outcome).strip().lower()
-        if word in _SUCCESS_WORDS:
-            return Outcome.SUCCESS
-        if word in _FAILURE_WORDS:
-            return Outcome.FAILURE
-        if word in _PARTIAL_WORDS:
-            return Outcome.PARTIAL
-        if word in {"unknown", ""}:
-            return Outcome.UNKNOWN
+        found = outcome_word(outcome)
+        if found is not None:
+            return found
         raise InvalidTrajectoryError(
             f"{where}: outcome must be success, failure, partial or unknown, got {outcome!r:.60}"
         )
