@@ -31,6 +31,7 @@ from hindsight.models import Outcome, Trajectory
 from hindsight.review._calls import (
     ToolCall,
     collect_calls,
+    error_quote,
     error_subject,
     is_read_only,
     without_echoes,
@@ -185,12 +186,15 @@ class Call:
         error: :func:`error_class` of its result when the call failed, else ``""``.
         subject: what the reviewer's lessons about that error are about
             (:func:`hindsight.review._calls.error_subject`), else ``""``.
+        quote: the error as the reviewer's lessons quote it (masked of the run's values, its
+            case and numbers kept: :func:`hindsight.review._calls.error_quote`), else ``""``.
     """
 
     tool: str
     state: State
     error: str = ""
     subject: str = ""
+    quote: str = ""
 
 
 @dataclass(frozen=True)
@@ -245,6 +249,7 @@ def record_of(traj: Trajectory, *, strip_expected: bool = False) -> RunRecord:
                 _call_state(seen, call, start),
                 error_class(call.output, call.args) if call.failed else "",
                 error_subject(call, harvested(traj).mask) if call.failed else "",
+                error_quote(call, harvested(traj).mask) if call.failed else "",
             )
         )
         value = _parsed(call.output) if call.succeeded or call.status is None else None

@@ -48,6 +48,7 @@ Source and method: docs/review.md#condition-mining. In short:
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -184,6 +185,8 @@ class MinedRule:
             first call, and the run went well / in all (what a ``do`` rule from outcomes needs,
             :func:`mine`).
         p: the one-sided Fisher p-value.
+        quote: (``error`` form) the error as the runs quote it, the numbers they differ in
+            masked (:func:`_error_quotes`); ``""`` to show the class.
         subject: (``error`` form) the subject of the reviewer's lessons about the same error
             (``<tool>:<status>:<masked error>``, the most common among its failed calls), so
             that recall shows one lesson per error; else ``""``.
@@ -205,6 +208,7 @@ class MinedRule:
     p: float = 1.0
     covered: frozenset[str] = field(default_factory=frozenset, repr=False)
     subject: str = ""
+    quote: str = ""
 
     @property
     def key(self) -> str:
@@ -530,6 +534,7 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
     kept += _standing(pairs, per_set=False, untested=searched)
     kept = [c for c in kept if _supported(c, decisions)]
     subjects = _error_subjects(runs)
+    quotes = _error_quotes(runs)
     rules: list[MinedRule] = []
     for c in _select(kept, {k: v[1] for k, v in sets.items()}):
         units, _, _ = sets[c.key]
@@ -548,6 +553,7 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
             p=c.p,
             covered=c.votes.covered,
             subject=subjects.get((tool, message), "") if form == "error" else "",
+            quote=quotes.get((tool, message), "") if form == "error" else "",
         )
         if form == "avoid":
             rule.declined_ok, rule.declined = _opposite(decisions, (tool, "do", ""), c.predicates)
@@ -567,6 +573,36 @@ def _error_subjects(runs: Sequence[RunRecord]) -> dict[tuple[str, str], str]:
             if call.error and call.subject:
                 counts[(call.tool, call.error)][call.subject] += 1
     return {key: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for key, c in counts.items()}
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _error_quotes(runs: Sequence[RunRecord]) -> dict[tuple[str, str], str]:
+    """For each (tool, error class), the error as the runs quote it, with the numbers that
+    differ between them shown as ``<number>`` and those they all share kept: ``deploy refused:
+    2 approvals required, pipeline <pl_id> has <number>`` from ``... has 0`` and ``... has 1``
+    (a policy's constant is kept, a run's count is not). ``""`` when the quotes differ in
+    anything but their numbers (the class is shown then)."""
+    found: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for run in runs:
+        for call in run.calls:
+            if call.error and call.quote:
+                found[(call.tool, call.error)].add(call.quote)
+    out: dict[tuple[str, str], str] = {}
+    for key, quotes in found.items():
+        texts = sorted(quotes)
+        shapes = {tuple(_NUMBER.split(t)) for t in texts}
+        if len(shapes) != 1:
+            continue
+        (parts,) = shapes
+        numbers = [_NUMBER.findall(t) for t in texts]
+        slots = [
+            values[0] if len(set(values)) == 1 else "<number>"
+            for values in zip(*numbers, strict=True)
+        ]
+        out[key] = "".join(p + n for p, n in zip(parts, [*slots, ""], strict=True))
+    return out
 
 
 def _distinct(cands: list[_Candidate]) -> list[_Candidate]:

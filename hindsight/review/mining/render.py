@@ -84,7 +84,7 @@ def render_rule(rule: MinedRule) -> str:
     counts = f"({rule.bad} of {rule.held} {_tasks(rule.held)})"
     against = f"against {rule.bad_else} of {rule.held_else} otherwise"
     if rule.form == "error":
-        said = _PLACEHOLDERS.sub(lambda m: _SHOWN[m.group()], rule.message)
+        said = rule.quote or _PLACEHOLDERS.sub(lambda m: _SHOWN[m.group()], rule.message)
         return f"{rule.tool}: when {when}, the call returned '{said}' {counts}, {against}."
     if rule.form == "avoid":
         what = {
