@@ -572,3 +572,21 @@ def test_a_fallback_tool_is_found_by_its_name_and_the_object_it_acts_on(
         assert fix.content.endswith(f"calling {other} instead worked."), fix.content
     else:
         assert fixes == [], [f.content for f in fixes]
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        ('{"status": "failed", "failing_step": "lint"}', "status: failed, failing_step: lint"),
+        ('{"error": {"code": 429, "type": "quota"}}', "code: <number>, type: quota"),
+        ('{"ok": false, "reason": "card declined"}', "card declined"),  # a message field wins
+    ],
+)
+def test_a_json_failure_is_quoted_by_its_message_or_its_plain_fields(reply: str, said: str) -> None:
+    traj = run(
+        ev("user_message", "rerun the job"),
+        *tool("rerun_job", {"job": "build"}, "failure", reply),
+        outcome=Outcome.FAILURE,
+    )
+    (failure,) = of_kind(REVIEWER.review_sync(traj), ExperienceKind.TOOL_RELIABILITY)
+    assert f"rerun_job can fail with '{said}'" in failure.content, failure.content

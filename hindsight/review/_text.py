@@ -101,7 +101,8 @@ def error_text(output: str, limit: int = 120) -> str:
 
     A leading ``Error:`` is dropped; for a Python traceback the final exception line is kept;
     for a reply that is a JSON object, its error message (the text of its ``error``,
-    ``message``, ``detail`` or ``reason`` field, or of ``error.message``), not the JSON.
+    ``message``, ``detail`` or ``reason`` field, or of ``error.message``), or with none its
+    plain fields (``status: failed, failing_step: lint``), not the JSON.
     """
     output = _json_message(output) or output
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
@@ -132,16 +133,33 @@ _MESSAGE_KEYS = ("error", "message", "detail", "reason", "error_message", "msg")
 def _json_message(output: str) -> str:
     """The error message of a reply that is a JSON object (``{"status": "error", "message":
     "..."}``, ``{"error": {"message": "..."}}``), else ``""``."""
-    # Imported here: the CLI imports this module to render its tables, and the status
-    # rule's package loads pydantic, which ``hindsight --help`` does without.
+    # Imported here: the CLI imports this module to render its tables, and the status rules
+    # (hindsight._status) load the models, hence pydantic, which ``hindsight --help`` does
+    # without.
     from hindsight._status import json_object
 
     value: Any = json_object(output)
+    inner: dict[str, Any] | None = None  # the innermost object: {"error": {"code": 5}}
     for _ in range(2):  # {"error": {"message": ...}}
         if not isinstance(value, dict):
-            return ""
+            break
+        inner = value
         found = next((value[k] for k in _MESSAGE_KEYS if value.get(k) not in (None, "")), None)
         if isinstance(found, str):
             return found
         value = found
-    return ""
+    return _fields(inner) if inner is not None and value is None else ""
+
+
+def _fields(reply: dict[str, Any]) -> str:
+    """A JSON failure with no message field, said by its plain fields (``{"status": "failed",
+    "failing_step": "lint"}`` -> ``status: failed, failing_step: lint``); ids and nested
+    values left out (the masking would take the ids; the JSON is no sentence)."""
+    parts = [
+        f"{key}: {val}"
+        for key, val in reply.items()
+        if isinstance(key, str)
+        and isinstance(val, str | int | float | bool)
+        and not key.lower().endswith(("id", "_ids"))
+    ]
+    return ", ".join(parts[:6])
