@@ -138,13 +138,13 @@ def key_class(key: str) -> str:
 PERSON_ROLES = frozenset(
     {
         "author", "assignee", "assigned_to", "committer", "creator", "approver", "reviewer",
-        "maintainer", "submitter", "uploader", "owner", "requester", "reporter", "sender",
-        "recipient", "operator", "on_call",
+        "maintainer", "submitter", "uploader", "owner", "operator", "on_call",
     }
 )  # fmt: skip
 """Keys whose value names the person in a role (``"author": "mgarcia"``), as do keys of a
 past participle and ``by`` (``created_by``, ``approved_by``, ``written_by``; not ``sort_by``):
-personal, so a rule never names who did something, only what held."""
+personal, so a rule never names who did something, only what held. Not ``sender`` or
+``recipient``: their values are often accounts or addresses, which keep their own rules."""
 _DONE_BY = re.compile(r"[a-z]+(?:ed|en)_?by$")
 
 
