@@ -175,15 +175,20 @@ def classify_tool_result(text: str, message: dict[str, Any] | None = None) -> Ev
 
 # A key naming a record (``id``, ``pipeline_id``, ``orderId``); not the ids an envelope
 # carries about the request itself (``request_id``, ``trace_id``, ``error_id``...).
-_RECORD_ID = re.compile(r"^id$|_id$|[a-z]Id$", re.IGNORECASE)
+_RECORD_ID = re.compile(r"^(?:id|ID)$|_(?:id|ID)$|[a-z](?:Id|ID)$")
 _ENVELOPE_ID = re.compile(r"^(?:request|trace|span|correlation|error|event|call)_?id$", re.I)
+_MESSAGE_KEYS = ("error", "errors", "message", "msg", "detail", "details", "reason")
 
 
 def _describes_a_record(reply: dict[str, Any]) -> bool:
-    """Whether a JSON reply is a record (it names one by its id: ``{"pipeline_id": ...,
-    "status": "failed", "failing_step": "lint"}``), whose ``status`` is the record's state (a
-    pipeline that failed, a payment that was declined), not an envelope reporting on the call
-    (``{"status": "error", "message": ...}``)."""
+    """Whether a JSON reply is a record (it names one by its id and carries no message:
+    ``{"pipeline_id": ..., "status": "failed", "failing_step": "lint"}``), whose ``status`` is
+    the record's state (a pipeline that failed, a payment that was declined), not an envelope
+    reporting on the call (``{"status": "error", "message": ...}``, also with the id of what it
+    was about: ``{"order_id": ..., "status": "error", "message": "cannot be cancelled"}``).
+    An id key is ``id``, ``*_id`` or ``*Id`` (not ``paid``, ``valid``, ``uuid``)."""
+    if any(reply.get(key) not in (None, "", [], {}) for key in _MESSAGE_KEYS):
+        return False
     return any(
         isinstance(key, str) and _RECORD_ID.search(key) and not _ENVELOPE_ID.match(key)
         for key in reply

@@ -275,6 +275,13 @@ def test_tool_result_status(text: str, status: EventStatus) -> None:
         ('{"status": "error", "error_id": "E-7", "detail": "quota"}', "failure"),
         # a record whose error field holds something still reports an error
         ('{"id": 5, "status": "error", "error": "write conflict"}', "failure"),
+        # an envelope naming what it was about, with its message
+        ('{"order_id": "W1", "status": "error", "message": "cannot be cancelled"}', "failure"),
+        ('{"id": "req_1", "status": "error", "detail": "Internal server error"}', "failure"),
+        # keys that end in "id" without being ids
+        ('{"paid": false, "status": "failed"}', "failure"),
+        ('{"status": "error", "valid": false}', "failure"),
+        ('{"android": "14", "uuid": "u-1", "status": "failed"}', "failure"),
     ],
 )
 def test_a_records_status_is_its_state_not_the_calls(text: str, status: str) -> None:
