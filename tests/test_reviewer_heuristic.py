@@ -554,6 +554,19 @@ def test_a_task_summary_never_splits_inside_a_dotted_token(task: str, kept: str)
             ("restart_service_via_ssh", {"host": "db-2", "unit": "db.service"}),
             False,
         ),
+        # a broader tool is not a fallback of a narrower one
+        (
+            ("cancel_order_item", {"order_id": "W-1182", "item": "I-77"}),
+            ("cancel_order", {"order_id": "W-1182"}),
+            False,
+        ),
+        # names without ASCII words, and an everyday value in common
+        (("查询订单", {"订单号": "A-1009"}), ("取消订单", {"编号": "A-1009", "原因": "x"}), False),
+        (
+            ("get_user", {"user_ref": "U-4410", "format": "json"}),
+            ("get_user_orders", {"customer": "C-1", "format": "json"}),
+            False,
+        ),
     ],
 )
 def test_a_fallback_tool_is_found_by_its_name_and_the_object_it_acts_on(
@@ -580,6 +593,8 @@ def test_a_fallback_tool_is_found_by_its_name_and_the_object_it_acts_on(
         ('{"status": "failed", "failing_step": "lint"}', "status: failed, failing_step: lint"),
         ('{"error": {"code": 429, "type": "quota"}}', "code: <number>, type: quota"),
         ('{"ok": false, "reason": "card declined"}', "card declined"),  # a message field wins
+        # an empty message is no message; booleans as JSON; keys ending in "id" that are not ids
+        ('{"error": "", "status": "failed", "paid": false}', "status: failed, paid: false"),
     ],
 )
 def test_a_json_failure_is_quoted_by_its_message_or_its_plain_fields(reply: str, said: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -156,10 +157,14 @@ def _fields(reply: dict[str, Any]) -> str:
     "failing_step": "lint"}`` -> ``status: failed, failing_step: lint``); ids and nested
     values left out (the masking would take the ids; the JSON is no sentence)."""
     parts = [
-        f"{key}: {val}"
+        f"{key}: {json.dumps(val) if isinstance(val, bool) else val}"
         for key, val in reply.items()
         if isinstance(key, str)
         and isinstance(val, str | int | float | bool)
-        and not key.lower().endswith(("id", "_ids"))
+        and val != ""
+        and not _ID_KEY.search(key)
     ]
     return ", ".join(parts[:6])
+
+
+_ID_KEY = re.compile(r"^(?:id|ID)$|_(?:id|ids|ID)$|[a-z](?:Id|ID|Ids)$")

@@ -39,7 +39,7 @@ from hindsight.review.contrast import (
     value_class,
 )
 from hindsight.review.heuristic._templates import Lang, advice_for, render, repeat_advice
-from hindsight.review.masking import Masker
+from hindsight.review.masking import Masker, is_categorical
 from hindsight.writeback import variants
 
 __all__ = [
@@ -307,11 +307,12 @@ def _name_words(tool: str) -> frozenset[str]:
 
 
 def _values(args: dict[str, Any]) -> set[str]:
-    """The argument values that name a thing (strings of 3+ characters, numbers of 2+
-    digits), as text: what two calls on the same object share whatever their keys."""
+    """The argument values that name one thing (strings of 3+ characters that are not an
+    everyday word or category such as ``json`` or ``economy``, numbers of 2+ digits), as
+    text: what two calls on the same object share whatever their keys."""
     out = set()
     for value in args.values():
-        if isinstance(value, str) and len(value.strip()) >= 3:
+        if isinstance(value, str) and len(value.strip()) >= 3 and not is_categorical(value):
             out.add(value.strip())
         elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10:
             out.add(str(value))
@@ -320,9 +321,10 @@ def _values(args: dict[str, Any]) -> set[str]:
 
 def _substitute(ctx: Context, failed: ToolCall) -> ToolCall | None:
     """A later successful call of another tool of the same sort (both read-only or both not)
-    that does the same job: it shares most argument names (a cached twin, a v2), or its name
-    holds every word of the failed tool's, or the reverse (``restart_service`` ->
-    ``restart_service_via_ssh``), and it shares an argument name or a value naming a thing
+    that does the same job: it shares most argument names (a cached twin), or its name holds
+    every word of the failed tool's and more (``restart_service`` ->
+    ``restart_service_via_ssh``, ``getOrder`` -> ``getOrderV2``; never a broader tool, not
+    ``cancel_order_item`` -> ``cancel_order``) and it passes a value the failed call passed
     (the same host, the same order)."""
     keys = set(failed.args)
     if not keys:
@@ -333,11 +335,12 @@ def _substitute(ctx: Context, failed: ToolCall) -> ToolCall | None:
             continue
         if is_read_only(call.tool) != is_read_only(failed.tool):
             continue
-        other = set(call.args)
+        other, theirs = set(call.args), _name_words(call.tool)
+        if theirs < words:
+            continue  # a broader tool (cancel_order for cancel_order_item): another job
         if other and len(keys & other) / len(keys | other) >= 0.5:
             return call
-        theirs = _name_words(call.tool)
-        if (words <= theirs or theirs <= words) and (keys & other or values & _values(call.args)):
+        if words and words < theirs and values & _values(call.args):
             return call
     return None
 
