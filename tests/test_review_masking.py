@@ -86,6 +86,13 @@ def test_short_numbers_and_phones_keep_their_patterns() -> None:
     assert text == "Sent <number> of <number> units; call <phone> or <phone>.", text
 
 
+@pytest.mark.parametrize("value", [250000, "250000", 12_000_000])
+def test_a_quantity_is_a_number_not_a_code_of_its_key(value: object) -> None:
+    """Runs of one error share its text whatever the quantity: 50000 and 250000 alike."""
+    masker = _masker({"quantity": value})
+    assert masker.mask(f"cannot ship {value} units") == "cannot ship <number> units"
+
+
 def test_a_person_id_never_leaks_its_name() -> None:
     # The id's word part is a name: without the name harvested, the key still says "user".
     masker = _masker({"customer_id": "ethan_martin_2396"})

@@ -12,9 +12,10 @@ Two sources of values to mask, both independent of any domain's vocabulary:
 1. **The runs' own values.** Every scalar of the runs' tool arguments and of their JSON tool
    results is harvested with the key it sits under (``"reservation_id": "HXDUBJ"``,
    ``"first_name": "Mia"``). A value under an identifying key (an id, a personal field, a secret;
-   :func:`identifying`), a code mixing letters and digits, or a code of six digits or more
-   (``"ndc": "0002-3227-30"``, ``"npi": 1234567893``) is masked wherever it appears, as
-   ``<key>`` (shorter numbers are left to the patterns below). Ids made of a word and a number
+   :func:`identifying`), a code mixing letters and digits, or a code of digits (grouped
+   by dashes or spaces, or of nine digits and more: ``"ndc": "0002-3227-30"``, ``"npi":
+   1234567893``) is masked wherever it appears, as ``<key>`` (quantities are left to the
+   patterns below). Ids made of a word and a number
    (``gift_card_8190333``) are masked as their kind (``<gift_card_id>``) unless the word part is
    personal (``mia_li_3668`` -> ``<user_id>``).
 2. **Patterns.** URLs, e-mail addresses, phone numbers (9+ digits), ISO and written dates,
@@ -137,15 +138,21 @@ def key_class(key: str) -> str:
 
 PERSON_ROLES = frozenset(
     {
-        "author", "assignee", "assigned_to", "committer", "creator", "approver", "reviewer",
-        "maintainer", "submitter", "uploader", "owner", "operator", "on_call",
+        "author", "assignee", "assigned_to", "committer", "creator", "approver", "maintainer",
+        "submitter", "uploader", "owner", "on_call",
     }
 )  # fmt: skip
 """Keys whose value names the person in a role (``"author": "mgarcia"``), as do keys of a
-past participle and ``by`` (``created_by``, ``approved_by``, ``written_by``; not ``sort_by``):
+what someone did and ``by`` (``created_by``, ``approved_by``, ``written_by``; not
+``sort_by``, ``ordered_by``, ``need_by``):
 personal, so a rule never names who did something, only what held. Not ``sender`` or
 ``recipient``: their values are often accounts or addresses, which keep their own rules."""
-_DONE_BY = re.compile(r"[a-z]+(?:ed|en)_?by$")
+_DONE_BY = re.compile(
+    r"(?:created|updated|modified|changed|edited|approved|assigned|requested|reported"
+    r"|submitted|reviewed|owned|authored|committed|merged|opened|closed|resolved|deleted"
+    r"|triggered|initiated|started|cancell?ed|signed|written|uploaded|verified|accepted"
+    r"|rejected|handled|processed|sent|added|removed)_?by$"
+)
 
 
 def personal_key(key: str) -> str | None:
@@ -244,7 +251,7 @@ class Masker:
         if value is None or isinstance(value, bool):
             return
         self._patterns = None
-        if isinstance(value, float) or (isinstance(value, int) and abs(value) < 100_000):
+        if isinstance(value, float) or (isinstance(value, int) and abs(value) < 10**8):
             return  # numbers are masked by pattern (<amount> / <number>), wherever they are
         text = " ".join(str(value).split())
         if len(text) < 2 or len(text) > 200:
@@ -270,7 +277,7 @@ class Masker:
             self.values.setdefault(text, key_class(key))
         elif not is_categorical(text) and (_CODE.fullmatch(text) or _WORD_ID.fullmatch(text)):
             self.values.setdefault(text, key_class(key) if key else "id")
-        elif key and _DIGIT_CODE.fullmatch(text) and sum(c.isdigit() for c in text) >= 6:
+        elif key and _digit_code(text):
             # a code of digits under its own key (``"ndc": "0002-3227-30"``, ``"npi":
             # "1234567893"``): masked as what the key says, not as a phone by its shape
             self.values.setdefault(text, key_class(key))
@@ -463,6 +470,17 @@ def value_pattern(value: str) -> re.Pattern[str]:
 
 def _ascii_word(char: str) -> bool:
     return char.isascii() and (char.isalnum() or char == "_")
+
+
+def _digit_code(text: str) -> bool:
+    """Whether ``text`` is a code of digits, not a quantity: 6+ digits grouped by dashes or
+    spaces or starting with 0 (``0002-3227-30``, ``4006381 333931``), or 9+ digits in one run
+    (``1234567893``, where the phone pattern would take it); ``250000`` is a number."""
+    if not _DIGIT_CODE.fullmatch(text):
+        return False
+    digits = sum(c.isdigit() for c in text)
+    grouped = not text.isdigit() or text.startswith("0")
+    return digits >= 9 or (digits >= 6 and grouped)
 
 
 def _phone(match: re.Match[str]) -> str:
