@@ -20,14 +20,17 @@ LONG = (
 
 
 @pytest.mark.parametrize("command", [("experiences", "list"), ("experiences", "history")])
-def test_a_long_lesson_is_shown_whole_on_one_line(
-    tmp_path: Path, command: tuple[str, ...]
-) -> None:
+def test_a_long_lesson_is_shown_whole_on_one_line(tmp_path: Path, command: tuple[str, ...]) -> None:
     data = tmp_path / "data"
     with Memory(data_dir=data, reviewer=ScriptedReviewer([])) as mem:
         exp = mem.add_experience(LONG, tenant_id="t")
         short = mem.add_experience("Retry once.", tenant_id="t")
-    for target, text in ((exp, LONG), (short, "Retry once.")):
+        broken = mem.add_experience("Check the quota first.\n\nThen  resize.", tenant_id="t")
+    for target, text in (
+        (exp, LONG),
+        (short, "Retry once."),
+        (broken, "Check the quota first. Then resize."),  # its line breaks as spaces
+    ):
         args = (*command, "--tenant", "t") if command[1] == "list" else (*command, target.id)
         extra = ("--tenant", "t") if command[1] == "history" else ()
         proc = run_cli(*args, *extra, data_dir=data)

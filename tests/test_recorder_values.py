@@ -542,7 +542,8 @@ def test_the_longest_tool_name_the_recorder_takes_is_one_check_action_takes(mem:
 def test_the_recorder_reads_outcome_words_as_a_log_does(
     mem: Memory, word: object, outcome: str
 ) -> None:
-    """``set_outcome`` and ``hindsight ingest`` take the same words (one rule, every interface)."""
+    """``set_outcome`` and ``hindsight ingest`` read outcome words by one rule (a blank one
+    aside: a log's empty field is an unknown outcome, an empty argument is refused)."""
     from hindsight.capture.ingest._common import outcome_from
 
     with mem.record("x", tenant_id="t") as run:

@@ -235,8 +235,8 @@ class RunRecorder:
 
         Raises:
             UsageError: ``tool_name`` is not a tool name of 1..200 characters (the limit of
-                every interface, so that the call can be checked and recalled by its tool),
-                or ``args`` is not a dict.
+                ``check_action`` and of recall's ``tools``, so that the call can be checked
+                and recalled by its tool), or ``args`` is not a dict.
         """
         _tool_name(tool_name)
         if args is not None and not isinstance(args, dict):

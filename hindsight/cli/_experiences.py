@@ -24,6 +24,7 @@ from hindsight.cli._common import (
     print_next_cursor,
     state,
 )
+from hindsight.review._text import one_line
 
 experiences_app = HindsightTyper(
     help="List, show, version and restore experiences.", no_args_is_help=True
@@ -40,7 +41,7 @@ def _line(exp: Any) -> str:
     return (
         f"{exp.id}  v{exp.version}  {exp.status.value:<11} {exp.kind.value:<16} "
         f"conf {exp.confidence:.2f}  support {exp.support_count}  "
-        f"{escape(exp.content)}"
+        f"{escape(one_line(exp.content))}"
     )
 
 
@@ -93,7 +94,7 @@ def experiences_list(
         for exp in exps:
             out_console.print(_line(exp), highlight=False, soft_wrap=True)
         if not exps:
-            of_kind = "" if kind is None else f" of kind {kind}"
+            of_kind = "" if kind is None else f" of kind {kind.strip().lower()}"
             out_console.print(f"no {status} experiences{of_kind}")
         print_next_cursor(exps.next_cursor)
 
@@ -135,7 +136,7 @@ def experiences_history(
             what = "current" if v["current"] else f"replaced by {v['change']} ({v['actor']})"
             out_console.print(
                 f"v{v['version']} [{exp.status.value}, conf {exp.confidence:.2f}] {what}: "
-                f"{escape(exp.content)}",
+                f"{escape(one_line(exp.content))}",
                 highlight=False,
                 soft_wrap=True,
             )

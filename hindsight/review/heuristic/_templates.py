@@ -108,8 +108,8 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
     ),
     (  # the address of the service, not a thing the call names: "No such host", "unknown host"
         re.compile(
-            r"(?:no such|unknown|unresolv\w*|could not resolve)\s+(?:host|domain|address)"
-            r"|name resolution|\bdns\b|name or service not known|getaddrinfo",
+            r"(?:no such|unknown|unresolv\w*|could not resolve)\s+(?:host|hostname|domain)\b"
+            r"|name resolution|name or service not known|getaddrinfo",
             re.I,
         ),
         "check the service's address and network settings; the call itself may be right",
@@ -121,7 +121,10 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
         "先查询确认 ID 存在，只传入存在的 ID",
     ),
     (  # a step someone must take first: "prior authorization required", "needs approval"
-        re.compile(r"\bauthori[sz]ation\b|approv(?:al|e)|sign[\s-]?off|consent", re.I),
+        re.compile(
+            r"\bauthori[sz]ation\b(?!\s+header)|\bapproval\b|\bsign[\s-]?off\b|\bconsent\b",
+            re.I,
+        ),
         "get the authorization or approval the error asks for first, or tell the user it is needed",
         "先取得错误信息要求的授权或审批，或告知用户需要授权",
     ),
