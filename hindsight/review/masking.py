@@ -142,11 +142,11 @@ PERSON_ROLES = frozenset(
         "submitter", "uploader", "owner", "on_call",
     }
 )  # fmt: skip
-"""Keys whose value names the person in a role (``"author": "mgarcia"``), as do keys of a
-what someone did and ``by`` (``created_by``, ``approved_by``, ``written_by``; not
-``sort_by``, ``ordered_by``, ``need_by``):
-personal, so a rule never names who did something, only what held. Not ``sender`` or
-``recipient``: their values are often accounts or addresses, which keep their own rules."""
+"""Keys whose value names the person in a role (``"author": "mgarcia"``), as do the keys of
+an act and ``by`` (``created_by``, ``approved_by``, ``written_by``; not ``sort_by``,
+``ordered_by``, ``need_by``): personal, so a rule never names who did something, only what
+held. Not ``sender`` or ``recipient``: their values are often accounts or addresses, which
+keep their own rules."""
 _DONE_BY = re.compile(
     r"(?:created|updated|modified|changed|edited|approved|assigned|requested|reported"
     r"|submitted|reviewed|owned|authored|committed|merged|opened|closed|resolved|deleted"

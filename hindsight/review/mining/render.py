@@ -86,28 +86,46 @@ def render_rule(rule: MinedRule) -> str:
     if rule.form == "error":
         said = rule.quote or _PLACEHOLDERS.sub(lambda m: _SHOWN[m.group()], rule.message)
         return f"{rule.tool}: when {when}, the call returned '{said}' {counts}, {against}."
-    if rule.form == "avoid":
-        what = {
+    advice, (what, other) = _ADVICE[rule.form], _WORDING[rule.form]
+    text = f"{rule.tool}: when {when}, {advice}: {_by_basis(what, rule.basis)} {counts}, {against}"
+    ok, seen = (
+        (rule.declined_ok, rule.declined) if rule.form == "avoid" else (rule.called_ok, rule.called)
+    )
+    if seen:  # how the runs on the other side of the decision went
+        text += f"; {_by_basis(other, rule.basis)} in {ok} of {seen}"
+    return text + "."
+
+
+_ADVICE = {"avoid": "do not call it", "do": "call it before the run ends"}
+_WORDING: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    # form -> (what the bad decisions were, how the other side went), by the rule's basis
+    # (outcome, expected actions, anything else under ""), each with its own words
+    "avoid": (
+        {
             "outcome": "the runs that called it failed",
             "expected": "calling it was not an expected action",
-        }.get(rule.basis, "calling it was a wrong step")
-        text = f"{rule.tool}: when {when}, do not call it: {what} {counts}, {against}"
-        if rule.declined:
-            other = {
-                "outcome": "the runs that did not call it then went well",
-                "expected": "the runs that did not call it were expected not to",
-            }.get(rule.basis, "the runs that did not call it were right not to")
-            text += f"; {other} in {rule.declined_ok} of {rule.declined}"
-        return text + "."
-    what = {
-        "outcome": "the runs that ended without calling it failed",
-        "expected": "it was an expected action the runs left out",
-    }.get(rule.basis, "leaving it out was a wrong step")
-    text = f"{rule.tool}: when {when}, call it before the run ends: {what} {counts}, {against}"
-    if rule.called:
-        other = {
+            "": "calling it was a wrong step",
+        },
+        {
+            "outcome": "the runs that did not call it then went well",
+            "expected": "the runs that did not call it were expected not to",
+            "": "the runs that did not call it were right not to",
+        },
+    ),
+    "do": (
+        {
+            "outcome": "the runs that ended without calling it failed",
+            "expected": "it was an expected action the runs left out",
+            "": "leaving it out was a wrong step",
+        },
+        {
             "outcome": "the runs that called it then went well",
             "expected": "the runs that called it were expected to",
-        }.get(rule.basis, "the runs that called it were right to")
-        text += f"; {other} in {rule.called_ok} of {rule.called}"
-    return text + "."
+            "": "the runs that called it were right to",
+        },
+    ),
+}
+
+
+def _by_basis(words: dict[str, str], basis: str) -> str:
+    return words.get(basis, words[""])
