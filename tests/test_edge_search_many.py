@@ -58,6 +58,13 @@ def test_search_many_equals_one_search_per_row(tmp_path: Path) -> None:
             ]
             if kwargs["namespaces"]:
                 assert all(len(hits) == kwargs["limit"] for hits in many)
+            # Without payloads (what dedup and the guard ask for): the same ids and
+            # similarities, no payload read out of the shard.
+            bare = index.search_many(queries, **kwargs, payload=False)  # type: ignore[arg-type]
+            assert [[(h.id, h.similarity) for h in hits] for hits in bare] == [
+                [(h.id, h.similarity) for h in hits] for hits in many
+            ]
+            assert all(h.payload is None for hits in bare for h in hits)
         assert index.search_many(queries[:0], tenant_id="a", namespaces=["x"], limit=3) == []
     finally:
         index.close()

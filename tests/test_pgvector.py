@@ -119,6 +119,16 @@ def test_the_search_answers_what_an_exact_scan_answers(store: SqlStore) -> None:
     assert index.search_many(queries[:2], tenant_id="acme", namespaces=["default"], limit=3) == [
         index.search(q, tenant_id="acme", namespaces=["default"], limit=3) for q in queries[:2]
     ]
+    bare = index.search_many(
+        queries[:2], tenant_id="acme", namespaces=["default"], limit=3, payload=False
+    )
+    assert [[(h.id, h.similarity, h.payload) for h in hits] for hits in bare] == [
+        [
+            (h.id, h.similarity, None)
+            for h in index.search(q, tenant_id="acme", namespaces=["default"], limit=3)
+        ]
+        for q in queries[:2]
+    ]
 
 
 def test_bad_arguments_get_the_errors_every_index_gives(store: SqlStore) -> None:

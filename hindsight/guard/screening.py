@@ -461,6 +461,7 @@ class WriteScreen:
                 tenant_id=tenant,
                 namespaces=list(namespaces),
                 limit=CONFLICT_NEIGHBOURS + 2,
+                payload=False,
             )
             for i, hits in zip(where, found, strict=True):
                 skip = {exps[i].id, exps[i].parent_id}

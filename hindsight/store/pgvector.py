@@ -209,8 +209,10 @@ class PgVectorIndex:
         task_type: str | None = None,
         statuses: Sequence[str] = ("active",),
         kinds: Sequence[str] | None = None,
+        payload: bool = True,
     ) -> list[list[VectorHit]]:
         """:meth:`search` of each row of ``vectors`` with the same filter, in one transaction.
+        ``payload=False``: the hits carry ids and similarities only (``payload`` ``None``).
 
         Raises:
             As :meth:`search`.
@@ -240,7 +242,8 @@ class PgVectorIndex:
             conn.execute(_SETTINGS, {"ef": ef})
             for scope in scopes:
                 rows = conn.execute(query, {**params, "q": scope.vector}).mappings().all()
-                found.append(_hits(rows))
+                hits = _hits(rows)
+                found.append(hits if payload else [VectorHit(h.id, h.similarity) for h in hits])
         return found
 
     def count(self, tenant_id: str | None = None) -> int:

@@ -103,7 +103,9 @@ def _has_shard(path: Path) -> bool:
     return (path / _CONFIG_FILE).exists() or (segments.is_dir() and any(segments.iterdir()))
 
 
-def _hits(points: Sequence[Any]) -> list[VectorHit]:
+def _hits(points: Sequence[Any], payload: bool = True) -> list[VectorHit]:
+    if not payload:
+        return [VectorHit(str(p.id), clamp_similarity(p.score)) for p in points]
     return [VectorHit(str(p.id), clamp_similarity(p.score), p.payload) for p in points]
 
 
@@ -446,13 +448,13 @@ class EdgeVectorIndex:
         shard = self._live()
         return _hits(self._call(lambda: shard.query(request)))
 
-    def _request(self, scope: Any) -> qe.QueryRequest:
+    def _request(self, scope: Any, payload: bool = True) -> qe.QueryRequest:
         return qe.QueryRequest(
             limit=scope.limit,
             query=qe.Query.Nearest(scope.vector.tolist()),
             filter=self._scope_filter(scope),
             params=_SEARCH_PARAMS,
-            with_payload=True,
+            with_payload=payload,
             with_vector=False,
         )
 
@@ -466,11 +468,16 @@ class EdgeVectorIndex:
         task_type: str | None = None,
         statuses: Sequence[str] = ("active",),
         kinds: Sequence[str] | None = None,
+        payload: bool = True,
     ) -> list[list[VectorHit]]:
         """:meth:`search` of each row of ``vectors`` (shape ``(n, dimension)``) with the same
         filter, as one planned batch (``EdgeShard.query_batch``: one pass over the segments
         for all of them, the same hits as one :meth:`search` per row). The write path screens
         a batch of lessons this way.
+
+        ``payload=False``: the hits carry ids and similarities only (``payload`` ``None``),
+        for callers that read the rows from SQL (dedup and the guard); reading the payloads
+        out of the shard is most of the cost of a batch's hits.
 
         Raises:
             As :meth:`search`.
@@ -483,9 +490,9 @@ class EdgeVectorIndex:
         ]
         if not scopes or scopes[0].empty:
             return [[] for _ in scopes]
-        batch = qe.QueryBatchRequest([self._request(scope) for scope in scopes])
+        batch = qe.QueryBatchRequest([self._request(scope, payload) for scope in scopes])
         shard = self._live()
-        return [_hits(points) for points in self._call(lambda: shard.query_batch(batch))]
+        return [_hits(points, payload) for points in self._call(lambda: shard.query_batch(batch))]
 
     def count(self, tenant_id: str | None = None) -> int:
         """Exact number of points, of one tenant or (``None``) of all tenants.

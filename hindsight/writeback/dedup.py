@@ -588,6 +588,7 @@ class Deduper:
                 namespaces=[namespace],
                 limit=CANDIDATES,
                 task_type=task_type,
+                payload=False,
             )
             for i, hits in zip(where, found, strict=True):
                 out[i] = list(hits)
