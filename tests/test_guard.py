@@ -178,6 +178,32 @@ def test_normalize_is_idempotent_and_total(text: str) -> None:
     assert "  " not in once
 
 
+_MOSTLY_ASCII = st.text(
+    alphabet=st.one_of(
+        st.characters(max_codepoint=127),
+        st.sampled_from("\u200b\u00ad\u0430\u0440\u0455\uff21\ufb01\u1100\u1161\u2028\u0085"),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(_MOSTLY_ASCII)
+def test_normalize_equals_passes_repeated_until_nothing_changes(text: str) -> None:
+    # normalize stops after one pass when that pass gave ASCII; the result must be the one
+    # of repeating the pass until it changes nothing (controls, line breaks inside words,
+    # invisible characters, look-alikes and Hangul jamo among ASCII text).
+    from hindsight.guard.normalize import _one_pass
+
+    want = _one_pass(text)
+    for _ in range(5):
+        again = _one_pass(want)
+        if again == want:
+            break
+        want = again
+    assert normalize(text) == want
+
+
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=400))
 def test_check_never_crashes_on_arbitrary_text(text: str) -> None:

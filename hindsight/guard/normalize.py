@@ -154,6 +154,10 @@ review of that agent) are kept among the last 16; longer ones are normalized eac
 
 def _normalize(text: str) -> str:
     out = _one_pass(text)
+    if out.isascii():
+        # A pass over ASCII output changes nothing: NFKC and case folding keep it, its
+        # control characters and line breaks are gone, and no look-alike is ASCII.
+        return out
     # Removing characters can make new NFKC compositions possible (e.g. two Hangul jamo
     # that were split by a zero-width space); repeat until nothing changes.
     for _ in range(4):

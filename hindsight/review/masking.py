@@ -130,6 +130,7 @@ _NAME_RUN = re.compile(r"<name>(?:[ -]<name>)+")
 _PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
 
 
+@functools.lru_cache(maxsize=4096)  # pure; a run repeats its keys many times
 def key_class(key: str) -> str:
     """A key as a class name: lower case, runs of other characters as ``_`` (``"Order ID"`` ->
     ``order_id``); ``value`` for an empty key."""
@@ -155,6 +156,7 @@ _DONE_BY = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)  # pure; a run repeats its keys many times
 def personal_key(key: str) -> str | None:
     """The personal key (:data:`PERSONAL_KEYS`, :data:`PERSON_ROLES`) that ``key`` is, or that
     it ends with after a word of :data:`PERSON_WORDS` (``patient_name`` -> ``name``,
@@ -180,6 +182,7 @@ def _personal_class(cls: str) -> bool:
     return len(parts) > 1 and bool(set(parts[:-1]) & PERSON_WORDS) and bool(_ID_KEY.search(cls))
 
 
+@functools.lru_cache(maxsize=4096)  # pure; a run repeats its keys many times
 def identifying(key: str) -> bool:
     """True for keys whose values identify a person, an object or a secret: personal fields
     (:func:`personal_key`), secrets (password, token, api key...) and ids (``*_id``, ``id``,
