@@ -3,11 +3,20 @@ shape (no assertion on time: they are benchmarks, tests/benchmarks/bench_write_s
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from hindsight.bench._perf import batch_ingest, cold_start_vs_edge, review_cpu
+import pytest
+
+from hindsight.bench._perf import (
+    _bytecode_env,
+    _child_run,
+    batch_ingest,
+    cold_start_vs_edge,
+    review_cpu,
+)
 from tests.cli_helpers import cli_json
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,9 +42,31 @@ def test_cold_start_and_review_run_on_small_inputs(tmp_path: Path, tau_bench_pat
     assert review["cpu_ms"]["median"] > 0
 
 
+def test_cold_start_processes_start_from_compiled_modules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An installed package starts from the bytecode pip compiled; a checkout run with
+    # PYTHONDONTWRITEBYTECODE (or a read-only one) would time the compiler in every process.
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = _bytecode_env(tmp_path / "pycache")
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["PATH"] == os.environ["PATH"]
+    _child_run("import hindsight.bench._perf", env)
+    compiled = {p.name.split(".")[0] for p in (tmp_path / "pycache").rglob("*.pyc")}
+    assert {"_perf", "_data", "_size"} <= compiled
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        _child_run("1 / 0", env)
+
+
 def test_hindsight_bench_ingest_prints_json(tmp_path: Path) -> None:
     report = cli_json(
-        "bench", "ingest", "--sizes", "20,40", "--batch", "10", "--data-dir", str(tmp_path),
+        "bench",
+        "ingest",
+        "--sizes",
+        "20,40",
+        "--batch",
+        "10",
+        "--data-dir",
+        str(tmp_path),
         data_dir=tmp_path / "global",
     )
     assert [r["size"] for r in report["sizes"]] == [20, 40]
