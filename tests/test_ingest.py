@@ -110,7 +110,7 @@ def test_openai_jsonl_records_outcomes_and_task_type(tmp_path: Path) -> None:
             {"messages": msgs, "reward": 1.0, "task_type": "greet", "task_id": 7, "id": "r1"},
             {"messages": msgs, "reward": 0},
             {"messages": msgs, "reward": 0.5},
-            {"messages": msgs, "reward": 1, "outcome": "failed"},
+            {"messages": msgs, "reward": 0.5, "outcome": "failed"},  # the word wins over partial
             {"messages": msgs},
         ],
     )

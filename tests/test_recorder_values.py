@@ -557,3 +557,99 @@ def test_the_recorder_refuses_a_word_that_names_no_outcome(mem: Memory, word: ob
     with mem.record("x", tenant_id="t") as run, pytest.raises(UsageError) as err:
         run.set_outcome(word)  # type: ignore[arg-type]
     assert str(err.value).startswith("outcome must be one of success, failure, partial, unknown")
+
+
+# -- an outcome its reward contradicts ------------------------------------------------------------
+
+# (outcome, reward): a success the reward calls a failure, or the reverse (by the rule that
+# reads an outcome from a reward alone: 1 or more a success, 0 or less a failure)
+CONTRADICTIONS = [("failure", 1.0), ("success", 0.0), ("FAILED", 2), ("passed", -1), (True, False)]
+AGREEMENTS = [
+    ("failure", 0.0),
+    ("success", 1.0),
+    ("partial", 1.0),
+    ("success", 0.5),
+    ("unknown", 0),
+]
+
+
+def _contradiction(outcome: Any, reward: Any) -> str:
+    """The start of the one line that refuses ``outcome`` with ``reward``."""
+    word = "success" if str(outcome).lower() in ("success", "passed", "true") else "failure"
+    return f'outcome "{word}" contradicts reward {float(reward)} (a reward of 1 or more is a'
+
+
+@pytest.mark.parametrize(("outcome", "reward"), CONTRADICTIONS)
+def test_the_recorder_refuses_an_outcome_its_reward_contradicts(
+    mem: Memory, outcome: Any, reward: Any
+) -> None:
+    with pytest.raises(UsageError) as err, mem.record("x", tenant_id="t") as run:
+        run.user_message("refund order A1")
+        run.set_outcome(outcome, reward)
+    assert str(err.value).startswith(_contradiction(outcome, reward))
+    assert err.value.field == "outcome" and "\n" not in str(err.value)
+    kept = mem.get_trajectory(run.trajectory_id, tenant_id="t")  # the run is kept, unjudged
+    assert (kept.outcome.value, kept.reward) == ("unknown", None)
+
+
+@pytest.mark.parametrize("given", ["dict", "model"])
+@pytest.mark.parametrize(("outcome", "reward"), CONTRADICTIONS)
+def test_store_episode_refuses_an_outcome_its_reward_contradicts(
+    mem: Memory, given: str, outcome: Any, reward: Any
+) -> None:
+    from hindsight.capture.ingest._common import outcome_word
+
+    word = outcome_word(outcome)  # a trajectory's outcome is one of the four words
+    fields = {"tenant_id": "t", "task": "x", "outcome": word, "reward": reward}
+    run: Any = fields if given == "dict" else Trajectory(**fields)
+    with pytest.raises(InvalidTrajectoryError) as err:
+        mem.store_episode(run)
+    assert str(err.value).startswith("invalid trajectory: " + _contradiction(outcome, reward))
+    assert mem.list_trajectories(tenant_id="t") == []
+
+
+@pytest.mark.parametrize(("outcome", "reward"), AGREEMENTS)
+def test_an_outcome_its_reward_does_not_contradict_is_stored(
+    mem: Memory, outcome: str, reward: float
+) -> None:
+    with mem.record("x", tenant_id="t") as run:
+        run.set_outcome(outcome, reward)
+    stored = mem.store_episode({"tenant_id": "t", "outcome": outcome, "reward": reward})
+    for tid in (run.trajectory_id, stored.trajectory_id):
+        kept = mem.get_trajectory(tid, tenant_id="t")
+        assert (kept.outcome.value, kept.reward) == (outcome, reward)
+
+
+def test_a_crash_does_not_make_a_failure_of_a_run_whose_reward_says_success(mem: Memory) -> None:
+    with pytest.raises(RuntimeError), mem.record("x", tenant_id="t") as run:
+        run.set_outcome("unknown", 1.0)
+        raise RuntimeError("the agent crashed after its reward")
+    kept = mem.get_trajectory(run.trajectory_id, tenant_id="t")
+    assert (kept.outcome.value, kept.reward) == ("unknown", 1.0)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "events", "event lines", "tau-bench"])
+@pytest.mark.parametrize(("outcome", "reward"), CONTRADICTIONS)
+def test_ingest_reports_a_record_whose_reward_contradicts_its_outcome(
+    tmp_path: Path, fmt: str, outcome: Any, reward: Any
+) -> None:
+    """Reported as the record's error (the other records are stored), never stored as one of
+    the two."""
+    messages = [{"role": "user", "content": "refund order A1"}]
+    fields = {"outcome": outcome, "reward": reward}
+    good = {"outcome": "failure", "reward": 0}
+    event = {"event_type": "user_message", "content": "hi"}
+    records: list[dict[str, Any]]
+    if fmt == "openai":
+        records = [{"messages": messages, **f} for f in (fields, good)]
+    elif fmt == "tau-bench":
+        records = [{"task_id": i, "traj": messages, **f} for i, f in enumerate((fields, good))]
+    elif fmt == "events":
+        records = [{"events": [event], **f} for f in (fields, good)]
+    else:
+        records = [{"trajectory_id": "r1", **event, **fields}, {"trajectory_id": "r2", **event}]
+        fmt = "events"
+    path = _write(tmp_path / "log.jsonl", records)
+    error, kept = iter_results(path, format=fmt, tenant_id="t")  # type: ignore[arg-type]
+    assert error.message.startswith(f"{path}:1: " + _contradiction(outcome, reward))
+    assert isinstance(kept, Trajectory) and kept.outcome.value in ("failure", "unknown")

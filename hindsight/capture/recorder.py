@@ -22,7 +22,7 @@ from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
 from hindsight._status import classify_tool_result
 from hindsight._text import clean_json
-from hindsight.capture.ingest._common import expected_action, outcome_word
+from hindsight.capture.ingest._common import expected_action, outcome_conflict, outcome_word
 from hindsight.clock import SystemClock, utc_clock
 from hindsight.models import (
     Event,
@@ -351,8 +351,9 @@ class RunRecorder:
         review reads; a later call replaces them.
 
         Raises:
-            UsageError: an unknown outcome, a reward that is not a finite number, or malformed
-                evidence (nothing is changed then).
+            UsageError: an unknown outcome, a reward that is not a finite number, an outcome
+                the reward contradicts (``"failure"`` with a reward of 1 or more,
+                ``"success"`` with 0 or less), or malformed evidence (nothing is changed then).
         """
         named = None if isinstance(outcome, str) and not outcome.strip() else outcome_word(outcome)
         if named is None:
@@ -368,6 +369,9 @@ class RunRecorder:
             if value is not None and not isinstance(value, dict):
                 raise UsageError(f"{name} must be a dict, got {type(value).__name__}", field=name)
         checked_reward = _reward(reward)
+        conflict = outcome_conflict(named, checked_reward)
+        if conflict is not None:
+            raise UsageError(conflict, field="outcome")
         try:
             evidence = OutcomeEvidence(
                 reason=reason,
@@ -416,7 +420,9 @@ class RunRecorder:
             self.error(exc, traceback="".join(traceback.format_exception(exc))[-2000:])
             # a value hindsight refused is the calling code's mistake, not the agent's: the
             # run is kept, its outcome stays unknown (nothing credited or blamed for it)
-            if self._outcome is Outcome.UNKNOWN and not isinstance(exc, UsageError):
+            # (a reward of 1 or more declared with it says otherwise: the outcome stays unknown)
+            crashed = outcome_conflict(Outcome.FAILURE, self._reward) is None
+            if self._outcome is Outcome.UNKNOWN and not isinstance(exc, UsageError) and crashed:
                 self._outcome = Outcome.FAILURE
         # Tool calls that never got a result were cut off: keep them visible.
         for cid, (name, _) in list(self._open_calls.items()):

@@ -11,9 +11,16 @@ from pydantic import ValidationError
 
 from hindsight._contract import TenantId, check, validation_message
 from hindsight._errors import InvalidTrajectoryError
+from hindsight.capture.ingest._common import outcome_conflict
 from hindsight.models import Trajectory
 
-__all__ = ["coerce_trajectory"]
+__all__ = ["coerce_trajectory", "run_refusal"]
+
+
+def run_refusal(traj: Trajectory) -> str | None:
+    """Why a run must not be stored as it is (one line), or ``None``: an outcome its reward
+    contradicts (:func:`~hindsight.capture.ingest._common.outcome_conflict`)."""
+    return outcome_conflict(traj.outcome, traj.reward)
 
 
 def coerce_trajectory(
@@ -24,12 +31,14 @@ def coerce_trajectory(
     given as dicts without one.
 
     Raises:
-        InvalidTrajectoryError: not a Trajectory nor a dict, or the fields do not validate
-            (``invalid trajectory: field: reason``, one line).
+        InvalidTrajectoryError: not a Trajectory nor a dict, the fields do not validate
+            (``invalid trajectory: field: reason``, one line), or the run is one
+            :func:`run_refusal` refuses (``invalid trajectory: outcome "failure" contradicts
+            reward 1.0 ...``).
         TenantRequiredError: the dict has no (or an empty) ``tenant_id``.
     """
     if isinstance(trajectory, Trajectory):
-        return trajectory
+        return _checked(trajectory)
     if not isinstance(trajectory, Mapping):
         raise InvalidTrajectoryError(
             f"trajectory must be a Trajectory or a dict, got {type(trajectory).__name__}"
@@ -46,6 +55,14 @@ def coerce_trajectory(
                 for e in events
             ]
     try:
-        return Trajectory.model_validate(data)
+        traj = Trajectory.model_validate(data)
     except ValidationError as err:
         raise InvalidTrajectoryError(f"invalid trajectory: {validation_message(err)}") from None
+    return _checked(traj)
+
+
+def _checked(traj: Trajectory) -> Trajectory:
+    refusal = run_refusal(traj)
+    if refusal is not None:
+        raise InvalidTrajectoryError(f"invalid trajectory: {refusal}")
+    return traj

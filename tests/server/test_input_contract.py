@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -475,3 +476,78 @@ def test_settings_get_the_same_answers(tmp_path: Path) -> None:
         with pytest.raises(UsageError) as err:
             load_config(**{setting: value})
         assert str(err.value) == f"invalid configuration: {setting}: {expected}, got {value!r}"
+
+
+CONTRADICTS = 'outcome "failure" contradicts reward 1.0 (a reward of 1 or more is a success'
+_ASKED = [{"role": "user", "content": "refund order A1"}]
+_SAID_HI = {"event_type": "user_message", "content": "hi"}
+_FAILED_WON = {"outcome": "failure", "reward": 1}
+
+# (what is sent, the record, the one line that refuses it)
+STORE_TABLE: list[tuple[str, Any, str]] = [
+    ("openai", {"messages": _ASKED, "outcome": "failure", "reward": 1.0}, CONTRADICTS),
+    ("openai agreeing", {"messages": _ASKED, "outcome": "failure", "reward": 0}, OK),
+    ("trajectory", {"events": [], "outcome": "failure", "reward": 1}, CONTRADICTS),
+    ("events", [{"trajectory_id": "r", **_SAID_HI, **_FAILED_WON}], CONTRADICTS),
+    ("tau-bench", {"task_id": 3, "traj": _ASKED, "reward": 1, "outcome": "failed"}, CONTRADICTS),
+]
+"""A run is refused with the same words whichever interface stores it: ``store_episode`` in
+Python (the record parsed as the service parses it), ``POST /v1/episodes`` and MCP
+``store_episode``; nothing of it is stored."""
+
+
+def _store_python(mem: Memory, record: Any) -> str:
+    from hindsight.capture.ingest.records import trajectories_from_record
+
+    try:
+        for traj in trajectories_from_record(record, tenant_id="t", where="trajectory"):
+            mem.store_episode(traj)
+    except UsageError as err:
+        return str(err)
+    return OK
+
+
+def _unwrap(message: str) -> str:
+    """The refusal without where it was found (a record, an event of it, a trajectory)."""
+    return re.sub(r"^(request body trajectory|trajectory|record)( event \d+)?: ", "", message)
+
+
+def test_a_run_is_refused_with_the_same_words_in_python_http_and_mcp(
+    interfaces: tuple[Memory, httpx.Client, str, str],
+) -> None:
+    mem, client, url, key = interfaces
+
+    async def mcp_answers() -> list[str]:
+        headers = {"Authorization": f"Bearer {key}"}
+        answers = []
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            Client(streamable_http_client(f"{url}/mcp", http_client=http)) as session,
+        ):
+            for _, record, _ in STORE_TABLE:
+                result = await session.call_tool("store_episode", {"trajectory": record})
+                error = (result.structured_content or {}).get("error") or {}
+                assert not result.is_error or error.get("field") == "trajectory", error
+                answers.append(str(error["message"]) if result.is_error else OK)
+        return answers
+
+    before = len(mem.list_trajectories(tenant_id="t"))
+    for (what, record, expected), mcp in zip(STORE_TABLE, anyio.run(mcp_answers), strict=True):
+        r = client.post("/v1/episodes", json={"trajectory": record})
+        http = OK
+        if r.status_code >= 300:
+            assert (r.status_code, r.json()["error"]["field"]) == (422, "trajectory"), r.text
+            http = r.json()["error"]["message"]
+        answers = {"python": _store_python(mem, record), "http": http, "mcp": mcp}
+        for where, answer in answers.items():
+            assert "\n" not in answer
+            if expected == OK:
+                assert answer == OK, (what, where, answer)
+            else:
+                assert _unwrap(answer).removeprefix("invalid trajectory: ").startswith(expected), (
+                    what,
+                    where,
+                    answer,
+                )
+    stored = len(mem.list_trajectories(tenant_id="t")) - before
+    assert stored == 1  # the agreeing run (the same record thrice: stored once)

@@ -29,6 +29,7 @@ __all__ = [
     "context_fields",
     "event_id",
     "expected_action",
+    "outcome_conflict",
     "outcome_from",
     "outcome_word",
     "parse_reward",
@@ -92,6 +93,32 @@ def outcome_word(value: Any) -> Outcome | None:
     return None
 
 
+def _outcome_of_reward(reward: float) -> Outcome:
+    """What a reward says of a run: ``>= 1`` success, ``<= 0`` failure, in between partial."""
+    if reward >= 1.0:
+        return Outcome.SUCCESS
+    if reward <= 0.0:
+        return Outcome.FAILURE
+    return Outcome.PARTIAL
+
+
+def outcome_conflict(outcome: Outcome, reward: float | None) -> str | None:
+    """The one-line refusal of a run declared a success whose reward says failure, or the
+    reverse (``outcome "failure" contradicts reward 1.0 ...``), by the rule that reads an
+    outcome from a reward (:func:`outcome_from`); ``None`` when they agree, when either is
+    partial or unknown, or without a reward. The recorder, ``store_episode`` and every log
+    format refuse such a run: its lessons would be credited or blamed the wrong way."""
+    if reward is None or outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
+        return None
+    said = _outcome_of_reward(reward)
+    if said not in (Outcome.SUCCESS, Outcome.FAILURE) or said is outcome:
+        return None
+    return (
+        f'outcome "{outcome.value}" contradicts reward {reward} (a reward of 1 or more is a '
+        "success, 0 or less a failure): send the two that agree, or one of them"
+    )
+
+
 def outcome_from(outcome: Any, reward: float | None, where: str) -> Outcome:
     """The run's outcome from an explicit ``outcome`` value, else from ``reward``.
 
@@ -100,22 +127,23 @@ def outcome_from(outcome: Any, reward: float | None, where: str) -> Outcome:
     Neither: unknown.
 
     Raises:
-        InvalidTrajectoryError: ``outcome`` is present but not recognised (names ``where``).
+        InvalidTrajectoryError: ``outcome`` is present but not recognised, or contradicts
+            ``reward`` (:func:`outcome_conflict`); the message names ``where``.
     """
     if outcome is not None:
         found = outcome_word(outcome)
-        if found is not None:
-            return found
-        raise InvalidTrajectoryError(
-            f"{where}: outcome must be success, failure, partial or unknown, got {outcome!r:.60}"
-        )
+        if found is None:
+            raise InvalidTrajectoryError(
+                f"{where}: outcome must be success, failure, partial or unknown, "
+                f"got {outcome!r:.60}"
+            )
+        conflict = outcome_conflict(found, reward)
+        if conflict is not None:
+            raise InvalidTrajectoryError(f"{where}: {conflict}")
+        return found
     if reward is None:
         return Outcome.UNKNOWN
-    if reward >= 1.0:
-        return Outcome.SUCCESS
-    if reward <= 0.0:
-        return Outcome.FAILURE
-    return Outcome.PARTIAL
+    return _outcome_of_reward(reward)
 
 
 def parse_tags(value: Any, where: str) -> list[str]:
