@@ -113,6 +113,7 @@ __all__ = [
     "integer",
     "number",
     "switch",
+    "tool_name_refusal",
     "unknown_field",
     "validation_message",
 ]
@@ -217,13 +218,22 @@ def batch_size(items: Any) -> Any:
     return items
 
 
+def tool_name_refusal(value: Any, name: str = "tool_name") -> str | None:
+    """The one line a tool name is refused with (``tool_name must be a tool name of 1..200
+    characters, got '...'``), or ``None`` for a non-blank string of at most
+    :data:`MAX_NAME_CHARS` characters: the names ``check_action`` and recall's ``tools`` take,
+    so the recorder, ``store_episode`` and ingest store no other (a run's tool could not be
+    checked or recalled by its name)."""
+    if isinstance(value, str) and value.strip() and len(value) <= MAX_NAME_CHARS:
+        return None
+    return f"{name} must be a tool name of 1..{MAX_NAME_CHARS} characters, got {value!r:.60}"
+
+
 def _tool_name(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS:
-        raise UsageError(
-            f"tool must be a tool name of 1..{MAX_NAME_CHARS} characters, got {value!r:.60}",
-            field="tool",
-        )
-    return value
+    refusal = tool_name_refusal(value, "tool")
+    if refusal is not None:
+        raise UsageError(refusal, field="tool")
+    return str(value)
 
 
 def _run_state(value: Any) -> list[dict[str, Any]] | None:

@@ -653,3 +653,69 @@ def test_ingest_reports_a_record_whose_reward_contradicts_its_outcome(
     error, kept = iter_results(path, format=fmt, tenant_id="t")  # type: ignore[arg-type]
     assert error.message.startswith(f"{path}:1: " + _contradiction(outcome, reward))
     assert isinstance(kept, Trajectory) and kept.outcome.value in ("failure", "unknown")
+
+
+# -- a tool name longer than check_action takes ---------------------------------------------------
+
+LONG_TOOL = "t" * 201
+
+
+def _recorders_words(name: str) -> str:
+    """The one line the recorder refuses ``name`` with."""
+    with pytest.raises(UsageError) as err:
+        RunRecorder("x", tenant_id="t").tool_call(name, {})
+    return str(err.value)
+
+
+@pytest.mark.parametrize("given", ["dict", "model"])
+@pytest.mark.parametrize("event_type", ["tool_call", "tool_result"])
+def test_store_episode_refuses_a_tool_name_the_recorder_refuses(
+    mem: Memory, given: str, event_type: str
+) -> None:
+    events = [{"event_type": "user_message", "content": "hi"}]
+    events.append({"event_type": event_type, "tool_name": LONG_TOOL})
+    fields = {"tenant_id": "t", "task": "x", "events": events}
+    run: Any = fields if given == "dict" else Trajectory(**fields)
+    with pytest.raises(InvalidTrajectoryError) as err:
+        mem.store_episode(run)
+    assert str(err.value) == f"invalid trajectory: events[1]: {_recorders_words(LONG_TOOL)}"
+    assert mem.list_trajectories(tenant_id="t") == []
+    events[1]["tool_name"] = LONG_TOOL[:200]  # the longest one check_action takes
+    stored = mem.store_episode({**fields, "events": events})
+    assert mem.get_trajectory(stored.trajectory_id, tenant_id="t").events[1].tool_name == "t" * 200
+
+
+@pytest.mark.parametrize(
+    ("record", "where"),
+    [
+        (
+            {"messages": [{"role": "assistant", "tool_calls": [
+                {"id": "c1", "function": {"name": LONG_TOOL, "arguments": "{}"}}]}]},
+            "messages[0]",
+        ),
+        ({"messages": [{"role": "assistant", "function_call": {"name": LONG_TOOL}}]},
+         "messages[0]"),
+        ({"messages": [{"role": "user", "content": "hi"},
+                       {"role": "tool", "name": LONG_TOOL, "content": "ok"}]}, "messages[1]"),
+        ({"task_id": 1, "traj": [{"role": "tool", "name": LONG_TOOL, "content": "ok"}]},
+         "messages[0]"),
+        ({"events": [{"event_type": "tool_call", "tool_name": LONG_TOOL}]}, "events[0]"),
+        ({"trajectory_id": "r1", "event_type": "tool_result", "tool_name": LONG_TOOL}, ""),
+    ],
+)  # fmt: skip
+def test_ingest_reports_a_record_with_a_tool_name_the_recorder_refuses(
+    tmp_path: Path, record: dict[str, Any], where: str
+) -> None:
+    """The record's error, in the recorder's words; the next record is stored."""
+    good = {"trajectory_id": "r2", "event_type": "user_message", "content": "hi"}
+    if "messages" in record:
+        good = {"messages": [{"role": "user", "content": "hi"}]}
+    elif "traj" in record:
+        good = {"task_id": 2, "traj": [{"role": "user", "content": "hi"}]}
+    elif "events" in record:
+        good = {"events": [good]}
+    path = _write(tmp_path / "log.jsonl", [record, good])
+    error, kept = iter_results(path, tenant_id="t")
+    at = f"{path}:1: {where}: " if where else f"{path}:1: "
+    assert error.message.startswith(at + _recorders_words(LONG_TOOL))
+    assert isinstance(kept, Trajectory)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hindsight import Event, EventType, Memory, MemoryClosedError, Outcome, Trajectory
+from hindsight._contract import MAX_NAME_CHARS
 from hindsight.capture.unsaved import PendingWrite, UnsavedArea
 from hindsight.capture.writer import wait_briefly
 from hindsight.models import utcnow
@@ -208,6 +209,28 @@ def test_a_refused_run_is_kept_aside_and_never_blocks_the_others(
     [rejected] = (tmp_path / "unsaved" / "rejected").glob("*.json")
     assert "already in use" in json.loads(rejected.read_text())["rejected"]
     assert mem.writer.kept == []
+
+
+def test_a_run_with_a_tool_name_check_action_refuses_is_kept_aside_and_logged(
+    tmp_path: Path, opened: list[Memory], caplog: pytest.LogCaptureFixture
+) -> None:
+    """What an integration captured is refused as ``store_episode`` refuses it (the recorder's
+    words), never stored with a tool ``check_action`` could not name, never lost: an error
+    log and a file in ``unsaved/rejected``."""
+    mem = open_memory(tmp_path)
+    opened.append(mem)
+    long = run().model_copy()
+    long.events[1] = long.events[1].model_copy(update={"tool_name": "t" * (MAX_NAME_CHARS + 1)})
+    ok = run("another task")
+    mem.writer.submit(PendingWrite(long))
+    mem.writer.submit(PendingWrite(ok))
+    assert mem.writer.wait(30)
+    assert mem.get_trajectory(ok.id, tenant_id=TENANT).task == "another task"
+    words = f"events[1]: tool_name must be a tool name of 1..{MAX_NAME_CHARS} characters"
+    [rejected] = (tmp_path / "unsaved" / "rejected").glob("*.json")
+    assert words in json.loads(rejected.read_text())["rejected"]
+    assert any(words in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
+    assert [t.id for t in mem.list_trajectories(tenant_id=TENANT)] == [ok.id]
 
 
 def test_an_unreadable_file_is_moved_aside(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._contract import MAX_NAME_CHARS, Source, Tags, TaskType, check, usage_error
+from hindsight._contract import Source, Tags, TaskType, check, tool_name_refusal, usage_error
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
 from hindsight._status import classify_tool_result
@@ -88,11 +88,9 @@ def _reward(value: Any) -> float | None:
 
 
 def _tool_name(value: Any) -> None:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS:
-        raise UsageError(
-            f"tool_name must be a tool name of 1..{MAX_NAME_CHARS} characters, got {value!r:.60}",
-            field="tool_name",
-        )
+    refusal = tool_name_refusal(value)
+    if refusal is not None:
+        raise UsageError(refusal, field="tool_name")
 
 
 def _json_object(value: Any, name: str) -> dict[str, Any]:

@@ -11,16 +11,10 @@ from pydantic import ValidationError
 
 from hindsight._contract import TenantId, check, validation_message
 from hindsight._errors import InvalidTrajectoryError
-from hindsight.capture.ingest._common import outcome_conflict
+from hindsight.capture.ingest._common import long_tool_name, outcome_conflict
 from hindsight.models import Trajectory
 
-__all__ = ["coerce_trajectory", "run_refusal"]
-
-
-def run_refusal(traj: Trajectory) -> str | None:
-    """Why a run must not be stored as it is (one line), or ``None``: an outcome its reward
-    contradicts (:func:`~hindsight.capture.ingest._common.outcome_conflict`)."""
-    return outcome_conflict(traj.outcome, traj.reward)
+__all__ = ["checked_run", "coerce_trajectory"]
 
 
 def coerce_trajectory(
@@ -31,14 +25,12 @@ def coerce_trajectory(
     given as dicts without one.
 
     Raises:
-        InvalidTrajectoryError: not a Trajectory nor a dict, the fields do not validate
-            (``invalid trajectory: field: reason``, one line), or the run is one
-            :func:`run_refusal` refuses (``invalid trajectory: outcome "failure" contradicts
-            reward 1.0 ...``).
+        InvalidTrajectoryError: not a Trajectory nor a dict, or the fields do not validate
+            (``invalid trajectory: field: reason``, one line).
         TenantRequiredError: the dict has no (or an empty) ``tenant_id``.
     """
     if isinstance(trajectory, Trajectory):
-        return _checked(trajectory)
+        return trajectory
     if not isinstance(trajectory, Mapping):
         raise InvalidTrajectoryError(
             f"trajectory must be a Trajectory or a dict, got {type(trajectory).__name__}"
@@ -55,14 +47,27 @@ def coerce_trajectory(
                 for e in events
             ]
     try:
-        traj = Trajectory.model_validate(data)
+        return Trajectory.model_validate(data)
     except ValidationError as err:
         raise InvalidTrajectoryError(f"invalid trajectory: {validation_message(err)}") from None
-    return _checked(traj)
 
 
-def _checked(traj: Trajectory) -> Trajectory:
-    refusal = run_refusal(traj)
+def checked_run(traj: Trajectory) -> Trajectory:
+    """``traj``, when it may be stored: what every write of a run goes through
+    (``store_episode`` in Python, HTTP and MCP, the recorder, the integrations' writer).
+
+    Raises:
+        InvalidTrajectoryError: an event's tool name is longer than the recorder takes
+            (``invalid trajectory: events[3]: tool_name must be a tool name of 1..200
+            characters, got '...'``), or the run's reward contradicts its outcome
+            (``invalid trajectory: outcome "failure" contradicts reward 1.0 ...``: see
+            :func:`~hindsight.capture.ingest._common.outcome_conflict`).
+    """
+    for index, event in enumerate(traj.events):
+        refusal = long_tool_name(event.tool_name)
+        if refusal is not None:
+            raise InvalidTrajectoryError(f"invalid trajectory: events[{index}]: {refusal}")
+    refusal = outcome_conflict(traj.outcome, traj.reward)
     if refusal is not None:
         raise InvalidTrajectoryError(f"invalid trajectory: {refusal}")
     return traj

@@ -52,7 +52,7 @@ from hindsight._errors import MemoryClosedError, NotFoundError, UsageError
 from hindsight._paging import Page, awalk, decode_cursor, page_of, paging
 from hindsight._runtime import BackgroundLoop
 from hindsight.capture import RunRecorder
-from hindsight.capture.trajectory import coerce_trajectory
+from hindsight.capture.trajectory import checked_run, coerce_trajectory
 from hindsight.capture.unsaved import UnsavedArea
 from hindsight.capture.writer import TrajectoryWriter
 from hindsight.checks import CheckResult, find_checks, render_risk_section, request_scores
@@ -366,7 +366,9 @@ class AsyncMemory(LifecycleMethods):
             :class:`EpisodeReceipt` (``trajectory_id``, ``stored``, ``review_queued``).
 
         Raises:
-            InvalidTrajectoryError: the trajectory does not validate (one-line reason).
+            InvalidTrajectoryError: the trajectory does not validate, an event's tool name is
+                longer than the recorder and ``check_action`` take, or its reward contradicts
+                its outcome (:func:`hindsight.capture.trajectory.checked_run`; one-line reason).
             TenantRequiredError: the trajectory has no tenant.
             UsageError: ``review`` or ``merge`` is not true or false.
         """
@@ -383,8 +385,11 @@ class AsyncMemory(LifecycleMethods):
     ) -> EpisodeReceipt:
         """The blocking part of :meth:`store_episode`, on the caller's thread: one SQL
         transaction (trajectory + job) and a thread-safe wake of the worker. The sync facade
-        calls it directly, so the end of a run never waits behind the review loop."""
+        calls it directly, so the end of a run never waits behind the review loop; so does the
+        integrations' writer, whose refused runs are logged and kept aside
+        (:mod:`hindsight.capture.writer`)."""
         review, merge = switch(review, "review", True), switch(merge, "merge", False)
+        traj = checked_run(traj)
         paused = traj.metadata.get("paused") is True
         queue = review and not traj.is_empty() and not paused
         if traj.system_prompt is not None:

@@ -482,6 +482,16 @@ CONTRADICTS = 'outcome "failure" contradicts reward 1.0 (a reward of 1 or more i
 _ASKED = [{"role": "user", "content": "refund order A1"}]
 _SAID_HI = {"event_type": "user_message", "content": "hi"}
 _FAILED_WON = {"outcome": "failure", "reward": 1}
+LONG_TOOL = "t" * (MAX_NAME_CHARS + 1)
+_LONG_CALL = {"event_type": "tool_call", "tool_name": LONG_TOOL}
+TOOL_NAME = f"tool_name must be a tool name of 1..{MAX_NAME_CHARS} characters, got 'ttt"
+
+
+def _called(name: str) -> dict[str, Any]:
+    """An assistant message calling the tool ``name``."""
+    call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
 
 # (what is sent, the record, the one line that refuses it)
 STORE_TABLE: list[tuple[str, Any, str]] = [
@@ -490,6 +500,14 @@ STORE_TABLE: list[tuple[str, Any, str]] = [
     ("trajectory", {"events": [], "outcome": "failure", "reward": 1}, CONTRADICTS),
     ("events", [{"trajectory_id": "r", **_SAID_HI, **_FAILED_WON}], CONTRADICTS),
     ("tau-bench", {"task_id": 3, "traj": _ASKED, "reward": 1, "outcome": "failed"}, CONTRADICTS),
+    ("openai", {"messages": [*_ASKED, _called(LONG_TOOL)]}, TOOL_NAME),
+    ("openai", {"messages": [*_ASKED, _called(LONG_TOOL[:MAX_NAME_CHARS])]}, OK),
+    ("trajectory", {"events": [{"event_type": "tool_call", "tool_name": LONG_TOOL}]}, TOOL_NAME),
+    (
+        "events",
+        [{"trajectory_id": "r", "event_type": "tool_call", "tool_name": LONG_TOOL}],
+        TOOL_NAME,
+    ),
 ]
 """A run is refused with the same words whichever interface stores it: ``store_episode`` in
 Python (the record parsed as the service parses it), ``POST /v1/episodes`` and MCP
@@ -507,9 +525,17 @@ def _store_python(mem: Memory, record: Any) -> str:
     return OK
 
 
+_WHERE = re.compile(
+    r"^((request body trajectory|trajectory|record)( event \d+)?|invalid trajectory"
+    r"|(messages|events)\[\d+\]): "
+)
+
+
 def _unwrap(message: str) -> str:
-    """The refusal without where it was found (a record, an event of it, a trajectory)."""
-    return re.sub(r"^(request body trajectory|trajectory|record)( event \d+)?: ", "", message)
+    """The refusal without where it was found (a record, a message or event of it)."""
+    while (where := _WHERE.match(message)) is not None:
+        message = message[where.end() :]
+    return message
 
 
 def test_a_run_is_refused_with_the_same_words_in_python_http_and_mcp(
@@ -544,10 +570,10 @@ def test_a_run_is_refused_with_the_same_words_in_python_http_and_mcp(
             if expected == OK:
                 assert answer == OK, (what, where, answer)
             else:
-                assert _unwrap(answer).removeprefix("invalid trajectory: ").startswith(expected), (
+                assert _unwrap(answer).startswith(expected), (
                     what,
                     where,
                     answer,
                 )
     stored = len(mem.list_trajectories(tenant_id="t")) - before
-    assert stored == 1  # the agreeing run (the same record thrice: stored once)
+    assert stored == 2  # the ones refused by none (the same record thrice: stored once)

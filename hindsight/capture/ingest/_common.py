@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._contract import TaskType, check
+from hindsight._contract import MAX_NAME_CHARS, TaskType, check, tool_name_refusal
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import stable_id
 from hindsight.models import (
@@ -29,6 +29,7 @@ __all__ = [
     "context_fields",
     "event_id",
     "expected_action",
+    "long_tool_name",
     "outcome_conflict",
     "outcome_from",
     "outcome_word",
@@ -91,6 +92,14 @@ def outcome_word(value: Any) -> Outcome | None:
     if word in {"unknown", ""}:
         return Outcome.UNKNOWN
     return None
+
+
+def long_tool_name(name: str | None) -> str | None:
+    """The recorder's refusal of ``name`` (``tool_name must be a tool name of 1..200
+    characters, got '...'``) when it is longer than :data:`~hindsight._contract.MAX_NAME_CHARS`,
+    else ``None`` (also for no name): an event is not stored with a tool ``check_action`` and
+    recall could never name (``store_episode`` and every log format)."""
+    return None if name is None or len(name) <= MAX_NAME_CHARS else tool_name_refusal(name)
 
 
 def _outcome_of_reward(reward: float) -> Outcome:

@@ -21,6 +21,7 @@ from hindsight.capture.ingest._common import (
     SYNTHETIC_STEP,
     canonical_json,
     event_id,
+    long_tool_name,
     parse_timestamp,
     system_prompt_metadata,
 )
@@ -107,6 +108,12 @@ class _Builder:
         return eid
 
 
+def _check_tool_name(name: str | None, where: str) -> None:
+    refusal = long_tool_name(name)
+    if refusal is not None:
+        raise InvalidTrajectoryError(f"{where}: {refusal}")
+
+
 def _calls_of(message: dict[str, Any], where: str) -> list[tuple[str | None, str, Any]]:
     """(call id, tool name, raw arguments) of an assistant message's tool calls."""
     calls: list[tuple[str | None, str, Any]] = []
@@ -124,6 +131,7 @@ def _calls_of(message: dict[str, Any], where: str) -> list[tuple[str | None, str
         name = function.get("name") or call.get("name")
         if not isinstance(name, str) or not name.strip():
             raise InvalidTrajectoryError(f"{where}: a tool call has no function name")
+        _check_tool_name(name.strip(), where)
         arguments = function.get("arguments", call.get("args", call.get("arguments")))
         call_id = call.get("id")
         calls.append((str(call_id) if call_id else None, name.strip(), arguments))
@@ -144,7 +152,8 @@ def parse_messages(
 
     Raises:
         InvalidTrajectoryError: a message is not an object, has no or an unknown role, or a
-            tool call has no name. The message names ``where`` and the message index.
+            tool call has no name or one longer than the recorder takes. The message names
+            ``where`` and the message index.
     """
     out = ParsedMessages()
     build = _Builder(traj_id, base_time)
@@ -171,7 +180,7 @@ def parse_messages(
                 message, text, at, build, calls_by_id, pending_legacy, last_text_row
             )
         elif role in _TOOL_ROLES:
-            _tool_result(message, text, build, calls_by_id, pending_legacy)
+            _tool_result(message, text, at, build, calls_by_id, pending_legacy)
         else:
             raise InvalidTrajectoryError(
                 f"{at}: unknown role {message.get('role')!r:.40} "
@@ -225,6 +234,7 @@ def _assistant(
 def _tool_result(
     message: dict[str, Any],
     text: str,
+    at: str,
     build: _Builder,
     calls_by_id: dict[str, tuple[str, str]],
     pending_legacy: list[tuple[str, str]],
@@ -232,6 +242,7 @@ def _tool_result(
     call_id = message.get("tool_call_id")
     call_id = str(call_id) if call_id else None
     name = message.get("name") if isinstance(message.get("name"), str) else None
+    _check_tool_name(name, at)
     parent: str | None = None
     if call_id and call_id in calls_by_id:
         known_name, parent = calls_by_id[call_id]

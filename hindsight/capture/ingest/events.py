@@ -31,6 +31,7 @@ from hindsight.capture.ingest._common import (
     SYNTHETIC_STEP,
     context_fields,
     event_id,
+    long_tool_name,
     outcome_from,
     parse_reward,
     parse_tags,
@@ -109,6 +110,9 @@ def _events(
             event = Event.model_validate(row)
         except ValidationError as exc:
             raise InvalidTrajectoryError(f"{label(index)}: {_first_error(exc)}") from exc
+        refusal = long_tool_name(event.tool_name)
+        if refusal is not None:
+            raise InvalidTrajectoryError(f"{label(index)}: {refusal}")
         if (
             event.event_type is EventType.TOOL_RESULT
             and event.status is None
