@@ -61,6 +61,7 @@ __all__ = [
     "collecting",
     "invalid_char",
     "json_text",
+    "note",
     "refuse_invalid",
     "reporting_to",
     "warning_scope",
@@ -76,28 +77,42 @@ _INVALID = re.compile("[\x00\ud800-\udfff]")
 
 class InvalidTextWarning(UserWarning):
     """Invalid characters (lone surrogates, NUL) were replaced with U+FFFD, or NaN/infinity
-    in free JSON with ``null``, in what was stored; the message counts them by field."""
+    in free JSON with ``null``, in what was stored; the message counts them by field. It also
+    carries the notes of input kept in another form than sent (:func:`note`: tool-call
+    arguments that are not JSON, kept as text under ``_raw``)."""
 
 
 @dataclass
 class Replacements:
-    """Replacements made while one call's input was checked: ``{field: count}``."""
+    """Replacements made while one call's input was checked: ``{field: count}``; and the
+    notes of input kept in another form than sent (one line each, :func:`note`)."""
 
     counts: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def add(self, where: str, n: int = 1) -> None:
         self.counts[where] = self.counts.get(where, 0) + n
 
     def __bool__(self) -> bool:
-        return bool(self.counts)
+        return bool(self.counts or self.notes)
 
     @property
     def total(self) -> int:
         return sum(self.counts.values())
 
+    def lines(self) -> list[str]:
+        """What to report, one line each: the replacements (:meth:`message`), then the notes."""
+        return ([self._counted()] if self.counts else []) + self.notes
+
     def message(self, limit: int = 5) -> str:
         """One line: ``replaced 3 invalid value(s) (lone surrogates and NUL with U+FFFD,
-        NaN/infinity with null): content (2), metadata.x (1)``."""
+        NaN/infinity with null): content (2), metadata.x (1)``, then the first ``limit``
+        notes, ``; `` between them."""
+        more = f"and {len(self.notes) - limit} more note(s)" if len(self.notes) > limit else ""
+        shown = ([self._counted(limit)] if self.counts else []) + self.notes[:limit]
+        return "; ".join([*shown, more] if more else shown)
+
+    def _counted(self, limit: int = 5) -> str:
         items = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
         shown = ", ".join(f"{_short(k)} ({n})" for k, n in items[:limit])
         more = f" and {len(items) - limit} more field(s)" if len(items) > limit else ""
@@ -184,6 +199,18 @@ def _note(where: str, n: int) -> None:
         report.add(where, n)
         return
     _warn(Replacements({where: n}))
+
+
+def note(line: str) -> None:
+    """Report ``line``: input kept in another form than it was sent, never dropped (tool-call
+    arguments that are not JSON, kept as text). Collected with the replacements of this context
+    (each interface reports them its way: a ``warning:`` line, a ``Warning`` header, MCP
+    ``_meta``), else warned at once (:class:`InvalidTextWarning`)."""
+    report = _REPORT.get()
+    if report is not None:
+        report.notes.append(line)
+        return
+    _warn(Replacements(notes=[line]))
 
 
 def invalid_char(text: str) -> tuple[int, str] | None:

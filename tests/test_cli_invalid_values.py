@@ -310,3 +310,29 @@ def test_listings_show_the_characters_a_terminal_would_obey_as_escapes(
     proc = run_cli("trajectories", "list", "--tenant", "t", data_dir=tmp_path / "data")
     assert proc.returncode == 0, proc.stderr
     assert char not in proc.stdout and shown in proc.stdout, proc.stdout
+
+
+def test_ingest_keeps_arguments_that_are_not_json_and_says_so_per_record(tmp_path: Path) -> None:
+    broken = '{"order": A1'
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": broken}}
+    called = {"role": "assistant", "content": None, "tool_calls": [call]}
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(
+        _lines(msgs("good one"), {"messages": [*msgs("where is A1?")["messages"], called]})
+    )
+    data = tmp_path / "data"
+    proc = run_cli("ingest", str(log), "--tenant", "t", "--no-wait", "--json", data_dir=data)
+    assert proc.returncode in (0, 3), proc.stderr  # no record failed: nothing of it is lost
+    doc = json.loads(proc.stdout)
+    said = f"{log}:2: messages[2]: the arguments of tool 'lookup' are not valid JSON"
+    assert doc["trajectories_added"] == 2 and doc["invalid_values_replaced"] == 0
+    [warning] = doc["warnings"]
+    assert warning.startswith(said) and warning.endswith("kept as text in tool_args._raw")
+    assert [line for line in proc.stderr.splitlines() if line.startswith("warning:")] == [
+        f"warning: {warning}"
+    ]
+    listed = run_cli("trajectories", "list", "--tenant", "t", "--json", data_dir=data)
+    [tid] = [t["id"] for t in json.loads(listed.stdout)["items"] if t["task"] == "where is A1?"]
+    shown = run_cli("trajectories", "show", tid, "--tenant", "t", "--json", data_dir=data)
+    [stored] = [e for e in json.loads(shown.stdout)["events"] if e["event_type"] == "tool_call"]
+    assert (stored["tool_args"], stored["content"]) == ({"_raw": broken}, broken)

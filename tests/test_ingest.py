@@ -12,6 +12,7 @@ from _tau_bench import tau_file, tau_trajectories
 
 from hindsight._errors import InvalidTrajectoryError, TenantRequiredError
 from hindsight._status import classify_tool_result
+from hindsight._text import InvalidTextWarning, collecting
 from hindsight.capture.ingest import count_records, detect_format, iter_trajectories
 from hindsight.models import EventStatus, EventType, Outcome, Provenance, Trajectory
 
@@ -172,6 +173,56 @@ def test_openai_message_details(tmp_path: Path) -> None:
     assert traj.task == "book it"
     assert traj.metadata["system_prompt_head"] == "S" * 200
     assert len(traj.metadata["system_prompt_sha256"]) == 16
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ('{"order": A1}', "Expecting value at character 10"),
+        ('{"order": "A1"', "Expecting ',' delimiter at character 14"),
+        ("order=A1", "Expecting value at character 0"),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["openai", "tau-bench"])
+def test_arguments_that_are_not_json_are_kept_exactly_and_reported(
+    tmp_path: Path, fmt: str, arguments: str, why: str
+) -> None:
+    lookup = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "lookup", "arguments": arguments},
+    }
+    messages = [
+        {"role": "user", "content": "where is A1?"},
+        {"role": "assistant", "content": None, "tool_calls": [lookup]},
+        {
+            "role": "assistant",
+            "tool_calls": [{**lookup, "function": {"name": "ok", "arguments": "{}"}}],
+        },
+    ]
+    record = {"messages": messages} if fmt == "openai" else {"task_id": 1, "traj": messages}
+    path = write_jsonl(tmp_path / "runs.jsonl", [record])
+    with collecting() as report:
+        (traj,) = parse(path, format=fmt)
+    assert (traj.events[1].tool_args, traj.events[1].content) == ({"_raw": arguments}, arguments)
+    assert report.notes == [
+        f"{path}:1: messages[1]: the arguments of tool 'lookup' are not valid JSON ({why}); "
+        "kept as text in tool_args._raw"
+    ]
+    assert report.total == 0  # nothing was replaced
+    with pytest.warns(InvalidTextWarning, match=r"messages\[1\]: the arguments of tool 'lookup'"):
+        parse(path, format=fmt)
+
+
+@pytest.mark.parametrize("arguments", ['{"order": "A1"}', "", None, {"order": "A1"}, "[1, 2]"])
+def test_arguments_that_are_json_are_parsed_without_a_word(tmp_path: Path, arguments: Any) -> None:
+    lookup = {"id": "c1", "function": {"name": "lookup", "arguments": arguments}}
+    path = write_jsonl(
+        tmp_path / "runs.jsonl", [[{"role": "assistant", "content": None, "tool_calls": [lookup]}]]
+    )
+    with collecting() as report:
+        (traj,) = parse(path)
+    assert not report and "_raw" not in (traj.events[0].tool_args or {})
 
 
 def test_openai_json_array_of_message_lists(tmp_path: Path) -> None:

@@ -144,6 +144,7 @@ def ingest(
             "records_failed": len(errors),
             "errors": errors,
             "invalid_values_replaced": replaced.total,
+            "warnings": list(replaced.notes),
             "seconds": round(time.perf_counter() - started, 3),
         }
         if as_json:

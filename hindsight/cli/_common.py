@@ -193,7 +193,8 @@ def print_next_cursor(cursor: str | None) -> None:
 def guarded() -> Iterator[Replacements]:
     """Turn hindsight errors into one line on stderr and a non-zero exit code, and report
     the invalid values replaced in the input (:mod:`hindsight._text`) in one ``warning:``
-    line on stderr. Yields the replacements collected so far."""
+    line on stderr, and each note of input kept in another form in one more. Yields the
+    replacements collected so far."""
     with collecting() as replaced:
         try:
             yield replaced
@@ -204,11 +205,9 @@ def guarded() -> Iterator[Replacements]:
         except (OSError, ValueError) as exc:
             raise fail(f"{type(exc).__name__}: {exc}", 1) from None
         finally:
-            if replaced:
+            for line in replaced.lines():
                 err_console.print(
-                    f"[yellow]warning:[/] {escape(replaced.message())}",
-                    highlight=False,
-                    soft_wrap=True,
+                    f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True
                 )
 
 

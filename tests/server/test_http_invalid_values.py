@@ -126,3 +126,40 @@ def test_mcp_over_http_replaces_lone_surrogates_and_reports_them(http: httpx.Cli
     assert "result" in result or "error" in result
     text = json.dumps(result)
     assert "namespace" in text and "Traceback" not in text
+
+
+def test_tool_arguments_that_are_not_json_are_kept_exactly_and_reported(
+    http: httpx.Client,
+) -> None:
+    """Kept as text in ``tool_args._raw`` (and the call's content), never dropped; one line
+    naming the message and the tool in the ``Warning`` header and MCP's ``_meta``."""
+    broken = '{"order": A1, '
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": broken}}
+    messages = [
+        {"role": "user", "content": "where is A1?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+    said = "messages[1]: the arguments of tool 'lookup' are not valid JSON"
+    r = http.post("/v1/episodes", json={"trajectory": {"messages": messages}})
+    assert r.status_code == 201, r.text
+    assert said in r.headers["warning"] and "kept as text in tool_args._raw" in r.headers["warning"]
+    tid = r.json()["episodes"][0]["trajectory_id"]
+    stored = http.get(f"/v1/trajectories/{tid}").json()["events"][1]
+    assert (stored["tool_args"], stored["content"]) == ({"_raw": broken}, broken)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "store_episode", "arguments": {"trajectory": messages}},
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    result = http.post("/mcp", json=body, headers=headers).json()["result"]
+    assert not result.get("isError"), result
+    [warning] = result["_meta"]["io.hindsight/warnings"]
+    assert warning.startswith(f"record: {said}"), warning
+    # arguments that are JSON: nothing to say
+    call["function"]["arguments"] = '{"order": "A1"}'
+    assert "warning" not in http.post("/v1/episodes", json={"trajectory": messages}).headers

@@ -17,6 +17,7 @@ from typing import Any
 
 from hindsight._errors import InvalidTrajectoryError
 from hindsight._status import classify_tool_result
+from hindsight._text import note
 from hindsight.capture.ingest._common import (
     SYNTHETIC_STEP,
     canonical_json,
@@ -59,11 +60,13 @@ class ParsedMessages:
         return "\n\n".join(self.system_prompts) if self.system_prompts else None
 
 
-def parse_arguments(raw: Any) -> dict[str, Any]:
+def parse_arguments(raw: Any, what: str = "the arguments") -> dict[str, Any]:
     """A tool call's arguments as an object.
 
     A JSON-object string is parsed; an empty string or ``None`` gives ``{}``; invalid JSON is
-    kept as ``{"_raw": <text>}``; valid JSON that is not an object as ``{"_value": <value>}``.
+    kept as ``{"_raw": <text>}``, exactly, and reported (:func:`hindsight._text.note`:
+    ``<what> are not valid JSON; kept as text in tool_args._raw``); valid JSON that is not an
+    object as ``{"_value": <value>}``.
     """
     if raw is None:
         return {}
@@ -74,7 +77,9 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
             return {}
         try:
             value = json.loads(raw)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as exc:
+            why = f"{exc.msg} at character {exc.pos}"
+            note(f"{what} are not valid JSON ({why}); kept as text in tool_args._raw")
             return {"_raw": raw}
         return value if isinstance(value, dict) else {"_value": value}
     return {"_value": raw}
@@ -217,7 +222,7 @@ def _assistant(
                 event_type=EventType.TOOL_CALL,
                 tool_name=name,
                 tool_call_id=call_id,
-                tool_args=parse_arguments(raw_args),
+                tool_args=parse_arguments(raw_args, f"{at}: the arguments of tool {name!r:.60}"),
                 content=content,
             )
             if call_id:

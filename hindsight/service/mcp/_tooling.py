@@ -113,7 +113,7 @@ def error_of(exc: BaseException, params: set[str]) -> tuple[str, str, str | None
 
 WARNINGS_META = "io.hindsight/warnings"
 """The ``_meta`` key of a tool result that lists the invalid values replaced in its arguments
-(:mod:`hindsight._text`; one line each)."""
+and the notes of input kept in another form (:mod:`hindsight._text`; one line each)."""
 
 
 def valid_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -191,7 +191,7 @@ class HindsightTool(Tool):
                     raise
                 return self._error(*found)
         if report and isinstance(result, CallToolResult):
-            meta = {**(result.meta or {}), WARNINGS_META: [report.message()]}
+            meta = {**(result.meta or {}), WARNINGS_META: report.lines()}
             result = result.model_copy(update={"meta": meta})
         return result
 
