@@ -13,10 +13,17 @@ import pytest
 
 from hindsight import UsageError
 from hindsight.models import Outcome
-from hindsight.review.mining import Predicate, condition_holds, mine, record_of, state_of_results
+from hindsight.review.mining import (
+    Predicate,
+    condition_holds,
+    mine,
+    nearest,
+    record_of,
+    state_of_results,
+)
 from hindsight.review.mining.features import error_class
-from hindsight.review.mining.miner import MIN_GROUPS
-from hindsight.review.mining.render import render_rule
+from hindsight.review.mining.miner import FDR, MIN_GROUPS, MIN_RATE
+from hindsight.review.mining.render import describe_predicate, render_rule
 from hindsight.review.mining.stage import REVIEWER
 from hindsight.review.mining.stats import benjamini_hochberg, fisher_greater, wilson_lower
 from hindsight.testing import test_memory
@@ -145,6 +152,46 @@ def test_replicas_of_one_task_are_one_unit_of_evidence() -> None:
 
     assert not has_rule(runs(2, 12, 1))
     assert has_rule(runs(6, 2, 1))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nearest_says_why_a_rule_was_or_was_not_written(seed: int) -> None:
+    """:func:`nearest` gives, per decision set tested, its strongest condition with the votes
+    and tests :func:`mine` applied: the planted policy stands; on coin-flip data the closest
+    conditions are shown and none stands when no rule was written."""
+    planted = [record_of(t) for t in library_runs(seed)]
+    found = {(n.tool, n.form): n for n in nearest(planted)}
+    best = found[("renew_loan", "avoid")]
+    assert best.predicate == Predicate("get_member.member.standing", "=", "suspended")
+    assert best.stands and best.p <= best.needed and best.wilson >= MIN_RATE
+    assert best.needed == pytest.approx(FDR / best.tested) and best.bad <= best.held
+    assert _avoid_suspended(mine(planted))
+    noise = [record_of(t) for t in library_runs(seed, planted=False)]
+    shown = nearest(noise)
+    assert shown and all(n.bad >= MIN_GROUPS for n in shown)
+    if not mine(noise):
+        assert not any(n.stands for n in shown)
+        # what it would have needed is said: a p-value the false discovery rate accepts, or
+        # a bad rate whose lower bound reaches the minimum
+        assert all(n.p > n.needed or n.wilson < MIN_RATE for n in shown)
+
+
+@pytest.mark.parametrize(
+    ("feature", "op", "value", "words"),
+    [
+        ("get_member.member.standing", "=", "suspended",
+         "member.standing (from get_member) is suspended"),
+        ("args.weight_kg", ">", 20.0, "weight_kg (in its arguments) is more than 20"),
+        ("get_order.items#", "<=", 1.0, "items (from get_order) has at most 1 item"),
+        ("get_order.items#", ">", 3.0, "items (from get_order) has more than 3 items"),
+        # a tool that returned a list: its length, said as the tool's result
+        ("search_flights#", ">", 2.0, "the result of search_flights has more than 2 items"),
+        ("search_flights#", "<=", 1.0, "the result of search_flights has at most 1 item"),
+        ("task_type", "=", "refund", "the task type is refund"),
+    ],
+)  # fmt: skip
+def test_a_condition_in_words(feature: str, op: str, value: object, words: str) -> None:
+    assert describe_predicate(Predicate(feature, op, value)) == words  # type: ignore[arg-type]
 
 
 def test_the_order_of_runs_does_not_matter() -> None:

@@ -51,6 +51,8 @@ def describe_predicate(pred: Predicate) -> str:
     source, _, path = pred.feature.partition(".")
     if pred.feature == "task_type":
         subject = "the task type"
+    elif not path and pred.feature.endswith(COUNT):  # a tool that returned a list
+        subject = f"the result of {source.removesuffix(COUNT)}"
     else:
         clean = path.removesuffix(DAYS).removesuffix(COUNT) or source
         where = "in its arguments" if source == "args" else f"from {source}"
@@ -58,9 +60,10 @@ def describe_predicate(pred: Predicate) -> str:
     if pred.feature.endswith(DAYS) and isinstance(pred.value, float):
         return f"{subject} {_days(pred.op, pred.value)}"
     if pred.feature.endswith(COUNT) and isinstance(pred.value, float):
+        items = "item" if pred.value == 1 else "items"
         if pred.op == ">":
-            return f"{subject} has more than {_number(pred.value)} items"
-        return f"{subject} has at most {_number(pred.value)} items"
+            return f"{subject} has more than {_number(pred.value)} {items}"
+        return f"{subject} has at most {_number(pred.value)} {items}"
     if isinstance(pred.value, bool):
         return f"{subject} is {'true' if pred.value else 'false'}"
     if isinstance(pred.value, float):
