@@ -677,6 +677,20 @@ def test_the_strict_figures_on_a_generic_domain(tmp_path: Path) -> None:
         assert out["corrective_random"] < 0.5
     bare = {"tool": "renew_loan", "form": "avoid", "predicates": []}
     assert not any(violates(bare, record_of(r.trajectory)) for r in runs)
+    # why a rule was written or not: the strongest condition per decision, in both modes
+    from hindsight.bench.learning._conditions import nearest_conditions
+    from hindsight.bench.learning._report import _nearest
+
+    near = nearest_conditions(runs, train_trials=[0, 1, 2], query_trial=3)
+    for mode in ("expected", "outcome"):
+        [renew] = [n for n in near[mode] if (n["tool"], n["form"]) == ("renew_loan", "avoid")]
+        assert renew["condition"] == "member.standing (from get_member) is suspended"
+        assert renew["stands"] and _nearest(renew).endswith("(stands)")
+    weak = {**renew, "stands": False, "p": 0.2, "needed": 0.002, "wilson": 0.3}
+    assert _nearest(weak).endswith(
+        f"p 0.2 (needs p <= 0.002, {renew['tested']} conditions tested and bad-rate lower "
+        "bound 0.30 < 0.4)"
+    )
     assert parse_every("every:5") == 5
     for bad in ("5", "every:1", "every:x", ""):
         with pytest.raises(UsageError):

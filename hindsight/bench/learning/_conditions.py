@@ -23,6 +23,10 @@ condition mining on) stores the train runs, reviews them and mines them (``flush
   the runs that called it did worse / better: the strongest evidence one file holds about
   when a call is wrong (the comparison of attempts ExpeL draws its insights from), and the
   ceiling of what condition mining can find in it;
+* **nearest conditions** (:func:`nearest_conditions`, the train runs of the trial split, both
+  modes): per decision the miner tests, its strongest condition with its task-group votes,
+  p-value and the p-value the false discovery rate needed there - why a rule was or was not
+  written;
 * **corrective** (a held-out **failed** run, every one in the denominator): its block holds a
   rule whose condition the run's own state satisfied and which the run violated (``avoid``:
   it called the tool while the condition held; ``do``: it ended without the tool while the
@@ -45,13 +49,15 @@ from hindsight.bench.learning._data import TENANT, Run, Split, split_runs
 from hindsight.bench.learning._harness import score_queries
 from hindsight.models import Experience, Trajectory
 from hindsight.review._calls import is_read_only
-from hindsight.review.mining import RunRecord, condition_holds, record_of
+from hindsight.review.mining import RunRecord, condition_holds, nearest, record_of
+from hindsight.review.mining.render import describe_predicate
 
 __all__ = [
     "MODES",
     "SPLITS",
     "evaluate_all",
     "evaluate_conditions",
+    "nearest_conditions",
     "task_split",
     "violates",
     "within_task_contrasts",
@@ -282,4 +288,37 @@ def within_task_contrasts(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
                 worse += rate < other
                 better += rate > other
         out[tool] = {"worse": worse, "better": better}
+    return out
+
+
+def nearest_conditions(
+    runs: Sequence[Run], *, train_trials: Sequence[int], query_trial: int
+) -> dict[str, list[dict[str, Any]]]:
+    """Per mode, :func:`hindsight.review.mining.nearest` of the trial split's train runs: one
+    dict per decision set (``tool``, ``form``, ``message``, ``condition`` in words, the
+    task-group votes ``bad``/``held`` and ``bad_else``/``held_else``, ``p``, ``needed``,
+    ``tested``, ``wilson``, ``stands``)."""
+    train = split_runs(runs, train_trials, query_trial).train
+    out: dict[str, list[dict[str, Any]]] = {}
+    for mode in MODES:
+        prepare = _stripped if mode == "outcome" else (lambda t: t)
+        found = nearest([record_of(prepare(r.trajectory)) for r in train])
+        out[mode] = [
+            {
+                "tool": n.tool,
+                "form": n.form,
+                "message": n.message,
+                "condition": describe_predicate(n.predicate),
+                "bad": n.bad,
+                "held": n.held,
+                "bad_else": n.bad_else,
+                "held_else": n.held_else,
+                "p": n.p,
+                "needed": n.needed,
+                "tested": n.tested,
+                "wilson": n.wilson,
+                "stands": n.stands,
+            }
+            for n in found
+        ]
     return out

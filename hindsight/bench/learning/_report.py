@@ -7,6 +7,8 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from hindsight.review.mining.miner import MIN_RATE
+
 __all__ = ["render_report"]
 
 BASELINE = "raw messages"
@@ -183,10 +185,32 @@ def render_report(report: dict[str, Any]) -> list[Any]:
             "calling went worse / better): "
             + ", ".join(f"{t} {c['worse']} / {c['better']}" for t, c in contrasts.items())
         )
+    for mode, rows in (report.get("nearest") or {}).items():
+        if rows:
+            facts.append(
+                f"nearest conditions (trial split, {mode} mode; task groups where it held and "
+                "the decision went wrong, against where it did not; p, and the p the 5% false "
+                "discovery rate needed among the conditions tested): "
+                + "; ".join(_nearest(row) for row in rows)
+            )
     tables = [_recall_table(report), _lesson_table(report), _outcome_table(report)]
     if report.get("conditions"):
         tables.append(_conditions_table(report))
     return [*tables, *facts]
+
+
+def _nearest(row: dict[str, Any]) -> str:
+    what = f"{row['tool']} {row['form']}" + (f" '{row['message']}'" if row["message"] else "")
+    lacks = []
+    if row["p"] > row["needed"]:
+        lacks.append(f"needs p <= {row['needed']:.2g}, {row['tested']} conditions tested")
+    if row["wilson"] < MIN_RATE:
+        lacks.append(f"bad-rate lower bound {row['wilson']:.2f} < {MIN_RATE:g}")
+    verdict = "stands" if row["stands"] else " and ".join(lacks) or "not kept"
+    return (
+        f"{what}: when {row['condition']}, {row['bad']} of {row['held']} vs "
+        f"{row['bad_else']} of {row['held_else']}, p {row['p']:.2g} ({verdict})"
+    )
 
 
 def _conditions_table(report: dict[str, Any]) -> Table:

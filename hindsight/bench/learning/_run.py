@@ -10,7 +10,11 @@ from typing import Any
 
 from hindsight._contract import input_file
 from hindsight._errors import UsageError
-from hindsight.bench.learning._conditions import evaluate_all, within_task_contrasts
+from hindsight.bench.learning._conditions import (
+    evaluate_all,
+    nearest_conditions,
+    within_task_contrasts,
+)
 from hindsight.bench.learning._data import load_runs, split_runs
 from hindsight.bench.learning._harness import Context, evaluate_baseline, evaluate_reviewer
 
@@ -139,7 +143,9 @@ def run_learning(
         ``{"file", "tasks", "train_trials", "query_trial", "k", "train_runs", "held_out_runs",
         "held_out_failed", "baselines": [per embedder], "runs": [per embedder x reviewer],
         "conditions": [per split x mode, the strict figures], "contrasts": {tool: {"worse",
-        "better"}} (task groups, over every run of the file)
+        "better"}} (task groups, over every run of the file), "nearest": {mode: [per decision
+        set, its strongest condition]} (:func:`~hindsight.bench.learning._conditions.
+        nearest_conditions`)
         (each with ``embedder_spec``, the spec given, and ``embedder``, the model's name),
         "commit", "dirty", "machine", "cpu_seconds", "wall_seconds"}``.
 
@@ -198,6 +204,9 @@ def run_learning(
         progress=say,
     )
     report["contrasts"] = within_task_contrasts(runs)
+    report["nearest"] = nearest_conditions(
+        runs, train_trials=list(dict.fromkeys(train_trials)), query_trial=query_trial
+    )
     report.update(commit)
     report["machine"] = _machine()
     report["cpu_seconds"] = time.process_time() - cpu

@@ -10,15 +10,24 @@ from hindsight.review.mining.features import (
     state_of_args,
     state_of_results,
 )
-from hindsight.review.mining.miner import MinedRule, Predicate, condition_holds, mine
+from hindsight.review.mining.miner import (
+    MinedRule,
+    Nearest,
+    Predicate,
+    condition_holds,
+    mine,
+    nearest,
+)
 
 __all__ = [
     "MinedRule",
+    "Nearest",
     "Predicate",
     "RunRecord",
     "State",
     "condition_holds",
     "mine",
+    "nearest",
     "record_of",
     "state_of_args",
     "state_of_results",

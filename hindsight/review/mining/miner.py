@@ -68,6 +68,7 @@ __all__ = [
     "Predicate",
     "condition_holds",
     "mine",
+    "nearest",
 ]
 
 Form = Literal["avoid", "do", "error"]
@@ -561,6 +562,72 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
             rule.called_ok, rule.called = _opposite(decisions, (tool, "avoid", ""), c.predicates)
         rules.append(rule)
     return rules
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """The strongest single condition of one decision set and how far it is from standing
+    (:func:`nearest`). Counts are task groups.
+
+    Attributes:
+        tool, form, message: the decision set (``message``: the error class of ``error``).
+        predicate: the condition with the smallest p-value.
+        bad, held: groups where it held and the decision went wrong / all where it held.
+        bad_else, held_else: the same where it did not hold.
+        p: its one-sided Fisher p-value.
+        needed: the largest p-value the first Benjamini-Hochberg step accepts in this set
+            (:data:`FDR` / ``tested``).
+        tested: distinct conditions of the set that could reach significance.
+        wilson: the Wilson lower bound (95%) of its bad rate (:data:`MIN_RATE` needed).
+        stands: whether it stands as a single condition (the procedure and the bound).
+    """
+
+    tool: str
+    form: Form
+    message: str
+    predicate: Predicate
+    bad: int
+    held: int
+    bad_else: int
+    held_else: int
+    p: float
+    needed: float
+    tested: int
+    wilson: float
+    stands: bool
+
+
+def nearest(runs: Sequence[RunRecord]) -> list[Nearest]:
+    """Per decision set with at least :data:`MIN_GROUPS` bad task groups, its strongest single
+    condition and what it lacks (:class:`Nearest`), sorted by tool, form and message: why the
+    runs gave a rule, or why they did not (too few task groups for the test to reach the
+    false discovery rate, a bad rate whose lower bound is too low). The same candidates and
+    tests as :func:`mine` (single predicates; pairs and the selection aside)."""
+    runs = sorted(runs, key=lambda r: r.run_id)
+    out: list[Nearest] = []
+    for key, units in sorted(_decisions(runs).items()):
+        groups = _Groups(units)
+        if groups.bad_groups < MIN_GROUPS:
+            continue
+        cands = [
+            c
+            for pred, mask in sorted(_atoms(units).items())
+            if (mask & groups.badmask).bit_count() >= MIN_GROUPS
+            and (c := _test(key, (pred,), mask, groups)) is not None
+        ]
+        cands = _distinct(cands)
+        if not cands:
+            continue
+        best = min(cands, key=lambda c: (c.p, _simplicity(c), c.predicates))
+        v = best.votes
+        wilson = wilson_lower(v.bad, v.held)
+        stands = any(c is best for c in _standing(cands))
+        tool, form, message = key
+        out.append(
+            Nearest(tool, form, message, best.predicates[0], v.bad, v.held, v.bad_else,
+                    v.held_else, best.p, FDR / len(cands), len(cands), wilson, stands)
+        )  # fmt: skip
+    return out
 
 
 def _error_subjects(runs: Sequence[RunRecord]) -> dict[tuple[str, str], str]:
