@@ -156,6 +156,13 @@ class VectorIndex(Protocol):
     experience rows themselves, written in their transactions; ``hindsight.store.pgvector``)
     and an index kept apart from it (:class:`WritableVectorIndex`), which the store's vector
     outbox writes after each commit (``hindsight.store.outbox``).
+
+    Optional: ``search_many(vectors, *, tenant_id, namespaces, limit, task_type=None,
+    statuses=("active",), kinds=None, payload=True) -> list[list[VectorHit]]``, the hits of
+    one :meth:`search` per row of ``vectors`` (shape ``(n, dimension)``) as one batch, and
+    with ``payload=False`` without payloads (``None``). Dedup and the memory guard use it when
+    an index has it (Qdrant Edge, pgvector), with ``payload=False``; otherwise they call
+    :meth:`search` once per lesson.
     """
 
     dimension: int

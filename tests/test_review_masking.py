@@ -250,3 +250,17 @@ def test_the_runs_tool_names_are_never_masked(name: str) -> None:
     assert text == f"When {name} fails with 'ref <ref> locked', call {name} again later.", text
     # what is not the tool's name is still masked beside it
     assert masker.mask(f"{name} booked HAT290 for 2024-05-20") == f"{name} booked <id> for <date>"
+
+
+def test_key_tests_are_cached_for_short_keys_only() -> None:
+    # a run repeats its keys: their tests are cached, but a key longer than any a lesson
+    # names is tested each time, so a tool's odd output cannot fill memory
+    from hindsight.review import masking
+
+    long_key = "customer_" + "x" * masking.CACHED_KEY_CHARS + "_email"
+    for test in (masking.key_class, masking.personal_key, masking.identifying):
+        before = test.cache_info().currsize  # type: ignore[attr-defined]
+        assert test(long_key) == test.__wrapped__(long_key)  # type: ignore[attr-defined]
+        assert test.cache_info().currsize == before  # type: ignore[attr-defined]
+    assert masking.personal_key("customer_email") == "email"
+    assert masking.personal_key(long_key) == "email" and masking.identifying(long_key)

@@ -32,9 +32,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from hindsight._runcache import RunCache
 from hindsight.models import EventType, Trajectory
@@ -130,7 +130,26 @@ _NAME_RUN = re.compile(r"<name>(?:[ -]<name>)+")
 _PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
 
 
-@functools.lru_cache(maxsize=4096)  # pure; a run repeats its keys many times
+_R = TypeVar("_R")
+
+CACHED_KEY_CHARS = 200
+"""Keys up to this length have their tests cached (the last 4,096 of each test): a run
+repeats its keys many times, and a longer key is no key a lesson would name."""
+
+
+def _short_keys_cached(test: Callable[[str], _R]) -> Callable[[str], _R]:
+    """``test`` (a pure function of a key) with its answers for short keys cached."""
+    cached = functools.lru_cache(maxsize=4096)(test)
+
+    @functools.wraps(test)
+    def run(key: str) -> _R:
+        return cached(key) if len(key) <= CACHED_KEY_CHARS else test(key)
+
+    run.cache_info = cached.cache_info  # type: ignore[attr-defined]
+    return run
+
+
+@_short_keys_cached
 def key_class(key: str) -> str:
     """A key as a class name: lower case, runs of other characters as ``_`` (``"Order ID"`` ->
     ``order_id``); ``value`` for an empty key."""
@@ -156,7 +175,7 @@ _DONE_BY = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=4096)  # pure; a run repeats its keys many times
+@_short_keys_cached
 def personal_key(key: str) -> str | None:
     """The personal key (:data:`PERSONAL_KEYS`, :data:`PERSON_ROLES`) that ``key`` is, or that
     it ends with after a word of :data:`PERSON_WORDS` (``patient_name`` -> ``name``,
@@ -182,7 +201,7 @@ def _personal_class(cls: str) -> bool:
     return len(parts) > 1 and bool(set(parts[:-1]) & PERSON_WORDS) and bool(_ID_KEY.search(cls))
 
 
-@functools.lru_cache(maxsize=4096)  # pure; a run repeats its keys many times
+@_short_keys_cached
 def identifying(key: str) -> bool:
     """True for keys whose values identify a person, an object or a secret: personal fields
     (:func:`personal_key`), secrets (password, token, api key...) and ids (``*_id``, ``id``,

@@ -242,8 +242,7 @@ class PgVectorIndex:
             conn.execute(_SETTINGS, {"ef": ef})
             for scope in scopes:
                 rows = conn.execute(query, {**params, "q": scope.vector}).mappings().all()
-                hits = _hits(rows)
-                found.append(hits if payload else [VectorHit(h.id, h.similarity) for h in hits])
+                found.append(_hits(rows, payload))
         return found
 
     def count(self, tenant_id: str | None = None) -> int:
@@ -286,12 +285,13 @@ def _vector_type(dimension: int | None) -> Any:
     return VECTOR(dimension)
 
 
-def _hits(rows: Sequence[Any]) -> list[VectorHit]:
+def _hits(rows: Sequence[Any], payload: bool = True) -> list[VectorHit]:
     hits = []
     for row in rows:
         distance = row["distance"]
         similarity = 0.0 if distance is None or math.isnan(distance) else 1.0 - float(distance)
-        hits.append(VectorHit(row["id"], clamp_similarity(similarity), payload_of_row(row)))
+        found = payload_of_row(row) if payload else None
+        hits.append(VectorHit(row["id"], clamp_similarity(similarity), found))
     # relaxed_order may return rows slightly out of distance order: sort them (stable by id)
     hits.sort(key=lambda h: (-h.similarity, h.id))
     return hits
