@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from hindsight.cli._common import MAX_SHOWN_WARNINGS
 from tests.cli_helpers import REPO, assert_one_line_error, cli_env, cli_json, run_cli
 
 
@@ -336,3 +337,23 @@ def test_ingest_keeps_arguments_that_are_not_json_and_says_so_per_record(tmp_pat
     shown = run_cli("trajectories", "show", tid, "--tenant", "t", "--json", data_dir=data)
     [stored] = [e for e in json.loads(shown.stdout)["events"] if e["event_type"] == "tool_call"]
     assert (stored["tool_args"], stored["content"]) == ({"_raw": broken}, broken)
+
+
+def test_ingest_shows_the_first_warnings_and_counts_the_rest(tmp_path: Path) -> None:
+    # one note per record whose arguments are not JSON: 14 notes, 10 lines and a count on
+    # stderr (a large log cannot flood it), every one in --json
+    def broken(i: int) -> dict:  # type: ignore[type-arg]
+        call = {"id": f"c{i}", "type": "function",
+                "function": {"name": "lookup", "arguments": f'{{"order": A{i}'}}  # fmt: skip
+        called = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return {"messages": [*msgs(f"where is A{i}?")["messages"], called]}
+
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(_lines(*(broken(i) for i in range(14))))
+    proc = run_cli("ingest", str(log), "--tenant", "t", "--no-wait", "--json",
+                   data_dir=tmp_path / "data")  # fmt: skip
+    assert proc.returncode in (0, 3), proc.stderr
+    assert len(json.loads(proc.stdout)["warnings"]) == 14
+    said = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert len(said) == MAX_SHOWN_WARNINGS + 1 and said[-1] == "warning: ... and 4 more"
+    assert all("not valid JSON" in line for line in said[:-1])

@@ -189,12 +189,17 @@ def print_next_cursor(cursor: str | None) -> None:
         out_console.print(f"more: --cursor {cursor}", highlight=False, soft_wrap=True)
 
 
+MAX_SHOWN_WARNINGS = 10
+"""``warning:`` lines a command prints, at most (then how many more)."""
+
+
 @contextmanager
 def guarded() -> Iterator[Replacements]:
     """Turn hindsight errors into one line on stderr and a non-zero exit code, and report
     the invalid values replaced in the input (:mod:`hindsight._text`) in one ``warning:``
-    line on stderr, and each note of input kept in another form in one more. Yields the
-    replacements collected so far."""
+    line on stderr, and each note of input kept in another form in one more (the first
+    :data:`MAX_SHOWN_WARNINGS`, then how many more). Yields the replacements collected so
+    far."""
     with collecting() as replaced:
         try:
             yield replaced
@@ -205,9 +210,17 @@ def guarded() -> Iterator[Replacements]:
         except (OSError, ValueError) as exc:
             raise fail(f"{type(exc).__name__}: {exc}", 1) from None
         finally:
-            for line in replaced.lines():
+            lines = replaced.lines()
+            for line in lines[:MAX_SHOWN_WARNINGS]:
                 err_console.print(
                     f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True
+                )
+            if len(lines) > MAX_SHOWN_WARNINGS:
+                more = len(lines) - MAX_SHOWN_WARNINGS
+                err_console.print(
+                    f"[yellow]warning:[/] ... and {more} more",
+                    highlight=False,
+                    soft_wrap=True,
                 )
 
 

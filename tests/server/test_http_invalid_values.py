@@ -163,3 +163,19 @@ def test_tool_arguments_that_are_not_json_are_kept_exactly_and_reported(
     # arguments that are JSON: nothing to say
     call["function"]["arguments"] = '{"order": "A1"}'
     assert "warning" not in http.post("/v1/episodes", json={"trajectory": messages}).headers
+
+
+def test_a_warning_about_a_chinese_tool_name_keeps_the_name_as_escapes(
+    http: httpx.Client,
+) -> None:
+    # a header is ASCII: the name is written \uXXXX, not replaced by "?"
+    call = {"id": "c1", "type": "function", "function": {"name": "查询", "arguments": "{订单"}}
+    messages = [
+        {"role": "user", "content": "订单在哪里?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+    r = http.post("/v1/episodes", json={"trajectory": {"messages": messages}})
+    assert r.status_code == 201, r.text
+    warning = r.headers["warning"]
+    assert "the arguments of tool '\\u67e5\\u8be2' are not valid JSON" in warning, warning
+    assert "?" not in warning

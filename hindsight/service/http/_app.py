@@ -178,9 +178,11 @@ async def _start_mcp(app: FastAPI, memory: AsyncMemory, stack: AsyncExitStack) -
 
 def _warning(report: Replacements) -> tuple[bytes, bytes]:
     """The ``Warning`` header (RFC 7234 code 299, "miscellaneous persistent warning") that
-    reports invalid values replaced in the request (:mod:`hindsight._text`)."""
+    reports invalid values replaced in the request and notes of input kept in another form
+    (:mod:`hindsight._text`; the first five notes). A header holds ASCII here: other
+    characters are written as ``\\uXXXX`` escapes (a Chinese tool name stays readable)."""
     text = report.message().replace("\\", "\\\\").replace('"', '\\"')
-    return b"warning", f'299 hindsight "{text}"'.encode("latin-1", "replace")
+    return b"warning", f'299 hindsight "{text}"'.encode("ascii", "backslashreplace")
 
 
 _LONE_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
