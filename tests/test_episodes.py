@@ -127,6 +127,24 @@ def test_why_says_fewer_calls_apart_from_none(
         assert zh in text
 
 
+def test_why_does_not_take_arguments_kept_as_text_for_an_argument() -> None:
+    """An expected action whose arguments were not JSON keeps them as text (``_raw``): the
+    episode compares its tool, never ``_raw`` as if it were an argument."""
+    from hindsight.models import ExpectedAction, OutcomeEvidence
+
+    call = ("cancel_order", {"order_id": "#W1", "reason": "no_longer_needed"}, "success", "{}")
+    traj = run_with("Cancel my order", [call], outcome=Outcome.FAILURE)
+    traj.evidence = OutcomeEvidence(
+        expected_actions=[
+            ExpectedAction(tool="cancel_order", args={"_raw": '{"order_id": #W1'}),
+            ExpectedAction(tool="refund", args={"_raw": "all of it"}),
+        ]
+    )
+    text = summarize_episode(traj)
+    assert "compared with the expected actions: refund not called." in text
+    assert "raw" not in text and "order_id" not in text and "instead of none" not in text
+
+
 def test_a_retry_that_came_after_another_fix_leaves_that_fix_named() -> None:
     calls = [
         ("resize_volume", {"size_gb": 200}, "failure", "Error: quota exceeded"),

@@ -17,7 +17,13 @@ from hindsight.models import (
     OutcomeEvidence,
     Trajectory,
 )
-from hindsight.review.contrast import Action, diff_actions, readable_class, value_class
+from hindsight.review.contrast import (
+    Action,
+    diff_actions,
+    kept_as_sent,
+    readable_class,
+    value_class,
+)
 from hindsight.review.heuristic import HeuristicReviewer
 
 
@@ -80,6 +86,22 @@ def test_diff_ops_and_classes() -> None:
         "missing:send_receipt",
         "extra:cancel",
     }
+
+
+@pytest.mark.parametrize(
+    "kept", [{"_raw": '{"order_id": #W1'}, {"_raw": "cancel it"}, {"_value": [1, 2]}]
+)
+def test_arguments_kept_as_sent_name_no_argument(kept: dict[str, object]) -> None:
+    """Arguments that were not a JSON object (kept as text, or as another JSON value) are not
+    compared: ``_raw`` is never taken for an argument; the call still counts for its tool."""
+    assert kept_as_sent(kept) and not kept_as_sent({"_raw": "x", "order_id": "#W1"})
+    call = Action("cancel_order", {"order_id": "#W1", "reason": "no_longer_needed"})
+    sent = Action("cancel_order", kept)
+    assert diff_actions([sent], [call]) == diff_actions([call], [sent]) == []
+    [missing] = diff_actions([sent], [])
+    assert (missing.key_id, missing.expected) == ("missing:cancel_order", "")
+    [extra] = diff_actions([], [sent])
+    assert (extra.key_id, extra.actual) == ("extra:cancel_order", "")
 
 
 def test_value_classes_hide_values() -> None:

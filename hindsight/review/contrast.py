@@ -18,7 +18,10 @@ whose name starts with a read verb - ``get_``, ``search``, ``list``... - only re
   their kind (``certificate`` for ``certificate_7504069``), lists the kinds of their items
   (``2 x certificate + credit_card``), numbers a direction (``higher`` / ``lower``), the
   amounts inside lists and objects ``amounts``, other values
-  "a different <key>". Free text (summaries, notes) is not compared.
+  "a different <key>". Free text (summaries, notes) is not compared, nor are arguments that
+  were not a JSON object (kept as sent: ``{"_raw": <text>}`` for text that is not JSON,
+  ``{"_value": <value>}`` for JSON of another value; :func:`kept_as_sent`): they name no
+  argument, so ``_raw`` is never taken for one; the call still counts as a call of its tool.
 
 Classes are identities (they key lessons and match risk checks), so they stay as computed;
 :func:`readable_class` only words them for a lesson's text (``3 x flight`` -> ``3 flights``).
@@ -42,7 +45,15 @@ from hindsight.review.masking import (
     personal_key,
 )
 
-__all__ = ["Action", "Diff", "changing", "diff_actions", "readable_class", "value_class"]
+__all__ = [
+    "Action",
+    "Diff",
+    "changing",
+    "diff_actions",
+    "kept_as_sent",
+    "readable_class",
+    "value_class",
+]
 
 _IGNORED_TOOLS = frozenset({"think", "reflect", "plan", "note"})
 _FREE_TEXT_WORDS = 6
@@ -91,6 +102,13 @@ class Diff:
         if self.how:
             return f"{self.op}:{self.tool}:{self.how}"
         return f"{self.op}:{self.tool}"
+
+
+def kept_as_sent(args: Mapping[str, Any]) -> bool:
+    """Whether ``args`` are arguments that were not a JSON object, kept as sent under one
+    reserved key (``{"_raw": <text that is not JSON>}``, ``{"_value": <another JSON value>}``:
+    docs/concepts.md#stored-exactly-invalid-text-and-numbers) rather than named arguments."""
+    return len(args) == 1 and ("_raw" in args or "_value" in args)
 
 
 def changing(actions: Iterable[Action]) -> list[Action]:
@@ -183,8 +201,8 @@ def _distance(a: Action, b: Action) -> int:
 def salient(action: Action, masker: Masker | None = None, limit: int = 3) -> str:
     """Up to ``limit`` arguments of ``action`` whose class says something
     (``cabin=economy, flight_type=one_way``); ``""`` when none does."""
-    parts = []
-    for key, value in action.args.items():
+    parts: list[str] = []
+    for key, value in () if kept_as_sent(action.args) else action.args.items():
         if _free_text(value):
             continue
         cls = value_class(str(key), value, masker)
@@ -237,7 +255,8 @@ def diff_actions(
     """What ``actual`` (a failed run's calls) did differently from ``reference``.
 
     Both are filtered to state-changing calls. Each reference call is paired with the closest
-    unpaired call of the same tool (fewest differing arguments); one :class:`Diff` per
+    unpaired call of the same tool (fewest differing arguments; arguments kept as sent,
+    :func:`kept_as_sent`, are not compared); one :class:`Diff` per
     :attr:`Diff.key_id`, in reference order, ``missing`` and ``arg`` before ``extra``.
     """
     masker = masker or Masker()
@@ -254,6 +273,8 @@ def diff_actions(
             continue
         i, best = min(same, key=lambda pair: _distance(r, pair[1]))
         used.add(i)
+        if kept_as_sent(r.args) or kept_as_sent(best.args):
+            continue  # no named arguments to compare
         for key in dict.fromkeys([*r.args, *best.args]):
             exp_v, act_v = r.args.get(key), best.args.get(key)
             if exp_v == act_v or _free_text(exp_v) or _free_text(act_v):
