@@ -357,3 +357,37 @@ def test_ingest_shows_the_first_warnings_and_counts_the_rest(tmp_path: Path) -> 
     said = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
     assert len(said) == MAX_SHOWN_WARNINGS + 1 and said[-1] == "warning: ... and 4 more"
     assert all("not valid JSON" in line for line in said[:-1])
+
+
+def test_ingest_keeps_expected_arguments_that_are_not_json_and_says_so(tmp_path: Path) -> None:
+    broken = '{"order": A1'
+    action = {"name": "cancel", "arguments": broken}
+    bad_call = {"id": "c1", "function": {"name": "lookup", "arguments": "[1, 2]"}}
+    record = {
+        "messages": [
+            *msgs("cancel A1")["messages"],
+            {"role": "assistant", "content": None, "tool_calls": [bad_call]},
+        ],
+        "evidence": {"expected_actions": [action]},
+    }
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(_lines(record))
+    data = tmp_path / "data"
+    proc = run_cli("ingest", str(log), "--tenant", "t", "--no-wait", "--json", data_dir=data)
+    assert proc.returncode in (0, 3), proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["trajectories_added"] == 1 and doc["records_failed"] == 0
+    assert doc["warnings"] == [
+        f"{log}:1: messages[2]: the arguments of tool 'lookup' are an array, not an object; "
+        "kept in tool_args._value",
+        f"{log}:1: evidence.expected_actions[0]: the arguments of expected action 'cancel' are "
+        "not valid JSON (Expecting value at character 10); kept as text in args._raw",
+    ]
+    warned = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert warned == [f"warning: {w}" for w in doc["warnings"]]
+    listed = run_cli("trajectories", "list", "--tenant", "t", "--json", data_dir=data)
+    [tid] = [t["id"] for t in json.loads(listed.stdout)["items"]]
+    shown = run_cli("trajectories", "show", tid, "--tenant", "t", "--json", data_dir=data)
+    assert json.loads(shown.stdout)["evidence"]["expected_actions"] == [
+        {"tool": "cancel", "args": {"_raw": broken}}
+    ]

@@ -214,7 +214,7 @@ def test_arguments_that_are_not_json_are_kept_exactly_and_reported(
         parse(path, format=fmt)
 
 
-@pytest.mark.parametrize("arguments", ['{"order": "A1"}', "", None, {"order": "A1"}, "[1, 2]"])
+@pytest.mark.parametrize("arguments", ['{"order": "A1"}', "", None, {"order": "A1"}])
 def test_arguments_that_are_json_are_parsed_without_a_word(tmp_path: Path, arguments: Any) -> None:
     lookup = {"id": "c1", "function": {"name": "lookup", "arguments": arguments}}
     path = write_jsonl(
@@ -223,6 +223,114 @@ def test_arguments_that_are_json_are_parsed_without_a_word(tmp_path: Path, argum
     with collecting() as report:
         (traj,) = parse(path)
     assert not report and "_raw" not in (traj.events[0].tool_args or {})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "value", "content", "kind"),
+    [
+        ("[1, 2]", [1, 2], "[1, 2]", "an array"),
+        ("42", 42, "42", "a number"),
+        ('"A1"', "A1", '"A1"', "a string"),
+        ("true", True, "true", "a boolean"),
+        ([1, 2], [1, 2], "[1,2]", "an array"),
+        (0, 0, "0", "a number"),
+        (False, False, "false", "a boolean"),
+    ],
+)
+def test_arguments_that_are_not_an_object_are_kept_as_they_are_and_reported(
+    tmp_path: Path, arguments: Any, value: Any, content: str, kind: str
+) -> None:
+    lookup = {"id": "c1", "function": {"name": "lookup", "arguments": arguments}}
+    path = write_jsonl(
+        tmp_path / "runs.jsonl", [[{"role": "assistant", "content": None, "tool_calls": [lookup]}]]
+    )
+    with collecting() as report:
+        (traj,) = parse(path)
+    assert (traj.events[0].tool_args, traj.events[0].content) == ({"_value": value}, content)
+    assert report.notes == [
+        f"{path}:1: messages[0]: the arguments of tool 'lookup' are {kind}, not an object; "
+        "kept in tool_args._value"
+    ]
+    assert report.total == 0
+    with pytest.warns(InvalidTextWarning, match=r"messages\[0\]: the arguments of tool 'lookup'"):
+        parse(path)
+
+
+def _with_expected(fmt: str, action: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A record of ``fmt`` whose expected actions are ``[action]``, and where they are."""
+    messages = [{"role": "user", "content": "cancel A1"}]
+    if fmt == "tau-bench":
+        record = {"task_id": 1, "traj": messages, "info": {"task": {"actions": [action]}}}
+        return record, "info actions[0]"
+    evidence = {"expected_actions": [action]}
+    if fmt == "openai":
+        return {"messages": messages, "evidence": evidence}, "evidence.expected_actions[0]"
+    event = {"trajectory_id": "r1", "event_type": "user_message", "content": "cancel A1"}
+    return {**event, "evidence": evidence}, "evidence.expected_actions[0]"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ('{"order": A1}', "Expecting value at character 10"),
+        ('{"order": "A1"', "Expecting ',' delimiter at character 14"),
+        ("order=A1", "Expecting value at character 0"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("fmt", "action_keys"),
+    [
+        ("openai", ("name", "arguments")),
+        ("openai", ("tool", "args")),
+        ("tau-bench", ("name", "kwargs")),
+        ("events", ("name", "arguments")),
+    ],
+)
+def test_expected_arguments_that_are_not_json_are_kept_exactly_and_reported(
+    tmp_path: Path, fmt: str, action_keys: tuple[str, str], arguments: str, why: str
+) -> None:
+    tool_key, args_key = action_keys
+    record, where = _with_expected(fmt, {tool_key: "cancel", args_key: arguments})
+    path = write_jsonl(tmp_path / "runs.jsonl", [record])
+    with collecting() as report:
+        (traj,) = parse(path, format=fmt)
+    assert traj.evidence is not None
+    [action] = traj.evidence.expected_actions
+    assert (action.tool, action.args) == ("cancel", {"_raw": arguments})
+    assert report.notes == [
+        f"{path}:1: {where}: the arguments of expected action 'cancel' are not valid JSON "
+        f"({why}); kept as text in args._raw"
+    ]
+    assert report.total == 0
+    with pytest.warns(InvalidTextWarning, match="the arguments of expected action 'cancel'"):
+        parse(path, format=fmt)
+
+
+@pytest.mark.parametrize("arguments", ['{"order": "A1"}', "", " ", {"order": "A1"}, None])
+def test_expected_arguments_that_are_json_are_parsed_without_a_word(
+    tmp_path: Path, arguments: Any
+) -> None:
+    record, _ = _with_expected("openai", {"name": "cancel", "arguments": arguments})
+    path = write_jsonl(tmp_path / "runs.jsonl", [record])
+    with collecting() as report:
+        (traj,) = parse(path)
+    assert not report and traj.evidence is not None
+    assert traj.evidence.expected_actions[0].args == (
+        {} if arguments in ("", " ", None) else {"order": "A1"}
+    )
+
+
+@pytest.mark.parametrize("arguments", ["[1, 2]", "42", [1, 2]])
+def test_expected_arguments_that_are_not_an_object_are_the_records_error(
+    tmp_path: Path, arguments: Any
+) -> None:
+    record, _ = _with_expected("openai", {"name": "cancel", "arguments": arguments})
+    path = write_jsonl(tmp_path / "runs.jsonl", [record])
+    with pytest.raises(
+        InvalidTrajectoryError,
+        match=r"expected_actions\[0\]: the arguments of expected action 'cancel' must be an object",
+    ):
+        parse(path)
 
 
 def test_openai_json_array_of_message_lists(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from hindsight import (
     BLOCK_START,
     EventType,
     ExpectedAction,
+    InvalidTextWarning,
     InvalidTrajectoryError,
     NotFoundError,
     Outcome,
@@ -575,6 +577,38 @@ def test_recorder_keeps_system_prompt_task_key_and_evidence() -> None:
 def test_recorder_refuses_bad_context(call: Any, words: str) -> None:
     with test_memory() as mem, pytest.raises(UsageError, match=words):
         call(mem)
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"name": "notify", "arguments": '{"channel": email}'},
+        {"tool": "notify", "args": '{"channel": email}'},
+        {"name": "notify", "kwargs": '{"channel": email}'},
+    ],
+)
+def test_recorder_keeps_expected_arguments_that_are_not_json_and_says_so(
+    action: dict[str, str],
+) -> None:
+    with test_memory() as mem:
+        with mem.record("t", tenant_id="acme") as recorder:
+            recorder.user_message("notify me")
+            with pytest.warns(InvalidTextWarning) as caught:
+                recorder.set_outcome("failure", expected_actions=[action])
+            [said] = [str(w.message) for w in caught]
+            assert said == (
+                "hindsight: expected_actions[0]: the arguments of expected action 'notify' are "
+                "not valid JSON (Expecting value at character 12); kept as text in args._raw"
+            )
+            assert caught[0].filename == __file__
+            with warnings.catch_warnings():  # refused: nothing changed, nothing to say
+                warnings.simplefilter("error")
+                with pytest.raises(UsageError, match="has no tool name"):
+                    recorder.set_outcome("failure", expected_actions=[action, {"args": {}}])
+        stored = mem.get_trajectory(recorder.trajectory_id, tenant_id="acme").evidence
+        assert stored == OutcomeEvidence(
+            expected_actions=[ExpectedAction(tool="notify", args={"_raw": '{"channel": email}'})]
+        )
 
 
 def test_recalled_block_is_not_part_of_the_stored_policy() -> None:

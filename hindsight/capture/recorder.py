@@ -21,7 +21,7 @@ from hindsight._contract import Source, Tags, TaskType, check, tool_name_refusal
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
 from hindsight._status import classify_tool_result
-from hindsight._text import clean_json
+from hindsight._text import clean_json, warning_scope
 from hindsight.capture.ingest._common import expected_action, outcome_conflict, outcome_word
 from hindsight.clock import SystemClock, utc_clock
 from hindsight.models import (
@@ -341,7 +341,9 @@ class RunRecorder:
             reward: the environment's reward, if any.
             reason: why, in a few words (e.g. ``"the refund went to the wrong card"``).
             expected_actions: the calls a correct run makes: :class:`ExpectedAction` or dicts
-                ``{"tool", "args"}`` (also ``{"name", "kwargs"}`` / ``{"name", "arguments"}``).
+                ``{"tool", "args"}`` (also ``{"name", "kwargs"}`` / ``{"name", "arguments"}``;
+                arguments as JSON text are parsed, text that is not JSON is kept exactly as
+                ``{"_raw": <text>}`` with an :class:`~hindsight.InvalidTextWarning`).
             final_state: the environment's final state (a JSON object).
             details: any further structured evidence (a JSON object).
 
@@ -370,15 +372,17 @@ class RunRecorder:
         conflict = outcome_conflict(named, checked_reward)
         if conflict is not None:
             raise UsageError(conflict, field="outcome")
-        try:
-            evidence = OutcomeEvidence(
-                reason=reason,
-                expected_actions=_actions(expected_actions),
-                final_state=final_state,
-                details=details or {},
-            )
-        except ValidationError as err:
-            raise usage_error(err) from None
+        # one warning, only for evidence that is kept: arguments that are not JSON, as text
+        with warning_scope():
+            try:
+                evidence = OutcomeEvidence(
+                    reason=reason,
+                    expected_actions=_actions(expected_actions),
+                    final_state=final_state,
+                    details=details or {},
+                )
+            except ValidationError as err:
+                raise usage_error(err) from None
         self._outcome = named
         self._reward = checked_reward
         self._evidence = None if evidence.is_empty() else evidence

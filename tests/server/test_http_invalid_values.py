@@ -128,6 +128,23 @@ def test_mcp_over_http_replaces_lone_surrogates_and_reports_them(http: httpx.Cli
     assert "namespace" in text and "Traceback" not in text
 
 
+def _mcp_store_episode(http: httpx.Client, trajectory: Any) -> dict[str, Any]:
+    """The result of MCP ``store_episode`` over HTTP (asserted not an error)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "store_episode", "arguments": {"trajectory": trajectory}},
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    result: dict[str, Any] = http.post("/mcp", json=body, headers=headers).json()["result"]
+    assert not result.get("isError"), result
+    return result
+
+
 def test_tool_arguments_that_are_not_json_are_kept_exactly_and_reported(
     http: httpx.Client,
 ) -> None:
@@ -146,18 +163,7 @@ def test_tool_arguments_that_are_not_json_are_kept_exactly_and_reported(
     tid = r.json()["episodes"][0]["trajectory_id"]
     stored = http.get(f"/v1/trajectories/{tid}").json()["events"][1]
     assert (stored["tool_args"], stored["content"]) == ({"_raw": broken}, broken)
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": "store_episode", "arguments": {"trajectory": messages}},
-    }
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2025-06-18",
-    }
-    result = http.post("/mcp", json=body, headers=headers).json()["result"]
-    assert not result.get("isError"), result
+    result = _mcp_store_episode(http, messages)
     [warning] = result["_meta"]["io.hindsight/warnings"]
     assert warning.startswith(f"record: {said}"), warning
     # arguments that are JSON: nothing to say
@@ -179,3 +185,27 @@ def test_a_warning_about_a_chinese_tool_name_keeps_the_name_as_escapes(
     warning = r.headers["warning"]
     assert "the arguments of tool '\\u67e5\\u8be2' are not valid JSON" in warning, warning
     assert "?" not in warning
+
+
+def test_expected_arguments_that_are_not_json_are_kept_exactly_and_reported(
+    http: httpx.Client,
+) -> None:
+    """An expected action's arguments kept as text in ``args._raw``, one line naming the
+    field and the tool, as for a tool call's (the ``Warning`` header, MCP's ``_meta``)."""
+    broken = '{"order": A1'
+    record = {
+        "messages": [{"role": "user", "content": "cancel A1"}],
+        "evidence": {"expected_actions": [{"name": "cancel", "arguments": broken}]},
+    }
+    said = (
+        "evidence.expected_actions[0]: the arguments of expected action 'cancel' are "
+        "not valid JSON (Expecting value at character 10); kept as text in args._raw"
+    )
+    r = http.post("/v1/episodes", json={"trajectory": record})
+    assert r.status_code == 201, r.text
+    assert r.headers["warning"] == f'299 hindsight "request body trajectory: {said}"'
+    tid = r.json()["episodes"][0]["trajectory_id"]
+    stored = http.get(f"/v1/trajectories/{tid}").json()["evidence"]["expected_actions"]
+    assert stored == [{"tool": "cancel", "args": {"_raw": broken}}]
+    result = _mcp_store_episode(http, record)
+    assert result["_meta"]["io.hindsight/warnings"] == [f"record: {said}"]

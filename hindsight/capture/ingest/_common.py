@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from hindsight._contract import MAX_NAME_CHARS, TaskType, check, tool_name_refusal
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import stable_id
+from hindsight._text import note
 from hindsight.models import (
     ExpectedAction,
     Outcome,
@@ -29,6 +30,7 @@ __all__ = [
     "context_fields",
     "event_id",
     "expected_action",
+    "json_arguments",
     "long_tool_name",
     "outcome_conflict",
     "outcome_from",
@@ -224,27 +226,42 @@ def system_prompt_metadata(text: str) -> dict[str, Any]:
     }
 
 
+def json_arguments(text: str, what: str, kept_in: str) -> Any:
+    """Arguments sent as JSON text, parsed (blank text is ``{}``). Text that is not JSON is
+    kept exactly, as ``{"_raw": text}``, and said in one line (:func:`hindsight._text.note`):
+    ``<what> are not valid JSON (<why>); kept as text in <kept_in>._raw``. A tool call's
+    arguments and an expected action's read JSON text this way."""
+    if not text.strip():
+        return {}
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        why = f"{exc.msg} at character {exc.pos}"
+        note(f"{what} are not valid JSON ({why}); kept as text in {kept_in}._raw")
+        return {"_raw": text}
+
+
 def expected_action(item: Any, where: str) -> ExpectedAction:
     """One expected call from the shapes logs use: ``{"tool", "args"}`` (hindsight),
     ``{"name", "kwargs"}`` (tau-bench) or ``{"name", "arguments"}`` (OpenAI; a JSON string is
-    parsed).
+    parsed; text that is not JSON is kept exactly as ``{"_raw": <text>}`` and said in one line
+    naming ``where`` and the tool, :func:`json_arguments`).
 
     Raises:
-        InvalidTrajectoryError: not an object, no tool name, or arguments that are not an object.
+        InvalidTrajectoryError: not an object, no tool name, or arguments that are not an object
+            (JSON text of another value included).
     """
     if not isinstance(item, dict):
         raise InvalidTrajectoryError(
             f"{where}: an expected action must be an object, got {type(item).__name__}"
         )
     tool = item.get("tool", item.get("name"))
-    args = next((item[k] for k in ("args", "kwargs", "arguments") if k in item), None)
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError:
-            args = None
     if not isinstance(tool, str) or not tool.strip():
         raise InvalidTrajectoryError(f"{where}: an expected action has no tool name")
+    args = next((item[k] for k in ("args", "kwargs", "arguments") if k in item), None)
+    if isinstance(args, str):
+        what = f"{where}: the arguments of expected action {tool!r:.60}"
+        args = json_arguments(args, what, "args")
     if args is not None and not isinstance(args, dict):
         raise InvalidTrajectoryError(
             f"{where}: the arguments of expected action {tool!r:.60} must be an object"

@@ -10,7 +10,6 @@ status from :func:`classify_tool_result`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,6 +21,7 @@ from hindsight.capture.ingest._common import (
     SYNTHETIC_STEP,
     canonical_json,
     event_id,
+    json_arguments,
     long_tool_name,
     parse_timestamp,
     system_prompt_metadata,
@@ -60,29 +60,34 @@ class ParsedMessages:
         return "\n\n".join(self.system_prompts) if self.system_prompts else None
 
 
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if value is None:
+        return "null"
+    return "a string" if isinstance(value, str) else f"a {type(value).__name__}"
+
+
 def parse_arguments(raw: Any, what: str = "the arguments") -> dict[str, Any]:
     """A tool call's arguments as an object.
 
     A JSON-object string is parsed; an empty string or ``None`` gives ``{}``; invalid JSON is
     kept as ``{"_raw": <text>}``, exactly, and reported (:func:`hindsight._text.note`:
-    ``<what> are not valid JSON; kept as text in tool_args._raw``); valid JSON that is not an
-    object as ``{"_value": <value>}``.
+    ``<what> are not valid JSON; kept as text in tool_args._raw``); any other value, or valid
+    JSON of one (``"[1, 2]"``, ``"42"``), as ``{"_value": <value>}``, reported too (``<what>
+    are an array, not an object; kept in tool_args._value``).
     """
-    if raw is None:
-        return {}
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str):
-        if not raw.strip():
-            return {}
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            why = f"{exc.msg} at character {exc.pos}"
-            note(f"{what} are not valid JSON ({why}); kept as text in tool_args._raw")
-            return {"_raw": raw}
-        return value if isinstance(value, dict) else {"_value": value}
-    return {"_value": raw}
+    if raw is None or isinstance(raw, dict):
+        return raw or {}
+    value = json_arguments(raw, what, "tool_args") if isinstance(raw, str) else raw
+    if isinstance(value, dict):
+        return value
+    note(f"{what} are {_json_kind(value)}, not an object; kept in tool_args._value")
+    return {"_value": value}
 
 
 class _Builder:
@@ -216,7 +221,8 @@ def _assistant(
         if text.strip():
             build.add(message, event_type=EventType.MODEL_THOUGHT, content=text)
         for call_id, name, raw_args in calls:
-            content = raw_args if isinstance(raw_args, str) else canonical_json(raw_args or {})
+            sent = {} if raw_args is None else raw_args  # 0, false, [] are what was sent
+            content = sent if isinstance(sent, str) else canonical_json(sent)
             eid = build.add(
                 message,
                 event_type=EventType.TOOL_CALL,
