@@ -111,7 +111,10 @@ __all__ = [
     "forget_filter",
     "input_file",
     "integer",
+    "long_tool_name",
     "number",
+    "outcome_conflict",
+    "reward_outcome",
     "switch",
     "tool_name_refusal",
     "unknown_field",
@@ -227,6 +230,41 @@ def tool_name_refusal(value: Any, name: str = "tool_name") -> str | None:
     if isinstance(value, str) and value.strip() and len(value) <= MAX_NAME_CHARS:
         return None
     return f"{name} must be a tool name of 1..{MAX_NAME_CHARS} characters, got {value!r:.60}"
+
+
+def long_tool_name(name: str | None) -> str | None:
+    """:func:`tool_name_refusal` of ``name`` when it is longer than :data:`MAX_NAME_CHARS`,
+    else ``None`` (also for no name): what every write of a run refuses (the recorder,
+    ``store_episode``, every log format), so that no stored run holds a tool that
+    ``check_action`` and recall could never name for its length. A blank name is stored."""
+    return None if name is None or len(name) <= MAX_NAME_CHARS else tool_name_refusal(name)
+
+
+def reward_outcome(reward: float) -> Outcome:
+    """What a reward says of a run: ``>= 1`` success, ``<= 0`` failure, in between partial
+    (docs/concepts.md#a-recorded-run-is-never-lost-to-one-bad-value)."""
+    if reward >= 1.0:
+        return Outcome.SUCCESS
+    if reward <= 0.0:
+        return Outcome.FAILURE
+    return Outcome.PARTIAL
+
+
+def outcome_conflict(outcome: Outcome, reward: float | None) -> str | None:
+    """One line when ``reward`` says the opposite of ``outcome`` (``outcome "failure"
+    disagrees with reward 1.0 ...``, by :func:`reward_outcome`), else ``None`` (they agree,
+    either is partial or unknown, or there is no reward). The outcome given is what the run
+    keeps (a reward may be on another scale): every write of a run says it as a note of
+    :mod:`hindsight._text` and stores the run as sent."""
+    if reward is None or outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
+        return None
+    said = reward_outcome(reward)
+    if said not in (Outcome.SUCCESS, Outcome.FAILURE) or said is outcome:
+        return None
+    return (
+        f'outcome "{outcome.value}" disagrees with reward {reward} (a reward of 1 or more '
+        "reads as a success, 0 or less as a failure); the outcome given is kept"
+    )
 
 
 def _tool_name(value: Any) -> str:

@@ -201,6 +201,22 @@ def _note(where: str, n: int) -> None:
     _warn(Replacements({where: n}))
 
 
+@contextmanager
+def withdrawn_on_error() -> Iterator[None]:
+    """The notes this block makes are withdrawn when it raises: a record refused after a note
+    about it (its arguments kept as text, then another field refused) was not kept at all.
+    Only collected notes can be withdrawn (:func:`collecting`); outside a collector a note is
+    warned at once."""
+    report = _REPORT.get()
+    mark = len(report.notes) if report is not None else 0
+    try:
+        yield
+    except BaseException:
+        if report is not None:
+            del report.notes[mark:]
+        raise
+
+
 def note(line: str) -> None:
     """Report ``line``: input kept in another form than it was sent, never dropped (tool-call
     arguments that are not JSON, kept as text). Collected with the replacements of this context

@@ -9,6 +9,7 @@ import asyncio
 import datetime as dt
 import json
 import math
+import warnings
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -17,9 +18,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hindsight import InvalidTrajectoryError, Memory, UsageError
-from hindsight._text import MAX_JSON_DEPTH
+from hindsight import InvalidTextWarning, InvalidTrajectoryError, Memory, UsageError
+from hindsight._text import MAX_JSON_DEPTH, collecting
 from hindsight.capture.ingest import iter_results, iter_trajectories
+from hindsight.capture.ingest._common import outcome_word
+from hindsight.capture.ingest.records import trajectories_from_record
 from hindsight.capture.recorder import RunRecorder
 from hindsight.models import Event, Trajectory
 from tests.helpers import file_memory
@@ -559,7 +562,7 @@ def test_the_recorder_refuses_a_word_that_names_no_outcome(mem: Memory, word: ob
     assert str(err.value).startswith("outcome must be one of success, failure, partial, unknown")
 
 
-# -- an outcome its reward contradicts ------------------------------------------------------------
+# -- an outcome its reward says the opposite of ---------------------------------------------------
 
 # (outcome, reward): a success the reward calls a failure, or the reverse (by the rule that
 # reads an outcome from a reward alone: 1 or more a success, 0 or less a failure)
@@ -573,51 +576,88 @@ AGREEMENTS = [
 ]
 
 
-def _contradiction(outcome: Any, reward: Any) -> str:
-    """The start of the one line that refuses ``outcome`` with ``reward``."""
+def _disagreement(outcome: Any, reward: Any) -> str:
+    """The one line said of ``outcome`` given with ``reward``."""
     word = "success" if str(outcome).lower() in ("success", "passed", "true") else "failure"
-    return f'outcome "{word}" contradicts reward {float(reward)} (a reward of 1 or more is a'
+    return (
+        f'outcome "{word}" disagrees with reward {float(reward)} (a reward of 1 or more reads '
+        "as a success, 0 or less as a failure); the outcome given is kept"
+    )
+
+
+def _notes(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, InvalidTextWarning)]
 
 
 @pytest.mark.parametrize(("outcome", "reward"), CONTRADICTIONS)
-def test_the_recorder_refuses_an_outcome_its_reward_contradicts(
+def test_the_recorder_keeps_an_outcome_its_reward_disagrees_with_and_says_so(
     mem: Memory, outcome: Any, reward: Any
 ) -> None:
-    with pytest.raises(UsageError) as err, mem.record("x", tenant_id="t") as run:
-        run.user_message("refund order A1")
-        run.set_outcome(outcome, reward)
-    assert str(err.value).startswith(_contradiction(outcome, reward))
-    assert err.value.field == "outcome" and "\n" not in str(err.value)
-    kept = mem.get_trajectory(run.trajectory_id, tenant_id="t")  # the run is kept, unjudged
-    assert (kept.outcome.value, kept.reward) == ("unknown", None)
+    # a reward may be on another scale: the outcome given is what the run keeps, said once
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with mem.record("x", tenant_id="t") as run:
+            run.user_message("refund order A1")
+            run.set_outcome(outcome, reward)
+    assert _notes(caught) == [f"hindsight: {_disagreement(outcome, reward)}"]
+    kept = mem.get_trajectory(run.trajectory_id, tenant_id="t")
+    word = _disagreement(outcome, reward).split('"')[1]
+    assert (kept.outcome.value, kept.reward) == (word, float(reward))
 
 
 @pytest.mark.parametrize("given", ["dict", "model"])
 @pytest.mark.parametrize(("outcome", "reward"), CONTRADICTIONS)
-def test_store_episode_refuses_an_outcome_its_reward_contradicts(
+def test_store_episode_keeps_an_outcome_its_reward_disagrees_with(
     mem: Memory, given: str, outcome: Any, reward: Any
 ) -> None:
-    from hindsight.capture.ingest._common import outcome_word
-
     word = outcome_word(outcome)  # a trajectory's outcome is one of the four words
+    assert word is not None
     fields = {"tenant_id": "t", "task": "x", "outcome": word, "reward": reward}
     run: Any = fields if given == "dict" else Trajectory(**fields)
-    with pytest.raises(InvalidTrajectoryError) as err:
-        mem.store_episode(run)
-    assert str(err.value).startswith("invalid trajectory: " + _contradiction(outcome, reward))
-    assert mem.list_trajectories(tenant_id="t") == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stored = mem.store_episode(run)
+    kept = mem.get_trajectory(stored.trajectory_id, tenant_id="t")
+    assert (kept.outcome, kept.reward) == (word, float(reward))
+    # a dict is said to disagree; a Trajectory is taken as built (the recorder and the log
+    # formats say it where they build one)
+    said = [f"hindsight: trajectory: {_disagreement(outcome, reward)}"] if given == "dict" else []
+    assert _notes(caught) == said
 
 
 @pytest.mark.parametrize(("outcome", "reward"), AGREEMENTS)
-def test_an_outcome_its_reward_does_not_contradict_is_stored(
+def test_an_outcome_its_reward_agrees_with_is_stored_without_a_word(
     mem: Memory, outcome: str, reward: float
 ) -> None:
-    with mem.record("x", tenant_id="t") as run:
-        run.set_outcome(outcome, reward)
-    stored = mem.store_episode({"tenant_id": "t", "outcome": outcome, "reward": reward})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with mem.record("x", tenant_id="t") as run:
+            run.set_outcome(outcome, reward)
+        stored = mem.store_episode({"tenant_id": "t", "outcome": outcome, "reward": reward})
+    assert _notes(caught) == []
     for tid in (run.trajectory_id, stored.trajectory_id):
         kept = mem.get_trajectory(tid, tenant_id="t")
         assert (kept.outcome.value, kept.reward) == (outcome, reward)
+
+
+RUN_ID = "7f9c2a1e-4b1d-4c1a-9e33-2c5d0b6a8f10"
+
+
+def test_parts_that_disagree_once_merged_are_merged_and_said(mem: Memory) -> None:
+    # each part agrees with itself; the merged run holds the later outcome and the stored
+    # reward, and says so
+    first = {"id": RUN_ID, "tenant_id": "t", "task": "x", "reward": 1.0,
+             "metadata": {"paused": True}}  # fmt: skip
+    mem.store_episode(first)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mem.store_episode({"id": RUN_ID, "tenant_id": "t", "outcome": "failure"}, merge=True)
+    kept = mem.get_trajectory(RUN_ID, tenant_id="t")
+    assert (kept.outcome.value, kept.reward) == ("failure", 1.0)
+    assert _notes(caught) == [
+        f"hindsight: trajectory {RUN_ID} merged with its stored part: "
+        + _disagreement("failure", 1.0)
+    ]
 
 
 def test_a_crash_does_not_make_a_failure_of_a_run_whose_reward_says_success(mem: Memory) -> None:
@@ -626,15 +666,18 @@ def test_a_crash_does_not_make_a_failure_of_a_run_whose_reward_says_success(mem:
         raise RuntimeError("the agent crashed after its reward")
     kept = mem.get_trajectory(run.trajectory_id, tenant_id="t")
     assert (kept.outcome.value, kept.reward) == ("unknown", 1.0)
+    with pytest.raises(RuntimeError), mem.record("x", tenant_id="t") as run:
+        run.set_outcome("unknown", 0.5)  # a partial reward: the crash is the failure
+        raise RuntimeError("the agent crashed")
+    assert mem.get_trajectory(run.trajectory_id, tenant_id="t").outcome.value == "failure"
 
 
-@pytest.mark.parametrize("fmt", ["openai", "events", "event lines", "tau-bench"])
+@pytest.mark.parametrize("fmt", ["openai", "events", "event lines", "tau-bench", "trajectory"])
 @pytest.mark.parametrize(("outcome", "reward"), CONTRADICTIONS)
-def test_ingest_reports_a_record_whose_reward_contradicts_its_outcome(
+def test_ingest_keeps_a_record_whose_reward_disagrees_with_its_outcome_and_says_so(
     tmp_path: Path, fmt: str, outcome: Any, reward: Any
 ) -> None:
-    """Reported as the record's error (the other records are stored), never stored as one of
-    the two."""
+    """Stored with the outcome it gives, one line naming the record (every format)."""
     messages = [{"role": "user", "content": "refund order A1"}]
     fields = {"outcome": outcome, "reward": reward}
     good = {"outcome": "failure", "reward": 0}
@@ -646,13 +689,39 @@ def test_ingest_reports_a_record_whose_reward_contradicts_its_outcome(
         records = [{"task_id": i, "traj": messages, **f} for i, f in enumerate((fields, good))]
     elif fmt == "events":
         records = [{"events": [event], **f} for f in (fields, good)]
+    elif fmt == "trajectory":
+        records = [{"task": "x", "events": [event], "outcome": outcome_word(outcome),
+                    "reward": reward}]  # fmt: skip
     else:
         records = [{"trajectory_id": "r1", **event, **fields}, {"trajectory_id": "r2", **event}]
         fmt = "events"
     path = _write(tmp_path / "log.jsonl", records)
-    error, kept = iter_results(path, format=fmt, tenant_id="t")  # type: ignore[arg-type]
-    assert error.message.startswith(f"{path}:1: " + _contradiction(outcome, reward))
-    assert isinstance(kept, Trajectory) and kept.outcome.value in ("failure", "unknown")
+    with collecting() as report:
+        if fmt == "trajectory":
+            found = trajectories_from_record(records[0], tenant_id="t", where=f"{path}:1")
+        else:
+            found = list(iter_results(path, format=fmt, tenant_id="t"))  # type: ignore[arg-type]
+    assert all(isinstance(t, Trajectory) for t in found)
+    word = _disagreement(outcome, reward).split('"')[1]
+    assert (found[0].outcome.value, found[0].reward) == (word, float(reward))
+    [line] = report.notes
+    assert line.startswith(f"{path}:1") and line.endswith(_disagreement(outcome, reward))
+
+
+def test_a_refused_record_keeps_none_of_its_notes(tmp_path: Path) -> None:
+    # its arguments would have been kept as text, but the record is refused (an outcome no
+    # word names): nothing of it was kept, so nothing is said of keeping it
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{A1"}}
+    messages = [{"role": "user", "content": "where?"},
+                {"role": "assistant", "content": None, "tool_calls": [call]}]  # fmt: skip
+    path = _write(tmp_path / "log.jsonl", [{"messages": messages, "outcome": "won"},
+                                           {"messages": messages}])  # fmt: skip
+    with collecting() as report:
+        error, kept = iter_results(path, format="openai", tenant_id="t")
+    assert "outcome must be success, failure, partial or unknown" in error.message
+    assert isinstance(kept, Trajectory)
+    [line] = report.notes  # the second record's, which is kept
+    assert line.startswith(f"{path}:2: messages[1]: the arguments of tool 'lookup'")
 
 
 # -- a tool name longer than check_action takes ---------------------------------------------------

@@ -4,7 +4,7 @@
 ``with memory.record("book a flight", tenant_id="acme") as run:`` (or ``async with`` on
 :class:`hindsight.AsyncMemory`) collects events in memory; leaving the block stores the
 trajectory and queues its review in the background. An exception escaping the block marks the
-run failed (and is re-raised untouched).
+run failed unless it was given a reward that says success (and is re-raised untouched).
 """
 
 from __future__ import annotations
@@ -17,12 +17,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._contract import Source, Tags, TaskType, check, tool_name_refusal, usage_error
+from hindsight._contract import (
+    Source,
+    Tags,
+    TaskType,
+    check,
+    outcome_conflict,
+    tool_name_refusal,
+    usage_error,
+)
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import new_id, validate_namespace, validate_tenant
 from hindsight._status import classify_tool_result
-from hindsight._text import clean_json, warning_scope
-from hindsight.capture.ingest._common import expected_action, outcome_conflict, outcome_word
+from hindsight._text import clean_json, note, warning_scope
+from hindsight.capture.ingest._common import expected_action, outcome_word
 from hindsight.clock import SystemClock, utc_clock
 from hindsight.models import (
     Event,
@@ -351,9 +359,13 @@ class RunRecorder:
         review reads; a later call replaces them.
 
         Raises:
-            UsageError: an unknown outcome, a reward that is not a finite number, an outcome
-                the reward contradicts (``"failure"`` with a reward of 1 or more,
-                ``"success"`` with 0 or less), or malformed evidence (nothing is changed then).
+            UsageError: an unknown outcome, a reward that is not a finite number, or malformed
+                evidence (nothing is changed then).
+
+        An outcome the reward says the opposite of (``"failure"`` with a reward of 1 or more,
+        ``"success"`` with 0 or less) is kept as given, with an
+        :class:`~hindsight.InvalidTextWarning` saying so (:func:`hindsight._contract.
+        outcome_conflict`).
         """
         named = None if isinstance(outcome, str) and not outcome.strip() else outcome_word(outcome)
         if named is None:
@@ -369,10 +381,8 @@ class RunRecorder:
             if value is not None and not isinstance(value, dict):
                 raise UsageError(f"{name} must be a dict, got {type(value).__name__}", field=name)
         checked_reward = _reward(reward)
-        conflict = outcome_conflict(named, checked_reward)
-        if conflict is not None:
-            raise UsageError(conflict, field="outcome")
-        # one warning, only for evidence that is kept: arguments that are not JSON, as text
+        # one warning, only for what is kept: arguments that are not JSON (as text), an
+        # outcome its reward disagrees with (the outcome given stays)
         with warning_scope():
             try:
                 evidence = OutcomeEvidence(
@@ -383,6 +393,9 @@ class RunRecorder:
                 )
             except ValidationError as err:
                 raise usage_error(err) from None
+            conflict = outcome_conflict(named, checked_reward)
+            if conflict is not None:
+                note(conflict)
         self._outcome = named
         self._reward = checked_reward
         self._evidence = None if evidence.is_empty() else evidence
@@ -421,10 +434,14 @@ class RunRecorder:
         if exc is not None:
             self.error(exc, traceback="".join(traceback.format_exception(exc))[-2000:])
             # a value hindsight refused is the calling code's mistake, not the agent's: the
-            # run is kept, its outcome stays unknown (nothing credited or blamed for it)
-            # (a reward of 1 or more declared with it says otherwise: the outcome stays unknown)
-            crashed = outcome_conflict(Outcome.FAILURE, self._reward) is None
-            if self._outcome is Outcome.UNKNOWN and not isinstance(exc, UsageError) and crashed:
+            # run is kept, its outcome stays unknown (nothing credited or blamed for it); so
+            # does a run given a reward that says success
+            failure_fits = outcome_conflict(Outcome.FAILURE, self._reward) is None
+            if (
+                self._outcome is Outcome.UNKNOWN
+                and not isinstance(exc, UsageError)
+                and failure_fits
+            ):
                 self._outcome = Outcome.FAILURE
         # Tool calls that never got a result were cut off: keep them visible.
         for cid, (name, _) in list(self._open_calls.items()):

@@ -9,9 +9,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._contract import TenantId, check, validation_message
+from hindsight._contract import (
+    TenantId,
+    check,
+    long_tool_name,
+    outcome_conflict,
+    validation_message,
+)
 from hindsight._errors import InvalidTrajectoryError
-from hindsight.capture.ingest._common import long_tool_name, outcome_conflict
+from hindsight._text import note
 from hindsight.models import Trajectory
 
 __all__ = ["checked_run", "coerce_trajectory"]
@@ -23,6 +29,10 @@ def coerce_trajectory(
     """``trajectory`` itself, or the Trajectory its fields describe; ``now`` (the memory's
     clock) is the ``started_at`` of a dict without one and the ``timestamp`` of its events
     given as dicts without one.
+
+    A dict whose reward says the opposite of its outcome is stored as given, with a note
+    (:func:`hindsight._contract.outcome_conflict`); a Trajectory is taken as it is (the
+    recorder and the log formats said so where it was built).
 
     Raises:
         InvalidTrajectoryError: not a Trajectory nor a dict, or the fields do not validate
@@ -47,9 +57,13 @@ def coerce_trajectory(
                 for e in events
             ]
     try:
-        return Trajectory.model_validate(data)
+        traj = Trajectory.model_validate(data)
     except ValidationError as err:
         raise InvalidTrajectoryError(f"invalid trajectory: {validation_message(err)}") from None
+    conflict = outcome_conflict(traj.outcome, traj.reward)
+    if conflict is not None:
+        note(f"trajectory: {conflict}")
+    return traj
 
 
 def checked_run(traj: Trajectory) -> Trajectory:
@@ -59,15 +73,10 @@ def checked_run(traj: Trajectory) -> Trajectory:
     Raises:
         InvalidTrajectoryError: an event's tool name is longer than the recorder takes
             (``invalid trajectory: events[3]: tool_name must be a tool name of 1..200
-            characters, got '...'``), or the run's reward contradicts its outcome
-            (``invalid trajectory: outcome "failure" contradicts reward 1.0 ...``: see
-            :func:`~hindsight.capture.ingest._common.outcome_conflict`).
+            characters, got '...'``: :func:`hindsight._contract.long_tool_name`).
     """
     for index, event in enumerate(traj.events):
         refusal = long_tool_name(event.tool_name)
         if refusal is not None:
             raise InvalidTrajectoryError(f"invalid trajectory: events[{index}]: {refusal}")
-    refusal = outcome_conflict(traj.outcome, traj.reward)
-    if refusal is not None:
-        raise InvalidTrajectoryError(f"invalid trajectory: {refusal}")
     return traj

@@ -11,8 +11,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, delete, insert, select, true, update
 from sqlalchemy.engine import Connection
 
+from hindsight._contract import outcome_conflict
 from hindsight._errors import NotFoundError, UsageError
 from hindsight._ids import new_id, normalize_id, validate_tenant
+from hindsight._text import note
 from hindsight.models import ExperienceKind, Outcome, Trajectory, validate_task_key
 from hindsight.store._base import StoreCore, chunks, keyset_after, norm_ids
 from hindsight.store.codec import (
@@ -350,6 +352,10 @@ class TrajectoryStore(StoreCore):
             ).mappings()
         )
         merged = merge_trajectories(trajectory_from_rows(row, old, prompt), part)
+        conflict = outcome_conflict(merged.outcome, merged.reward)
+        if conflict is not None and outcome_conflict(part.outcome, part.reward) is None:
+            # each part agreed with itself; together they do not (said once, kept as merged)
+            note(f"trajectory {part.id} merged with its stored part: {conflict}")
         values = trajectory_row(merged, row["stored_at"])
         if part.task_key is None:  # keep the stored key and where it came from
             values["task_key"], values["task_key_source"] = row["task_key"], row["task_key_source"]

@@ -209,3 +209,52 @@ def test_expected_arguments_that_are_not_json_are_kept_exactly_and_reported(
     assert stored == [{"tool": "cancel", "args": {"_raw": broken}}]
     result = _mcp_store_episode(http, record)
     assert result["_meta"]["io.hindsight/warnings"] == [f"record: {said}"]
+
+
+@pytest.mark.parametrize(
+    ("record", "line"),
+    [
+        ({"messages": [{"role": "user", "content": "refund A1"}], "outcome": "failure",
+          "reward": 1.0}, 'outcome "failure" disagrees with reward 1.0'),
+        ({"task_id": 3, "traj": [{"role": "user", "content": "refund A1"}], "reward": 0,
+          "outcome": "passed"}, 'outcome "success" disagrees with reward 0.0'),
+        ({"events": [{"event_type": "user_message", "content": "hi"}], "outcome": "failure",
+          "reward": 2}, 'outcome "failure" disagrees with reward 2.0'),
+    ],
+)  # fmt: skip
+def test_an_outcome_its_reward_disagrees_with_is_kept_and_said_the_same_way(
+    http: httpx.Client,
+    record: dict,
+    line: str,  # type: ignore[type-arg]
+) -> None:
+    """Stored with the outcome it gives (a reward may be on another scale), and the one line
+    said in the ``Warning`` header, MCP's ``_meta`` and to Python alike."""
+    from hindsight._text import collecting
+    from hindsight.capture.ingest.records import trajectories_from_record
+
+    tail = (
+        " (a reward of 1 or more reads as a success, 0 or less as a failure); the outcome "
+        "given is kept"
+    )
+    r = http.post("/v1/episodes", json={"trajectory": record})
+    assert r.status_code == 201, r.text
+    quoted = f"request body trajectory: {line}{tail}".replace('"', '\\"')  # a quoted-string
+    assert r.headers["warning"] == f'299 hindsight "{quoted}"'
+    tid = r.json()["episodes"][0]["trajectory_id"]
+    stored = http.get(f"/v1/trajectories/{tid}").json()
+    assert stored["outcome"] == line.split('"')[1]
+    result = _mcp_store_episode(http, record)
+    assert result["_meta"]["io.hindsight/warnings"] == [f"record: {line}{tail}"]
+    with collecting() as report:
+        trajectories_from_record(record, tenant_id="t", where="record")
+    assert report.notes == [f"record: {line}{tail}"]
+
+
+def test_a_refused_request_carries_no_warning(http: httpx.Client) -> None:
+    # the arguments would have been kept as text, but the request is refused (an outcome no
+    # word names): nothing was kept, so no header says it was
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{A1"}}
+    messages = [{"role": "user", "content": "where?"},
+                {"role": "assistant", "content": None, "tool_calls": [call]}]  # fmt: skip
+    r = http.post("/v1/episodes", json={"trajectory": {"messages": messages, "outcome": "won"}})
+    assert r.status_code == 422 and "warning" not in r.headers, (r.status_code, r.headers)

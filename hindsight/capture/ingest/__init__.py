@@ -29,6 +29,7 @@ from pathlib import Path
 from hindsight._contract import TaskType, check, input_file
 from hindsight._errors import HindsightError, InvalidTrajectoryError, UsageError
 from hindsight._ids import validate_namespace, validate_tenant
+from hindsight._text import withdrawn_on_error
 from hindsight.capture.ingest._detect import (
     Format,
     ResolvedFormat,
@@ -201,7 +202,8 @@ def iter_results(
             yield RecordError(raw.number, raw.where, f"{raw.where}: {wrong}")
             continue
         try:
-            traj = convert(raw, tenant_id=tenant_id, namespace=namespace, task_type=task_type)
+            with withdrawn_on_error():  # a refused record keeps none of its notes
+                traj = convert(raw, tenant_id=tenant_id, namespace=namespace, task_type=task_type)
         except (HindsightError, ValueError) as exc:
             yield record_error(raw.number, raw.where, exc)
             continue

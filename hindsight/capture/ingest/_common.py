@@ -11,7 +11,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._contract import MAX_NAME_CHARS, TaskType, check, tool_name_refusal
+from hindsight._contract import (
+    TaskType,
+    check,
+    outcome_conflict,
+    reward_outcome,
+)
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import stable_id
 from hindsight._text import note
@@ -31,8 +36,6 @@ __all__ = [
     "event_id",
     "expected_action",
     "json_arguments",
-    "long_tool_name",
-    "outcome_conflict",
     "outcome_from",
     "outcome_word",
     "parse_reward",
@@ -96,40 +99,6 @@ def outcome_word(value: Any) -> Outcome | None:
     return None
 
 
-def long_tool_name(name: str | None) -> str | None:
-    """The recorder's refusal of ``name`` (``tool_name must be a tool name of 1..200
-    characters, got '...'``) when it is longer than :data:`~hindsight._contract.MAX_NAME_CHARS`,
-    else ``None`` (also for no name): an event is not stored with a tool ``check_action`` and
-    recall could never name (``store_episode`` and every log format)."""
-    return None if name is None or len(name) <= MAX_NAME_CHARS else tool_name_refusal(name)
-
-
-def _outcome_of_reward(reward: float) -> Outcome:
-    """What a reward says of a run: ``>= 1`` success, ``<= 0`` failure, in between partial."""
-    if reward >= 1.0:
-        return Outcome.SUCCESS
-    if reward <= 0.0:
-        return Outcome.FAILURE
-    return Outcome.PARTIAL
-
-
-def outcome_conflict(outcome: Outcome, reward: float | None) -> str | None:
-    """The one-line refusal of a run declared a success whose reward says failure, or the
-    reverse (``outcome "failure" contradicts reward 1.0 ...``), by the rule that reads an
-    outcome from a reward (:func:`outcome_from`); ``None`` when they agree, when either is
-    partial or unknown, or without a reward. The recorder, ``store_episode`` and every log
-    format refuse such a run: its lessons would be credited or blamed the wrong way."""
-    if reward is None or outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
-        return None
-    said = _outcome_of_reward(reward)
-    if said not in (Outcome.SUCCESS, Outcome.FAILURE) or said is outcome:
-        return None
-    return (
-        f'outcome "{outcome.value}" contradicts reward {reward} (a reward of 1 or more is a '
-        "success, 0 or less a failure): send the two that agree, or one of them"
-    )
-
-
 def outcome_from(outcome: Any, reward: float | None, where: str) -> Outcome:
     """The run's outcome from an explicit ``outcome`` value, else from ``reward``.
 
@@ -137,9 +106,11 @@ def outcome_from(outcome: Any, reward: float | None, where: str) -> Outcome:
     ``"failed"``, a bool, ...). Reward: ``>= 1`` success, ``<= 0`` failure, in between partial.
     Neither: unknown.
 
+    An explicit outcome the reward disagrees with is kept, and said in one line naming
+    ``where`` (:func:`hindsight._contract.outcome_conflict`, a note of :mod:`hindsight._text`).
+
     Raises:
-        InvalidTrajectoryError: ``outcome`` is present but not recognised, or contradicts
-            ``reward`` (:func:`outcome_conflict`); the message names ``where``.
+        InvalidTrajectoryError: ``outcome`` is present but not recognised (names ``where``).
     """
     if outcome is not None:
         found = outcome_word(outcome)
@@ -150,11 +121,11 @@ def outcome_from(outcome: Any, reward: float | None, where: str) -> Outcome:
             )
         conflict = outcome_conflict(found, reward)
         if conflict is not None:
-            raise InvalidTrajectoryError(f"{where}: {conflict}")
+            note(f"{where}: {conflict}")
         return found
     if reward is None:
         return Outcome.UNKNOWN
-    return _outcome_of_reward(reward)
+    return reward_outcome(reward)
 
 
 def parse_tags(value: Any, where: str) -> list[str]:

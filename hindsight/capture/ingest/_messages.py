@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from hindsight._contract import long_tool_name
 from hindsight._errors import InvalidTrajectoryError
 from hindsight._status import classify_tool_result
 from hindsight._text import note
@@ -22,7 +23,6 @@ from hindsight.capture.ingest._common import (
     canonical_json,
     event_id,
     json_arguments,
-    long_tool_name,
     parse_timestamp,
     system_prompt_metadata,
 )

@@ -23,15 +23,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight._contract import validation_message
+from hindsight._contract import long_tool_name, validation_message
 from hindsight._errors import HindsightError, InvalidTrajectoryError
 from hindsight._status import classify_tool_result
+from hindsight._text import withdrawn_on_error
 from hindsight.capture.ingest._common import (
     SYNTHETIC_BASE,
     SYNTHETIC_STEP,
     context_fields,
     event_id,
-    long_tool_name,
     outcome_from,
     parse_reward,
     parse_tags,
@@ -236,7 +236,8 @@ def events_records_to_trajectories(
             if wrong is not None:
                 raise InvalidTrajectoryError(f"{raw.where}: {wrong}")
             if "events" in value:
-                whole = _whole(raw, **kw)
+                with withdrawn_on_error():  # a refused record keeps none of its notes
+                    whole = _whole(raw, **kw)
             else:
                 whole = None
                 tid = value.get("trajectory_id")
@@ -259,16 +260,17 @@ def events_records_to_trajectories(
             yield whole
     for tid, group in groups.items():
         try:
-            traj = _trajectory(
-                {"trajectory_id": tid, "events": group.lines},
-                group.lines,
-                group.hints,
-                where=group.where,
-                number=group.number,
-                metadata={"source_trajectory_id": tid},
-                wheres=group.wheres,
-                **kw,
-            )
+            with withdrawn_on_error():
+                traj = _trajectory(
+                    {"trajectory_id": tid, "events": group.lines},
+                    group.lines,
+                    group.hints,
+                    where=group.where,
+                    number=group.number,
+                    metadata={"source_trajectory_id": tid},
+                    wheres=group.wheres,
+                    **kw,
+                )
         except (HindsightError, ValueError) as exc:
             if not tolerant:
                 raise

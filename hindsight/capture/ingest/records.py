@@ -23,9 +23,10 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from hindsight._contract import outcome_conflict, validation_message
 from hindsight._errors import InvalidTrajectoryError, UsageError
 from hindsight._ids import validate_namespace, validate_tenant
-from hindsight._text import clean_json
+from hindsight._text import clean_json, note
 from hindsight.capture.ingest._reader import RawRecord
 from hindsight.capture.ingest.events import events_records_to_trajectories
 from hindsight.capture.ingest.openai import openai_record_to_trajectory
@@ -128,7 +129,9 @@ def _check_declared(record: Any, declared: str, where: str) -> None:
         )
 
 
-def _own_trajectory(record: Any, tenant: str, namespace: str, task_type: str | None) -> Trajectory:
+def _own_trajectory(
+    record: Any, tenant: str, namespace: str, task_type: str | None, where: str
+) -> Trajectory:
     if not isinstance(record, dict):
         raise InvalidTrajectoryError(
             f"a trajectory must be a JSON object, got {type(record).__name__}"
@@ -143,11 +146,13 @@ def _own_trajectory(record: Any, tenant: str, namespace: str, task_type: str | N
     if task_type is not None:
         data["task_type"] = task_type
     try:
-        return Trajectory.model_validate(data)
+        traj = Trajectory.model_validate(data)
     except ValidationError as err:
-        from hindsight._contract import validation_message
-
         raise InvalidTrajectoryError(f"invalid trajectory: {validation_message(err)}") from None
+    conflict = outcome_conflict(traj.outcome, traj.reward)
+    if conflict is not None:
+        note(f"{where}: {conflict}")
+    return traj
 
 
 def trajectories_from_record(
@@ -194,7 +199,7 @@ def trajectories_from_record(
         resolved = format
         _check_declared(record, resolved, where)
     if resolved == "trajectory":
-        return [_own_trajectory(record, tenant, namespace, task_type)]
+        return [_own_trajectory(record, tenant, namespace, task_type, where)]
     kw: dict[str, Any] = {"tenant_id": tenant, "namespace": namespace, "task_type": task_type}
     if resolved == "events":
         items = record if isinstance(record, list) else [record]

@@ -272,7 +272,8 @@ class _Gate:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                if report:
+                # a refused request kept nothing the notes speak of: they go with a success
+                if report and message.get("status", 200) < 400:
                     with_warning = [*message.get("headers", []), _warning(report)]
                     message = {**message, "headers": with_warning}
             await send(message)
