@@ -6,11 +6,12 @@ Also the same rules for a log's ``tags`` and the line a bad event is named by on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -585,8 +586,14 @@ def _disagreement(outcome: Any, reward: Any) -> str:
     )
 
 
-def _notes(caught: list[warnings.WarningMessage]) -> list[str]:
-    return [str(w.message) for w in caught if issubclass(w.category, InvalidTextWarning)]
+@contextlib.contextmanager
+def _said() -> Iterator[list[str]]:
+    """The messages of the block's :class:`InvalidTextWarning` warnings (filled at its end)."""
+    said: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield said
+    said.extend(str(w.message) for w in caught if issubclass(w.category, InvalidTextWarning))
 
 
 @pytest.mark.parametrize(("outcome", "reward"), CONTRADICTIONS)
@@ -594,12 +601,10 @@ def test_the_recorder_keeps_an_outcome_its_reward_disagrees_with_and_says_so(
     mem: Memory, outcome: Any, reward: Any
 ) -> None:
     # a reward may be on another scale: the outcome given is what the run keeps, said once
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with mem.record("x", tenant_id="t") as run:
-            run.user_message("refund order A1")
-            run.set_outcome(outcome, reward)
-    assert _notes(caught) == [f"hindsight: {_disagreement(outcome, reward)}"]
+    with _said() as said, mem.record("x", tenant_id="t") as run:
+        run.user_message("refund order A1")
+        run.set_outcome(outcome, reward)
+    assert said == [f"hindsight: {_disagreement(outcome, reward)}"]
     kept = mem.get_trajectory(run.trajectory_id, tenant_id="t")
     word = _disagreement(outcome, reward).split('"')[1]
     assert (kept.outcome.value, kept.reward) == (word, float(reward))
@@ -614,27 +619,25 @@ def test_store_episode_keeps_an_outcome_its_reward_disagrees_with(
     assert word is not None
     fields = {"tenant_id": "t", "task": "x", "outcome": word, "reward": reward}
     run: Any = fields if given == "dict" else Trajectory(**fields)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _said() as notes:
         stored = mem.store_episode(run)
     kept = mem.get_trajectory(stored.trajectory_id, tenant_id="t")
     assert (kept.outcome, kept.reward) == (word, float(reward))
     # a dict is said to disagree; a Trajectory is taken as built (the recorder and the log
     # formats say it where they build one)
     said = [f"hindsight: trajectory: {_disagreement(outcome, reward)}"] if given == "dict" else []
-    assert _notes(caught) == said
+    assert notes == said
 
 
 @pytest.mark.parametrize(("outcome", "reward"), AGREEMENTS)
 def test_an_outcome_its_reward_agrees_with_is_stored_without_a_word(
     mem: Memory, outcome: str, reward: float
 ) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _said() as said:
         with mem.record("x", tenant_id="t") as run:
             run.set_outcome(outcome, reward)
         stored = mem.store_episode({"tenant_id": "t", "outcome": outcome, "reward": reward})
-    assert _notes(caught) == []
+    assert said == []
     for tid in (run.trajectory_id, stored.trajectory_id):
         kept = mem.get_trajectory(tid, tenant_id="t")
         assert (kept.outcome.value, kept.reward) == (outcome, reward)
@@ -649,12 +652,11 @@ def test_parts_that_disagree_once_merged_are_merged_and_said(mem: Memory) -> Non
     first = {"id": RUN_ID, "tenant_id": "t", "task": "x", "reward": 1.0,
              "metadata": {"paused": True}}  # fmt: skip
     mem.store_episode(first)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _said() as said:
         mem.store_episode({"id": RUN_ID, "tenant_id": "t", "outcome": "failure"}, merge=True)
     kept = mem.get_trajectory(RUN_ID, tenant_id="t")
     assert (kept.outcome.value, kept.reward) == ("failure", 1.0)
-    assert _notes(caught) == [
+    assert said == [
         f"hindsight: trajectory {RUN_ID} merged with its stored part: "
         + _disagreement("failure", 1.0)
     ]

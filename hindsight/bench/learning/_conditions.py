@@ -80,6 +80,12 @@ def task_split(runs: Sequence[Run], every: int) -> Split:
     )
 
 
+def _prepared(mode: str) -> Callable[[Trajectory], Trajectory]:
+    """What a run goes through before it is stored in ``mode``: its expected actions stripped
+    (``outcome``), or nothing."""
+    return _stripped if mode == "outcome" else (lambda t: t)
+
+
 def _stripped(traj: Trajectory) -> Trajectory:
     if traj.evidence is None or not traj.evidence.expected_actions:
         return traj
@@ -158,7 +164,7 @@ def evaluate_conditions(
     parts = (
         split_runs(runs, train_trials, query_trial) if split == "trial" else task_split(runs, every)
     )
-    prepare = _stripped if mode == "outcome" else (lambda t: t)
+    prepare = _prepared(mode)
     tools = sorted({c.tool for r in parts.train for c in r.calls})
     task_of = {r.id: r.task for r in parts.train}
     out: dict[str, Any] = {
@@ -301,7 +307,7 @@ def nearest_conditions(
     train = split_runs(runs, train_trials, query_trial).train
     out: dict[str, list[dict[str, Any]]] = {}
     for mode in MODES:
-        prepare = _stripped if mode == "outcome" else (lambda t: t)
+        prepare = _prepared(mode)
         found = nearest([record_of(prepare(r.trajectory)) for r in train])
         out[mode] = [
             {

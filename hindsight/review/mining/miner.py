@@ -490,6 +490,27 @@ def _select(cands: list[_Candidate], groups_of: Mapping[Any, _Groups]) -> list[_
     return chosen
 
 
+def _singles(
+    key: tuple[str, Form, str], units: _Units
+) -> tuple[_Groups, dict[Predicate, int], list[_Candidate]] | None:
+    """The decision set's groups, atoms and tested single conditions (those holding for a
+    bad decision in at least :data:`MIN_GROUPS` task groups); ``None`` when the set has
+    fewer bad task groups than that."""
+    groups = _Groups(units)
+    if groups.bad_groups < MIN_GROUPS:
+        return None
+    atoms = _atoms(units)
+    cands = []
+    for pred in sorted(atoms):
+        mask = atoms[pred]
+        if (mask & groups.badmask).bit_count() < MIN_GROUPS:
+            continue
+        cand = _test(key, (pred,), mask, groups)
+        if cand is not None:
+            cands.append(cand)
+    return groups, atoms, cands
+
+
 def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
     """The rules ``runs`` support (see the module docstring), ordered by tool, form, then
     strength. ``runs``: :func:`~hindsight.review.mining.features.record_of` of the tenant's
@@ -499,18 +520,12 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
     sets: dict[tuple[str, Form, str], tuple[_Units, _Groups, dict[Predicate, int]]] = {}
     decisions = _decisions(runs)
     for key, units in sorted(decisions.items()):
-        groups = _Groups(units)
-        if groups.bad_groups < MIN_GROUPS:
+        found = _singles(key, units)
+        if found is None:
             continue
-        atoms = _atoms(units)
+        groups, atoms, cands = found
         sets[key] = (units, groups, atoms)
-        for pred in sorted(atoms):
-            mask = atoms[pred]
-            if (mask & groups.badmask).bit_count() < MIN_GROUPS:
-                continue
-            cand = _test(key, (pred,), mask, groups)
-            if cand is not None:
-                singles.append(cand)
+        singles.extend(cands)
     kept = _standing(singles)
     singles = _distinct(singles)
     pairs: list[_Candidate] = []
@@ -606,16 +621,8 @@ def nearest(runs: Sequence[RunRecord]) -> list[Nearest]:
     runs = sorted(runs, key=lambda r: r.run_id)
     out: list[Nearest] = []
     for key, units in sorted(_decisions(runs).items()):
-        groups = _Groups(units)
-        if groups.bad_groups < MIN_GROUPS:
-            continue
-        cands = [
-            c
-            for pred, mask in sorted(_atoms(units).items())
-            if (mask & groups.badmask).bit_count() >= MIN_GROUPS
-            and (c := _test(key, (pred,), mask, groups)) is not None
-        ]
-        cands = _distinct(cands)
+        found = _singles(key, units)
+        cands = _distinct(found[2]) if found is not None else []
         if not cands:
             continue
         best = min(cands, key=lambda c: (c.p, _simplicity(c), c.predicates))
