@@ -56,6 +56,34 @@ def test_the_command_list_loads_no_validation_or_event_loop() -> None:
     assert [m for m in loaded if m.split(".")[0] in ("pydantic", "asyncio")] == []
 
 
+def _main(*args: str) -> str:
+    argv = ["hindsight", *args]
+    code = f"import sys; sys.argv = {argv!r}\nfrom hindsight.cli import main\nmain()"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_version_loads_not_even_the_command_line() -> None:
+    """``hindsight version`` answers before typer, rich or pydantic load; with anything else
+    on the line (an option, ``--help``) the command line runs as for any command."""
+    loaded = _loaded(
+        "from hindsight.cli import main\nimport sys; sys.argv = ['hindsight', 'version']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    assert "hindsight.cli" in loaded
+    assert [m for m in loaded if m.split(".")[0] in ("typer", "rich", "pydantic")] == []
+    for line in ("from hindsight.cli import main", "import hindsight.cli"):
+        assert "typer" not in _loaded(line)
+    assert _main("version") == f"hindsight {hindsight.__version__}\n"
+    assert json.loads(_main("version", "--json")) == {"version": hindsight.__version__}
+    assert "--json" in _main("version", "--help")  # typer's help of the command
+    with_option = _main("--data-dir", "/nonexistent/hindsight-test", "version")
+    assert with_option == f"hindsight {hindsight.__version__}\n"
+
+
 def test_a_public_name_loads_its_module_on_first_use() -> None:
     loaded = _loaded("import hindsight\nhindsight.Memory")
     assert "hindsight.engine.memory" in loaded

@@ -408,14 +408,6 @@ def main() -> None:
 @app.command()
 def version(as_json: JsonOpt = False) -> None:
     """Print the installed hindsight version (imports nothing else: a quick health check)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
+    from hindsight.cli import print_version
 
-    try:
-        found = dist_version("hindsight")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        from hindsight import __version__ as found
-    if as_json:
-        print_json({"version": found})
-    else:
-        out_console.print(f"hindsight {found}", highlight=False)
+    print_version(as_json)
