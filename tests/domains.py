@@ -62,16 +62,18 @@ def library_runs(
     outcomes: bool = True,
     expected: bool = False,
     planted: bool = True,
+    standings: tuple[str, str, str] = ("good", "suspended", "probation"),
 ) -> list[Trajectory]:
     """A library desk: ``get_member`` then maybe ``renew_loan``. Planted policy: renewing for
-    a member whose ``standing`` is ``suspended`` fails; otherwise the member wanted the
-    renewal, and ending without it fails. ``expected``: the evidence lists the expected
-    action (``notify_member`` for a suspended member, else ``renew_loan``).
-    ``planted=False``: outcomes are coin flips."""
+    a member whose ``standing`` is ``suspended`` (``standings[1]``) fails; otherwise the
+    member wanted the renewal, and ending without it fails. ``expected``: the evidence lists
+    the expected action (``notify_member`` for a suspended member, else ``renew_loan``).
+    ``planted=False``: outcomes are coin flips. ``standings``: how the three standings are
+    written."""
     rng = random.Random(seed)
     out: list[Trajectory] = []
     for t in range(tasks):
-        standing = ["good", "suspended", "probation"][t % 3]
+        standing = standings[t % 3]
         member = {
             "member": {
                 "id": f"member_{1000 + t}",
@@ -96,12 +98,12 @@ def library_runs(
             if renew:
                 calls.append(("renew_loan", {"member_id": f"member_{1000 + t}", "weeks": 2},
                               {"renewed": True}, False))  # fmt: skip
-            right = renew != (standing == "suspended")
+            right = renew != (standing == standings[1])
             if not planted:
                 right = rng.random() < 0.5
             elif rng.random() < noise:
                 right = not right
-            wanted = ["notify_member"] if standing == "suspended" else ["renew_loan"]
+            wanted = ["notify_member"] if standing == standings[1] else ["renew_loan"]
             out.append(
                 run(
                     f"Please extend my loans (member {1000 + t}), request {r}",

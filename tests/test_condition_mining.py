@@ -4,6 +4,7 @@ domains (tests/domains.py), then kept in the store and tested at decision time."
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from datetime import timedelta
@@ -73,6 +74,61 @@ def test_a_planted_policy_is_found_from_outcomes(seed: int) -> None:
     assert f"failed ({rule.bad} of {rule.held} tasks)" in text
     # nothing names a member, an id or a loan's item
     assert "member_1" not in text and "book_" not in text
+
+
+@pytest.mark.parametrize(
+    "standings",
+    [
+        ("Good", "Suspended", "Probation"),
+        ("GOOD", "SUSPENDED", "PROBATION"),
+        ("In Good Standing", "Suspended Member", "On Probation"),
+        ("I", "II", "III"),
+    ],
+)
+@pytest.mark.parametrize("labels", ["outcomes", "expected"])
+def test_a_policy_on_a_capitalised_category_is_found(
+    standings: tuple[str, str, str], labels: str
+) -> None:
+    # a status, a tier or a schedule is often written capitalised or upper case
+    trajs = library_runs(1, standings=standings, expected=labels == "expected")
+    rules = _rules(trajs, strip_expected=labels == "outcomes")
+    suspended = Predicate("get_member.member.standing", "=", standings[1])
+    [rule] = [r for r in rules if r.tool == "renew_loan" and suspended in r.predicates]
+    assert render_rule(rule).startswith(
+        f"renew_loan: when member.standing (from get_member) is {standings[1]}, do not call it"
+    )
+
+
+def test_a_capitalised_value_is_a_class_only_where_it_recurs() -> None:
+    """A name and a category look alike; only a value that recurs across task groups, under
+    a feature whose values repeat, can be a condition, and a value the run's own masker
+    hides (a harvested name) is never in the state."""
+    names = ["Avery", "Blake", "Casey", "Devon", "Emery", "Finley", "Harper", "Jordan"]
+    trajs = library_runs(2)
+    for i, traj in enumerate(trajs):
+        task = i // 3
+        for event in traj.events:
+            if event.tool_name == "get_member" and event.event_type.value == "tool_result":
+                doc = json.loads(event.content)
+                # the member's city: one name in every task of a suspended member (it
+                # separates as well as the standing), a name of its own in every other task
+                suffix = ("ton", "field", "ford")[task // 8]
+                city = "Avery" if task % 3 == 1 else names[task % 8] + suffix
+                doc["member"]["city"] = city
+                doc["member"]["name"] = "Mia Li"
+                doc["member"]["salutation"] = "Mia"
+                doc["member"]["address"] = {"city": "Springfield", "country": "US"}
+                event.content = json.dumps(doc)
+    records = [record_of(t) for t in trajs]
+    final = records[0].final
+    assert "get_member.member.city" in final  # kept, to be judged across runs
+    assert "get_member.member.salutation" not in final  # the masker's harvested name
+    assert not any(".address." in feature for feature in final)  # personal data
+    assert not any("Mia" in str(v) for vs in final.values() for v in vs)
+    assert all(found.predicate.feature != "get_member.member.city" for found in nearest(records))
+    rules = mine(records)
+    assert all(p.feature != "get_member.member.city" for r in rules for p in r.predicates)
+    assert _avoid_suspended(rules)  # the standing is found all the same
 
 
 def test_expected_actions_alone_and_outcomes_alone_both_suffice() -> None:
@@ -188,6 +244,12 @@ def test_nearest_says_why_a_rule_was_or_was_not_written(seed: int) -> None:
         ("search_flights#", ">", 2.0, "the result of search_flights has more than 2 items"),
         ("search_flights#", "<=", 1.0, "the result of search_flights has at most 1 item"),
         ("task_type", "=", "refund", "the task type is refund"),
+        # a tool that returned a list of lists, or objects in a list: an item's field
+        ("search_trips[][].status", "=", "available",
+         "status (of an item from search_trips) is available"),
+        ("search_trips[]#", ">", 2.0,
+         "an item of the result of search_trips has more than 2 items"),
+        ("list_orders[].status", "=", "Shipped", "status (of an item from list_orders) is Shipped"),
     ],
 )  # fmt: skip
 def test_a_condition_in_words(feature: str, op: str, value: object, words: str) -> None:

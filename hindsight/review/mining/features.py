@@ -12,7 +12,12 @@ features (docs/review.md#condition-mining):
   for ``gift_card_7504069``, :func:`hindsight.review.contrast.value_class`), numbers as
   numbers, dates as days relative to the run's start (``-3.0``: three days before; the
   feature's name ends in ``@days``), a list's length as ``<path>#``. Free text, names and
-  other identifying values are left out.
+  other identifying values are left out;
+* a capitalised or upper-case word or short phrase (``Shipped``, ``HIGH``, ``EU``,
+  ``Class II``) may be a category or a name: it is kept as a :class:`Recurring` value, and
+  the miner takes it for a class only where the values of its feature recur across task
+  groups (:func:`hindsight.review.mining.miner.mine`); one inside personal data (an
+  address's city) or that the run's own masker masks (a harvested name) is left out.
 
 A feature can hold several values (a list's items, two results of the same tool): a
 predicate holds when one of them satisfies it.
@@ -38,12 +43,13 @@ from hindsight.review._calls import (
 )
 from hindsight.review._text import error_text
 from hindsight.review.contrast import value_class
-from hindsight.review.masking import harvested, identifying
+from hindsight.review.masking import Masker, harvested, identifying, personal_key
 
 __all__ = [
     "COUNT",
     "DAYS",
     "Call",
+    "Recurring",
     "RunRecord",
     "State",
     "Value",
@@ -55,6 +61,17 @@ __all__ = [
 
 Value = str | bool | float
 """One value of a feature: a class (``str``), a boolean, or a number (dates as days)."""
+
+
+class Recurring(str):
+    """A capitalised or upper-case word or phrase of up to three words, letters only
+    (``Shipped``, ``HIGH``, ``Class II``), under a key that is not identifying: a category
+    (``status``, ``priority``, ``tier``) or a name, which its text alone cannot tell apart.
+    Equal to the plain string; the miner keeps it as a class only where it recurs (module
+    docstring)."""
+
+    __slots__ = ()
+
 
 State = dict[str, frozenset[Value]]
 """Feature name -> the values seen under it."""
@@ -70,6 +87,8 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\
 _NUMBERED = re.compile(r"\d+(?:[.,]\d+)*(?!\w*>)")  # not inside a placeholder (<address1>)
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _CJK_WORD = re.compile(r"^[\u3040-\u30ff\u4e00-\u9fff]{1,8}$")
+_CAPITALISED = re.compile(r"^(?=.*[A-Z])[A-Za-z]+(?:[ _-][A-Za-z]+){0,2}$")
+_RECURRING_CHARS = 30
 _IGNORED_TOOLS = frozenset({"think", "reflect", "plan", "note"})
 
 
@@ -89,8 +108,26 @@ def _days(text: str, start: datetime) -> float | None:
     return round((when - start).total_seconds() / 86400.0, 2)
 
 
+def _recurring(prefix: str, key: str, text: str, masker: Masker | None) -> Recurring | None:
+    if len(text) > _RECURRING_CHARS or not _CAPITALISED.match(text) or identifying(key):
+        return None
+    if any(personal_key(part.removesuffix("[]")) for part in prefix.split(".")[1:]):
+        return None  # inside personal data (an address's city)
+    if masker is not None and (
+        masker.mask(text) != text or set(text.lower().split()) & masker.personal
+    ):
+        return None  # a value of the run that its masker hides (a harvested name)
+    return Recurring(text)
+
+
 def _flatten(
-    prefix: str, key: str, value: Any, start: datetime, out: dict[str, set[Value]], depth: int
+    prefix: str,
+    key: str,
+    value: Any,
+    start: datetime,
+    out: dict[str, set[Value]],
+    depth: int,
+    masker: Masker | None = None,
 ) -> None:
     if depth > _MAX_DEPTH or value is None:
         return
@@ -107,15 +144,17 @@ def _flatten(
         cls = value_class(key, value)
         if cls.startswith("a ") and _CJK_WORD.match(value.strip()) and not identifying(key):
             cls = value.strip()  # a short word in Chinese or Japanese is a class too
+        if cls.startswith("a "):
+            cls = _recurring(prefix, key, value.strip(), masker) or cls
         if cls and not cls.startswith("a ") and cls != "none":
             out.setdefault(prefix, set()).add(cls)
     elif isinstance(value, Mapping):
         for k, v in list(value.items())[:_MAX_ITEMS]:
-            _flatten(f"{prefix}.{k}", str(k), v, start, out, depth + 1)
+            _flatten(f"{prefix}.{k}", str(k), v, start, out, depth + 1, masker)
     elif isinstance(value, list | tuple):
         out.setdefault(f"{prefix}{COUNT}", set()).add(float(len(value)))
         for item in value[:_MAX_ITEMS]:
-            _flatten(f"{prefix}[]", key, item, start, out, depth + 1)
+            _flatten(f"{prefix}[]", key, item, start, out, depth + 1, masker)
 
 
 def _parsed(text: str) -> Any:
@@ -153,13 +192,16 @@ def state_of_results(
     return _freeze(found)
 
 
-def state_of_args(args: Mapping[str, Any], *, start: datetime) -> State:
+def state_of_args(
+    args: Mapping[str, Any], *, start: datetime, masker: Masker | None = None
+) -> State:
     """A proposed call's arguments as ``args.*`` features (what an ``error`` or ``avoid``
-    rule's argument predicates are tested against); dates relative to ``start``."""
+    rule's argument predicates are tested against); dates relative to ``start``; ``masker``:
+    the run's own (its harvested values are left out)."""
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
     found: dict[str, set[Value]] = {}
-    _flatten("args", "", dict(args), start, found, 0)
+    _flatten("args", "", dict(args), start, found, 0, masker)
     return _freeze(found)
 
 
@@ -223,9 +265,11 @@ class RunRecord:
 _OUTCOMES = {Outcome.SUCCESS: True, Outcome.FAILURE: False, Outcome.PARTIAL: False}
 
 
-def _call_state(base: Mapping[str, set[Value]], call: ToolCall, start: datetime) -> State:
+def _call_state(
+    base: Mapping[str, set[Value]], call: ToolCall, start: datetime, masker: Masker
+) -> State:
     found = {k: set(v) for k, v in base.items()}
-    for k, v in state_of_args(call.args, start=start).items():
+    for k, v in state_of_args(call.args, start=start, masker=masker).items():
         found[k] = set(v)
     return _freeze(found)
 
@@ -240,21 +284,22 @@ def record_of(traj: Trajectory, *, strip_expected: bool = False) -> RunRecord:
     if traj.task_type:
         seen["task_type"] = {traj.task_type}
     calls: list[Call] = []
+    masker = harvested(traj)
     for call in collect_calls(traj.events):
         if call.tool in _IGNORED_TOOLS:
             continue
         calls.append(
             Call(
                 call.tool,
-                _call_state(seen, call, start),
+                _call_state(seen, call, start, masker),
                 error_class(call.output, call.args) if call.failed else "",
-                error_subject(call, harvested(traj).mask) if call.failed else "",
-                error_quote(call, harvested(traj).mask) if call.failed else "",
+                error_subject(call, masker.mask) if call.failed else "",
+                error_quote(call, masker.mask) if call.failed else "",
             )
         )
         value = _parsed(call.output) if call.succeeded or call.status is None else None
         if isinstance(value, Mapping | list):
-            _flatten(call.tool, "", value, start, seen, 0)
+            _flatten(call.tool, "", value, start, seen, 0, masker)
     evidence = traj.evidence
     expected = None
     if not strip_expected and evidence is not None and evidence.expected_actions:

@@ -21,7 +21,12 @@ Source and method: docs/review.md#condition-mining. In short:
 3. **Candidates.** One predicate on one feature (``=`` a class or boolean; ``>``/``<=`` a
    number cut from the 1-2-5 series inside the values seen; days ``-30, -7, -1, 0, 1, 7,
    30`` for dates; ``0, 1, 2, 3, 5`` for a list's length), and conjunctions of two of the
-   best single predicates.
+   best single predicates. A predicate that holds in every decision of its set separates
+   nothing and is no candidate. A capitalised value
+   (:class:`~hindsight.review.mining.features.Recurring`: ``Shipped``, ``HIGH``, or a name)
+   is a class only where it recurs: seen in at least :data:`MIN_GROUPS` task groups, under a
+   feature whose values repeat (at most half as many distinct values as task groups where
+   it has one), as a status or a tier does and a name does not.
 
 4. **Test.** Fisher's exact test, one-sided, of the group votes where the condition holds
    against where it does not; the Benjamini-Hochberg procedure at :data:`FDR` over every
@@ -55,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hindsight.review._calls import is_read_only
-from hindsight.review.mining.features import COUNT, DAYS, RunRecord, State, Value
+from hindsight.review.mining.features import COUNT, DAYS, Recurring, RunRecord, State, Value
 from hindsight.review.mining.stats import benjamini_hochberg, fisher_greater, wilson_lower
 
 __all__ = [
@@ -271,8 +276,60 @@ class _Units:
         )
 
 
+def _recurring_classes(runs: Sequence[RunRecord]) -> set[tuple[str, Value]]:
+    """``(feature, value)`` of the :class:`Recurring` values that are classes (module
+    docstring, step 3): in :data:`MIN_GROUPS` task groups or more, under a feature with at
+    most half as many distinct such values as task groups where it has one."""
+    groups_of: dict[tuple[str, Value], set[str]] = defaultdict(set)
+    for run in runs:
+        states = [run.final, *(c.state for c in run.calls)]
+        for i, state in enumerate(states):
+            for feature, values in state.items():
+                if i and not feature.startswith("args."):
+                    continue  # a call's state is the final state's results, plus its arguments
+                for v in values:
+                    if type(v) is Recurring:
+                        groups_of[(feature, v)].add(run.group)
+    per_feature: dict[str, list[set[str]]] = defaultdict(list)
+    for (feature, _), groups in groups_of.items():
+        per_feature[feature].append(groups)
+    spread = {f: (len(g), len(set().union(*g))) for f, g in per_feature.items()}
+    return {
+        (feature, v)
+        for (feature, v), groups in groups_of.items()
+        if len(groups) >= MIN_GROUPS and 2 * spread[feature][0] <= spread[feature][1]
+    }
+
+
+def _classes_only(runs: Sequence[RunRecord]) -> Any:
+    """A function that returns a state without its :class:`Recurring` values that are not
+    classes (:func:`_recurring_classes`); the same state when it holds none."""
+    kept = _recurring_classes(runs)
+    done: dict[int, State] = {}
+
+    def clean(state: State) -> State:
+        found = done.get(id(state))
+        if found is not None:
+            return found
+        out = state
+        for feature, values in state.items():
+            drop = {v for v in values if type(v) is Recurring and (feature, v) not in kept}
+            if drop:
+                if out is state:
+                    out = dict(state)
+                if values - drop:
+                    out[feature] = values - drop
+                else:
+                    del out[feature]
+        done[id(state)] = out
+        return out
+
+    return clean
+
+
 def _decisions(runs: Sequence[RunRecord]) -> dict[tuple[str, Form, str], _Units]:
     units: dict[tuple[str, Form, str], _Units] = defaultdict(_Units)
+    clean = _classes_only(runs)
     called_by_any: set[str] = set()
     for run in runs:
         called_by_any.update(c.tool for c in run.calls if not is_read_only(c.tool))
@@ -292,10 +349,10 @@ def _decisions(runs: Sequence[RunRecord]) -> dict[tuple[str, Form, str], _Units]
                 continue
             if tool in first:
                 bad = (not wanted) if wanted is not None else run.outcome is False
-                units[(tool, "avoid", "")].add(first[tool], run.group, bad, basis)
+                units[(tool, "avoid", "")].add(clean(first[tool]), run.group, bad, basis)
             else:
                 bad = bool(wanted) if wanted is not None else run.outcome is False
-                units[(tool, "do", "")].add(run.final, run.group, bad, basis)
+                units[(tool, "do", "")].add(clean(run.final), run.group, bad, basis)
     # error form: every call of a tool that ever failed, one decision set per error class
     errors: dict[str, Counter[str]] = defaultdict(Counter)
     for run in runs:
@@ -306,7 +363,7 @@ def _decisions(runs: Sequence[RunRecord]) -> dict[tuple[str, Form, str], _Units]
         for call in run.calls:
             for message in errors.get(call.tool, ()):
                 units[(call.tool, "error", message)].add(
-                    call.state, run.group, call.error == message, "error"
+                    clean(call.state), run.group, call.error == message, "error"
                 )
     return units
 
@@ -333,7 +390,7 @@ def _nice_cuts(values: Iterable[float]) -> list[float]:
         return sorted(cuts)
     ordered = sorted(cuts)
     wanted = [vals[int(len(vals) * q / (MAX_CUTS + 1))] for q in range(1, MAX_CUTS + 1)]
-    chosen = {min(ordered, key=lambda c, w=w: abs(c - w)) for w in wanted}
+    chosen = {min(ordered, key=lambda c: abs(c - w)) for w in wanted}
     return sorted(chosen)
 
 
@@ -367,7 +424,8 @@ def _atoms(units: _Units) -> dict[Predicate, int]:
                     masks[above] |= 1 << i
                 if min(nums) <= cut:
                     masks[below] |= 1 << i
-    return masks
+    every = (1 << len(units.states)) - 1
+    return {p: mask for p, mask in masks.items() if mask != every}  # else it separates nothing
 
 
 @dataclass

@@ -49,13 +49,18 @@ def _days(op: str, value: float) -> str:
 def describe_predicate(pred: Predicate) -> str:
     """``pred`` in words: ``cabin (from get_reservation_details) is basic_economy``."""
     source, _, path = pred.feature.partition(".")
+    tool = source.removesuffix(COUNT).replace("[]", "")  # a list's items: "get_x[]"
+    nested = "[]" in source
     if pred.feature == "task_type":
         subject = "the task type"
     elif not path and pred.feature.endswith(COUNT):  # a tool that returned a list
-        subject = f"the result of {source.removesuffix(COUNT)}"
+        subject = f"an item of the result of {tool}" if nested else f"the result of {tool}"
     else:
-        clean = path.removesuffix(DAYS).removesuffix(COUNT) or source
-        where = "in its arguments" if source == "args" else f"from {source}"
+        clean = path.removesuffix(DAYS).removesuffix(COUNT) or tool
+        if source == "args":
+            where = "in its arguments"
+        else:
+            where = f"of an item from {tool}" if nested else f"from {tool}"
         subject = f"{clean} ({where})"
     if pred.feature.endswith(DAYS) and isinstance(pred.value, float):
         return f"{subject} {_days(pred.op, pred.value)}"
