@@ -115,6 +115,27 @@ def test_value_classes_hide_values() -> None:
     assert value_class("amount", 42) == "a number"
 
 
+@pytest.mark.parametrize(
+    ("key", "word"),
+    [
+        ("status", "a status"),
+        ("order_status", "a order status"),
+        ("address", "a address"),
+        ("analysis", "a analysis"),
+        ("bus", "a bus"),
+        ("categories", "a category"),
+        ("addresses", "a address"),
+        ("boxes", "a box"),
+        ("branches", "a branch"),
+        ("notes", "a note"),
+        ("user_names", "a user name"),
+    ],
+)
+def test_an_identifying_value_reads_as_its_key_in_the_singular(key: str, word: str) -> None:
+    # the article is the marker of a value that says nothing of its own ("a ..."), not English
+    assert value_class(key, "Xq7 Vr9 free text that identifies nothing in particular") == word
+
+
 @pytest.mark.parametrize("task", ["I want to book a trip", "我想订一张机票，用代金券付款"])
 def test_one_comparison_is_never_written_as_a_rule(task: str) -> None:
     reviewer = HeuristicReviewer()

@@ -117,7 +117,17 @@ def changing(actions: Iterable[Action]) -> list[Action]:
 
 
 def _singular(key: str) -> str:
-    word = key[:-1] if key.endswith("s") and not key.endswith("ss") else key
+    """``key`` (a :func:`~hindsight.review.masking.key_class`) in the singular, words
+    apart: ``flights`` -> ``flight``, ``categories`` -> ``category``, ``boxes`` -> ``box``;
+    ``status``, ``address``, ``analysis`` as they are."""
+    if key.endswith("ies") and len(key) > 4:
+        word = key[:-3] + "y"
+    elif key.endswith(("sses", "xes", "ches", "shes")):
+        word = key[:-2]
+    elif key.endswith("s") and not key.endswith(("ss", "us", "is")):
+        word = key[:-1]
+    else:
+        word = key
     return word.replace("_", " ")
 
 
