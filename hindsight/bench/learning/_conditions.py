@@ -266,9 +266,18 @@ def evaluate_all(
     progress: Callable[[str], None] | None,
 ) -> list[dict[str, Any]]:
     """:func:`evaluate_conditions` for every split and mode."""
-    options = {"k": k, "every": every, "train_trials": train_trials, "query_trial": query_trial}
     return [
-        evaluate_conditions(runs, split=s, mode=m, parent=parent, progress=progress, **options)
+        evaluate_conditions(
+            runs,
+            split=s,
+            mode=m,
+            k=k,
+            every=every,
+            train_trials=train_trials,
+            query_trial=query_trial,
+            parent=parent,
+            progress=progress,
+        )
         for s in SPLITS
         for m in MODES
     ]

@@ -22,11 +22,13 @@ def _pct(value: Any) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
-def _table(title: str, *columns: str) -> Table:
+def _table(title: str, *columns: str, first: str = "system") -> Table:
+    """A table whose first column (``first``) names the row and never shrinks; the other
+    columns wrap their headers and cells in a narrow terminal rather than cut them."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("system", no_wrap=True)
+    table.add_column(first, no_wrap=True, min_width=len(first))
     for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
+        table.add_column(col, justify="left" if i == 0 else "right", overflow="fold")
     return table
 
 
@@ -226,6 +228,7 @@ def _conditions_table(report: dict[str, Any]) -> Table:
         "corrective block (random)",
         "corrective check",
         "tool named only",
+        first="split, mode",
     )
     for row in report["conditions"]:
         text = row["text_only"]

@@ -258,9 +258,12 @@ class ConditionMining:
         trusts = [summary[s].trust for s in sources if s in summary] or [1.0]
         provenance = Provenance.USER
         trust = round(statistics.median(trusts), 4)
-        metas = Counter(getattr(summary.get(s), "source", None) for s in sources)
-        if metas and None not in metas:
-            provenance = Provenance(metas.most_common(1)[0][0])
+        metas: Counter[str | None] = Counter(
+            getattr(summary.get(s), "source", None) for s in sources
+        )
+        top = metas.most_common(1)[0][0] if metas else None
+        if top is not None and None not in metas:
+            provenance = Provenance(top)
         from hindsight.writeback import PROVENANCE_TRUST
 
         content = render_rule(rule)
