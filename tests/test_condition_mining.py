@@ -131,6 +131,30 @@ def test_a_capitalised_value_is_a_class_only_where_it_recurs() -> None:
     assert _avoid_suspended(rules)  # the standing is found all the same
 
 
+@pytest.mark.parametrize("key", ["none", "intent"])
+def test_runs_without_a_task_key_that_act_on_one_case_are_one_unit(key: str) -> None:
+    """Without the caller's task key, each request is worded anew and every run would count
+    as a task of its own; the runs that looked up the same member are one case. An id that
+    every run passes (the desk's own) joins nothing."""
+    keyed = library_runs(4)
+    assert record_of(keyed[0]).cases == frozenset()  # the caller's key is trusted
+    trajs = library_runs(4)
+    for traj in trajs:
+        traj.task_key = None if key == "none" else f"intent:{traj.id}"
+        for event in traj.events:
+            if event.tool_args is not None:
+                event.tool_args = {**event.tool_args, "branch_id": "desk-1"}
+    records = [record_of(t) for t in trajs]
+    assert len({r.group for r in records}) == len(trajs)  # every run a group of its own
+    [rule] = _avoid_suspended(mine(records))
+    [by_task] = _avoid_suspended(mine([record_of(t) for t in keyed]))
+    assert (rule.bad, rule.held) == (by_task.bad, by_task.held) and rule.held <= 8
+    assert rule.covered <= {r.group for r in records}  # the runs' own group names
+    assert len(rule.covered) > rule.held  # each case covers its replicas' groups
+    [near] = [n for n in nearest(records) if n.tool == "renew_loan" and n.form == "avoid"]
+    assert near.held <= 8
+
+
 def test_expected_actions_alone_and_outcomes_alone_both_suffice() -> None:
     by_expected = _rules(library_runs(3, outcomes=False, expected=True))
     [rule] = _avoid_suspended(by_expected)

@@ -25,6 +25,7 @@ predicate holds when one of them satisfies it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -43,7 +44,7 @@ from hindsight.review._calls import (
 )
 from hindsight.review._text import error_text
 from hindsight.review.contrast import value_class
-from hindsight.review.masking import Masker, harvested, identifying, personal_key
+from hindsight.review.masking import Masker, harvested, identifying, key_class, personal_key
 
 __all__ = [
     "COUNT",
@@ -90,6 +91,9 @@ _CJK_WORD = re.compile(r"^[\u3040-\u30ff\u4e00-\u9fff]{1,8}$")
 _CAPITALISED = re.compile(r"^(?=.*[A-Z])[A-Za-z]+(?:[ _-][A-Za-z]+){0,2}$")
 _RECURRING_CHARS = 30
 _IGNORED_TOOLS = frozenset({"think", "reflect", "plan", "note"})
+INTENT_PREFIX = "intent:"
+"""Prefix of a task key the review assigned by intent (:func:`hindsight.review.groups.intent_key`),
+not the caller's."""
 
 
 def _days(text: str, start: datetime) -> float | None:
@@ -252,6 +256,10 @@ class RunRecord:
         final: the state at the end of the run (every result seen).
         expected: the state-changing tools its outcome evidence expected, ``None`` when the
             evidence lists no expected actions.
+        cases: when its task group is not the caller's (no task key, or one assigned by
+            intent), digests of the identifying values its calls were made with (an id in
+            the arguments: ``order_id=A-1``): runs that share one act on the same case, and
+            the miner counts them as one unit (:func:`hindsight.review.mining.miner.mine`).
     """
 
     run_id: str
@@ -260,6 +268,7 @@ class RunRecord:
     calls: tuple[Call, ...]
     final: State
     expected: frozenset[str] | None = None
+    cases: frozenset[str] = frozenset()
 
 
 _OUTCOMES = {Outcome.SUCCESS: True, Outcome.FAILURE: False, Outcome.PARTIAL: False}
@@ -305,6 +314,37 @@ def record_of(traj: Trajectory, *, strip_expected: bool = False) -> RunRecord:
     if not strip_expected and evidence is not None and evidence.expected_actions:
         expected = frozenset(a.tool for a in evidence.expected_actions if not is_read_only(a.tool))
     group = traj.task_key or " ".join(traj.task.lower().split())[:300] or traj.id
+    keyed = bool(traj.task_key) and not str(traj.task_key).startswith(INTENT_PREFIX)
+    cases = frozenset() if keyed else _cases(c.args for c in collect_calls(traj.events))
     return RunRecord(
-        traj.id, group, _OUTCOMES.get(traj.outcome), tuple(calls), _freeze(seen), expected
+        traj.id, group, _OUTCOMES.get(traj.outcome), tuple(calls), _freeze(seen), expected, cases
     )
+
+
+def _cases(arguments: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """Digests of the identifying values (:func:`~hindsight.review.masking.identifying` keys,
+    text or whole numbers) in ``arguments``, at any depth."""
+    found: set[str] = set()
+
+    def walk(key: str, value: Any, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            return
+        if isinstance(value, Mapping):
+            for k, v in list(value.items())[:_MAX_ITEMS]:
+                walk(str(k), v, depth + 1)
+        elif isinstance(value, list | tuple):
+            for v in value[:_MAX_ITEMS]:
+                walk(key, v, depth + 1)
+        elif (
+            key
+            and identifying(key)
+            and isinstance(value, str | int)
+            and not isinstance(value, bool)
+            and str(value).strip()
+        ):
+            text = f"{key_class(key)}={str(value).strip().lower()}"
+            found.add(hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
+
+    for args in arguments:
+        walk("", args, 0)
+    return frozenset(found)

@@ -16,7 +16,12 @@ Source and method: docs/review.md#condition-mining. In short:
 
 2. **Units of evidence.** Runs of one task (one task group) are replicas, not independent
    evidence: for each group, the decisions where a condition holds vote once (bad when most
-   were bad), and so do those where it does not. Every count is in task groups.
+   were bad), and so do those where it does not. Every count is in task groups. Where the
+   caller gave no task key (the group is the task's text, or assigned by intent), runs that
+   were called with the same identifying value (an order's or a patient's id:
+   :attr:`~hindsight.review.mining.features.RunRecord.cases`) act on the same case and are
+   one group; a value more than :data:`CASE_SHARE` of the runs (and more than
+   :data:`MIN_CASE_RUNS`) share is no case (a shop's own id).
 
 3. **Candidates.** One predicate on one feature (``=`` a class or boolean; ``>``/``<=`` a
    number cut from the 1-2-5 series inside the values seen; days ``-30, -7, -1, 0, 1, 7,
@@ -56,7 +61,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from hindsight.review._calls import is_read_only
@@ -92,6 +97,10 @@ PAIR_SEEDS = 12
 """Best single predicates per decision set that are combined into pairs."""
 MAX_CUTS = 8
 """Number cuts per feature, at most."""
+CASE_SHARE = 0.1
+"""An identifying value shared by more than this share of the runs is not one case's."""
+MIN_CASE_RUNS = 5
+"""... nor by more runs than this (replicas of one task, a few trials each, may share one)."""
 
 _DAY_CUTS = (-30.0, -7.0, -1.0, 0.0, 1.0, 7.0, 30.0)
 _COUNT_CUTS = (0.0, 1.0, 2.0, 3.0, 5.0)
@@ -325,6 +334,36 @@ def _classes_only(runs: Sequence[RunRecord]) -> Any:
         return out
 
     return clean
+
+
+def _by_case(runs: Sequence[RunRecord]) -> tuple[list[RunRecord], dict[str, set[str]]]:
+    """``runs`` with the task groups of runs that share a case joined (module docstring, step
+    2), and each joined group's original names."""
+    carried: Counter[str] = Counter(c for r in runs for c in r.cases)
+    limit = max(MIN_CASE_RUNS, CASE_SHARE * len(runs))
+    parent: dict[str, str] = {}
+
+    def root(g: str) -> str:
+        while parent.get(g, g) != g:
+            g = parent[g]
+        return g
+
+    owner: dict[str, str] = {}
+    for run in runs:
+        for case in sorted(run.cases):
+            if carried[case] > limit:
+                continue
+            first = owner.setdefault(case, run.group)
+            a, b = root(first), root(run.group)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    if not parent:
+        return list(runs), {}
+    names: dict[str, set[str]] = defaultdict(set)
+    for run in runs:
+        names[root(run.group)].add(run.group)
+    joined = [r if root(r.group) == r.group else replace(r, group=root(r.group)) for r in runs]
+    return joined, {g: n for g, n in names.items() if len(n) > 1}
 
 
 def _decisions(runs: Sequence[RunRecord]) -> dict[tuple[str, Form, str], _Units]:
@@ -573,7 +612,7 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
     """The rules ``runs`` support (see the module docstring), ordered by tool, form, then
     strength. ``runs``: :func:`~hindsight.review.mining.features.record_of` of the tenant's
     runs. Deterministic for the same runs in any order."""
-    runs = sorted(runs, key=lambda r: r.run_id)
+    runs, originals = _by_case(sorted(runs, key=lambda r: r.run_id))
     singles: list[_Candidate] = []
     sets: dict[tuple[str, Form, str], tuple[_Units, _Groups, dict[Predicate, int]]] = {}
     decisions = _decisions(runs)
@@ -625,7 +664,7 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
             c.votes.bad_else,
             c.votes.held_else,
             p=c.p,
-            covered=c.votes.covered,
+            covered=frozenset(n for g in c.votes.covered for n in originals.get(g, (g,))),
             subject=subjects.get((tool, message), "") if form == "error" else "",
             quote=quotes.get((tool, message), "") if form == "error" else "",
         )
@@ -676,7 +715,7 @@ def nearest(runs: Sequence[RunRecord]) -> list[Nearest]:
     runs gave a rule, or why they did not (too few task groups for the test to reach the
     false discovery rate, a bad rate whose lower bound is too low). The same candidates and
     tests as :func:`mine` (single predicates; pairs and the selection aside)."""
-    runs = sorted(runs, key=lambda r: r.run_id)
+    runs, _ = _by_case(sorted(runs, key=lambda r: r.run_id))
     out: list[Nearest] = []
     for key, units in sorted(_decisions(runs).items()):
         found = _singles(key, units)
