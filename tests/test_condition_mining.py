@@ -81,7 +81,7 @@ def test_a_planted_policy_is_found_from_outcomes(seed: int) -> None:
     [
         ("Good", "Suspended", "Probation"),
         ("GOOD", "SUSPENDED", "PROBATION"),
-        ("In Good Standing", "Suspended Member", "On Probation"),
+        ("Good standing", "Suspended", "On probation"),
         ("I", "II", "III"),
     ],
 )
@@ -110,24 +110,25 @@ def test_a_capitalised_value_is_a_class_only_where_it_recurs() -> None:
         for event in traj.events:
             if event.tool_name == "get_member" and event.event_type.value == "tool_result":
                 doc = json.loads(event.content)
-                # the member's city: one name in every task of a suspended member (it
+                # the member's branch: one name in every task of a suspended member (it
                 # separates as well as the standing), a name of its own in every other task
                 suffix = ("ton", "field", "ford")[task // 8]
-                city = "Avery" if task % 3 == 1 else names[task % 8] + suffix
-                doc["member"]["city"] = city
+                branch = "Avery" if task % 3 == 1 else names[task % 8] + suffix
+                doc["member"]["branch"] = branch
                 doc["member"]["name"] = "Mia Li"
                 doc["member"]["salutation"] = "Mia"
                 doc["member"]["address"] = {"city": "Springfield", "country": "US"}
                 event.content = json.dumps(doc)
     records = [record_of(t) for t in trajs]
     final = records[0].final
-    assert "get_member.member.city" in final  # kept, to be judged across runs
+    assert "get_member.member.branch" in final  # kept, to be judged across runs
     assert "get_member.member.salutation" not in final  # the masker's harvested name
     assert not any(".address." in feature for feature in final)  # personal data
     assert not any("Mia" in str(v) for vs in final.values() for v in vs)
-    assert all(found.predicate.feature != "get_member.member.city" for found in nearest(records))
+    branch = "get_member.member.branch"
+    assert all(found.predicate.feature != branch for found in nearest(records))
     rules = mine(records)
-    assert all(p.feature != "get_member.member.city" for r in rules for p in r.predicates)
+    assert all(p.feature != branch for r in rules for p in r.predicates)
     assert _avoid_suspended(rules)  # the standing is found all the same
 
 
@@ -153,6 +154,93 @@ def test_runs_without_a_task_key_that_act_on_one_case_are_one_unit(key: str) -> 
     assert len(rule.covered) > rule.held  # each case covers its replicas' groups
     [near] = [n for n in nearest(records) if n.tool == "renew_loan" and n.form == "avoid"]
     assert near.held <= 8
+
+
+def _with_member_field(trajs, field: str, value) -> list:  # type: ignore[no-untyped-def]
+    """``trajs`` with ``value(task)`` set at ``field`` (a dotted path) of each member."""
+    for i, traj in enumerate(trajs):
+        for event in traj.events:
+            if event.tool_name == "get_member" and event.event_type.value == "tool_result":
+                doc = json.loads(event.content)
+                *path, last = field.split(".")
+                node = doc["member"]
+                for part in path:
+                    node = node.setdefault(part, {})
+                node[last] = value(i // 3)
+                event.content = json.dumps(doc)
+    return trajs
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["customer", "holder", "account_holder", "librarian", "agent", "patient", "recipient"],
+)
+@pytest.mark.parametrize("names", [("Mia Li", "Noah Park", "Ava Stone"), ("Mia", "Noah", "Ava")])
+def test_a_recurring_name_never_becomes_a_condition(key: str, names: tuple[str, ...]) -> None:
+    """Three people, each in a third of the tasks, the policy keyed on who: a name that
+    recurs like a category is still a name (its key, or its shape, says so)."""
+    trajs = library_runs(1, standings=("x", "y", "z"))
+    _with_member_field(trajs, key, lambda task: names[task % 3])
+    records = [record_of(t) for t in trajs]
+    texts = [render_rule(r) for r in mine(records)]
+    assert not [t for t in texts if any(n in t for n in names)]
+    assert all(n.predicate.feature != f"get_member.member.{key}" for n in nearest(records))
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["shipping_address.city", "addresses.city", "home_address.region", "location.city",
+     "billing.city", "birthplace", "city"],
+)  # fmt: skip
+def test_a_capitalised_place_of_a_person_is_left_out(field: str) -> None:
+    trajs = _with_member_field(
+        library_runs(1), field, lambda task: ["Springfield", "Shelbyville", "OGDEN"][task % 3]
+    )
+    assert not any("." + field.split(".")[-1] in f for f in record_of(trajs[0]).final)
+
+
+def test_ids_that_chain_from_task_to_task_do_not_join_the_whole_log() -> None:
+    # each task's member also names the next task's member: every id is shared by 6 runs,
+    # few enough to be a case, and one chain would join all 24 tasks into one unit
+    trajs = library_runs(5)
+    for i, traj in enumerate(trajs):
+        traj.task_key = None
+        task = i // 3
+        for event in traj.events:
+            if event.tool_name == "get_member" and event.tool_args is not None:
+                event.tool_args = {**event.tool_args, "book_ids": [f"b{task}", f"b{task + 1}"]}
+    records = [record_of(t) for t in trajs]
+    assert _avoid_suspended(mine(records))
+    [near] = [n for n in nearest(records) if n.tool == "renew_loan" and n.form == "avoid"]
+    assert near.held + near.held_else >= 8
+
+
+def test_a_rule_covers_only_the_runs_where_its_condition_held() -> None:
+    # pairs of tasks share an id (a suspended member's task with a good member's): the rule
+    # about suspended members names the suspended members' runs as its sources, not their pairs'
+    trajs = library_runs(6)
+    for i, traj in enumerate(trajs):
+        traj.task_key = None
+        for event in traj.events:
+            if event.tool_name == "get_member" and event.tool_args is not None:
+                event.tool_args = {**event.tool_args, "desk_id": f"d{i // 6}"}
+    records = [record_of(t) for t in trajs]
+    [rule] = _avoid_suspended(mine(records))
+    by_group = {r.group: r for r in records}
+    for group in rule.covered:
+        assert by_group[group].final["get_member.member.standing"] == {"suspended"}
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "Infinity", "NaN", "1" + "0" * 400])
+def test_a_number_beyond_a_float_is_no_condition_and_no_crash(number: str) -> None:
+    trajs = library_runs(2)
+    for traj in trajs:
+        for event in traj.events:
+            if event.tool_name == "get_member" and event.event_type.value == "tool_result":
+                event.content = event.content.replace('"fines": ', f'"fines": {number}, "was": ')
+    records = [record_of(t) for t in trajs]
+    assert "get_member.member.fines" not in records[0].final
+    assert _avoid_suspended(mine(records))
 
 
 def test_expected_actions_alone_and_outcomes_alone_both_suffice() -> None:

@@ -16,8 +16,8 @@ features (docs/review.md#condition-mining):
 * a capitalised or upper-case word or short phrase (``Shipped``, ``HIGH``, ``EU``,
   ``Class II``) may be a category or a name: it is kept as a :class:`Recurring` value, and
   the miner takes it for a class only where the values of its feature recur across task
-  groups (:func:`hindsight.review.mining.miner.mine`); one inside personal data (an
-  address's city) or that the run's own masker masks (a harvested name) is left out.
+  groups (:func:`hindsight.review.mining.miner.mine`); one that may name a person or a
+  place (:func:`_recurring`) is left out.
 
 A feature can hold several values (a list's items, two results of the same tool): a
 predicate holds when one of them satisfies it.
@@ -25,10 +25,12 @@ predicate holds when one of them satisfies it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -44,7 +46,15 @@ from hindsight.review._calls import (
 )
 from hindsight.review._text import error_text
 from hindsight.review.contrast import value_class
-from hindsight.review.masking import Masker, harvested, identifying, key_class, personal_key
+from hindsight.review.masking import (
+    PERSON_ROLES,
+    PERSON_WORDS,
+    Masker,
+    harvested,
+    identifying,
+    key_class,
+    personal_key,
+)
 
 __all__ = [
     "COUNT",
@@ -96,6 +106,15 @@ INTENT_PREFIX = "intent:"
 not the caller's."""
 
 
+def _finite(value: float) -> float | None:
+    """``value`` as a finite float, or ``None`` (NaN, infinity, an int too large for a float)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _days(text: str, start: datetime) -> float | None:
     """``text`` as days relative to ``start`` (negative: before), or ``None``."""
     if not _DATE.match(text):
@@ -112,15 +131,51 @@ def _days(text: str, start: datetime) -> float | None:
     return round((when - start).total_seconds() / 86400.0, 2)
 
 
-def _recurring(prefix: str, key: str, text: str, masker: Masker | None) -> Recurring | None:
+_PEOPLE = PERSON_WORDS | PERSON_ROLES | frozenset(
+    {
+        "agent", "staff", "doctor", "physician", "nurse", "clerk", "manager", "technician",
+        "driver", "courier", "pharmacist", "teacher", "librarian", "rep", "representative",
+        "buyer", "seller", "payee", "payer", "beneficiary", "signer", "name", "names",
+    }
+)  # fmt: skip
+"""Words of a key whose value names a person: its capitalised values are never classes."""
+_PLACES = frozenset(
+    {"address", "addresses", "city", "town", "street", "location", "birthplace", "hometown"}
+)
+"""Words of a key (or of a key on its path) whose values locate a person."""
+_TITLE_WORD = re.compile(r"^[A-Z][a-z]+$")
+
+
+@functools.lru_cache(maxsize=8192)
+def _may_be_class(prefix: str, key: str, text: str) -> bool:
+    """What :func:`_recurring` tells from the value and where it is (cached: the same
+    statuses come back in every result)."""
     if len(text) > _RECURRING_CHARS or not _CAPITALISED.match(text) or identifying(key):
+        return False
+    if sum(1 for w in re.split(r"[ _-]", text) if _TITLE_WORD.match(w)) >= 2:
+        return False
+    if set(key_class(key).split("_")) & (_PEOPLE | _PLACES):
+        return False
+    for part in prefix.split(".")[1:]:  # the first is the tool
+        name = key_class(part.replace("[]", ""))
+        if personal_key(name) or set(name.split("_")) & _PLACES:
+            return False
+    return True
+
+
+def _recurring(
+    prefix: str, key: str, text: str, masker: Callable[[], Masker] | None
+) -> Recurring | None:
+    """``text`` as a :class:`Recurring` value, or ``None`` when it may name a person or a
+    place: under an identifying key or one that names a person (``customer``, ``holder``),
+    inside a place (``shipping_address``, ``city``), shaped like a name (two or more
+    capitalised words: ``Noah Park``, ``New York``), or a value the run's masker harvested."""
+    if not _may_be_class(prefix, key, text):
         return None
-    if any(personal_key(part.removesuffix("[]")) for part in prefix.split(".")[1:]):
-        return None  # inside personal data (an address's city)
-    if masker is not None and (
-        masker.mask(text) != text or set(text.lower().split()) & masker.personal
-    ):
-        return None  # a value of the run that its masker hides (a harvested name)
+    if masker is not None:  # harvested only for a value that got this far
+        found, words = masker(), set(text.lower().split())
+        if text in found.values or words & found.personal or words & found.names:
+            return None  # a value of the run that its masker hides (a harvested name)
     return Recurring(text)
 
 
@@ -131,15 +186,16 @@ def _flatten(
     start: datetime,
     out: dict[str, set[Value]],
     depth: int,
-    masker: Masker | None = None,
+    masker: Callable[[], Masker] | None = None,
 ) -> None:
     if depth > _MAX_DEPTH or value is None:
         return
     if isinstance(value, bool):
         out.setdefault(prefix, set()).add(value)
     elif isinstance(value, int | float):
-        if not identifying(key) and value == value:  # NaN is no number to compare
-            out.setdefault(prefix, set()).add(float(value))
+        number = _finite(value)
+        if not identifying(key) and number is not None:  # NaN and infinity compare to nothing
+            out.setdefault(prefix, set()).add(number)
     elif isinstance(value, str):
         days = _days(value.strip(), start)
         if days is not None:
@@ -197,11 +253,11 @@ def state_of_results(
 
 
 def state_of_args(
-    args: Mapping[str, Any], *, start: datetime, masker: Masker | None = None
+    args: Mapping[str, Any], *, start: datetime, masker: Callable[[], Masker] | None = None
 ) -> State:
     """A proposed call's arguments as ``args.*`` features (what an ``error`` or ``avoid``
     rule's argument predicates are tested against); dates relative to ``start``; ``masker``:
-    the run's own (its harvested values are left out)."""
+    gives the run's own masker (its harvested values are left out)."""
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
     found: dict[str, set[Value]] = {}
@@ -275,7 +331,7 @@ _OUTCOMES = {Outcome.SUCCESS: True, Outcome.FAILURE: False, Outcome.PARTIAL: Fal
 
 
 def _call_state(
-    base: Mapping[str, set[Value]], call: ToolCall, start: datetime, masker: Masker
+    base: Mapping[str, set[Value]], call: ToolCall, start: datetime, masker: Callable[[], Masker]
 ) -> State:
     found = {k: set(v) for k, v in base.items()}
     for k, v in state_of_args(call.args, start=start, masker=masker).items():
@@ -293,7 +349,10 @@ def record_of(traj: Trajectory, *, strip_expected: bool = False) -> RunRecord:
     if traj.task_type:
         seen["task_type"] = {traj.task_type}
     calls: list[Call] = []
-    masker = harvested(traj)
+
+    def masker() -> Masker:
+        return harvested(traj)  # harvested once per trajectory object
+
     for call in collect_calls(traj.events):
         if call.tool in _IGNORED_TOOLS:
             continue
@@ -302,8 +361,8 @@ def record_of(traj: Trajectory, *, strip_expected: bool = False) -> RunRecord:
                 call.tool,
                 _call_state(seen, call, start, masker),
                 error_class(call.output, call.args) if call.failed else "",
-                error_subject(call, masker.mask) if call.failed else "",
-                error_quote(call, masker.mask) if call.failed else "",
+                error_subject(call, masker().mask) if call.failed else "",
+                error_quote(call, masker().mask) if call.failed else "",
             )
         )
         value = _parsed(call.output) if call.succeeded or call.status is None else None

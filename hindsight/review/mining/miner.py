@@ -268,10 +268,12 @@ class _Units:
     bad: list[bool] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
     basis: Counter[str] = field(default_factory=Counter)
+    origins: list[str] = field(default_factory=list)  # the run's own group, before cases
 
-    def add(self, state: State, group: str, bad: bool, basis: str) -> None:
+    def add(self, state: State, group: str, bad: bool, basis: str, origin: str = "") -> None:
         self.states.append(state)
         self.groups.append(group)
+        self.origins.append(origin or group)
         self.bad.append(bad)
         self.labels.append(basis)
         self.basis[basis] += 1
@@ -336,12 +338,15 @@ def _classes_only(runs: Sequence[RunRecord]) -> Any:
     return clean
 
 
-def _by_case(runs: Sequence[RunRecord]) -> tuple[list[RunRecord], dict[str, set[str]]]:
+def _by_case(runs: Sequence[RunRecord]) -> tuple[list[RunRecord], dict[str, str]]:
     """``runs`` with the task groups of runs that share a case joined (module docstring, step
-    2), and each joined group's original names."""
+    2), and each joined run's own group by run id. A case is no larger than a value may be
+    shared (:data:`CASE_SHARE`, :data:`MIN_CASE_RUNS`): two joins that would make it larger
+    are not made, so ids that chain from task to task do not join a whole log."""
     carried: Counter[str] = Counter(c for r in runs for c in r.cases)
     limit = max(MIN_CASE_RUNS, CASE_SHARE * len(runs))
     parent: dict[str, str] = {}
+    size: Counter[str] = Counter(r.group for r in runs)
 
     def root(g: str) -> str:
         while parent.get(g, g) != g:
@@ -353,22 +358,23 @@ def _by_case(runs: Sequence[RunRecord]) -> tuple[list[RunRecord], dict[str, set[
         for case in sorted(run.cases):
             if carried[case] > limit:
                 continue
-            first = owner.setdefault(case, run.group)
-            a, b = root(first), root(run.group)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
+            a, b = root(owner.setdefault(case, run.group)), root(run.group)
+            if a != b and size[a] + size[b] <= limit:
+                keep, gone = min(a, b), max(a, b)
+                parent[gone] = keep
+                size[keep] += size.pop(gone)
     if not parent:
         return list(runs), {}
-    names: dict[str, set[str]] = defaultdict(set)
-    for run in runs:
-        names[root(run.group)].add(run.group)
     joined = [r if root(r.group) == r.group else replace(r, group=root(r.group)) for r in runs]
-    return joined, {g: n for g, n in names.items() if len(n) > 1}
+    return joined, {r.run_id: r.group for r in runs if root(r.group) != r.group}
 
 
-def _decisions(runs: Sequence[RunRecord]) -> dict[tuple[str, Form, str], _Units]:
+def _decisions(
+    runs: Sequence[RunRecord], origin_of: Mapping[str, str] | None = None
+) -> dict[tuple[str, Form, str], _Units]:
     units: dict[tuple[str, Form, str], _Units] = defaultdict(_Units)
     clean = _classes_only(runs)
+    origin_of = origin_of or {}
     called_by_any: set[str] = set()
     for run in runs:
         called_by_any.update(c.tool for c in run.calls if not is_read_only(c.tool))
@@ -388,10 +394,14 @@ def _decisions(runs: Sequence[RunRecord]) -> dict[tuple[str, Form, str], _Units]
                 continue
             if tool in first:
                 bad = (not wanted) if wanted is not None else run.outcome is False
-                units[(tool, "avoid", "")].add(clean(first[tool]), run.group, bad, basis)
+                units[(tool, "avoid", "")].add(
+                    clean(first[tool]), run.group, bad, basis, origin_of.get(run.run_id, "")
+                )
             else:
                 bad = bool(wanted) if wanted is not None else run.outcome is False
-                units[(tool, "do", "")].add(clean(run.final), run.group, bad, basis)
+                units[(tool, "do", "")].add(
+                    clean(run.final), run.group, bad, basis, origin_of.get(run.run_id, "")
+                )
     # error form: every call of a tool that ever failed, one decision set per error class
     errors: dict[str, Counter[str]] = defaultdict(Counter)
     for run in runs:
@@ -402,7 +412,11 @@ def _decisions(runs: Sequence[RunRecord]) -> dict[tuple[str, Form, str], _Units]
         for call in run.calls:
             for message in errors.get(call.tool, ()):
                 units[(call.tool, "error", message)].add(
-                    clean(call.state), run.group, call.error == message, "error"
+                    clean(call.state),
+                    run.group,
+                    call.error == message,
+                    "error",
+                    origin_of.get(run.run_id, ""),
                 )
     return units
 
@@ -612,10 +626,10 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
     """The rules ``runs`` support (see the module docstring), ordered by tool, form, then
     strength. ``runs``: :func:`~hindsight.review.mining.features.record_of` of the tenant's
     runs. Deterministic for the same runs in any order."""
-    runs, originals = _by_case(sorted(runs, key=lambda r: r.run_id))
+    runs, origin_of = _by_case(sorted(runs, key=lambda r: r.run_id))
     singles: list[_Candidate] = []
     sets: dict[tuple[str, Form, str], tuple[_Units, _Groups, dict[Predicate, int]]] = {}
-    decisions = _decisions(runs)
+    decisions = _decisions(runs, origin_of)
     for key, units in sorted(decisions.items()):
         found = _singles(key, units)
         if found is None:
@@ -650,7 +664,7 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
     quotes = _error_quotes(runs)
     rules: list[MinedRule] = []
     for c in _select(kept, {k: v[1] for k, v in sets.items()}):
-        units, _, _ = sets[c.key]
+        units, groups, _ = sets[c.key]
         tool, form, message = c.key
         basis = "error" if form == "error" else _basis(units.basis)
         rule = MinedRule(
@@ -664,7 +678,7 @@ def mine(runs: Sequence[RunRecord]) -> list[MinedRule]:
             c.votes.bad_else,
             c.votes.held_else,
             p=c.p,
-            covered=frozenset(n for g in c.votes.covered for n in originals.get(g, (g,))),
+            covered=_own_groups(c, units, groups),
             subject=subjects.get((tool, message), "") if form == "error" else "",
             quote=quotes.get((tool, message), "") if form == "error" else "",
         )
@@ -732,6 +746,17 @@ def nearest(runs: Sequence[RunRecord]) -> list[Nearest]:
                     v.held_else, best.p, FDR / len(cands), len(cands), wilson, stands)
         )  # fmt: skip
     return out
+
+
+def _own_groups(c: _Candidate, units: _Units, groups: _Groups) -> frozenset[str]:
+    """The runs' own task groups behind ``c``'s covered groups (a case joins several): those
+    of the bad decisions where its condition held."""
+    where = 0
+    for name, gmask in zip(groups.names, groups.masks, strict=True):
+        if name in c.votes.covered:
+            where |= gmask
+    where &= c.mask & groups.badmask
+    return frozenset(units.origins[i] for i in range(len(units.origins)) if where >> i & 1)
 
 
 def _error_subjects(runs: Sequence[RunRecord]) -> dict[tuple[str, str], str]:
