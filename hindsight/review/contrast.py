@@ -117,14 +117,13 @@ def changing(actions: Iterable[Action]) -> list[Action]:
 
 
 def _singular(key: str) -> str:
-    """``key`` (a :func:`~hindsight.review.masking.key_class`) in the singular, words
-    apart: ``flights`` -> ``flight``, ``categories`` -> ``category``, ``boxes`` -> ``box``;
-    ``status``, ``address``, ``analysis`` as they are."""
-    if key.endswith("ies") and len(key) > 4:
-        word = key[:-3] + "y"
-    elif key.endswith(("sses", "xes", "ches", "shes")):
+    """``key`` (a :func:`~hindsight.review.masking.key_class`) without a plural ``s``, words
+    apart: ``flights`` -> ``flight``, ``addresses`` -> ``address``; ``status``, ``address``
+    and other words in ``ss`` or ``us`` as they are. English plurals have more forms than
+    this; a key it misses reads as itself or loses only its ``s``."""
+    if key.endswith("sses"):
         word = key[:-2]
-    elif key.endswith("s") and not key.endswith(("ss", "us", "is")):
+    elif key.endswith("s") and not key.endswith(("ss", "us")):
         word = key[:-1]
     else:
         word = key
@@ -179,15 +178,16 @@ def value_class(key: str, value: Any, masker: Masker | None = None) -> str:
     return "a value"
 
 
-def _numbers(value: Any) -> list[float]:
+def numbers_in(value: Any) -> list[float]:
+    """Every number inside ``value`` (objects and lists walked; booleans are not numbers)."""
     if isinstance(value, bool):
         return []
     if isinstance(value, int | float):
         return [float(value)]
     if isinstance(value, Mapping):
-        return [n for v in value.values() for n in _numbers(v)]
+        return [n for v in value.values() for n in numbers_in(v)]
     if isinstance(value, list | tuple):
-        return [n for v in value for n in _numbers(v)]
+        return [n for v in value for n in numbers_in(v)]
     return []
 
 
@@ -195,7 +195,7 @@ def _compare(key: str, expected: Any, actual: Any, masker: Masker) -> tuple[str,
     exp_cls, act_cls = value_class(key, expected, masker), value_class(key, actual, masker)
     if exp_cls != act_cls:
         return exp_cls, act_cls, "class"
-    exp_n, act_n = _numbers(expected), _numbers(actual)
+    exp_n, act_n = numbers_in(expected), numbers_in(actual)
     scalar = not isinstance(expected, Mapping | list | tuple)
     if scalar and len(exp_n) == 1 and len(act_n) == 1 and exp_n != act_n:
         return exp_cls, act_cls, "higher" if act_n[0] > exp_n[0] else "lower"
