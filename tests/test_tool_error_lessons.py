@@ -139,3 +139,32 @@ def test_an_error_that_echoes_its_argument_is_one_lesson_whatever_the_value(
         assert len(lessons) == 1, lessons
         assert f"<{key}>" in lessons[0]
         assert not any(v.lower() in lessons[0].lower() for v in values)
+
+
+@pytest.mark.parametrize(
+    ("bad", "good", "amounts"),
+    [
+        # kinds and amounts changed: the kinds alone are not the fix
+        ([{"source": "voucher_1", "amount": 299}],
+         [{"source": "gift_card_2", "amount": 128}, {"source": "credit_card_3", "amount": 247}],
+         True),
+        # the same amount, another kind: the kind is the change
+        ([{"source": "voucher_1", "amount": 375}], [{"source": "gift_card_2", "amount": 375}],
+         False),
+        # an item dropped: its amount went with it
+        ([{"source": "voucher_1", "amount": 100}, {"source": "voucher_2", "amount": 275}],
+         [{"source": "voucher_1", "amount": 100}], False),
+    ],
+)  # fmt: skip
+def test_a_fix_says_when_the_amounts_changed_with_the_kinds(
+    bad: list[dict[str, Any]], good: list[dict[str, Any]], amounts: bool
+) -> None:
+    error = "Error: payment amount does not add up, total is 375"
+    with test_memory() as mem:
+        for i in range(3):
+            calls = [({"payments": bad}, "failure", error), ({"payments": good}, "success", "{}")]
+            _run(mem, i, "pay_order", calls, ok=True)
+        mem.flush()
+        texts = [e.content for e in mem.list_experiences(tenant_id="ops", limit=100)]
+        [fix] = [t for t in texts if "calling it again with" in t]
+        assert ("(other amounts)" in fix) is amounts, fix

@@ -26,6 +26,7 @@ constants: higher where the run observed the fact, lower where a cause is inferr
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ from hindsight.ports import Lesson
 from hindsight.review._calls import ERROR_CHARS, ToolCall, error_quote, error_subject, is_read_only
 from hindsight.review._text import error_text, shorten, tokens
 from hindsight.review.contrast import (
+    numbers_in,
     readable_class,
     value_class,
 )
@@ -280,13 +282,24 @@ def _changes(ctx: Context, before: dict[str, Any], after: dict[str, Any]) -> str
             old = value_class(str(key), before[key], ctx.masker)
             new = value_class(str(key), after[key], ctx.masker)
             if old != new and not (old.startswith("a ") or new.startswith("a ")):
-                phrases.append(_change_value(ctx, str(key), old, new))
+                phrase = _change_value(ctx, str(key), old, new)
+                if _other_amounts(before[key], after[key]):
+                    phrase = render("change_amounts", ctx.lang, change=phrase)
+                phrases.append(phrase)
             else:
                 plural = str(key).endswith("s") and not str(key).endswith("ss")
                 phrases.append(
                     render("change_others" if plural else "change_other", ctx.lang, key=key)
                 )
     return render("change_join", ctx.lang).join(phrases[:3])
+
+
+def _other_amounts(before: Any, after: Any) -> bool:
+    """True when the numbers inside an argument changed other than by items dropped or added
+    (``certificate 299`` -> ``gift_card 128 + credit_card 247``): the change of kinds alone
+    is not all that made the call go through."""
+    old, new = Counter(numbers_in(before)), Counter(numbers_in(after))
+    return bool(old or new) and not (old <= new or new <= old)
 
 
 def _related(failed: ToolCall, fix: ToolCall) -> bool:

@@ -22,6 +22,7 @@ _TEMPLATES: dict[str, dict[Lang, str]] = {
     "change_value": {"en": "{key} {old} -> {new}", "zh": "{key} 从 {old} 改为 {new}"},
     "change_added": {"en": "adding {key}{value}", "zh": "增加参数 {key}{value}"},
     "change_count": {"en": "{old} -> {new}", "zh": "从 {old} 改为 {new}"},
+    "change_amounts": {"en": "{change} (other amounts)", "zh": "{change}（金额也不同）"},
     "change_dropped": {"en": "dropping {key}", "zh": "去掉参数 {key}"},
     "change_other": {"en": "another {key}", "zh": "换用另一个 {key}"},
     "change_others": {"en": "other {key}", "zh": "换用另一些 {key}"},
