@@ -292,7 +292,7 @@ def test_repeated_identical_failures_give_anti_pattern() -> None:
         ("sum it", "total mismatch: 30 vs 31", "make the amounts add up"),
         ("fetch the rates", "Error: No such host is known (rates.example)", "service's address"),
         ("refill it", "Error: prior authorization required", "get the authorization or approval"),
-        ("do it", "something odd happened", "check the arguments against the error"),
+        ("do it", "something odd happened", "what earlier results showed against the error"),
         ("请付款", "错误：余额不足 balance too low", "先查询还剩多少"),
     ],
 )

@@ -143,9 +143,10 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
         "调用前按工具的参数格式校验参数",
     ),
 ]
-_DEFAULT_ADVICE = (
-    "check the arguments against the error message before calling again",
-    "再次调用前先根据错误信息检查参数",
+_DEFAULT_ADVICE = (  # an error may be about the call's arguments or about the state it met
+    "check the arguments and what earlier results showed against the error message before "
+    "calling again",
+    "再次调用前先根据错误信息核对参数和之前的结果",
 )
 
 
