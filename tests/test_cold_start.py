@@ -105,3 +105,138 @@ def test_version_command() -> None:
     assert plain.exit_code == 0 and plain.stdout.strip() == f"hindsight {hindsight.__version__}"
     as_json = CliRunner().invoke(app, ["version", "--json"])
     assert json.loads(as_json.stdout) == {"version": hindsight.__version__}
+
+
+# -- a memory that only recalls loads no write side (docs/architecture.md#cold-start) ----------
+
+WRITE_SIDE = (
+    "hindsight.guard.checker",
+    "hindsight.guard.screening",
+    "hindsight.review.runner",
+    "hindsight.review.heuristic",
+    "hindsight.review.mining",
+    "hindsight.writeback.pipeline",
+    "hindsight.writeback.dedup",
+    "hindsight.checks.lookup",
+    "hindsight.ops.doctor",
+    "sqlalchemy.dialects.postgresql",
+)
+
+
+def _open_and(data_dir: str, then: str, **settings: object) -> str:
+    args = "".join(f", {k}={v!r}" for k, v in settings.items())
+    return (
+        "from hindsight import Memory\n"
+        f"m = Memory(data_dir={data_dir!r}, background_review=False{args})\n"
+        f"{then}\n"
+        "m.close()"
+    )
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory) -> str:
+    """A store made (and migrated) before: the process under test only opens it."""
+    from hindsight import Memory
+
+    data = tmp_path_factory.mktemp("cold") / "mem"
+    with Memory(data_dir=data, background_review=False) as mem:
+        mem.add_experience("When the order lookup times out, retry once.", tenant_id="t")
+    return str(data)
+
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        "assert m.recall('order lookup timed out', tenant_id='t').hits",
+        "m.recall('order lookup timed out', tenant_id='t', top_k=3)",
+        "m.stats(tenant_id='t')",
+        "m.list_experiences(tenant_id='t')",
+    ],
+)
+def test_a_memory_that_only_reads_loads_no_write_side(store_dir: str, then: str) -> None:
+    loaded = _loaded(_open_and(store_dir, then))
+    assert "hindsight.recall.pipeline" in loaded  # the check sees what it should
+    assert [m for m in loaded if m.startswith(WRITE_SIDE)] == []
+
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        "m.add_experience('Check the order id before calling lookup.', tenant_id='t')",
+        "m.aio.guard",
+        "m.aio.reviews",
+    ],
+)
+def test_the_write_side_loads_at_its_first_use(tmp_path, then: str) -> None:
+    loaded = _loaded(_open_and(str(tmp_path / "mem"), then))
+    assert "hindsight.writeback.pipeline" in loaded
+    assert "hindsight.review.runner" in loaded
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"guard_layers": "rules"},
+        {"reviewer": "llm", "reflection_model": "openai/x"},
+        {"reflection_model": "openai/x"},
+    ],
+)
+def test_a_setting_of_the_write_side_is_checked_at_open(tmp_path, settings) -> None:
+    """Where a setting of the write side can be wrong it is wired (and checked) at open."""
+    loaded = _loaded(_open_and(str(tmp_path / "mem"), "", **settings))
+    assert "hindsight.writeback.pipeline" in loaded
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"guard_layers": "rules,bogus"}, "guard layers must be"),
+        ({"reviewer": "bogus"}, "unknown reviewer"),
+        ({"reviewer": "llm"}, "REFLECTION_MODEL"),
+    ],
+)
+def test_a_wrong_setting_of_the_write_side_is_refused_at_open(tmp_path, settings, message):
+    from hindsight import Memory, UsageError
+
+    with pytest.raises(UsageError, match=message):
+        Memory(data_dir=tmp_path / "mem", background_review=False, **settings)
+
+
+def test_a_bad_guard_rules_file_is_refused_at_open(tmp_path) -> None:
+    from hindsight import Memory, UsageError
+
+    rules = tmp_path / "rules.toml"
+    rules.write_text("[[rules]]\nid = 'x'\npattern = '('\n", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"rules\.toml"):
+        Memory(data_dir=tmp_path / "mem", background_review=False, guard_rules=rules)
+
+
+def test_threads_that_write_first_share_one_write_side(tmp_path) -> None:
+    """The first writes of several threads wire the write side once, and all are stored."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hindsight import Memory
+
+    with Memory(data_dir=tmp_path / "mem", background_review=False) as mem:
+        barrier = __import__("threading").Barrier(6)
+
+        def first_write(i: int) -> object:
+            barrier.wait()
+            mem.add_experience(f"Lesson {i}: check the order id {i * 7919} first.", tenant_id="t")
+            return mem.aio.writeback
+
+        with ThreadPoolExecutor(6) as pool:
+            wired = list(pool.map(first_write, range(6)))
+        assert len({id(w) for w in wired}) == 1
+        assert len(mem.list_experiences(tenant_id="t")) == 6
+        assert mem.aio.writeback.metrics is mem.aio.metrics
+
+
+def test_the_guard_package_gives_every_name_and_normalize_stays_a_function() -> None:
+    loaded = _loaded(
+        "import hindsight.guard.normalize, hindsight.guard as g\n"
+        "assert callable(g.normalize) and not hasattr(g.normalize, '__file__')\n"
+        "assert all(getattr(g, n) is not None for n in g.__all__)"
+    )
+    assert "hindsight.guard.checker" in loaded
+    assert [m for m in _loaded("import hindsight.guard") if m.startswith(WRITE_SIDE)] == []

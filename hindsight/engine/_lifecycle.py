@@ -32,15 +32,12 @@ from hindsight._contract import (
     switch,
 )
 from hindsight._paging import Page, decode_cursor, page_of
-from hindsight.guard import Guard, quarantine
-from hindsight.guard.after_recall import apply_misled_policy
 from hindsight.models import Experience, ExperienceKind
-from hindsight.ops.doctor import Finding, diagnose
-from hindsight.writeback import audit, confidence, forgetting, versions
-from hindsight.writeback.maintain import maintain
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the stages load with the first method that needs them (cold start)
     from hindsight.config import MemoryConfig
+    from hindsight.guard import Guard
+    from hindsight.ops.doctor import Finding
     from hindsight.ports import Clock, Embedder, VectorIndex
     from hindsight.store import SqlStore
     from hindsight.writeback.dedup import Deduper
@@ -60,9 +57,13 @@ class LifecycleMethods:
         embedder: Embedder
         clock: Clock
         config: MemoryConfig
-        deduper: Deduper
-        guard: Guard | None
-        writeback: WriteBack
+
+        @property
+        def deduper(self) -> Deduper: ...
+        @property
+        def guard(self) -> Guard | None: ...
+        @property
+        def writeback(self) -> WriteBack: ...
 
         def _check_open(self) -> None: ...
         def _scope(self, tenant_id: Any) -> str: ...
@@ -99,6 +100,9 @@ class LifecycleMethods:
             UsageError: ``success`` is not a bool, or the id is not a UUID.
             TenantRequiredError: missing or empty tenant.
         """
+        from hindsight.guard.after_recall import apply_misled_policy
+        from hindsight.writeback import confidence
+
         tenant, tid = self._scope(tenant_id), check(TrajectoryId, trajectory_id)
         won: bool = check(Success, success)
         guarded = self.guard is not None and not won  # memory guard: demote, then quarantine
@@ -128,6 +132,8 @@ class LifecycleMethods:
             NotFoundError: no such experience in this tenant.
             UsageError: bad id, delta or actor. TenantRequiredError: empty tenant.
         """
+        from hindsight.writeback import confidence
+
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         change = check(ConfidenceDelta, delta)
         return await self._write(
@@ -168,6 +174,8 @@ class LifecycleMethods:
             NotFoundError: no such experience. UsageError: nothing to edit, a bad value, an
                 unknown field, or a guard-owned field or metadata key (one line naming it).
         """
+        from hindsight.writeback import versions
+
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         if other:
             versions.edited_fields_check(other)
@@ -208,6 +216,8 @@ class LifecycleMethods:
             NotFoundError: no such experience in this tenant.
             UsageError: a bad limit, or a cursor not of this experience's history.
         """
+        from hindsight.writeback import versions
+
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         n, listing = check(Limit, limit), f"history:{eid}"
         after = None
@@ -235,6 +245,8 @@ class LifecycleMethods:
         Raises:
             NotFoundError: no such experience or version. UsageError: the current version.
         """
+        from hindsight.writeback import versions
+
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         parts = (self.store, self.embedder, self.deduper.guard, tenant, eid, version)
         return await self._write(versions.rollback, *parts, actor=actor, reason=reason)
@@ -245,6 +257,8 @@ class LifecycleMethods:
         Raises:
             NotFoundError: no such experience. UsageError: active or quarantined.
         """
+        from hindsight.writeback import forgetting
+
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         return await self._write(forgetting.restore, self.store, tenant, eid)
 
@@ -262,6 +276,8 @@ class LifecycleMethods:
         Raises:
             NotFoundError: no such experience. UsageError: it is not active.
         """
+        from hindsight.writeback import forgetting
+
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         return await self._write(
             forgetting.archive, self.store, tenant, eid, actor=actor, reason=reason
@@ -273,6 +289,8 @@ class LifecycleMethods:
         """Archive the tenant's experiences not recalled for ``config.archive_after_days``
         (30) whose confidence is below ``config.archive_below_confidence`` (0.3), judged at
         ``as_of`` (default now). Returns the archived ids."""
+        from hindsight.writeback import forgetting
+
         tenant, when = self._scope(tenant_id), self._as_of(as_of)
         return await self._write(
             forgetting.archive_stale,
@@ -300,6 +318,8 @@ class LifecycleMethods:
         Returns:
             See :func:`hindsight.writeback.maintain.maintain`.
         """
+        from hindsight.writeback.maintain import maintain
+
         tenant, when = self._scope(tenant_id), self._as_of(as_of)
         return await asyncio.to_thread(
             maintain,
@@ -316,6 +336,8 @@ class LifecycleMethods:
     ) -> list[Experience]:
         """A random sample of the tenant's active experiences for a human audit (about 20,
         docs/console.md)."""
+        from hindsight.writeback import audit
+
         tenant = self._scope(tenant_id)
         return await asyncio.to_thread(audit.sample, self.store, tenant, size, seed=seed)
 
@@ -327,12 +349,14 @@ class LifecycleMethods:
         Raises:
             NotFoundError: no such experience. UsageError: deleted or quarantined already.
         """
+        from hindsight.writeback import audit
+
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         now = self.clock.now()
         return await self._write(audit.mark_wrong, self.store, tenant, eid, now, note)
 
     async def start_audit(
-        self, *, tenant_id: str, size: int = audit.DEFAULT_SAMPLE, seed: int | None = None
+        self, *, tenant_id: str, size: int = 20, seed: int | None = None
     ) -> dict[str, Any]:
         """Draw a reproducible random sample of ``size`` (1..1000, default 20) active lessons
         for a human audit and save it as an audit run (docs/console.md; episodes left out). The
@@ -346,6 +370,8 @@ class LifecycleMethods:
         Raises:
             UsageError: a bad size or seed, or no active lesson to audit.
         """
+        from hindsight.writeback import audit
+
         tenant = self._scope(tenant_id)
         return await asyncio.to_thread(audit.start_run, self.store, tenant, size, seed=seed)
 
@@ -386,6 +412,8 @@ class LifecycleMethods:
             NotFoundError: no such run or experience. UsageError: a bad verdict or action, an
             experience not in the run, or a wrong lesson that is not active any more.
         """
+        from hindsight.writeback import audit
+
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         now = self.clock.now()
         return await self._write(
@@ -419,6 +447,8 @@ class LifecycleMethods:
             UsageError: it is not quarantined, or a bad id.
             TenantRequiredError: missing or empty tenant.
         """
+        from hindsight.guard import quarantine
+
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         now = self.clock.now()
         return await self._write(quarantine.approve, self.store, tenant, eid, now, note)
@@ -428,6 +458,8 @@ class LifecycleMethods:
     ) -> Experience:
         """A human rejects a quarantined experience: soft-deleted (row kept for audit, vector
         removed). Returns it. Raises as :meth:`approve`."""
+        from hindsight.guard import quarantine
+
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
         now = self.clock.now()
         return await self._write(quarantine.reject, self.store, tenant, eid, now, note)
@@ -456,6 +488,8 @@ class LifecycleMethods:
             NotFoundError: no such experience. UsageError: it is archived, superseded or
                 deleted, or a bad id. TenantRequiredError: missing or empty tenant.
         """
+        from hindsight.guard import quarantine
+
         tenant = self._scope(tenant_id)
         screen = self.writeback.screen
         if screen is None:
@@ -479,6 +513,8 @@ class LifecycleMethods:
         Raises:
             UsageError: ``repair`` is not true or false.
         """
+        from hindsight.ops.doctor import diagnose
+
         self._check_open()
         parts = (self.store, self.index, self.embedder, self.clock, self.vectors)
         fix = switch(repair, "repair", False)

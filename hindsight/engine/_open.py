@@ -3,38 +3,44 @@
 Order (each step may fail; what was opened before is closed again): the embedder, the data-dir
 lock (embedded stores: one process per data dir), the SQL store, the embedder check against
 the store (a store built with another model is refused), the vector index (pgvector in a
-PostgreSQL store, or an index kept apart from SQL), the reviewer, the vector sync, the guard,
-the write path and its deduper, bringing an index kept apart up to date with the store (its
-pending outbox rows applied, or rebuilt from SQL when new, switched, of another size, or
-moved aside because it could not be loaded;
-:mod:`hindsight.store.outbox`), and the two stages that run on them: recall
-(:class:`~hindsight.recall.pipeline.Recall`) and the reviews
-(:class:`~hindsight.review.runner.ReviewRunner`, on the memory's background loop).
+PostgreSQL store, or an index kept apart from SQL), the vector sync, bringing an index kept
+apart up to date with the store (its pending outbox rows applied, or rebuilt from SQL when new,
+switched, of another size, or moved aside because it could not be loaded;
+:mod:`hindsight.store.outbox`), and recall (:class:`~hindsight.recall.pipeline.Recall`).
+
+The write side (the reviewer, the guard, the write path and its deduper, and the reviews,
+:class:`~hindsight.review.runner.ReviewRunner` on the memory's background loop) is wired at
+the first call that needs it (:meth:`Components.writes`): a process that only recalls never
+loads the review, the guard or the write path (docs/architecture.md#cold-start). Where a
+setting of the write side can be wrong (a guard rules file, other guard layers, a reviewer
+other than the heuristic, a judge model) it is wired at open, so that a wrong setting is
+refused there, in one line, as before.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hindsight._errors import EmbedderMismatchError, StoreError, StoreLockedError, UsageError
 from hindsight._runtime import BackgroundLoop
 from hindsight.config import MemoryConfig, load_config, with_overrides
-from hindsight.guard import Guard
-from hindsight.guard.screening import WriteScreen
 from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex, WritableVectorIndex
 from hindsight.recall.pipeline import Recall
-from hindsight.review.runner import ReviewRunner
 from hindsight.store.outbox import VectorSync
-from hindsight.writeback import WriteBack
-from hindsight.writeback.confidence import supporting_mass
-from hindsight.writeback.dedup import Deduper, make_deduper
 
-__all__ = ["Components", "check_embedder", "open_components", "resolve_config"]
+if TYPE_CHECKING:
+    from hindsight.guard import Guard
+    from hindsight.review.runner import ReviewRunner
+    from hindsight.writeback import WriteBack
+    from hindsight.writeback.dedup import Deduper
+
+__all__ = ["Components", "Writes", "check_embedder", "open_components", "resolve_config"]
 
 log = logging.getLogger("hindsight")
 
@@ -55,22 +61,56 @@ def resolve_config(
 
 
 @dataclass(eq=False)
+class Writes:
+    """The write side of an open memory: wired at the first call that needs it."""
+
+    reviewer: Reviewer
+    guard: Guard | None
+    writeback: WriteBack
+    deduper: Deduper
+    reviews: ReviewRunner
+
+
+@dataclass(eq=False)
 class Components:
-    """What an open memory is made of (each one replaceable, see :mod:`hindsight.testing`)."""
+    """What an open memory is made of (each one replaceable, see :mod:`hindsight.testing`).
+
+    The read side is opened at once; the write side (:class:`Writes`) by :meth:`writes`.
+    """
 
     config: MemoryConfig
     clock: Clock
     embedder: Embedder
     store: Any
     index: VectorIndex
-    reviewer: Reviewer
     vectors: VectorSync
-    guard: Guard | None
-    writeback: WriteBack
-    deduper: Deduper
     recall: Recall
-    reviews: ReviewRunner
+    runtime: BackgroundLoop
+    given_reviewer: Reviewer | None = None
     lock: Any = None
+    metrics: Any = None
+    """Given to the write path and the reviews when they are wired (set by the engine)."""
+    _writes: Writes | None = field(default=None, repr=False)
+    _wiring: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def wired(self) -> Writes | None:
+        """The write side if it was wired, else ``None`` (nothing to close or wait for)."""
+        return self._writes
+
+    def writes(self) -> Writes:
+        """The write side, wired on the first call (thread-safe; once).
+
+        Raises:
+            UsageError: a setting of the write side is invalid (only when not checked at open).
+        """
+        writes = self._writes
+        if writes is None:
+            with self._wiring:
+                writes = self._writes
+                if writes is None:
+                    writes = self._writes = _wire_writes(self)
+        return writes
 
     def close(self) -> None:
         """Close the index and the store, release the data-dir lock (errors logged)."""
@@ -259,10 +299,6 @@ def _wire(
     reviewer: Reviewer | None,
     lock: Any,
 ) -> Components:
-    if reviewer is None:
-        from hindsight.review import make_reviewer
-
-        reviewer = make_reviewer(config)  # heuristic | llm | both (docs/review.md)
     if isinstance(index, WritableVectorIndex):
         vectors = VectorSync(store, index)  # kept apart from SQL: follows the outbox
     elif store.backend == "postgresql":
@@ -272,8 +308,53 @@ def _wire(
             f"the vector index {type(index).__name__} cannot be written, so it must be the SQL "
             "store itself (pgvector), and this store is not on PostgreSQL"
         )
-    from hindsight.guard.rules_file import guard_from_file, guard_layers
+    vectors.open()  # pending outbox rows applied, or the index rebuilt from SQL
+    recall = Recall(store, index, embedder, clock, config, consensus=config.guard)
+    parts = Components(config, clock, embedder, store, index, vectors, recall, runtime)
+    parts.given_reviewer, parts.lock = reviewer, lock
+    if _checked_at_open(config, reviewer):
+        parts.writes()
+    return parts
 
+
+_DEFAULT_LAYERS = MemoryConfig.model_fields["guard_layers"].default
+
+
+def _checked_at_open(config: MemoryConfig, reviewer: Reviewer | None) -> bool:
+    """Whether a setting of the write side can be wrong: then it is wired at open, so that
+    the error comes from the open (a guard rules file or other layers, an LLM judge's
+    model, a reviewer named other than the heuristic)."""
+    named = (config.reviewer or "").strip().lower()
+    return bool(
+        (
+            config.guard
+            and (config.guard_rules is not None or config.guard_layers != _DEFAULT_LAYERS)
+        )
+        or config.reflection_model
+        or (reviewer is None and named != "heuristic")
+    )
+
+
+def _wire_writes(parts: Components) -> Writes:
+    """The reviewer, the guard, the write path, its deduper, the mining and the reviews.
+
+    Raises:
+        UsageError: an unknown reviewer or guard layer, an invalid rules file.
+    """
+    from hindsight.guard.rules_file import guard_from_file, guard_layers
+    from hindsight.guard.screening import WriteScreen
+    from hindsight.review.groups import TaskGroups
+    from hindsight.review.runner import ReviewRunner
+    from hindsight.writeback import WriteBack
+    from hindsight.writeback.confidence import supporting_mass
+    from hindsight.writeback.dedup import dedup_threshold_of, make_deduper
+
+    config, store, index, embedder = parts.config, parts.store, parts.index, parts.embedder
+    reviewer = parts.given_reviewer
+    if reviewer is None:
+        from hindsight.review import make_reviewer
+
+        reviewer = make_reviewer(config)  # heuristic | llm | both (docs/review.md)
     layers = guard_layers(config.guard_layers)
     guard = guard_from_file(config.guard_rules, layers=layers) if config.guard else None
     judge = None
@@ -288,11 +369,12 @@ def _wire(
         index=index,
         embedder=embedder,
         guard=guard,
-        clock=clock,
+        clock=parts.clock,
         shared_namespace=config.shared_namespace,
         support=supporting_mass,  # evidence, not counts, settles a conflict (docs/security.md)
         judge=judge,
     )
+    vectors = parts.vectors
     writeback = WriteBack(store, embedder, vectors.sync, screen=screen)
 
     def guard_merged(exp: Any, vector: Any) -> Any:
@@ -301,26 +383,22 @@ def _wire(
     # write step 2, dedup / supersede (docs/lifecycle.md)
     deduper = make_deduper(config, store, index, embedder, vectors.sync, guard_merged)
     writeback.dedup = deduper
-    vectors.open()  # pending outbox rows applied, or the index rebuilt from SQL
-    recall = Recall(store, index, embedder, clock, config, consensus=guard is not None)
-    from hindsight.review.groups import TaskGroups
-    from hindsight.writeback.dedup import dedup_threshold_of
-
     groups = TaskGroups(store, index, embedder, dedup_threshold_of(embedder))
-    mining = _mining(config, reviewer, store, embedder, clock, writeback, deduper, vectors)
+    mining = _mining(config, reviewer, store, embedder, parts.clock, writeback, deduper, vectors)
     reviews = ReviewRunner(
         store,
         reviewer,
         writeback,
         embedder.name,
-        clock,
+        parts.clock,
         config,
-        runtime,
+        parts.runtime,
         groups=groups,
         mining=mining,
     )
-    parts = (embedder, store, index, reviewer, vectors, guard, writeback, deduper)
-    return Components(config, clock, *parts, recall, reviews, lock)
+    if parts.metrics is not None:
+        writeback.metrics = reviews.metrics = parts.metrics
+    return Writes(reviewer, guard, writeback, deduper, reviews)
 
 
 def _mining(

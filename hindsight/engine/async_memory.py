@@ -20,7 +20,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hindsight._contract import (
     Confidence,
@@ -55,8 +55,6 @@ from hindsight.capture import RunRecorder
 from hindsight.capture.trajectory import checked_run, coerce_trajectory
 from hindsight.capture.unsaved import UnsavedArea
 from hindsight.capture.writer import TrajectoryWriter
-from hindsight.checks import CheckResult, find_checks, render_risk_section, request_scores
-from hindsight.checks.distill import DISTILLED_PREFIX, MIN_SOURCES, clusters
 from hindsight.clock import SystemClock, utc_clock
 from hindsight.config import MemoryConfig
 from hindsight.engine._lifecycle import LifecycleMethods
@@ -74,10 +72,16 @@ from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex
 from hindsight.recall import RecallMode, RecallResult
 from hindsight.recall.render import strip_block
 from hindsight.recall.scoring import evidence
-from hindsight.review.worker import ReviewWorker
 from hindsight.store import ReviewJob, TrajectorySummary
 from hindsight.store.experiences import CREATED_KEY, EXPERIENCE_KEY, created_key, experience_key
-from hindsight.writeback.lessons import manual_experience, manual_experiences
+
+if TYPE_CHECKING:  # the write side loads at its first use (docs/architecture.md#cold-start)
+    from hindsight.checks import CheckResult
+    from hindsight.guard import Guard
+    from hindsight.review.runner import ReviewRunner
+    from hindsight.review.worker import ReviewWorker
+    from hindsight.writeback import WriteBack
+    from hindsight.writeback.dedup import Deduper
 
 __all__ = ["AsyncMemory", "EpisodeReceipt"]
 
@@ -178,13 +182,12 @@ class AsyncMemory(LifecycleMethods):
             reviewer=given,
         )
         self.embedder, self.store, self.index = parts.embedder, parts.store, parts.index
-        self.reviewer, self.guard = parts.reviewer, parts.guard
-        self.writeback, self.deduper = parts.writeback, parts.deduper
-        self._recall, self.reviews = parts.recall, parts.reviews
-        self.metrics = Metrics(self._store_gauges)
+        self._recall = parts.recall
+        self.metrics = parts.metrics = Metrics(self._store_gauges)
         """This memory's metrics (:class:`hindsight.observability.Metrics`): ``/metrics`` of
         ``hindsight serve`` and ``hindsight worker --metrics-port`` (docs/deploy.md#metrics)."""
-        self.writeback.metrics = self.reviews.metrics = self.metrics
+        if parts.wired is not None:  # wired at open: a setting of it is checked there
+            parts.wired.writeback.metrics = parts.wired.reviews.metrics = self.metrics
         _OPEN.add(self)
         self._integrations: weakref.WeakSet[Any] = weakref.WeakSet()
         area = self.config.unsaved_dir()
@@ -196,7 +199,9 @@ class AsyncMemory(LifecycleMethods):
         """The background writer the framework integrations end their runs with
         (:mod:`hindsight.capture.writer`); drained by :meth:`close`."""
         self.writer.replay()  # runs a closed memory could not store before (its unsaved area)
-        self.found_open_reviews = self.config.background_review and self.reviews.has_open_jobs()
+        self.found_open_reviews = (
+            self.config.background_review and self.store.has_open_review_jobs()
+        )
         if self.found_open_reviews:
             self.reviews.ensure_worker()  # resume jobs a previous process left pending
 
@@ -210,10 +215,37 @@ class AsyncMemory(LifecycleMethods):
             outbox = int(self.store.vector_outbox_state()["pending"])
         return StoreGauges(review_jobs=counts, oldest_pending_seconds=age, outbox_pending=outbox)
 
+    # -- the write side, wired at its first use (docs/architecture.md#cold-start) -------------
+    @property
+    def reviewer(self) -> Reviewer:
+        """The reviewer that turns a finished run into lessons (docs/review.md)."""
+        return self._parts.writes().reviewer
+
+    @property
+    def guard(self) -> Guard | None:
+        """The memory guard that screens each write (docs/security.md); ``None`` when off."""
+        return self._parts.writes().guard
+
+    @property
+    def writeback(self) -> WriteBack:
+        """The write path: guard, dedup, store, vectors (docs/lifecycle.md)."""
+        return self._parts.writes().writeback
+
+    @property
+    def deduper(self) -> Deduper:
+        """The write path's dedup / supersede step (docs/lifecycle.md)."""
+        return self._parts.writes().deduper
+
+    @property
+    def reviews(self) -> ReviewRunner:
+        """The reviews: jobs, the in-process worker, the write-back of lessons."""
+        return self._parts.writes().reviews
+
     @property
     def _worker(self) -> ReviewWorker | None:
         """The in-process review worker, once started."""
-        return self.reviews.worker
+        wired = self._parts.wired
+        return None if wired is None else wired.reviews.worker
 
     @property
     def _lock(self) -> Any:
@@ -256,7 +288,8 @@ class AsyncMemory(LifecycleMethods):
         wait = self.config.drain_timeout if drain_timeout is None else drain_timeout
         self.writer.close(wait)
         self._closed = True
-        self.reviews.close(timeout)
+        if (wired := self._parts.wired) is not None:
+            wired.reviews.close(timeout)
         self._parts.close()
 
     async def aclose(self) -> None:
@@ -519,6 +552,8 @@ class AsyncMemory(LifecycleMethods):
             UsageError: an argument is invalid (one-line reason), or ``metadata`` uses a key
                 reserved for the guard.
         """
+        from hindsight.writeback.lessons import manual_experience
+
         confidence, importance = check(Confidence, confidence), check(Importance, importance)
         exp = manual_experience(
             content,
@@ -567,6 +602,8 @@ class AsyncMemory(LifecycleMethods):
                 written.
             StoreError: the database failed; the transaction is rolled back, nothing written.
         """
+        from hindsight.writeback.lessons import manual_experiences
+
         self._check_open()
         exps = manual_experiences(
             items,
@@ -714,6 +751,8 @@ class AsyncMemory(LifecycleMethods):
         check of that subject stands on more runs (or as many, and is more specific:
         :func:`hindsight.recall.scoring.evidence`): then that check is shown and the hit is
         left out (docs/concepts.md#recall)."""
+        from hindsight.checks import find_checks, render_risk_section, request_scores
+
         shown = {h.experience.id for h in [*result.hits, *result.episodes]}
         by_subject = {s: h for h in result.hits if (s := h.experience.subject) is not None}
         by_tool = {
@@ -902,6 +941,8 @@ class AsyncMemory(LifecycleMethods):
     ) -> CheckResult:
         """:meth:`check_action`, blocking, on the calling thread (:class:`hindsight.Memory`
         calls it directly)."""
+        from hindsight.checks import find_checks
+
         tenant = self._scope(tenant_id)
         tool = check(ToolName, tool)
         if args is None:
@@ -943,10 +984,11 @@ class AsyncMemory(LifecycleMethods):
         return result
 
     async def distill(
-        self, *, tenant_id: str, min_sources: int = MIN_SOURCES, dry_run: bool = False
+        self, *, tenant_id: str, min_sources: int = 2, dry_run: bool = False
     ) -> dict[str, Any]:
         """Distil shared rules from the lessons of the tenant's agents (docs/checks.md):
-        a lesson learned in at least ``min_sources`` distinct namespaces is written once to
+        a lesson learned in at least ``min_sources`` (default 2:
+        :data:`hindsight.checks.distill.MIN_SOURCES`) distinct namespaces is written once to
         ``config.shared_namespace`` through the memory guard, with provenance to every source
         lesson (:mod:`hindsight.checks.distill` documents the offline method). Idempotent: a
         second run adds nothing. Reads one tenant only.
@@ -967,6 +1009,8 @@ class AsyncMemory(LifecycleMethods):
             TenantRequiredError: missing or empty tenant. UsageError: ``min_sources`` < 2, or
                 ``dry_run`` is not true or false.
         """
+        from hindsight.checks.distill import clusters
+
         tenant = self._scope(tenant_id)
         if isinstance(min_sources, bool) or not isinstance(min_sources, int) or min_sources < 2:
             raise UsageError(f"min_sources must be an integer >= 2, got {min_sources!r}")
@@ -1043,7 +1087,7 @@ class AsyncMemory(LifecycleMethods):
     ) -> None:
         """The LLM method of :mod:`hindsight.checks.distill` after the offline one: candidate
         groups by embedding, confirmed and merged by the ``reflection_model``."""
-        from hindsight.checks.distill import candidates, merged_rule, sources_of
+        from hindsight.checks.distill import DISTILLED_PREFIX, candidates, merged_rule, sources_of
         from hindsight.review.llm.distill import DISTILL_PROMPT_VERSION, ask_merges
 
         model = str(self.config.reflection_model)
@@ -1081,6 +1125,8 @@ class AsyncMemory(LifecycleMethods):
     ) -> tuple[list[Experience], dict[str, Experience]]:
         """The tenant's active lessons, and its distilled rules by lesson key (active or
         quarantined: a rule the guard held is not written again)."""
+        from hindsight.checks.distill import DISTILLED_PREFIX
+
         lessons: list[Experience] = []
         offset = 0
         while True:

@@ -30,7 +30,9 @@ Quick use::
                             source="tool_output")
     assert verdict.verdict == "quarantine"
 
-See docs/security.md for the threat model, the rule catalogue and measured rates.
+See docs/security.md for the threat model, the rule catalogue and measured rates. The names
+above load with the module that defines them, at their first use (PEP 562): a process that only
+recalls loads none of the checks (docs/architecture.md#cold-start).
 
 May import: the foundation only (``models``, ``ports``, ``_errors``...). The write path
 (:mod:`hindsight.writeback`), recall and the engine call the guard; it calls none of them (the
@@ -39,30 +41,37 @@ store it screens against comes in as an argument).
 
 from __future__ import annotations
 
-from hindsight.guard.checker import (
-    CONFLICT_RULE_ID,
-    Established,
-    Guard,
-    Verdict,
-    check,
-    default_guard,
-    outweighs,
-)
-from hindsight.guard.conflict import compare, key_terms, polarity
-from hindsight.guard.consensus import Outlier, find_outliers
-from hindsight.guard.evidence import EvidenceIndex, lesson_sources
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# eager: a light module, and its name is also the name of a function it exports (importing the
+# submodule would otherwise leave the module where ``normalize`` is looked up)
 from hindsight.guard.normalize import normalize, strip_invisible
-from hindsight.guard.rules import CATEGORIES, DEFAULT_RULES, VOCAB, Rule
-from hindsight.guard.rules_file import guard_from_file, load_rules_file
-from hindsight.guard.scan import scan_jsonl, scan_records, summarize
-from hindsight.guard.trust import (
-    SOURCE_ALIASES,
-    TRUST_WEIGHTS,
-    canonical_source,
-    initial_trust,
-    trust_mass,
-    trust_weight,
-)
+
+if TYPE_CHECKING:
+    from hindsight.guard.checker import (
+        CONFLICT_RULE_ID,
+        Established,
+        Guard,
+        Verdict,
+        check,
+        default_guard,
+        outweighs,
+    )
+    from hindsight.guard.conflict import compare, key_terms, polarity
+    from hindsight.guard.consensus import Outlier, find_outliers
+    from hindsight.guard.evidence import EvidenceIndex, lesson_sources
+    from hindsight.guard.rules import CATEGORIES, DEFAULT_RULES, VOCAB, Rule
+    from hindsight.guard.rules_file import guard_from_file, load_rules_file
+    from hindsight.guard.scan import scan_jsonl, scan_records, summarize
+    from hindsight.guard.trust import (
+        SOURCE_ALIASES,
+        TRUST_WEIGHTS,
+        canonical_source,
+        initial_trust,
+        trust_mass,
+        trust_weight,
+    )
 
 __all__ = [
     "CATEGORIES",
@@ -97,3 +106,42 @@ __all__ = [
     "trust_mass",
     "trust_weight",
 ]
+
+_WHERE = {
+    "CONFLICT_RULE_ID": "hindsight.guard.checker",
+    "Established": "hindsight.guard.checker",
+    "Guard": "hindsight.guard.checker",
+    "Verdict": "hindsight.guard.checker",
+    "check": "hindsight.guard.checker",
+    "default_guard": "hindsight.guard.checker",
+    "outweighs": "hindsight.guard.checker",
+    "compare": "hindsight.guard.conflict",
+    "key_terms": "hindsight.guard.conflict",
+    "polarity": "hindsight.guard.conflict",
+    "Outlier": "hindsight.guard.consensus",
+    "find_outliers": "hindsight.guard.consensus",
+    "EvidenceIndex": "hindsight.guard.evidence",
+    "lesson_sources": "hindsight.guard.evidence",
+    "CATEGORIES": "hindsight.guard.rules",
+    "DEFAULT_RULES": "hindsight.guard.rules",
+    "VOCAB": "hindsight.guard.rules",
+    "Rule": "hindsight.guard.rules",
+    "guard_from_file": "hindsight.guard.rules_file",
+    "load_rules_file": "hindsight.guard.rules_file",
+    "scan_jsonl": "hindsight.guard.scan",
+    "scan_records": "hindsight.guard.scan",
+    "summarize": "hindsight.guard.scan",
+    "SOURCE_ALIASES": "hindsight.guard.trust",
+    "TRUST_WEIGHTS": "hindsight.guard.trust",
+    "canonical_source": "hindsight.guard.trust",
+    "initial_trust": "hindsight.guard.trust",
+    "trust_mass": "hindsight.guard.trust",
+    "trust_weight": "hindsight.guard.trust",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

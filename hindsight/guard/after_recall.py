@@ -19,8 +19,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from hindsight.guard.consensus import find_outliers
-from hindsight.guard.screening import ADVICE_KINDS, quarantine
+from hindsight.guard.consensus import ADVICE_KINDS, find_outliers
 from hindsight.models import Exclusion, Experience, ExperienceStatus, RecallHit
 
 __all__ = [
@@ -48,7 +47,7 @@ def drop_outliers(
 ) -> tuple[list[RecallHit], list[Exclusion]]:
     """Remove the recalled items that contradict the majority of the recalled set.
 
-    Only hits of the advice kinds (:data:`hindsight.guard.screening.ADVICE_KINDS`) take part;
+    Only hits of the advice kinds (:data:`hindsight.guard.consensus.ADVICE_KINDS`) take part;
     descriptions of single runs are never flagged nor count as a majority.
 
     Args:
@@ -117,6 +116,8 @@ def apply_misled_policy(exp: Experience, now: datetime) -> Experience:
     if misled <= exp.helped_count:
         return exp
     if misled >= MISLED_QUARANTINE_AT:
+        from hindsight.guard.screening import quarantine  # the write side: loaded when needed
+
         reason = (
             f"misled: recalled by {misled} failed runs and {exp.helped_count} successful ones "
             f"(quarantined at {MISLED_QUARANTINE_AT} misled runs)"

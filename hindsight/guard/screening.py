@@ -35,6 +35,7 @@ import numpy.typing as npt
 from hindsight._errors import UsageError
 from hindsight.guard import Guard, strip_invisible
 from hindsight.guard.checker import Established, Finding
+from hindsight.guard.consensus import ADVICE_KINDS
 from hindsight.guard.evidence import EvidenceIndex
 from hindsight.guard.llm_judge import GuardJudge, JudgeItem, JudgeVerdict
 from hindsight.guard.provenance import PROVENANCE_KEY, TaintedSpan
@@ -66,19 +67,6 @@ Fetch = Callable[[str, list[str]], Mapping[str, Experience]]
 CONFLICT_NEIGHBOURS = 5
 """Nearest active experiences (same tenant; own and shared namespace) given to the conflict
 test; the guard itself keeps only those with confidence >= its ``conflict_threshold`` (0.8)."""
-
-ADVICE_KINDS = frozenset(
-    {ExperienceKind.RULE, ExperienceKind.IMPROVEMENT, ExperienceKind.ANTI_PATTERN}
-)
-"""Kinds that tell an agent what to do. Only these take part in the conflict test (and in the
-consensus check after recall): two runs that ended differently, or two tools that failed with
-different errors, are observations, not contradicting advice. Measured on the 200 real
-tau-bench runs: testing every kind quarantined 36 of 673 harmless lessons (outcomes of similar
-tasks "conflict"), testing advice kinds none (docs/security.md). An experience of any other
-kind - above all an ``episode``, a factual summary of one run - is never conflict-tested, even
-when ``existing`` is handed to :meth:`WriteScreen.check`; the rules and the taint check still
-run on it (on an episode the review wrote, the rules read only the words it did not build from
-the run's record: :func:`episode_words`)."""
 
 GUARD_METADATA_KEYS = frozenset(
     {

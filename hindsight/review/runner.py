@@ -149,12 +149,9 @@ class ReviewRunner:
                 self.ensure_worker()
 
     def has_open_jobs(self) -> bool:
-        """Pending jobs, or running ones: a dead worker's job is re-claimed once its lease
-        expires, so it needs a worker too (a live lease makes the worker find nothing)."""
-        return bool(
-            self.store.count_review_jobs(state="pending")
-            or self.store.count_review_jobs(state="running")
-        )
+        """Pending or running jobs (:meth:`SqlStore.has_open_review_jobs
+        <hindsight.store.jobs.JobStore.has_open_review_jobs>`)."""
+        return bool(self.store.has_open_review_jobs())
 
     def ensure_worker(self) -> None:
         """Start the in-process worker (once) and wake it, on the background loop."""

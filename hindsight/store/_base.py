@@ -11,8 +11,6 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, type_coerce
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DataError, SQLAlchemyError
 
@@ -297,8 +295,12 @@ class StoreCore:
     def _upsert_insert(self, table: Table) -> Any:
         """This backend's ``INSERT`` construct, which has ``on_conflict_do_nothing/update``."""
         if self._info.backend == "postgresql":
-            return postgresql.insert(table)
-        return sqlite.insert(table)
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            return pg_insert(table)
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table)
 
     def _insert_ignore(self, table: Table) -> Any:
         """``INSERT ... ON CONFLICT DO NOTHING`` for this backend."""
@@ -307,6 +309,8 @@ class StoreCore:
     def _json_array_has(self, column: Any, value: str) -> ColumnElement[bool]:
         """SQL condition: the JSON array in ``column`` contains the string ``value``."""
         if self._info.backend == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
             return type_coerce(column, JSONB).contains([value])
         items = func.json_each(column).table_valued("value")
         return select(items.c.value).where(items.c.value == value).exists()

@@ -22,7 +22,6 @@ from sqlalchemy import (
     type_coerce,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 
 from hindsight._errors import NotFoundError, TenantRequiredError, UsageError
@@ -893,6 +892,8 @@ class ExperienceStore(StoreCore):
         statement = self._about_tool_statement
         if statement is None:
             if self._info.backend == "postgresql":
+                from sqlalchemy.dialects.postgresql import JSONB
+
                 # JSONB containment of a one-item array: the tool's name is in the array
                 has_tool = type_coerce(_table.c.tools, JSONB).contains(
                     bindparam("tool_list", type_=JSONB)

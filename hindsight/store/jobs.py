@@ -349,6 +349,15 @@ class JobStore(StoreCore):
         with self._tx() as conn:
             return int(conn.execute(query).scalar_one())
 
+    def has_open_review_jobs(self) -> bool:
+        """Pending jobs, or running ones, of any tenant: a dead worker's job is re-claimed once
+        its lease expires, so it needs a worker too (a live lease makes the worker find
+        nothing)."""
+        open_states = (JobState.PENDING.value, JobState.RUNNING.value)
+        query = select(_jobs.id).where(_jobs.state.in_(open_states)).limit(1)
+        with self._tx() as conn:
+            return conn.execute(query).first() is not None
+
     def review_job_summary(self) -> tuple[dict[str, int], Any]:
         """``({state: jobs}, created_at of the oldest pending job or None)`` over every
         tenant, in one grouped query (the gauges of docs/deploy.md#metrics). Every state is

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import JSON, BigInteger, DateTime, Integer, LargeBinary, TypeDecorator
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
@@ -46,9 +45,24 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+class _Json(TypeDecorator[Any]):
+    """A JSON document; ``jsonb`` on PostgreSQL (its dialect loads only there: a SQLite
+    process never imports it, docs/architecture.md#cold-start)."""
+
+    impl = JSON(none_as_null=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB(none_as_null=True))
+        return dialect.type_descriptor(JSON(none_as_null=True))
+
+
 #: JSON document (lists and dicts); ``jsonb`` on PostgreSQL so containment (``@>``) works.
 #: Python ``None`` is stored as SQL ``NULL``.
-Json: TypeEngine[Any] = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+Json: TypeEngine[Any] = _Json()
 
 #: An auto-incrementing integer key: ``bigint`` (identity) on PostgreSQL, SQLite's rowid alias.
 AutoIncrement: TypeEngine[int] = BigInteger().with_variant(Integer(), "sqlite")
