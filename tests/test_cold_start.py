@@ -193,6 +193,8 @@ def test_a_setting_of_the_write_side_is_checked_at_open(tmp_path, settings) -> N
         ({"guard_layers": "rules,bogus"}, "guard layers must be"),
         ({"reviewer": "bogus"}, "unknown reviewer"),
         ({"reviewer": "llm"}, "REFLECTION_MODEL"),
+        ({"guard": False, "guard_layers": "rules,bogus"}, "guard layers must be"),
+        ({"guard": False, "guard_layers": ""}, "guard layers must be"),
     ],
 )
 def test_a_wrong_setting_of_the_write_side_is_refused_at_open(tmp_path, settings, message):
@@ -240,3 +242,68 @@ def test_the_guard_package_gives_every_name_and_normalize_stays_a_function() -> 
     )
     assert "hindsight.guard.checker" in loaded
     assert [m for m in _loaded("import hindsight.guard") if m.startswith(WRITE_SIDE)] == []
+
+
+@pytest.mark.parametrize("then", ["m.aio.writeback", "m.aio.reviews", "m.aio.guard"])
+def test_the_write_side_of_a_closed_memory_is_refused_not_wired(tmp_path, then: str) -> None:
+    from hindsight import Memory, MemoryClosedError
+
+    m = Memory(data_dir=tmp_path / "mem", background_review=False)
+    m.close()
+    with pytest.raises(MemoryClosedError):
+        eval(then)
+    assert m.aio._parts.wired is None
+
+
+def test_a_coroutine_wires_the_write_side_off_the_event_loop(tmp_path) -> None:
+    """The first write of an async caller builds the write side in a worker thread."""
+    import asyncio
+    import threading
+
+    from hindsight import AsyncMemory
+    from hindsight.engine import _open
+
+    threads: list[str] = []
+    wire = _open._wire_writes
+
+    def spy(parts):
+        threads.append(threading.current_thread().name)
+        return wire(parts)
+
+    async def first_writes() -> None:
+        mem = AsyncMemory(data_dir=tmp_path / "mem", background_review=False)
+        try:
+            loop_thread = threading.current_thread().name
+            await mem.add_experience("Check the order id before lookup.", tenant_id="t")
+            assert threads and threads[0] != loop_thread
+        finally:
+            await mem.aclose()
+
+    _open._wire_writes = spy
+    try:
+        asyncio.run(first_writes())
+    finally:
+        _open._wire_writes = wire
+    assert len(threads) == 1
+
+
+def test_defaults_written_out_match_their_constants() -> None:
+    """Signature defaults that repeat a constant of a module the engine loads lazily."""
+    import inspect
+
+    from hindsight import AsyncMemory
+    from hindsight.checks.distill import MIN_SOURCES
+    from hindsight.writeback.audit import DEFAULT_SAMPLE
+
+    def default(method, name):
+        return inspect.signature(method).parameters[name].default
+
+    assert default(AsyncMemory.distill, "min_sources") == MIN_SOURCES
+    assert default(AsyncMemory.start_audit, "size") == DEFAULT_SAMPLE
+    assert default(AsyncMemory.audit_sample, "size") == DEFAULT_SAMPLE
+
+
+def test_the_guard_package_lists_its_lazy_names() -> None:
+    import hindsight.guard as g
+
+    assert set(g.__all__) <= set(dir(g))

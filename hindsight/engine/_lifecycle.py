@@ -36,6 +36,7 @@ from hindsight.models import Experience, ExperienceKind
 
 if TYPE_CHECKING:  # the stages load with the first method that needs them (cold start)
     from hindsight.config import MemoryConfig
+    from hindsight.engine._open import Writes
     from hindsight.guard import Guard
     from hindsight.ops.doctor import Finding
     from hindsight.ports import Clock, Embedder, VectorIndex
@@ -71,6 +72,7 @@ class LifecycleMethods:
 
         @property
         def vectors(self) -> Any: ...
+        async def _wired(self) -> Writes: ...
         async def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
     def _as_of(self, as_of: datetime | str | None) -> datetime:
@@ -105,7 +107,7 @@ class LifecycleMethods:
 
         tenant, tid = self._scope(tenant_id), check(TrajectoryId, trajectory_id)
         won: bool = check(Success, success)
-        guarded = self.guard is not None and not won  # memory guard: demote, then quarantine
+        guarded = self.config.guard and not won  # memory guard: demote, then quarantine
         policy = apply_misled_policy if guarded else None
         updated = await self._write(
             confidence.record_outcome, self.store, tenant, tid, won, policy=policy
@@ -188,7 +190,8 @@ class LifecycleMethods:
             "importance": None if importance is None else check(Importance, importance),
             "metadata": metadata,
         }
-        parts = (self.store, self.embedder, self.deduper.guard, tenant, eid, changes)
+        guard = (await self._wired()).deduper.guard
+        parts = (self.store, self.embedder, guard, tenant, eid, changes)
         return await self._write(versions.edit, *parts, actor=actor, reason=reason)
 
     async def history(
@@ -248,7 +251,8 @@ class LifecycleMethods:
         from hindsight.writeback import versions
 
         tenant, eid = self._scope(tenant_id), check(ExperienceId, experience_id)
-        parts = (self.store, self.embedder, self.deduper.guard, tenant, eid, version)
+        guard = (await self._wired()).deduper.guard
+        parts = (self.store, self.embedder, guard, tenant, eid, version)
         return await self._write(versions.rollback, *parts, actor=actor, reason=reason)
 
     async def restore(self, experience_id: Any, *, tenant_id: str) -> Experience:
@@ -323,7 +327,7 @@ class LifecycleMethods:
         tenant, when = self._scope(tenant_id), self._as_of(as_of)
         return await asyncio.to_thread(
             maintain,
-            self.deduper,
+            (await self._wired()).deduper,
             self.config,
             tenant,
             when,
@@ -491,7 +495,7 @@ class LifecycleMethods:
         from hindsight.guard import quarantine
 
         tenant = self._scope(tenant_id)
-        screen = self.writeback.screen
+        screen = (await self._wired()).writeback.screen
         if screen is None:
             return []
         if experience_id is not None:

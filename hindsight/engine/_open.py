@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hindsight._errors import EmbedderMismatchError, StoreError, StoreLockedError, UsageError
+from hindsight._errors import (
+    EmbedderMismatchError,
+    MemoryClosedError,
+    StoreError,
+    StoreLockedError,
+    UsageError,
+)
 from hindsight._runtime import BackgroundLoop
 from hindsight.config import MemoryConfig, load_config, with_overrides
 from hindsight.ports import Clock, Embedder, Reviewer, VectorIndex, WritableVectorIndex
@@ -92,6 +98,7 @@ class Components:
     """Given to the write path and the reviews when they are wired (set by the engine)."""
     _writes: Writes | None = field(default=None, repr=False)
     _wiring: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _shut: bool = field(default=False, repr=False)
 
     @property
     def wired(self) -> Writes | None:
@@ -102,6 +109,7 @@ class Components:
         """The write side, wired on the first call (thread-safe; once).
 
         Raises:
+            MemoryClosedError: the memory was closed (:meth:`shut`) before it was wired.
             UsageError: a setting of the write side is invalid (only when not checked at open).
         """
         writes = self._writes
@@ -109,8 +117,17 @@ class Components:
             with self._wiring:
                 writes = self._writes
                 if writes is None:
+                    if self._shut:
+                        raise MemoryClosedError("this memory is closed; open a new one")
                     writes = self._writes = _wire_writes(self)
         return writes
+
+    def shut(self) -> Writes | None:
+        """No wiring from now on; returns the write side to close, if it was wired (a wiring
+        under way in another thread finishes first)."""
+        with self._wiring:
+            self._shut = True
+            return self._writes
 
     def close(self) -> None:
         """Close the index and the store, release the data-dir lock (errors logged)."""
@@ -322,14 +339,13 @@ _DEFAULT_LAYERS = MemoryConfig.model_fields["guard_layers"].default
 
 def _checked_at_open(config: MemoryConfig, reviewer: Reviewer | None) -> bool:
     """Whether a setting of the write side can be wrong: then it is wired at open, so that
-    the error comes from the open (a guard rules file or other layers, an LLM judge's
-    model, a reviewer named other than the heuristic)."""
+    the error comes from the open (a guard rules file or other layers, checked with the
+    guard off too, as before; an LLM judge's model; a reviewer named other than the
+    heuristic)."""
     named = (config.reviewer or "").strip().lower()
     return bool(
-        (
-            config.guard
-            and (config.guard_rules is not None or config.guard_layers != _DEFAULT_LAYERS)
-        )
+        config.guard_rules is not None
+        or config.guard_layers != _DEFAULT_LAYERS
         or config.reflection_model
         or (reviewer is None and named != "heuristic")
     )

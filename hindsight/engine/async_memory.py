@@ -77,6 +77,7 @@ from hindsight.store.experiences import CREATED_KEY, EXPERIENCE_KEY, created_key
 
 if TYPE_CHECKING:  # the write side loads at its first use (docs/architecture.md#cold-start)
     from hindsight.checks import CheckResult
+    from hindsight.engine._open import Writes
     from hindsight.guard import Guard
     from hindsight.review.runner import ReviewRunner
     from hindsight.review.worker import ReviewWorker
@@ -241,6 +242,12 @@ class AsyncMemory(LifecycleMethods):
         """The reviews: jobs, the in-process worker, the write-back of lessons."""
         return self._parts.writes().reviews
 
+    async def _wired(self) -> Writes:
+        """The write side for a coroutine: wired in a worker thread on first use (its imports
+        and the guard's build take a moment once), never on the event loop."""
+        wired = self._parts.wired
+        return wired if wired is not None else await asyncio.to_thread(self._parts.writes)
+
     @property
     def _worker(self) -> ReviewWorker | None:
         """The in-process review worker, once started."""
@@ -288,7 +295,7 @@ class AsyncMemory(LifecycleMethods):
         wait = self.config.drain_timeout if drain_timeout is None else drain_timeout
         self.writer.close(wait)
         self._closed = True
-        if (wired := self._parts.wired) is not None:
+        if (wired := self._parts.shut()) is not None:
             wired.reviews.close(timeout)
         self._parts.close()
 
@@ -465,7 +472,7 @@ class AsyncMemory(LifecycleMethods):
         """
         tenant, tid = self._scope(tenant_id), check(TrajectoryId, trajectory_id)
         traj = await asyncio.to_thread(self.store.get_trajectory, tenant, tid)
-        return await self.reviews.review(traj)
+        return await (await self._wired()).reviews.review(traj)
 
     async def review_jobs(
         self,
@@ -510,7 +517,7 @@ class AsyncMemory(LifecycleMethods):
             self.store.retry_review_jobs, job_ids, all_failed=every, tenant_id=tenant_id
         )
         if jobs and self.config.background_review:
-            self.reviews.ensure_worker()
+            (await self._wired()).reviews.ensure_worker()
         return jobs
 
     async def flush(self, timeout: float | None = 30.0) -> bool:
@@ -524,7 +531,7 @@ class AsyncMemory(LifecycleMethods):
         """
         self._check_open()
         written = await asyncio.to_thread(self.writer.wait, timeout)
-        return await self.reviews.flush(timeout) and written
+        return await (await self._wired()).reviews.flush(timeout) and written
 
     # -- write-back (manual) -----------------------------------------------------------------
     async def add_experience(
@@ -570,7 +577,7 @@ class AsyncMemory(LifecycleMethods):
             embedding_model=self.embedder.name,
             now=self.clock.now(),
         )
-        written = await asyncio.to_thread(self.writeback.write, [exp])
+        written = await asyncio.to_thread((await self._wired()).writeback.write, [exp])
         return written[0] if written else exp
 
     async def add_experiences(
@@ -613,7 +620,7 @@ class AsyncMemory(LifecycleMethods):
         )
         if not exps:
             return []
-        done = await asyncio.to_thread(self.writeback.write_items, exps)
+        done = await asyncio.to_thread((await self._wired()).writeback.write_items, exps)
         return [
             AddResult(index=i, id=stored.id, result=result, experience=stored)  # type: ignore[arg-type]
             for i, (result, stored) in enumerate(done)
