@@ -182,9 +182,12 @@ def test_the_write_side_loads_at_its_first_use(tmp_path, then: str) -> None:
     ],
 )
 def test_a_setting_of_the_write_side_is_checked_at_open(tmp_path, settings) -> None:
-    """Where a setting of the write side can be wrong it is wired (and checked) at open."""
+    """Where a setting of the write side can be wrong, the reviewer and the guard it names are
+    built at open (so checked there); the write path still waits for its first use."""
     loaded = _loaded(_open_and(str(tmp_path / "mem"), "", **settings))
-    assert "hindsight.writeback.pipeline" in loaded
+    assert "hindsight.guard.rules_file" in loaded
+    assert "hindsight.review.combined" in loaded
+    assert "hindsight.review.runner" not in loaded  # the reviews: at their first use
 
 
 @pytest.mark.parametrize(
@@ -198,10 +201,12 @@ def test_a_setting_of_the_write_side_is_checked_at_open(tmp_path, settings) -> N
     ],
 )
 def test_a_wrong_setting_of_the_write_side_is_refused_at_open(tmp_path, settings, message):
+    """... before any file is made: a wrong setting leaves no new store behind."""
     from hindsight import Memory, UsageError
 
     with pytest.raises(UsageError, match=message):
         Memory(data_dir=tmp_path / "mem", background_review=False, **settings)
+    assert not (tmp_path / "mem").exists()
 
 
 def test_a_bad_guard_rules_file_is_refused_at_open(tmp_path) -> None:
@@ -211,6 +216,52 @@ def test_a_bad_guard_rules_file_is_refused_at_open(tmp_path) -> None:
     rules.write_text("[[rules]]\nid = 'x'\npattern = '('\n", encoding="utf-8")
     with pytest.raises(UsageError, match=r"rules\.toml"):
         Memory(data_dir=tmp_path / "mem", background_review=False, guard_rules=rules)
+    assert not (tmp_path / "mem").exists()
+
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        "m.store_episode({'task': 'look up order 1', 'tenant_id': 't'}, review=False)",
+        "m.flush()",
+    ],
+)
+def test_calls_that_need_no_review_wire_no_write_side(store_dir: str, then: str) -> None:
+    loaded = _loaded(_open_and(store_dir, then))
+    assert [m for m in loaded if m.startswith(WRITE_SIDE)] == []
+
+
+@pytest.mark.parametrize("success", [True, False])
+def test_an_outcome_wires_no_write_side(tmp_path, success: bool) -> None:
+    """An outcome changes confidences in the store; the guard's policy on a failed run needs
+    only the guard switch, not the guard."""
+    from hindsight import Memory
+
+    with Memory(data_dir=tmp_path / "mem", background_review=False) as mem:
+        run = mem.store_episode({"task": "look up order 1", "tenant_id": "t"}, review=False)
+        mem.record_outcome(run.trajectory_id, success=success, tenant_id="t")
+        assert mem.aio._parts.wired is None
+
+
+def test_a_worker_wires_the_reviews_off_its_event_loop(tmp_path, wiring_threads) -> None:
+    import asyncio
+    import threading
+
+    from hindsight import AsyncMemory
+    from hindsight.review.workers import run_workers
+
+    async def one_pass() -> str:
+        mem = AsyncMemory(data_dir=tmp_path / "mem", background_review=False)
+        try:
+            stop = asyncio.Event()
+            stop.set()
+            await run_workers(mem, stop=stop)
+        finally:
+            await mem.aclose()
+        return threading.current_thread().name
+
+    loop_thread = asyncio.run(one_pass())
+    assert len(wiring_threads) == 1 and loop_thread not in wiring_threads
 
 
 def test_threads_that_write_first_share_one_write_side(tmp_path) -> None:
@@ -255,12 +306,11 @@ def test_the_write_side_of_a_closed_memory_is_refused_not_wired(tmp_path, then: 
     assert m.aio._parts.wired is None
 
 
-def test_a_coroutine_wires_the_write_side_off_the_event_loop(tmp_path) -> None:
-    """The first write of an async caller builds the write side in a worker thread."""
-    import asyncio
+@pytest.fixture
+def wiring_threads(monkeypatch) -> list[str]:
+    """The names of the threads the write side is wired in (once per memory)."""
     import threading
 
-    from hindsight import AsyncMemory
     from hindsight.engine import _open
 
     threads: list[str] = []
@@ -270,21 +320,27 @@ def test_a_coroutine_wires_the_write_side_off_the_event_loop(tmp_path) -> None:
         threads.append(threading.current_thread().name)
         return wire(parts)
 
-    async def first_writes() -> None:
+    monkeypatch.setattr(_open, "_wire_writes", spy)
+    return threads
+
+
+def test_a_coroutine_wires_the_write_side_off_the_event_loop(tmp_path, wiring_threads) -> None:
+    """The first write of an async caller builds the write side in a worker thread."""
+    import asyncio
+    import threading
+
+    from hindsight import AsyncMemory
+
+    async def first_writes() -> str:
         mem = AsyncMemory(data_dir=tmp_path / "mem", background_review=False)
         try:
-            loop_thread = threading.current_thread().name
             await mem.add_experience("Check the order id before lookup.", tenant_id="t")
-            assert threads and threads[0] != loop_thread
         finally:
             await mem.aclose()
+        return threading.current_thread().name
 
-    _open._wire_writes = spy
-    try:
-        asyncio.run(first_writes())
-    finally:
-        _open._wire_writes = wire
-    assert len(threads) == 1
+    loop_thread = asyncio.run(first_writes())
+    assert len(wiring_threads) == 1 and loop_thread not in wiring_threads
 
 
 def test_defaults_written_out_match_their_constants() -> None:

@@ -1,20 +1,21 @@
 """Opening a memory: the components a :class:`~hindsight.MemoryConfig` names, wired together.
 
-Order (each step may fail; what was opened before is closed again): the embedder, the data-dir
-lock (embedded stores: one process per data dir), the SQL store, the embedder check against
-the store (a store built with another model is refused), the vector index (pgvector in a
-PostgreSQL store, or an index kept apart from SQL), the vector sync, bringing an index kept
-apart up to date with the store (its pending outbox rows applied, or rebuilt from SQL when new,
-switched, of another size, or moved aside because it could not be loaded;
-:mod:`hindsight.store.outbox`), and recall (:class:`~hindsight.recall.pipeline.Recall`).
+Order (each step may fail; what was opened before is closed again): the embedder, the
+settings of the write side that can be wrong (:func:`write_settings`: checked before any file
+is made), the data-dir lock (embedded stores: one process per data dir), the SQL store, the
+embedder check against the store (a store built with another model is refused), the vector
+index (pgvector in a PostgreSQL store, or an index kept apart from SQL), the vector sync,
+bringing an index kept apart up to date with the store (its pending outbox rows applied, or
+rebuilt from SQL when new, switched, of another size, or moved aside because it could not be
+loaded; :mod:`hindsight.store.outbox`), and recall (:class:`~hindsight.recall.pipeline.Recall`).
 
 The write side (the reviewer, the guard, the write path and its deduper, and the reviews,
 :class:`~hindsight.review.runner.ReviewRunner` on the memory's background loop) is wired at
 the first call that needs it (:meth:`Components.writes`): a process that only recalls never
 loads the review, the guard or the write path (docs/architecture.md#cold-start). Where a
 setting of the write side can be wrong (a guard rules file, other guard layers, a reviewer
-other than the heuristic, a judge model) it is wired at open, so that a wrong setting is
-refused there, in one line, as before.
+other than the heuristic, a judge model), the reviewer and the guard it names are built at
+open, before the store, so that a wrong setting is refused in one line and leaves no file.
 """
 
 from __future__ import annotations
@@ -46,7 +47,15 @@ if TYPE_CHECKING:
     from hindsight.writeback import WriteBack
     from hindsight.writeback.dedup import Deduper
 
-__all__ = ["Components", "Writes", "check_embedder", "open_components", "resolve_config"]
+__all__ = [
+    "Components",
+    "WriteSettings",
+    "Writes",
+    "check_embedder",
+    "open_components",
+    "resolve_config",
+    "write_settings",
+]
 
 log = logging.getLogger("hindsight")
 
@@ -93,6 +102,8 @@ class Components:
     recall: Recall
     runtime: BackgroundLoop
     given_reviewer: Reviewer | None = None
+    settings: WriteSettings | None = None
+    """The write side's settings when they were checked at open (:func:`write_settings`)."""
     lock: Any = None
     metrics: Any = None
     """Given to the write path and the reviews when they are wired (set by the engine)."""
@@ -249,6 +260,8 @@ def open_components(
         config.embedding_model, api_base=config.llm_base_url, api_key=config.llm_api_key
     )
     _check_port(embedder)
+    # settings of the write side that can be wrong are checked before any file is made
+    settings = write_settings(config, reviewer) if _checked_at_open(config, reviewer) else None
     lock: Any = None
     opened: VectorIndex | None = None  # closed on failure once past its step (given or not)
     try:
@@ -268,7 +281,7 @@ def open_components(
         if index is None:
             index = _open_index(config, store, embedder.dimension, clock)
         opened = index
-        return _wire(config, clock, runtime, embedder, store, index, reviewer, lock)
+        return _wire(config, clock, runtime, embedder, store, index, reviewer, settings, lock)
     except BaseException:
         _release(opened, store, lock)
         raise
@@ -314,6 +327,7 @@ def _wire(
     store: Any,
     index: VectorIndex,
     reviewer: Reviewer | None,
+    settings: WriteSettings | None,
     lock: Any,
 ) -> Components:
     if isinstance(index, WritableVectorIndex):
@@ -328,9 +342,7 @@ def _wire(
     vectors.open()  # pending outbox rows applied, or the index rebuilt from SQL
     recall = Recall(store, index, embedder, clock, config, consensus=config.guard)
     parts = Components(config, clock, embedder, store, index, vectors, recall, runtime)
-    parts.given_reviewer, parts.lock = reviewer, lock
-    if _checked_at_open(config, reviewer):
-        parts.writes()
+    parts.given_reviewer, parts.settings, parts.lock = reviewer, settings, lock
     return parts
 
 
@@ -338,10 +350,9 @@ _DEFAULT_LAYERS = MemoryConfig.model_fields["guard_layers"].default
 
 
 def _checked_at_open(config: MemoryConfig, reviewer: Reviewer | None) -> bool:
-    """Whether a setting of the write side can be wrong: then it is wired at open, so that
-    the error comes from the open (a guard rules file or other layers, checked with the
-    guard off too, as before; an LLM judge's model; a reviewer named other than the
-    heuristic)."""
+    """Whether a setting of the write side can be wrong: then it is checked at open, before
+    the store (a guard rules file or other layers, checked with the guard off too; an LLM
+    judge's model; a reviewer named other than the heuristic)."""
     named = (config.reviewer or "").strip().lower()
     return bool(
         config.guard_rules is not None
@@ -351,22 +362,25 @@ def _checked_at_open(config: MemoryConfig, reviewer: Reviewer | None) -> bool:
     )
 
 
-def _wire_writes(parts: Components) -> Writes:
-    """The reviewer, the guard, the write path, its deduper, the mining and the reviews.
+@dataclass(frozen=True)
+class WriteSettings:
+    """What the write side's settings name, built (and so checked) apart from the store."""
+
+    reviewer: Reviewer
+    guard: Guard | None
+    judge: Any = None
+
+
+def write_settings(config: MemoryConfig, reviewer: Reviewer | None) -> WriteSettings:
+    """The reviewer (``reviewer``, or the one ``config.reviewer`` names), the guard of the
+    configured rules file and layers, and its LLM judge when a model is configured.
 
     Raises:
-        UsageError: an unknown reviewer or guard layer, an invalid rules file.
+        UsageError: an unknown reviewer or guard layer, ``llm``/``both`` without a model, an
+            invalid rules file (one line each).
     """
     from hindsight.guard.rules_file import guard_from_file, guard_layers
-    from hindsight.guard.screening import WriteScreen
-    from hindsight.review.groups import TaskGroups
-    from hindsight.review.runner import ReviewRunner
-    from hindsight.writeback import WriteBack
-    from hindsight.writeback.confidence import supporting_mass
-    from hindsight.writeback.dedup import dedup_threshold_of, make_deduper
 
-    config, store, index, embedder = parts.config, parts.store, parts.index, parts.embedder
-    reviewer = parts.given_reviewer
     if reviewer is None:
         from hindsight.review import make_reviewer
 
@@ -380,6 +394,25 @@ def _wire_writes(parts: Components) -> Writes:
         judge = GuardJudge(
             config.reflection_model, api_base=config.llm_base_url, api_key=config.llm_api_key
         )
+    return WriteSettings(reviewer, guard, judge)
+
+
+def _wire_writes(parts: Components) -> Writes:
+    """The reviewer, the guard, the write path, its deduper, the mining and the reviews.
+
+    Raises:
+        UsageError: an unknown reviewer or guard layer, an invalid rules file.
+    """
+    from hindsight.guard.screening import WriteScreen
+    from hindsight.review.groups import TaskGroups
+    from hindsight.review.runner import ReviewRunner
+    from hindsight.writeback import WriteBack
+    from hindsight.writeback.confidence import supporting_mass
+    from hindsight.writeback.dedup import dedup_threshold_of, make_deduper
+
+    config, store, index, embedder = parts.config, parts.store, parts.index, parts.embedder
+    settings = parts.settings or write_settings(config, parts.given_reviewer)
+    reviewer, guard, judge = settings.reviewer, settings.guard, settings.judge
     screen = WriteScreen(
         store=store,
         index=index,

@@ -187,8 +187,6 @@ class AsyncMemory(LifecycleMethods):
         self.metrics = parts.metrics = Metrics(self._store_gauges)
         """This memory's metrics (:class:`hindsight.observability.Metrics`): ``/metrics`` of
         ``hindsight serve`` and ``hindsight worker --metrics-port`` (docs/deploy.md#metrics)."""
-        if parts.wired is not None:  # wired at open: a setting of it is checked there
-            parts.wired.writeback.metrics = parts.wired.reviews.metrics = self.metrics
         _OPEN.add(self)
         self._integrations: weakref.WeakSet[Any] = weakref.WeakSet()
         area = self.config.unsaved_dir()
@@ -438,7 +436,8 @@ class AsyncMemory(LifecycleMethods):
             if policy != traj.system_prompt:
                 traj = traj.model_copy(update={"system_prompt": policy or None})
         stored = self.store.add_trajectory(traj, enqueue_review=queue, merge=merge)
-        self.reviews.stored(bool(stored and queue))
+        if (stored and queue) or self._parts.wired is not None:  # no review: nothing to wake
+            self.reviews.stored(bool(stored and queue))
         return EpisodeReceipt(
             trajectory_id=traj.id, stored=stored, review_queued=bool(stored and queue)
         )
@@ -531,6 +530,10 @@ class AsyncMemory(LifecycleMethods):
         """
         self._check_open()
         written = await asyncio.to_thread(self.writer.wait, timeout)
+        if self._parts.wired is None and not await asyncio.to_thread(
+            self.store.has_open_review_jobs
+        ):
+            return written  # nothing reviewed in this process, and no job waits
         return await (await self._wired()).reviews.flush(timeout) and written
 
     # -- write-back (manual) -----------------------------------------------------------------

@@ -84,10 +84,12 @@ async def run_workers(
         raise UsageError(f"concurrency must be an integer from 1 to 64, got {concurrency!r}")
     report = WorkerReport()
     stop = stop or asyncio.Event()
+    # the memory's reviews, wired in a worker thread on first use (not on this event loop)
+    reviews = await asyncio.to_thread(lambda: memory.reviews)
 
     async def handle(job: Any) -> None:
         try:
-            await memory.reviews.handle_job(job)
+            await reviews.handle_job(job)
         except Exception as exc:
             report.failed += 1
             text = f"{type(exc).__name__}: {exc}"
@@ -108,8 +110,8 @@ async def run_workers(
             poll_seconds=poll_seconds,
             max_attempts=config.review_max_attempts,
             retry_base=config.review_retry_base,
-            backoff=memory.reviews.backoff,
-            on_failure=memory.reviews.job_failed,
+            backoff=reviews.backoff,
+            on_failure=reviews.job_failed,
         )
         for _ in range(concurrency)
     ]
