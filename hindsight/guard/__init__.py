@@ -41,8 +41,9 @@ store it screens against comes in as an argument).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hindsight._lazy import lazy_attributes
 
 # eager: a light module, and its name is also the name of a function it exports (importing the
 # submodule would otherwise leave the module where ``normalize`` is looked up)
@@ -140,12 +141,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = lazy_attributes(__name__, _WHERE, globals())
