@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli_helpers import assert_one_line_error, cli_env, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -152,3 +154,34 @@ def test_the_benchmark_script_parses_its_arguments() -> None:
         env=cli_env(),
     )
     assert done.returncode == 0 and "--quick" in done.stdout
+
+
+def _hindsight_handlers() -> list[str]:
+    """Names of hindsight's process-wide LangChain handlers a run configured now would get."""
+    from langchain_core.callbacks.manager import CallbackManager
+
+    manager = CallbackManager.configure()
+    return sorted(
+        type(h).__name__ for h in manager.handlers if type(h).__module__.startswith("hindsight")
+    )
+
+
+def test_the_without_side_of_the_capture_rows_sees_no_hindsight_handler(tmp_path: Path) -> None:
+    """Once a middleware started the LangChain watcher and the nodes the LangGraph router,
+    every run of the process reports to them: the runs timed without hindsight must not."""
+    pytest.importorskip("langgraph")
+    from hindsight_langchain._bench import no_hindsight_hooks, no_langgraph_router
+    from hindsight_langchain.middleware import HindsightMiddleware
+    from hindsight_langgraph._capture import router
+
+    from hindsight import Memory
+
+    router()  # registered as add_hindsight does
+    with Memory(data_dir=tmp_path / "data") as memory:
+        HindsightMiddleware(memory, tenant_id="t")  # starts the watcher
+        assert _hindsight_handlers() == ["CaptureRouter", "_Watcher"]
+        with no_hindsight_hooks():
+            assert _hindsight_handlers() == []
+        with no_langgraph_router():  # the with side of the middleware row: its own watcher
+            assert _hindsight_handlers() == ["_Watcher"]
+        assert _hindsight_handlers() == ["CaptureRouter", "_Watcher"]

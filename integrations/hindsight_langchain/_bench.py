@@ -41,6 +41,7 @@ __all__ = [
     "handler_overhead",
     "middleware_floor",
     "middleware_overhead",
+    "no_hindsight_hooks",
     "scripted_model",
 ]
 
@@ -67,9 +68,31 @@ def scripted_model(n_tools: int) -> ScriptedChatModel:
 
 
 @contextlib.contextmanager
+def no_hindsight_hooks() -> Iterator[None]:
+    """The without side sees no hindsight: the process-wide callback handlers hindsight
+    registers with LangChain's configure hook (the LangGraph capture router once
+    ``hindsight_langgraph`` is imported; the watcher of :mod:`hindsight_langchain._seen` once a
+    middleware, node or retriever started it) are off, as in a process that never imported
+    hindsight. Both are in every run of the process once on, so they are hindsight's cost."""
+    hooks = [
+        module._HOOK
+        for module in (
+            sys.modules.get("hindsight_langgraph._capture"),
+            sys.modules.get("hindsight_langchain._seen"),
+        )
+        if module is not None
+    ]
+    with contextlib.ExitStack() as stack:
+        for hook in hooks:
+            stack.callback(hook.reset, hook.set(None))
+        yield
+
+
+@contextlib.contextmanager
 def no_langgraph_router() -> Iterator[None]:
-    """The without side sees no hindsight: the LangGraph capture router (a callback handler
-    of every run once ``hindsight_langgraph`` is imported) is off, if it was imported."""
+    """The LangGraph capture router off (a callback handler of every run once
+    ``hindsight_langgraph`` is imported), if it was imported: the handler or the middleware
+    alone, as in a process that never imported ``hindsight_langgraph``."""
     capture = sys.modules.get("hindsight_langgraph._capture")
     if capture is None:
         yield
@@ -135,7 +158,7 @@ def handler_overhead(
             background=background,
             runs=runs,
             repeats=repeats,
-            quiet=no_langgraph_router,
+            quiet=no_hindsight_hooks,
         )
         _check_stored(handler, runs * repeats)
     return {"what": f"create_agent, {tools} tool calls, handler", **result}
@@ -175,10 +198,10 @@ def middleware_overhead(
             runs=runs,
             repeats=repeats,
             side=recall,
-            quiet=no_langgraph_router,
+            quiet=no_hindsight_hooks,
         )
         _check_stored(middleware, runs * repeats)
-    with no_langgraph_router():
+    with no_hindsight_hooks():
         floor = middleware_floor(runs=runs, repeats=repeats, tools=tools)
     return {
         "what": f"create_agent, {tools} tool calls, middleware (its recall subtracted)",
@@ -223,7 +246,7 @@ def middleware_floor(*, runs: int, repeats: int, tools: int) -> dict[str, float]
         background=lambda: None,
         runs=runs,
         repeats=repeats,
-        quiet=no_langgraph_router,
+        quiet=no_hindsight_hooks,
     )
     floor: dict[str, float] = result["on_path_added"]
     return floor

@@ -9,7 +9,8 @@ graph run, reflect node at the end storing the trajectory and queueing its revie
 embedded memory seeded with ``seeded`` lessons. :func:`hindsight.bench._overhead.added_cost`
 times them: added CPU and wall ms per run **including the background work** (writer, review),
 the recall node's recall (work the user asked for) timed where the node makes it and
-subtracted. The without runs see no hindsight (the capture router is switched off for them).
+subtracted. The without runs see no hindsight (its capture router and the LangChain watcher of
+:mod:`hindsight_langchain._seen` are switched off for them).
 
 The framework's part of the agent's path is timed too, ``"floor"``: the same graph with two
 nodes of empty bodies where ``add_hindsight`` puts its recall and reflect nodes (wired by the
@@ -27,7 +28,7 @@ from hindsight_langchain._bench import (
     QUESTION,
     TENANT,
     lookup,
-    no_langgraph_router,
+    no_hindsight_hooks,
     scripted_model,
     seeded_memory,
 )
@@ -89,7 +90,7 @@ def nodes_floor(*, runs: int, repeats: int, tools: int) -> dict[str, float]:
     builder.add_edge("empty_end", END)
     plain, stepped = react_graph(tools).compile(), builder.compile()
     question = {"messages": [("user", QUESTION)]}
-    with no_langgraph_router():
+    with no_hindsight_hooks():
         result = added_cost(
             lambda: plain.invoke(question),
             lambda: stepped.invoke(question, {"callbacks": [EmptyHandler()]}),
@@ -124,7 +125,7 @@ def nodes_overhead(
             runs=runs,
             repeats=repeats,
             side=recall,
-            quiet=no_langgraph_router,
+            quiet=no_hindsight_hooks,
         )
         memory.flush(timeout=300)
         stored = memory.stats(tenant_id=TENANT)["trajectories"]

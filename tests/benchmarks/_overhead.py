@@ -38,18 +38,16 @@ MODES = ("caller", "back_to_back", "back_to_back_review")
 
 @contextlib.contextmanager
 def no_capture_hook() -> Iterator[None]:
-    """Runs inside see no hindsight_langgraph capture router: the "without" side is a process
-    without hindsight (the router, once registered, is a callback handler of every run)."""
+    """Runs inside see no hindsight: its process-wide LangChain handlers (the LangGraph capture
+    router, the watcher of ``hindsight_langchain._seen``) are off, so the "without" side is a
+    process without hindsight (``hindsight_langchain._bench.no_hindsight_hooks``)."""
     try:
-        from hindsight_langgraph._capture import _HOOK
-    except ImportError:  # pragma: no cover - langgraph extra missing
+        from hindsight_langchain._bench import no_hindsight_hooks
+    except ImportError:  # pragma: no cover - langchain extra missing
         yield
         return
-    token = _HOOK.set(None)
-    try:
+    with no_hindsight_hooks():
         yield
-    finally:
-        _HOOK.reset(token)
 
 
 def _timed(run: Callable[[], Any]) -> tuple[float, float]:
