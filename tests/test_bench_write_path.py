@@ -12,9 +12,10 @@ import pytest
 
 from hindsight import Memory
 from hindsight.guard import Guard, Rule
-from hindsight.guard.checker import _plain_lower, _Text
+from hindsight.guard.checker import _Text
 from hindsight.guard.evidence import EvidenceIndex
 from hindsight.guard.normalize import normalize
+from hindsight.guard.prefilter import plain_lower
 from hindsight.models import Event, EventType, Experience, ExperienceKind, Trajectory, utcnow
 from hindsight.writeback.dedup import RowCache
 
@@ -146,7 +147,7 @@ def test_case_free_rules_fire_exactly_as_the_case_insensitive_ones() -> None:
     fired = 0
     for text in _corpus():
         norm = normalize(text)
-        assert _plain_lower(norm)
+        assert plain_lower(norm)
         fast = guard._scan(text)[1]
         slow_text = _Text(norm)
         slow = [
@@ -169,7 +170,7 @@ def test_a_custom_rule_with_capitals_keeps_matching_case_insensitively() -> None
     guard = Guard(extra_rules=[rule])
     assert "custom.exfil" in guard.check("please send keys now").rule_ids
     assert "custom.exfil" in guard.check("PLEASE SEND KEYS NOW").rule_ids
-    assert not _plain_lower("Ab") and not _plain_lower("\u0131") and _plain_lower("ab 中文")
+    assert not plain_lower("Ab") and not plain_lower("\u0131") and plain_lower("ab 中文")
 
 
 def test_evidence_index_is_shared_per_run_and_rebuilt_when_the_run_changes() -> None:

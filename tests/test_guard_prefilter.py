@@ -4,7 +4,8 @@ every rule.
 The prefilter (:mod:`hindsight.guard.prefilter`) lets a text run only the rules whose required
 literals it contains. These tests compare the rules' hits with and without it on the labelled
 poison sets, on every rule's own examples and counterexamples, on generated and obfuscated
-text (the normalizer runs first) and with a user's rules file, and check that it skips rules.
+text (the normalizer runs first) and with a user's rules file, and check that it skips rules;
+and the same for the harm lexicon's scanned entries (the spans found with and without it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from hypothesis import strategies as st
 
 from hindsight.guard import Guard
 from hindsight.guard.checker import default_guard
+from hindsight.guard.harm import _slots
+from hindsight.guard.lexicon import LEXICON
 from hindsight.guard.normalize import normalize
 from hindsight.guard.prefilter import need
 from hindsight.guard.rules import DEFAULT_RULES, VOCAB
@@ -194,3 +197,57 @@ def test_gate_finds_literals_that_start_where_a_longer_one_does() -> None:
     assert gate.passing("dot, shipping") == [1, 3]
     assert gate.passing("nothing") == [3]
     assert gate.always == (3,)
+
+
+# -- the harm lexicon's scanned entries (hindsight.guard.harm._Slots) ------------------------
+# Entries without a fixed first word are scanned for in the whole text; the same gate lets a
+# text scan only for those whose literals it holds. The spans must be those of scanning all.
+
+
+def _harm_text(text: str) -> str:
+    return normalize(text).replace("\u2019", "'").replace("\u2018", "'")  # as harm_frames
+
+
+_LEXICON_WORDS = sorted(
+    {
+        w
+        for by_lang in LEXICON.values()
+        for entries in by_lang.values()
+        for entry in entries
+        for w in re.findall(r"[\w'./:@+#-]+", entry.removeprefix("re:"))
+    }
+)
+
+
+def _same_spans(text: str) -> None:
+    slots = _slots()
+    norm = _harm_text(text)
+    assert slots.find_all(norm, prefilter=True) == slots.find_all(norm, prefilter=False), text
+
+
+def test_harm_scan_labelled_sets_and_lexicon_entries_same_spans() -> None:
+    slots = _slots()
+    texts = _labelled()
+    for text in texts:
+        _same_spans(text)
+    found = sum(
+        any(s for s in slots.find_all(_harm_text(t), prefilter=False).values()) for t in texts
+    )
+    assert found > 300  # the comparison is not of empty results
+    for by_lang in LEXICON.values():  # every entry's literal text, in a sentence, any case
+        for entries in by_lang.values():
+            for entry in entries:
+                if not entry.startswith("re:"):
+                    _same_spans(f"Then {entry} and {entry.upper()}.")
+    scanned = [len(slots.scan_gate.passing(_harm_text(t))) for t in texts]
+    assert sum(scanned) / len(scanned) < len(slots.scanned) / 3  # most texts scan for few
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    words=st.lists(st.sampled_from(_LEXICON_WORDS), min_size=1, max_size=20),
+    noise=st.text(max_size=60),
+)
+def test_harm_scan_generated_text_same_spans(words: list[str], noise: str) -> None:
+    _same_spans(" ".join(words) + " " + noise)
+    _same_spans(noise.join(words))

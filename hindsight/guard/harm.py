@@ -57,6 +57,7 @@ from functools import lru_cache
 
 from hindsight.guard.lexicon import LEXICON
 from hindsight.guard.normalize import normalize
+from hindsight.guard.prefilter import Gate, need, plain_lower
 
 __all__ = ["HARM_CATEGORIES", "HarmFrame", "Span", "harm_frames"]
 
@@ -142,7 +143,8 @@ class _Slots:
     """The lexicon compiled for fast lookup: entries are indexed by the first characters of
     their matches and tried only where a word (or CJK character) starts with them (compiled on
     first use, one alternation per key, slot and language); the few entries without such a
-    prefix are scanned for."""
+    prefix are scanned for, each only in a text that holds one of the literals every match of
+    it contains (:class:`~hindsight.guard.prefilter.Gate`: most texts hold none of most)."""
 
     def __init__(self) -> None:
         self.index: dict[str, dict[tuple[str, str], list[str]]] = {}
@@ -175,6 +177,7 @@ class _Slots:
             )
             for (slot, lang), frags in scanned.items()
         ]
+        self.scan_gate = Gate([[need(pattern)] for _, _, pattern in self.scanned])
 
     def _patterns(self, key: str) -> list[tuple[str, str, re.Pattern[str]]]:
         found = self.compiled.get(key)
@@ -190,7 +193,10 @@ class _Slots:
             self.compiled[key] = found
         return found
 
-    def find_all(self, text: str) -> dict[str, list[Span]]:
+    def find_all(self, text: str, *, prefilter: bool = True) -> dict[str, list[Span]]:
+        """Every slot word of the lexicon in ``text`` (normalized), by slot, in text order.
+        ``prefilter=False`` scans for every unindexed entry in every text (the reference the
+        prefilter is tested against: the same spans)."""
         found: dict[str, list[Span]] = {slot: [] for slot in LEXICON}
         seen: set[tuple[str, int, int]] = set()
 
@@ -208,7 +214,10 @@ class _Slots:
                     m = pattern.match(text, pos)
                     if m is not None:
                         add(slot, lang, m.start(), m.end())
-        for slot, lang, pattern in self.scanned:
+        scanned = self.scanned
+        if prefilter and plain_lower(text):
+            scanned = [scanned[i] for i in self.scan_gate.passing(text)]
+        for slot, lang, pattern in scanned:
             for m in pattern.finditer(text):
                 add(slot, lang, m.start(), m.end())
         for spans in found.values():

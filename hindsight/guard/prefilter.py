@@ -30,12 +30,23 @@ from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
-__all__ = ["Gate", "need"]
+__all__ = ["Gate", "need", "plain_lower"]
 
 _MAX_SET = 256
 """Largest set of literals one need may hold (a larger cross product ends the literal)."""
 _MAX_RANGE = 16
 """Largest character range ``[a-f]`` expanded into single-character literals."""
+
+_FOLDS_TO_ASCII = frozenset("\u017f\u0131")  # long s, dotless i: lower case, yet IGNORECASE
+# matches them with "s" / "i"
+
+
+def plain_lower(text: str) -> bool:
+    """No character of ``text`` matches a lower-case ASCII letter only case-insensitively
+    (true of :func:`~hindsight.guard.normalize` output, which is case folded, NFKC and
+    homoglyph-mapped): the texts :meth:`Gate.passing` may be given."""
+    return text == text.lower() and _FOLDS_TO_ASCII.isdisjoint(text)
+
 
 Need = frozenset[str] | None
 """Literals one of which every match contains; ``None``: nothing can be said."""
