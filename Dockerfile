@@ -1,4 +1,4 @@
-# hindsight HTTP + MCP server (issue 9; docs/deploy.md).
+# hindsight HTTP + MCP server (docs/deploy.md).
 #   docker build -t hindsight .        docker compose up -d   (docker-compose.yml)
 # Installs the extras server (FastAPI, uvicorn, mcp) and postgres (psycopg); no torch: the
 # default embedder is "hash", and EMBEDDING_MODEL=litellm:<model> uses a provider's API.

@@ -1,4 +1,4 @@
-"""Crash consistency (issues 2 and 22): SIGKILL an ingesting process at random points, then
+"""Crash consistency (docs/concepts.md#storage): SIGKILL an ingesting process at random points, then
 ingest the same file again.
 
 A child process opens the embedded store with defaults (hash embedder, heuristic reviewer,

@@ -1,5 +1,5 @@
 """``hindsight trajectories list|show``: the stored runs, with their task group, outcome,
-outcome evidence and system prompt (issues 15 and 19). Each takes ``--tenant`` (required) and
+outcome evidence and system prompt (docs/cli.md#hindsight-trajectories-list). Each takes ``--tenant`` (required) and
 ``--json``."""
 
 from __future__ import annotations

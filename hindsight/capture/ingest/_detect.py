@@ -39,8 +39,8 @@ _EXPECTED = {
 
 
 def shape_error(value: Any, expected: ResolvedFormat) -> str | None:
-    """Why a record does not match the ``expected`` format, or ``None`` when it does (issue
-    18 item 3: a record of another shape is an error for that record, never an empty run).
+    """Why a record does not match the ``expected`` format, or ``None`` when it does (a record
+    of another shape is an error for that record, never an empty run: docs/cli.md#hindsight-ingest).
 
     A record matches when :func:`format_of_record` says ``expected``, or (events) when it is
     an event line that names its ``trajectory_id``.
