@@ -1,5 +1,5 @@
-"""Crash consistency (docs/concepts.md#storage): SIGKILL an ingesting process at random points, then
-ingest the same file again.
+"""Crash consistency (docs/concepts.md#storage): SIGKILL an ingesting process at random
+points, then ingest the same file again.
 
 A child process opens the embedded store with defaults (hash embedder, heuristic reviewer,
 Qdrant Edge; SQLite in the data dir, or PostgreSQL via DATABASE_URL), stores the trajectories of

@@ -1,6 +1,6 @@
 """``hindsight trajectories list|show``: the stored runs, with their task group, outcome,
-outcome evidence and system prompt (docs/cli.md#hindsight-trajectories-list). Each takes ``--tenant`` (required) and
-``--json``."""
+outcome evidence and system prompt (docs/cli.md#hindsight-trajectories-list). Each takes
+``--tenant`` (required) and ``--json``."""
 
 from __future__ import annotations
 
