@@ -166,11 +166,14 @@ def _hindsight_handlers() -> list[str]:
     )
 
 
-def test_the_without_side_of_the_capture_rows_sees_no_hindsight_handler(tmp_path: Path) -> None:
+def test_each_side_of_the_capture_rows_sees_only_its_own_hindsight_handlers(
+    tmp_path: Path,
+) -> None:
     """Once a middleware started the LangChain watcher and the nodes the LangGraph router,
-    every run of the process reports to them: the runs timed without hindsight must not."""
+    every run of the process reports to both: the runs timed without hindsight must see
+    neither, and each integration's runs only the one it registers itself."""
     pytest.importorskip("langgraph")
-    from hindsight_langchain._bench import no_hindsight_hooks, no_langgraph_router
+    from hindsight_langchain._bench import hindsight_hooks, no_hindsight_hooks
     from hindsight_langchain.middleware import HindsightMiddleware
     from hindsight_langgraph._capture import router
 
@@ -179,9 +182,15 @@ def test_the_without_side_of_the_capture_rows_sees_no_hindsight_handler(tmp_path
     router()  # registered as add_hindsight does
     with Memory(data_dir=tmp_path / "data") as memory:
         HindsightMiddleware(memory, tenant_id="t")  # starts the watcher
-        assert _hindsight_handlers() == ["CaptureRouter", "_Watcher"]
-        with no_hindsight_hooks():
+        both = ["CaptureRouter", "_Watcher"]
+        assert _hindsight_handlers() == both
+        with no_hindsight_hooks():  # the without side of every row
             assert _hindsight_handlers() == []
-        with no_langgraph_router():  # the with side of the middleware row: its own watcher
+        with hindsight_hooks(router=False, watcher=True):  # the middleware's runs
             assert _hindsight_handlers() == ["_Watcher"]
-        assert _hindsight_handlers() == ["CaptureRouter", "_Watcher"]
+        with hindsight_hooks(router=True, watcher=False):  # the nodes' runs
+            assert _hindsight_handlers() == ["CaptureRouter"]
+            with hindsight_hooks(router=False, watcher=False):  # nested: restored after
+                assert _hindsight_handlers() == []
+            assert _hindsight_handlers() == ["CaptureRouter"]
+        assert _hindsight_handlers() == both

@@ -39,10 +39,12 @@ __all__ = [
     "QUESTION",
     "TENANT",
     "handler_overhead",
+    "hindsight_hooks",
     "middleware_floor",
     "middleware_overhead",
     "no_hindsight_hooks",
     "scripted_model",
+    "with_hooks",
 ]
 
 TENANT = "bench"
@@ -68,52 +70,40 @@ def scripted_model(n_tools: int) -> ScriptedChatModel:
 
 
 @contextlib.contextmanager
-def no_hindsight_hooks() -> Iterator[None]:
-    """The without side sees no hindsight: the process-wide callback handlers hindsight
-    registers with LangChain's configure hook (the LangGraph capture router once
-    ``hindsight_langgraph`` is imported; the watcher of :mod:`hindsight_langchain._seen` once a
-    middleware, node or retriever started it) are off, as in a process that never imported
-    hindsight. Both are in every run of the process once on, so they are hindsight's cost."""
-    hooks = [
-        module._HOOK
-        for module in (
-            sys.modules.get("hindsight_langgraph._capture"),
-            sys.modules.get("hindsight_langchain._seen"),
-        )
-        if module is not None
-    ]
+def hindsight_hooks(*, router: bool, watcher: bool) -> Iterator[None]:
+    """Runs inside see only the process-wide callback handlers hindsight registers with
+    LangChain's configure hook that are asked for: the LangGraph capture router (registered
+    once ``add_hindsight`` ran) and the watcher of :mod:`hindsight_langchain._seen`
+    (registered once a ``HindsightMiddleware`` was made). Once registered, each is in every
+    run of the process, so each side of a row runs with the hooks its own integration
+    registers and no other: the goals run measures every integration in one process."""
+    wanted = (
+        ("hindsight_langgraph._capture", router, "_ROUTER"),
+        ("hindsight_langchain._seen", watcher, "_WATCHER"),
+    )
     with contextlib.ExitStack() as stack:
-        for hook in hooks:
-            stack.callback(hook.reset, hook.set(None))
+        for name, on, handler in wanted:
+            module = sys.modules.get(name)
+            if module is not None:
+                token = module._HOOK.set(getattr(module, handler) if on else None)
+                stack.callback(module._HOOK.reset, token)
         yield
 
 
-@contextlib.contextmanager
-def no_langgraph_router() -> Iterator[None]:
-    """The LangGraph capture router off (a callback handler of every run once
-    ``hindsight_langgraph`` is imported), if it was imported: the handler or the middleware
-    alone, as in a process that never imported ``hindsight_langgraph``."""
-    capture = sys.modules.get("hindsight_langgraph._capture")
-    if capture is None:
-        yield
-        return
-    token = capture._HOOK.set(None)
-    try:
-        yield
-    finally:
-        capture._HOOK.reset(token)
+def no_hindsight_hooks() -> contextlib.AbstractContextManager[None]:
+    """The without side: none of hindsight's process-wide handlers (:func:`hindsight_hooks`),
+    as in a process that never imported hindsight."""
+    return hindsight_hooks(router=False, watcher=False)
 
 
-def _alone(run: Callable[[], Any]) -> Callable[[], Any]:
-    """``run`` with the LangGraph capture router off: the handler or the middleware alone, as
-    in a process that never imported ``hindsight_langgraph`` (the goals run loads every plugin
-    before measuring)."""
+def with_hooks(run: Callable[[], Any], *, router: bool, watcher: bool) -> Callable[[], Any]:
+    """``run`` inside :func:`hindsight_hooks` (the with side of a row)."""
 
-    def alone() -> Any:
-        with no_langgraph_router():
+    def hooked() -> Any:
+        with hindsight_hooks(router=router, watcher=watcher):
             return run()
 
-    return alone
+    return hooked
 
 
 def seeded_memory(data_dir: Path, seeded: int) -> Memory:
@@ -154,7 +144,11 @@ def handler_overhead(
 
         result = added_cost(
             lambda: agent.invoke(question),
-            _alone(lambda: agent.invoke(question, {"callbacks": [handler]})),
+            with_hooks(
+                lambda: agent.invoke(question, {"callbacks": [handler]}),
+                router=False,
+                watcher=False,
+            ),
             background=background,
             runs=runs,
             repeats=repeats,
@@ -193,7 +187,7 @@ def middleware_overhead(
         memory.recall = recall.wrap(memory.recall)  # type: ignore[method-assign]
         result = added_cost(
             lambda: plain.invoke(question),
-            _alone(lambda: hooked.invoke(question)),
+            with_hooks(lambda: hooked.invoke(question), router=False, watcher=True),
             background=background,
             runs=runs,
             repeats=repeats,

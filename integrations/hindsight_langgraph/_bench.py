@@ -10,7 +10,8 @@ embedded memory seeded with ``seeded`` lessons. :func:`hindsight.bench._overhead
 times them: added CPU and wall ms per run **including the background work** (writer, review),
 the recall node's recall (work the user asked for) timed where the node makes it and
 subtracted. The without runs see no hindsight (its capture router and the LangChain watcher of
-:mod:`hindsight_langchain._seen` are switched off for them).
+:mod:`hindsight_langchain._seen` are switched off for them), the with runs its capture router
+only (the watcher is the middleware's: on when the goals run made a middleware before).
 
 The framework's part of the agent's path is timed too, ``"floor"``: the same graph with two
 nodes of empty bodies where ``add_hindsight`` puts its recall and reflect nodes (wired by the
@@ -31,6 +32,7 @@ from hindsight_langchain._bench import (
     no_hindsight_hooks,
     scripted_model,
     seeded_memory,
+    with_hooks,
 )
 from langchain_core.messages import SystemMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -120,7 +122,7 @@ def nodes_overhead(
         hooked = add_hindsight(react_graph(tools), memory, tenant_id=TENANT).compile()
         result = added_cost(
             lambda: plain.invoke(question),
-            lambda: hooked.invoke(question),
+            with_hooks(lambda: hooked.invoke(question), router=True, watcher=False),
             background=lambda: memory.flush(timeout=300),
             runs=runs,
             repeats=repeats,
