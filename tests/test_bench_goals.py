@@ -5,10 +5,12 @@ says how to install it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -194,3 +196,65 @@ def test_each_side_of_the_capture_rows_sees_only_its_own_hindsight_handlers(
                 assert _hindsight_handlers() == []
             assert _hindsight_handlers() == ["CaptureRouter"]
         assert _hindsight_handlers() == both
+
+
+def test_the_capture_rows_time_each_side_with_the_handlers_of_its_own_integration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows as the goals run calls them, in its order and in one process (the middleware
+    registers the watcher, the nodes the router, for every later run): which of hindsight's
+    process-wide handlers each timed run reports to."""
+    pytest.importorskip("langgraph")
+    pytest.importorskip("langchain.agents")
+    import hindsight_langchain._bench as langchain_bench
+    import hindsight_langgraph._bench as langgraph_bench
+    from hindsight_langchain import _seen
+    from hindsight_langgraph import _capture
+
+    seen: dict[str, int] = {}
+    for handler, name in ((_seen._WATCHER, "watcher"), (_capture._ROUTER, "router")):
+        method = handler.on_chat_model_start
+
+        def counted(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
+            seen[_name] = seen.get(_name, 0) + 1
+            return _method(*args, **kwargs)
+
+        monkeypatch.setattr(handler, "on_chat_model_start", counted)
+    sides: list[tuple[str, str, list[str]]] = []
+
+    def spy(row: str) -> Any:
+        def added_cost(
+            without: Any, with_: Any, *, quiet: Any = contextlib.nullcontext, **options: Any
+        ) -> dict[str, Any]:
+            for side, run, around in (("without", without, quiet), ("with", with_, None)):
+                seen.clear()
+                with around() if around is not None else contextlib.nullcontext():
+                    run()
+                sides.append((row, side, sorted(seen)))
+            options["background"]()  # the run is stored before the row checks it was
+            return {k: {"wall_ms": 0.0, "cpu_ms": 0.0} for k in ("without", "on_path_added")}
+
+        return added_cost
+
+    rows = (
+        ("handler", langchain_bench, langchain_bench.handler_overhead),
+        ("middleware", langchain_bench, langchain_bench.middleware_overhead),
+        ("nodes", langgraph_bench, langgraph_bench.nodes_overhead),
+    )
+    for row, module, measure in rows:
+        monkeypatch.setattr(module, "added_cost", spy(row))
+        measure(runs=1, repeats=1, tools=2, seeded=5, data_dir=tmp_path / row)
+    assert sides[:6] == [
+        ("handler", "without", []),
+        ("handler", "with", []),
+        ("middleware", "without", []),
+        ("middleware", "with", ["watcher"]),
+        ("middleware", "without", []),  # its floor: LangChain alone, both sides
+        ("middleware", "with", []),
+    ]
+    assert sides[6:] == [
+        ("nodes", "without", []),
+        ("nodes", "with", ["router"]),
+        ("nodes", "without", []),  # its floor
+        ("nodes", "with", []),
+    ]

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from hindsight.guard import Guard
 from hindsight.guard.checker import default_guard
-from hindsight.guard.harm import _slots
+from hindsight.guard.harm import _slots, harm_text
 from hindsight.guard.lexicon import LEXICON
 from hindsight.guard.normalize import normalize
 from hindsight.guard.prefilter import need
@@ -204,10 +204,6 @@ def test_gate_finds_literals_that_start_where_a_longer_one_does() -> None:
 # text scan only for those whose literals it holds. The spans must be those of scanning all.
 
 
-def _harm_text(text: str) -> str:
-    return normalize(text).replace("\u2019", "'").replace("\u2018", "'")  # as harm_frames
-
-
 _LEXICON_WORDS = sorted(
     {
         w
@@ -221,7 +217,7 @@ _LEXICON_WORDS = sorted(
 
 def _same_spans(text: str) -> None:
     slots = _slots()
-    norm = _harm_text(text)
+    norm = harm_text(text)
     assert slots.find_all(norm, prefilter=True) == slots.find_all(norm, prefilter=False), text
 
 
@@ -231,7 +227,7 @@ def test_harm_scan_labelled_sets_and_lexicon_entries_same_spans() -> None:
     for text in texts:
         _same_spans(text)
     found = sum(
-        any(s for s in slots.find_all(_harm_text(t), prefilter=False).values()) for t in texts
+        any(s for s in slots.find_all(harm_text(t), prefilter=False).values()) for t in texts
     )
     assert found > 300  # the comparison is not of empty results
     for by_lang in LEXICON.values():  # every entry's literal text, in a sentence, any case
@@ -239,7 +235,7 @@ def test_harm_scan_labelled_sets_and_lexicon_entries_same_spans() -> None:
             for entry in entries:
                 if not entry.startswith("re:"):
                     _same_spans(f"Then {entry} and {entry.upper()}.")
-    scanned = [len(slots.scan_gate.passing(_harm_text(t))) for t in texts]
+    scanned = [len(slots.scan_gate.passing(harm_text(t))) for t in texts]
     assert sum(scanned) / len(scanned) < len(slots.scanned) / 3  # most texts scan for few
 
 
@@ -251,3 +247,23 @@ def test_harm_scan_labelled_sets_and_lexicon_entries_same_spans() -> None:
 def test_harm_scan_generated_text_same_spans(words: list[str], noise: str) -> None:
     _same_spans(" ".join(words) + " " + noise)
     _same_spans(noise.join(words))
+
+
+_ODD_CHARS = ["A", "Z", "ß", "İ", "ſ", "ﬁ", "Σ", "ς", "е", "\u200b", "\u00ad", "’", "＠", "７"]
+_ODD_CHARS += [" ", "-"]
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_harm_scan_matches_of_each_scanned_pattern_same_spans(data: st.DataObject) -> None:
+    """Texts that hold a match of a scanned alternation (drawn from the pattern itself), with a
+    character put in or changed: the gate must let every alternation that matches run."""
+    slots = _slots()
+    _, _, pattern = data.draw(st.sampled_from(slots.scanned))
+    text = data.draw(st.from_regex(pattern, fullmatch=False))
+    _same_spans(text)
+    if text:
+        at = data.draw(st.integers(0, len(text) - 1))
+        odd = data.draw(st.sampled_from(_ODD_CHARS))
+        _same_spans(text[:at] + odd + text[at:])
+        _same_spans(text[:at] + odd + text[at + 1 :])

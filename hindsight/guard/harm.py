@@ -59,7 +59,7 @@ from hindsight.guard.lexicon import LEXICON
 from hindsight.guard.normalize import normalize
 from hindsight.guard.prefilter import Gate, need, plain_lower
 
-__all__ = ["HARM_CATEGORIES", "HarmFrame", "Span", "harm_frames"]
+__all__ = ["HARM_CATEGORIES", "HarmFrame", "Span", "harm_frames", "harm_text"]
 
 HARM_CATEGORIES = (
     "absolute_directive",
@@ -177,6 +177,11 @@ class _Slots:
             )
             for (slot, lang), frags in scanned.items()
         ]
+        # The rules' prefilter, on these alternations: sound although they are compiled
+        # case-sensitively and need() is written for case-insensitive rules (a case-sensitive
+        # match is a case-insensitive one too), on plain_lower text only (find_all), where
+        # containment of the lower-case literals is exact. One need per alternation: one that
+        # has a branch without a literal (a bare number pattern) always runs.
         self.scan_gate = Gate([[need(pattern)] for _, _, pattern in self.scanned])
 
     def _patterns(self, key: str) -> list[tuple[str, str, re.Pattern[str]]]:
@@ -910,5 +915,10 @@ def harm_frames(text: str) -> tuple[HarmFrame, ...]:
     ``(HarmFrame(category="exfiltration", harmed="the tenant", data="access tokens",
     destination="public", ...),)``.
     """
-    norm = normalize(text).replace("\u2019", "'").replace("\u2018", "'")
-    return tuple(_Reader(norm).read())
+    return tuple(_Reader(harm_text(text)).read())
+
+
+def harm_text(text: str) -> str:
+    """``text`` as :func:`harm_frames` reads it: :func:`~hindsight.guard.normalize`, curly
+    apostrophes made straight."""
+    return normalize(text).replace("\u2019", "'").replace("\u2018", "'")

@@ -242,7 +242,8 @@ def _trie_pattern(literals: Iterable[str]) -> str:
 
 
 class Gate:
-    """Which of a guard's compiled rules can fire on a normalized text.
+    """Which of a guard's compiled rules (or of the harm lexicon's scanned alternations,
+    :mod:`hindsight.guard.harm`) can fire on a normalized text.
 
     One pass of one regex (a trie of every literal of every rule, tried at each position)
     finds the literals the text contains; a rule passes when each of its needs has one.

@@ -11,7 +11,8 @@ times them: added CPU and wall ms per run **including the background work** (wri
 the recall node's recall (work the user asked for) timed where the node makes it and
 subtracted. The without runs see no hindsight (its capture router and the LangChain watcher of
 :mod:`hindsight_langchain._seen` are switched off for them), the with runs its capture router
-only (the watcher is the middleware's: on when the goals run made a middleware before).
+only (the watcher is the middleware's: switched off here even when the goals run made a
+middleware before).
 
 The framework's part of the agent's path is timed too, ``"floor"``: the same graph with two
 nodes of empty bodies where ``add_hindsight`` puts its recall and reflect nodes (wired by the

@@ -20,8 +20,9 @@ making ``--tools`` (10) sequential tool calls and then answering:
   ``(time(with) - recall) / time(without)``.
 
 The "without" runs see no hindsight at all (the LangGraph capture router and the LangChain
-watcher, callback handlers of every run once registered, are switched off for them). Pairs, ratios and the three modes
-(``caller``, ``back_to_back``, ``back_to_back_review``) are described in ``_overhead.py``;
+watcher, callback handlers of every run once registered, are switched off for them). Pairs,
+ratios and the three modes (``caller``, ``back_to_back``, ``back_to_back_review``) are
+described in ``_overhead.py``;
 each line reports the wall-time ratio and the process CPU-time ratio. The added CPU ms per run
 with the background work inside the timed region, for the handler, the middleware and the
 nodes, is ``bench_goals.py`` (``hindsight bench goals``).
