@@ -36,6 +36,7 @@ LOCKED_TENANTS = "hindsight_locked_tenants"  # tenants whose stamp rows this tra
 #: Set while a recall reads (:meth:`StoreCore.recall_reads`): its transactions leave the
 #: pending recall bookkeeping buffered (:mod:`hindsight.store.recall_buffer`).
 _RECALL_READS: ContextVar[bool] = ContextVar("hindsight_recall_reads", default=False)
+_OUTBOX_COUNT = threading.Lock()  # guards StoreCore._outbox_writes (raised by any thread)
 _DEPTH = threading.local()  # transactions open on this thread (a nested one never flushes)
 
 
@@ -131,9 +132,19 @@ class StoreCore:
     """Write transactions this store object ended (committed or not): a reader caching rows
     of the database (:meth:`ExperienceStore.experiences_about_tool`) sees this process's own
     writes through it without asking the database."""
+    _outbox_writes: int = 0
+    """Transactions of this store object that committed vector-outbox rows (counted after the
+    commit): :class:`hindsight.store.outbox.VectorSync` skips its read of the outbox while
+    this has not moved since it last found nothing pending (:attr:`outbox_writes`)."""
     _vector_outbox: bool = True
     """Whether writes queue vector-outbox rows (:mod:`.outbox`): an index kept apart from SQL
     follows the store; ``False`` when the vectors are in the store itself (pgvector)."""
+
+    @property
+    def outbox_writes(self) -> int:
+        """How many transactions of this store object have committed vector-outbox rows so
+        far (a counter, raised after each such commit)."""
+        return self._outbox_writes
 
     @contextmanager
     def recall_reads(self) -> Iterator[None]:
@@ -225,11 +236,16 @@ class StoreCore:
                 changes: list[dict[str, Any]] = []
                 conn.info[_OUTBOX_KEY] = changes
                 conn.info[LOCKED_TENANTS] = set()
+                queued = False
                 try:
                     with conn.begin():
                         yield conn
-                        if changes and self._vector_outbox:
+                        queued = bool(changes) and self._vector_outbox
+                        if queued:
                             conn.execute(insert(vector_outbox), changes)
+                    if queued:
+                        with _OUTBOX_COUNT:
+                            self._outbox_writes += 1
                 finally:
                     conn.info.pop(_OUTBOX_KEY, None)
                     conn.info.pop(LOCKED_TENANTS, None)

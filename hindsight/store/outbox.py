@@ -193,6 +193,8 @@ class VectorSync:
         self.last_error: str | None = None
         self.rebuilt: dict[str, Any] | None = None
         self._lock = threading.RLock()
+        # the store's outbox_writes when a read of the outbox last found it empty, or None
+        self._clean_at: int | None = None
 
     def open(self) -> int:
         """Record the index in ``meta`` (:data:`INDEX_KEY`) and tell the store whether to
@@ -233,6 +235,14 @@ class VectorSync:
         after each write of this process (read-your-writes) and at open. Returns the outbox
         rows cleared.
 
+        The outbox is read in pages of :data:`BATCH` ids until a page comes back short: rows
+        committed after that read are their writer's to apply (each write syncs after its
+        commit). An index that only this process writes (not ``shared``: the embedded Edge
+        shard, whose data directory one process holds) can get pending rows only from this
+        store object's own writes once it is open, so the read is skipped while the store's
+        :attr:`~hindsight.store.SqlStore.outbox_writes` has not moved since a read found
+        nothing left (no read before each write's decisions when the last write synced).
+
         Raises:
             StoreError: the store or the index failed (kept as :attr:`last_error`; the rows
                 stay pending).
@@ -240,14 +250,24 @@ class VectorSync:
         if self.index is None:
             return 0
         with self._lock:
+            alone = not getattr(self.index, "shared", False)
+            written = getattr(self.store, "outbox_writes", None) if alone else None
+            if written is not None and written == self._clean_at and self.last_error is None:
+                return 0
+            self._clean_at = None
             done = 0
             try:
-                while ids := self.store.pending_vector_changes(BATCH):
-                    done += self.store.apply_vector_changes(ids, self._write)
+                while True:
+                    ids = self.store.pending_vector_changes(BATCH)
+                    if ids:
+                        done += self.store.apply_vector_changes(ids, self._write)
+                    if len(ids) < BATCH:
+                        break
             except Exception as exc:
                 self.last_error = " ".join(f"{type(exc).__name__}: {exc}".split())[:1000]
                 raise
             self.last_error = None
+            self._clean_at = written
             return done
 
     def _write(self, points: list[VectorPoint], removed: list[str]) -> None:
