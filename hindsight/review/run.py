@@ -161,8 +161,11 @@ class ReviewRun:
     async def _contrast(self, traj: Trajectory, deadline: float) -> None:
         """Step 4 of the module docstring: compare ``traj`` with its group and store the
         rules (under the failed run of each pair)."""
-        if self.groups is None or not has_reviewable_content(traj):
-            return
+        comparing = [
+            p for p in review_parts(self.reviewer) if getattr(p, "contrast", None) is not None
+        ]
+        if self.groups is None or not comparing or not has_reviewable_content(traj):
+            return  # no part compares runs (the heuristic reviewer): no group is read
         pairs: list[tuple[Trajectory, Any]] = await asyncio.to_thread(self.groups.pairs, traj)
         evidence = traj.evidence
         expected_only = (
@@ -171,10 +174,8 @@ class ReviewRun:
             and evidence is not None
             and bool(evidence.expected_actions)
         )
-        for part in review_parts(self.reviewer):
-            contrast = getattr(part, "contrast", None)
-            if contrast is None:
-                continue
+        for part in comparing:
+            contrast = part.contrast  # type: ignore[attr-defined]
             todo = list(pairs)
             if expected_only:
                 todo.append((traj, list(evidence.expected_actions)))  # type: ignore[union-attr]
@@ -224,11 +225,18 @@ class ReviewRun:
     ) -> list[str]:
         """The lessons of a one-part review and the run's episode in one write: returns the
         ids :meth:`__call__` collects, in the order the two writes would give (the lessons
-        stored now, every lesson's stable id, then the episode's)."""
+        stored now, every lesson's stable id, then the episode's). Which of them an earlier
+        review stored is read once, for the lessons and the episode together."""
         exps = self._experiences(traj, lessons, reviewer) if lessons else []
-        eid, episode = self._episode(traj, given)
-        todo = [*exps, *([episode] if episode is not None else [])]
-        stored = self.writeback.write(todo, trajectory=traj) if todo else []
+        eid = episode_id(traj.id) if has_reviewable_content(traj) else None
+        wanted = [e.id for e in exps] + ([eid] if eid is not None else [])
+        stored_ids = self.store.get_experiences(traj.tenant_id, wanted) if wanted else {}
+        episode = None
+        if eid is not None and eid not in stored_ids:
+            episode = self._new_episode(traj, given)
+            eid = eid if episode is not None else None
+        todo = [e for e in exps if e.id not in stored_ids] + ([episode] if episode else [])
+        stored = self.writeback.write_new(todo, trajectory=traj)
         # A lesson is never stored as (or folded into) an episode: the episode's scope is its
         # own kind.
         ids = [e.id for e in stored if e.kind is not ExperienceKind.EPISODE]
@@ -255,12 +263,18 @@ class ReviewRun:
         eid = episode_id(traj.id)
         if self.store.get_experiences(traj.tenant_id, [eid]):
             return eid, None
+        exp = self._new_episode(traj, given)
+        return (eid, exp) if exp is not None else (None, None)
+
+    def _new_episode(self, traj: Trajectory, given: tuple[Lesson, str] | None) -> Experience | None:
+        """The episode experience of ``traj`` (not stored yet), or ``None`` when its summary is
+        empty."""
         if given is not None:
             content, source, meta = given[0].content, given[1], dict(given[0].metadata)
         else:
             content, source, meta = summarize_episode(traj), "trajectory", {}
         if not content.strip():
-            return None, None
+            return None
         # an episode is judged by where its words came from, not by its wording
         # (docs/security.md#episodes): values it took from tool output alone are shown as
         # their class, a passage copied from one stays tainted
@@ -273,7 +287,7 @@ class ReviewRun:
         meta[PROVENANCE_KEY] = seal_episode(
             record.to_dict(), content, recorded, spans.user_words(content)
         )
-        exp = episode_experience(
+        return episode_experience(
             traj,
             content,
             source=source,
@@ -282,4 +296,3 @@ class ReviewRun:
             now=self.clock.now(),
             metadata=meta,
         )
-        return eid, exp

@@ -196,10 +196,20 @@ class WriteBack:
         for tenant, exps in by_tenant.items():
             existing = self.store.get_experiences(tenant, [e.id for e in exps])
             new.extend(e for e in exps if e.id not in existing)
-        if not new:
-            return new
+        return self.write_new(new, trajectory=trajectory)
+
+    def write_new(
+        self, experiences: Sequence[Experience], *, trajectory: Trajectory | None = None
+    ) -> list[Experience]:
+        """:meth:`write` of experiences the caller has just found not stored (their ids are
+        not read again): returns those written, as stored, each once.
+
+        Raises:
+            UsageError: an id already stored (nothing written).
+            StoreError: the database failed (nothing written).
+        """
         results: dict[str, Experience] = {}
-        for _, stored in self.write_items(new, trajectory=trajectory):
+        for _, stored in self.write_items(experiences, trajectory=trajectory):
             results[stored.id] = stored
         return list(results.values())
 

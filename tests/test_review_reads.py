@@ -1,0 +1,175 @@
+"""What one review reads from the store (hindsight.review.run.ReviewRun).
+
+A review reads its run's task group only when a part of the reviewer compares runs (a
+``contrast`` method, the LLM reviewer's); the heuristic reviewer writes no contrastive rule
+(docs/review.md#condition-mining), so its reviews read no group. Which of the run's lessons
+and its episode an earlier review stored is read once, for all of them; a review done again
+stores nothing twice and returns the same experiences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hindsight import Memory
+from hindsight.models import (
+    Event,
+    EventStatus,
+    EventType,
+    ExperienceKind,
+    Outcome,
+    Trajectory,
+)
+from hindsight.ports import Lesson
+from hindsight.review import HeuristicReviewer
+from hindsight.review.episodes import episode_id
+from hindsight.testing import FakeEmbedder
+
+
+def _run(outcome: Outcome, status: EventStatus, result: str) -> Trajectory:
+    return Trajectory(
+        tenant_id="t",
+        task="refund order 1234 to the card it was paid with",
+        outcome=outcome,
+        events=[
+            Event(event_type=EventType.USER_MESSAGE, content="Refund order 1234, please."),
+            Event(
+                event_type=EventType.TOOL_CALL,
+                tool_name="refund",
+                tool_args={"order_id": "1234", "amount": 40},
+                tool_call_id="c1",
+            ),
+            Event(
+                event_type=EventType.TOOL_RESULT,
+                tool_name="refund",
+                tool_call_id="c1",
+                content=result,
+                status=status,
+            ),
+            Event(event_type=EventType.FINAL_ANSWER, content="I have tried the refund."),
+        ],
+    )
+
+
+FAILED = (Outcome.FAILURE, EventStatus.TIMEOUT, "timeout: the payment service did not answer")
+WORKED = (Outcome.SUCCESS, EventStatus.SUCCESS, "refunded 40 to the card")
+
+
+class Comparing:
+    """A reviewer part that compares runs: one rule per (failed, reference) pair."""
+
+    name = "comparing"
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[str, str]] = []
+
+    async def review(self, trajectory: Trajectory) -> list[Lesson]:
+        return []
+
+    async def contrast(self, failed: Trajectory, reference: Any) -> list[Lesson]:
+        self.pairs.append((failed.id, getattr(reference, "id", "")))
+        return [
+            Lesson(
+                kind=ExperienceKind.RULE,
+                content="Before a refund, check that the payment service answers.",
+                confidence=0.6,
+                tools=["refund"],
+            )
+        ]
+
+
+class Spy:
+    """Counts calls of some store methods (and the ids each ``get_experiences`` asked)."""
+
+    def __init__(self, mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        store = mem.aio.store
+        for name in ("runs_of_task", "get_experiences"):
+            real = getattr(store, name)
+
+            def counted(*args: Any, _name: str = name, _real: Any = real, **kw: Any) -> Any:
+                self.calls.append((_name, args))
+                return _real(*args, **kw)
+
+            monkeypatch.setattr(store, name, counted)
+
+    def count(self, name: str) -> int:
+        return sum(1 for n, _ in self.calls if n == name)
+
+    def asked(self, wanted: str) -> int:
+        """``get_experiences`` calls whose ids held ``wanted``."""
+        return sum(1 for n, a in self.calls if n == "get_experiences" and wanted in list(a[1]))
+
+
+@pytest.fixture
+def open_memory(tmp_path: Path) -> Iterator[Any]:
+    opened: list[Memory] = []
+
+    def make(reviewer: Any) -> Memory:
+        mem = Memory(
+            data_dir=tmp_path / f"data{len(opened)}",
+            embedder=FakeEmbedder(32),
+            reviewer=reviewer,
+            background_review=False,
+        )
+        opened.append(mem)
+        return mem
+
+    yield make
+    for mem in opened:
+        mem.close()
+
+
+@pytest.mark.parametrize("order", [(WORKED, FAILED), (FAILED, WORKED)])
+def test_a_heuristic_review_reads_no_task_group(
+    open_memory: Any, monkeypatch: pytest.MonkeyPatch, order: Any
+) -> None:
+    mem = open_memory(HeuristicReviewer())
+    first, second = (mem.store_episode(_run(*o), review=False).trajectory_id for o in order)
+    mem.review_now(first, tenant_id="t")
+    spy = Spy(mem, monkeypatch)
+    stored = mem.review_now(second, tenant_id="t")
+    assert stored and spy.count("runs_of_task") == 0
+
+
+@pytest.mark.parametrize("order", [(WORKED, FAILED), (FAILED, WORKED)])
+def test_a_part_that_compares_runs_reads_the_group_and_writes_its_rule(
+    open_memory: Any, monkeypatch: pytest.MonkeyPatch, order: Any
+) -> None:
+    part = Comparing()
+    mem = open_memory(part)
+    ids = [mem.store_episode(_run(*o), review=False).trajectory_id for o in order]
+    mem.review_now(ids[0], tenant_id="t")
+    spy = Spy(mem, monkeypatch)
+    mem.review_now(ids[1], tenant_id="t")
+    assert spy.count("runs_of_task") == 1
+    failed = ids[order.index(FAILED)]
+    assert part.pairs and part.pairs[-1][0] == failed
+    rules = [
+        e
+        for e in mem.aio.store.all_experiences()
+        if e.kind is ExperienceKind.RULE and failed in e.source_trajectory_ids
+    ]
+    assert len(rules) == 1
+
+
+def test_a_review_reads_once_which_of_its_experiences_are_stored(
+    open_memory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = open_memory(HeuristicReviewer())
+    run = mem.store_episode(_run(*FAILED), review=False).trajectory_id
+    spy = Spy(mem, monkeypatch)
+    first = mem.review_now(run, tenant_id="t")
+    episode = episode_id(run)
+    kinds = {e.kind for e in first}
+    assert ExperienceKind.EPISODE in kinds and len(kinds) > 1  # lessons and the episode
+    # one read before the write (lessons and episode together), one for what it returns
+    assert spy.asked(episode) == 2
+    before = sorted((e.id, e.content) for e in mem.aio.store.all_experiences())
+    again = mem.review_now(run, tenant_id="t")
+    assert sorted(e.id for e in again) == sorted(e.id for e in first)
+    assert sorted((e.id, e.content) for e in mem.aio.store.all_experiences()) == before
