@@ -348,6 +348,15 @@ def _is_model(value: Any) -> bool:
     return hasattr(type(value), "model_fields")
 
 
+def _plain(value: Any) -> bool:
+    """``None``, a bool, an int or an ASCII string without NUL: a value :func:`clean_json`
+    returns as it is in every mode (JSON holds it; nothing in it to replace)."""
+    kind = type(value)
+    if kind is str:
+        return value.isascii() and "\x00" not in value  # type: ignore[no-any-return]
+    return value is None or kind is int or kind is bool
+
+
 def clean_json(
     value: Any,
     where: str = "value",
@@ -392,6 +401,9 @@ def clean_json(
         out: dict[Any, Any] = {}
         changed = not isinstance(value, dict)
         for key, item in value.items():
+            if type(key) is str and _plain(key) and _plain(item) and key not in names:
+                out[key] = item  # nothing to clean or refuse (no path built for a message)
+                continue
             new_key = _json_key(key, where) if strict and not isinstance(key, str) else key
             new_key = clean_text(new_key, f"{where} key") if isinstance(new_key, str) else new_key
             sub = f"{where}.{new_key}" if isinstance(new_key, str) else f"{where}[{key!r}]"
@@ -415,7 +427,9 @@ def clean_json(
         return out if changed else value
     if isinstance(value, list | tuple):
         items = [
-            clean_json(
+            item
+            if _plain(item)
+            else clean_json(
                 _json_item(item, f"{where}[{i}]") if strict else item,
                 f"{where}[{i}]",
                 names,

@@ -165,6 +165,56 @@ def test_clean_json_gives_strict_json(value: object) -> None:
     json.dumps(out, allow_nan=False).encode("utf-8")
 
 
+_NAMES = frozenset({"namespace", "tenant_id"})
+_LEAF_TEXTS = _texts | st.sampled_from([*BAD, "plain text", "a\x00b", "x\x00"])
+_KEYS = _LEAF_TEXTS | st.sampled_from(["namespace", "tenant_id", "metadata", "tool_args", "id"])
+
+
+def _outcome(value: object, **mode: bool) -> tuple[str, object, dict[str, int], bool]:
+    """What ``clean_json`` does with ``value``: (``ok``, result, replacements counted,
+    whether it returned ``value`` itself) or (``refused``, the message, ..)."""
+    with collecting() as report:
+        try:
+            out = clean_json(value, "f", names=_NAMES, **mode)
+        except UsageError as exc:
+            return "refused", str(exc), dict(report.counts), False
+    return "ok", out, dict(report.counts), out is value
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.floats() | st.integers() | _LEAF_TEXTS,
+        lambda inner: st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_KEYS | st.integers(), inner, max_size=4),
+        max_leaves=16,
+    ),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_clean_json_skips_plain_values_without_changing_what_it_does(
+    value: object, floats: bool, strict: bool, strict_below: bool
+) -> None:
+    """Plain values (None, booleans, integers, ASCII text without NUL) are passed over
+    without building the path of a message; the result, the replacements counted, the
+    refusals and the identity of an unchanged value are those of checking every value."""
+    import hindsight._text as text_module
+
+    mode = {"floats": floats, "strict": strict, "strict_below": strict_below}
+    fast = _outcome(value, **mode)
+    original = text_module._plain
+    text_module._plain = lambda v: False  # every value checked the long way
+    try:
+        slow = _outcome(value, **mode)
+    finally:
+        text_module._plain = original
+    assert fast[0] == slow[0] and fast[2] == slow[2] and fast[3] == slow[3]
+    if fast[0] == "refused" or not isinstance(fast[1], float) or not math.isnan(fast[1]):
+        assert repr(fast[1]) == repr(slow[1])
+
+
 def test_warning_is_attributed_to_the_caller(tmp_path: Path) -> None:
     with _mem(tmp_path, f"sqlite:///{tmp_path / 'h.db'}") as mem:
         with warnings.catch_warnings(record=True) as rec:
