@@ -353,7 +353,7 @@ def _plain(value: Any) -> bool:
     returns as it is in every mode (JSON holds it; nothing in it to replace)."""
     kind = type(value)
     if kind is str:
-        return value.isascii() and "\x00" not in value  # type: ignore[no-any-return]
+        return value.isascii() and "\x00" not in value
     return value is None or kind is int or kind is bool
 
 
