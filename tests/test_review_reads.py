@@ -173,3 +173,32 @@ def test_a_review_reads_once_which_of_its_experiences_are_stored(
     again = mem.review_now(run, tenant_id="t")
     assert sorted(e.id for e in again) == sorted(e.id for e in first)
     assert sorted((e.id, e.content) for e in mem.aio.store.all_experiences()) == before
+
+
+@pytest.mark.parametrize(("kind", "searched"), [("episode", False), ("rule", True)])
+def test_an_episode_is_written_without_looking_up_neighbours(
+    open_memory: Any, monkeypatch: pytest.MonkeyPatch, kind: str, searched: bool
+) -> None:
+    """An episode is never folded into another experience (docs/concepts.md): nothing is
+    decided from its neighbours, so none are looked up; a lesson's are."""
+    mem = open_memory(HeuristicReviewer())
+    text = "The agent refunded order 1234 after the payment service timed out twice."
+    first = mem.add_experience(text, kind=kind, tenant_id="t")
+    index = mem.aio.index
+    queries: list[str] = []
+    for name in ("search", "search_many"):
+        real = getattr(index, name)
+
+        def counted(*args: Any, _name: str = name, _real: Any = real, **kw: Any) -> Any:
+            queries.append(_name)
+            return _real(*args, **kw)
+
+        monkeypatch.setattr(index, name, counted)
+    second = mem.add_experience(text, kind=kind, tenant_id="t")
+    assert bool(queries) is searched
+    stored = {e.id for e in mem.aio.store.all_experiences()}
+    if kind == "episode":  # two records of runs, both kept, word for word
+        assert {first.id, second.id} <= stored and first.id != second.id
+        assert second.content == text
+    else:  # the same lesson again: folded into the first
+        assert second.id == first.id and stored == {first.id}

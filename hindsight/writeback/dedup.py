@@ -139,6 +139,11 @@ def dedup_threshold_of(embedder: Any) -> float:
 _key = lru_cache(maxsize=TEXT_CACHE_SIZE)(dedup_key)
 
 
+def _never_folded(exp: Experience) -> bool:
+    kind = exp.kind.value if isinstance(exp.kind, ExperienceKind) else str(exp.kind)
+    return kind in NEVER_FOLDED
+
+
 class EarlierInBatch:
     """The earlier lessons of one batch in one scope, with their vectors stacked, so that a
     lesson is compared with its :data:`CANDIDATES` nearest earlier ones through one matrix
@@ -567,13 +572,14 @@ class Deduper:
     def search_all(
         self, experiences: Sequence[Experience], vectors: FloatMatrix
     ) -> list[list[VectorHit]]:
-        """:meth:`search` of each active experience (``[]`` for the others), as one batched
-        query per scope when the index has ``search_many`` (Qdrant Edge: one pass over the
-        segments for a whole batch of lessons), else one query each."""
+        """:meth:`search` of each active experience (``[]`` for the others, and for the kinds
+        never folded, :data:`NEVER_FOLDED`: nothing is decided from their neighbours), as one
+        batched query per scope when the index has ``search_many`` (Qdrant Edge: one pass over
+        the segments for a whole batch of lessons), else one query each."""
         out: list[list[VectorHit]] = [[] for _ in experiences]
         scopes: dict[tuple[str, str, str | None], list[int]] = {}
         for i, exp in enumerate(experiences):
-            if exp.status is ExperienceStatus.ACTIVE:
+            if exp.status is ExperienceStatus.ACTIVE and not _never_folded(exp):
                 scopes.setdefault((exp.tenant_id, exp.namespace, exp.task_type), []).append(i)
         many = getattr(self.index, "search_many", None)
         rows = np.asarray(vectors, dtype=np.float32)
@@ -644,6 +650,8 @@ class Deduper:
     ) -> Decision:
         """The decision for ``exp``: the judge's when configured and usable, else the rules'.
         ``hits`` / ``rows``: see :meth:`candidates`."""
+        if _never_folded(exp):
+            return decide(exp, [], self.threshold)  # added: no neighbour is looked up
         cands = self.candidates(exp, vector, batch, hits=hits, rows=rows)
         ruled = decide(exp, cands, self.threshold)
         if self.judge is None or not cands or ruled.op is Op.NOOP:
