@@ -283,3 +283,89 @@ def test_the_update_trigger_watches_every_column_but_the_recall_bookkeeping(
         assert names == {c.name for c in experiences.c} - {"recall_count", "last_recalled_at"}
     finally:
         mem.close()
+
+
+NAMES = [
+    "cancel_order",
+    "Cancel_Order",
+    "100%_refund",
+    'say "hi"',
+    "back\\slash",
+    "café.pay",
+    "退款",
+    "mcp:shop/refund",
+    "tab\there",
+    "q",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_lesson_is_about_each_tool_its_tools_list_names_whatever_the_characters(
+    tmp_path: Path, database_url: str, name: str
+) -> None:
+    """The lookup finds a lesson by the tool names in its ``tools`` (its text never names the
+    tool here), with the same names only: not a longer name that holds it, not one it holds,
+    and on SQLite not the same letters in another case."""
+    from hindsight.checks.compile import COMPILED_KINDS as KINDS
+
+    kinds = [k.value for k in KINDS]
+    mem = make_memory(tmp_path / "one", database_url)
+    try:
+        text = "Confirm which order the user means before calling it."
+        about = mem.add_experience(text, tenant_id="acme", tools=["other", name])
+        longer = mem.add_experience(
+            "Read the order back first.", tenant_id="acme", tools=[f"{name}_v2"]
+        )
+        store = mem.aio.store
+
+        def found(tool: str) -> set[str]:
+            rows = store.experiences_about_tool("acme", tool, namespaces=["default"], kinds=kinds)
+            return {e.id for e in rows}
+
+        assert found(name) == {about.id}
+        assert found(f"{name}_v2") == {longer.id}
+        assert about.id not in found(name[:-1] or "x")
+        if name.upper() != name:
+            assert about.id not in found(name.upper())
+    finally:
+        mem.close()
+
+
+def test_a_row_changed_since_the_last_lookup_is_read_again_the_others_kept(
+    tmp_path: Path, database_url: str
+) -> None:
+    """After a write, the lookup keeps the objects (and their compiled checks) of the rows
+    that did not change and reads the changed ones again with their types."""
+    mem = make_memory(tmp_path / "one", database_url)
+    try:
+        from hindsight.checks.compile import COMPILED_KINDS as KINDS
+
+        kinds = [k.value for k in KINDS]
+        first = mem.add_experience(RULE, tenant_id="acme", tools=["cancel_order"], confidence=0.8)
+        second = mem.add_experience(
+            "Before calling cancel_order, read the order back.",
+            tenant_id="acme",
+            tools=["cancel_order"],
+            confidence=0.6,
+        )
+        store = mem.aio.store
+
+        def lookup() -> dict[str, Any]:
+            rows = store.experiences_about_tool(
+                "acme", "cancel_order", namespaces=["default"], kinds=kinds
+            )
+            return {e.id: e for e in rows}
+
+        before = lookup()
+        mem.adjust_confidence(second.id, 0.3, tenant_id="acme", reason="test", actor="test")
+        after = lookup()
+        assert after[first.id] is before[first.id]  # unchanged: the same object
+        assert after[second.id] is not before[second.id]
+        assert after[second.id] == mem.get_experience(second.id, tenant_id="acme")
+        assert after[second.id].confidence == pytest.approx(0.9)
+        assert after[second.id].updated_at.tzinfo is not None  # typed: UTC-aware
+        assert list(after) == [second.id, first.id]  # most confident first
+        mem.delete_experience(first.id, tenant_id="acme")
+        assert list(lookup()) == [second.id]
+    finally:
+        mem.close()
