@@ -369,3 +369,46 @@ def test_a_row_changed_since_the_last_lookup_is_read_again_the_others_kept(
         assert list(lookup()) == [second.id]
     finally:
         mem.close()
+
+
+def test_a_lesson_about_other_tools_is_no_candidate_for_a_name_its_text_holds(
+    tmp_path: Path, database_url: str
+) -> None:
+    """``lookup`` is written in the text of lessons about ``lookup_invoice``: those are about
+    their own tools, so only the lessons that can be about ``lookup`` are read - its name in
+    their tools list, in the text of a lesson with no tools list, or in the text of a lesson
+    whose condition or comparison names a tool - and its checks are those of the lessons
+    that name it."""
+    from hindsight.checks.compile import COMPILED_KINDS as KINDS
+
+    kinds = [k.value for k in KINDS]
+    mem = make_memory(tmp_path / "one", database_url)
+    try:
+        for i in range(5):
+            mem.add_experience(
+                f"When lookup_invoice needs the id {i}, ask for it.",
+                tenant_id="acme",
+                tools=["lookup_invoice"],
+            )
+        listed = mem.add_experience("Retry once on a timeout.", tenant_id="acme", tools=["lookup"])
+        untooled = mem.add_experience("Before lookup, confirm the key.", tenant_id="acme")
+        conditioned = mem.add_experience(
+            "Call lookup before refund when the key is new.",
+            tenant_id="acme",
+            tools=["refund"],
+            metadata={"condition": {"tool": "lookup", "form": "x", "predicates": [
+                {"feature": "args.key", "op": "eq", "value": "new"}]}},
+        )  # fmt: skip
+        store = mem.aio.store
+        rows = store.experiences_about_tool("acme", "lookup", namespaces=["default"], kinds=kinds)
+        assert {e.id for e in rows} == {listed.id, untooled.id, conditioned.id}
+        checks = mem.check_action("lookup", {"key": "k1"}, tenant_id="acme", record=False)
+        assert {m.check.lesson_id for m in checks.checks} <= {listed.id, untooled.id,
+                                                               conditioned.id}  # fmt: skip
+        assert listed.id in {m.check.lesson_id for m in checks.checks}
+        invoice = store.experiences_about_tool(
+            "acme", "lookup_invoice", namespaces=["default"], kinds=kinds
+        )
+        assert len(invoice) == 5
+    finally:
+        mem.close()

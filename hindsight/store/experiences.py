@@ -830,10 +830,12 @@ class ExperienceStore(StoreCore):
         kinds: Sequence[str],
         limit: int = 200,
     ) -> list[Experience]:
-        """The tenant's ``active`` experiences of ``kinds`` in ``namespaces`` that are about the
-        tool ``tool``: its name is in their ``tools``, or (for lessons written without a tools
-        list, e.g. by a model) in their text. Most confident first, at most ``limit``. Exact
-        lookups, no vectors (the risk checks, :mod:`hindsight.checks`, docs/checks.md).
+        """The tenant's ``active`` experiences of ``kinds`` in ``namespaces`` that may be about
+        the tool ``tool``: its name is in their ``tools``, or in their text when they have no
+        tools list (written by a model, say) or a structured condition or comparison in their
+        metadata (which names its own tool, :mod:`hindsight.checks.compile`). Most confident
+        first, at most ``limit``. Exact lookups, no vectors (the risk checks,
+        :mod:`hindsight.checks`, docs/checks.md).
 
         Cached per store: a lookup is answered from memory while the tenant's stamp
         (``experience_stamps``, bumped by database triggers on every write of the tenant's
@@ -895,12 +897,24 @@ class ExperienceStore(StoreCore):
                 from sqlalchemy.dialects.postgresql import JSONB
 
                 # JSONB containment of a one-item array: the tool's name is in the array
-                has_tool = type_coerce(_table.c.tools, JSONB).contains(
-                    bindparam("tool_list", type_=JSONB)
-                )
+                tools = type_coerce(_table.c.tools, JSONB)
+                has_tool = tools.contains(bindparam("tool_list", type_=JSONB))
+                meta = type_coerce(_table.c.metadata, JSONB)
+                no_tools = func.jsonb_array_length(tools) == 0
+                structured = meta.has_key("condition") | meta.has_key("contrast")
             else:
                 items = func.json_each(_table.c.tools).table_valued("value")
                 has_tool = select(items.c.value).where(items.c.value == bindparam("tool")).exists()
+                no_tools = func.json_array_length(_table.c.tools) == 0
+                structured = func.json_extract(_table.c.metadata, "$.condition").is_not(
+                    None
+                ) | func.json_extract(_table.c.metadata, "$.contrast").is_not(None)
+            # a lesson with a tools list is about those tools, or about the tool its
+            # structured condition or comparison names: its text is read for the name only
+            # when it has neither (hindsight.checks.compile)
+            in_text = _table.c.content.like(bindparam("pattern"), escape="\\") & (
+                no_tools | structured
+            )
             statement = self._about_tool_statement = (
                 select(*_COLUMNS)
                 .where(
@@ -908,7 +922,7 @@ class ExperienceStore(StoreCore):
                     _table.c.status == ExperienceStatus.ACTIVE.value,
                     _table.c.namespace.in_(bindparam("namespaces", expanding=True)),
                     _table.c.kind.in_(bindparam("kinds", expanding=True)),
-                    has_tool | _table.c.content.like(bindparam("pattern"), escape="\\"),
+                    has_tool | in_text,
                 )
                 .order_by(_table.c.confidence.desc(), _table.c.updated_at.desc(), _table.c.id)
                 .limit(bindparam("limit"))
