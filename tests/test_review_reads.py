@@ -1,15 +1,17 @@
 """What one review reads from the store (hindsight.review.run.ReviewRun).
 
-A review reads its run's task group only when a part of the reviewer compares runs (a
-``contrast`` method, the LLM reviewer's); the heuristic reviewer writes no contrastive rule
-(docs/review.md#condition-mining), so its reviews read no group. Which of the run's lessons
+A review loads the runs of its run's task group only when a part of the reviewer compares runs
+(a ``contrast`` method, the LLM reviewer's); the heuristic reviewer writes no contrastive rule
+(docs/review.md#condition-mining), so its reviews only settle the run's task key (assigned by
+intent when the run has none: condition mining counts task groups). Which of the run's lessons
 and its episode an earlier review stored is read once, for all of them; a review done again
 stores nothing twice and returns the same experiences.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,17 +94,22 @@ class Spy:
             real = getattr(store, name)
 
             def counted(*args: Any, _name: str = name, _real: Any = real, **kw: Any) -> Any:
-                self.calls.append((_name, args))
+                self.calls.append((_name, args, sys._getframe(1).f_code.co_name))
                 return _real(*args, **kw)
 
             monkeypatch.setattr(store, name, counted)
 
     def count(self, name: str) -> int:
-        return sum(1 for n, _ in self.calls if n == name)
+        return sum(1 for n, _, _ in self.calls if n == name)
 
-    def asked(self, wanted: str) -> int:
-        """``get_experiences`` calls whose ids held ``wanted``."""
-        return sum(1 for n, a in self.calls if n == "get_experiences" and wanted in list(a[1]))
+    def asked(self, wanted: str, callers: Container[str]) -> int:
+        """``get_experiences`` calls made by functions named in ``callers`` whose ids held
+        ``wanted``."""
+        return sum(
+            1
+            for n, a, caller in self.calls
+            if n == "get_experiences" and caller in callers and wanted in list(a[1])
+        )
 
 
 @pytest.fixture
@@ -125,7 +132,7 @@ def open_memory(tmp_path: Path) -> Iterator[Any]:
 
 
 @pytest.mark.parametrize("order", [(WORKED, FAILED), (FAILED, WORKED)])
-def test_a_heuristic_review_reads_no_task_group(
+def test_a_heuristic_review_settles_the_task_key_and_loads_no_group(
     open_memory: Any, monkeypatch: pytest.MonkeyPatch, order: Any
 ) -> None:
     mem = open_memory(HeuristicReviewer())
@@ -134,6 +141,9 @@ def test_a_heuristic_review_reads_no_task_group(
     spy = Spy(mem, monkeypatch)
     stored = mem.review_now(second, tenant_id="t")
     assert stored and spy.count("runs_of_task") == 0
+    # the task key is still settled: the second run joins the first one's group by intent
+    keys = {mem.get_trajectory(t, tenant_id="t").task_key for t in (first, second)}
+    assert len(keys) == 1 and next(iter(keys)).startswith("intent:")
 
 
 @pytest.mark.parametrize("order", [(WORKED, FAILED), (FAILED, WORKED)])
@@ -167,8 +177,9 @@ def test_a_review_reads_once_which_of_its_experiences_are_stored(
     episode = episode_id(run)
     kinds = {e.kind for e in first}
     assert ExperienceKind.EPISODE in kinds and len(kinds) > 1  # lessons and the episode
-    # one read before the write (lessons and episode together), one for what it returns
-    assert spy.asked(episode) == 2
+    # before the write, one read of which of the lessons and the episode are stored (it was
+    # one for the episode, then one for all)
+    assert spy.asked(episode, {"_write_all", "_episode", "write"}) == 1
     before = sorted((e.id, e.content) for e in mem.aio.store.all_experiences())
     again = mem.review_now(run, tenant_id="t")
     assert sorted(e.id for e in again) == sorted(e.id for e in first)

@@ -136,13 +136,26 @@ class TaskGroups:
                 continue
         return out
 
+    def settle(self, traj: Trajectory) -> str | None:
+        """The task key of a reviewed run that succeeded or failed (:meth:`key_for`: assigned
+        by intent and stored when it has none), without reading its group; ``None`` for
+        another outcome, or when the key could not be found (logged)."""
+        if traj.outcome not in _SUCCESS and traj.outcome not in _FAILED:
+            return None
+        try:
+            return self.key_for(traj)
+        except Exception:
+            log.warning("hindsight: task group of %s not found", traj.id, exc_info=True)
+            return None
+
     def pairs(self, traj: Trajectory) -> list[tuple[Trajectory, Trajectory]]:
         """``(failed, reference)`` pairs to compare after reviewing ``traj`` (module
-        docstring); ``[]`` when its group has no run of the other outcome."""
-        if traj.outcome not in _SUCCESS and traj.outcome not in _FAILED:
+        docstring), its task key settled first (:meth:`settle`); ``[]`` when its group has no
+        run of the other outcome."""
+        key = self.settle(traj)
+        if key is None:
             return []
         try:
-            key = self.key_for(traj)
             members = [m for m in self.store.runs_of_task(traj.tenant_id, key) if m.id != traj.id]
         except Exception:
             log.warning("hindsight: task group of %s not found", traj.id, exc_info=True)

@@ -161,11 +161,14 @@ class ReviewRun:
     async def _contrast(self, traj: Trajectory, deadline: float) -> None:
         """Step 4 of the module docstring: compare ``traj`` with its group and store the
         rules (under the failed run of each pair)."""
+        if self.groups is None or not has_reviewable_content(traj):
+            return
         comparing = [
             p for p in review_parts(self.reviewer) if getattr(p, "contrast", None) is not None
         ]
-        if self.groups is None or not comparing or not has_reviewable_content(traj):
-            return  # no part compares runs (the heuristic reviewer): no group is read
+        if not comparing:  # the heuristic reviewer: the run's task key only, no group read
+            await asyncio.to_thread(self.groups.settle, traj)
+            return
         pairs: list[tuple[Trajectory, Any]] = await asyncio.to_thread(self.groups.pairs, traj)
         evidence = traj.evidence
         expected_only = (
