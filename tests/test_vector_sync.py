@@ -173,3 +173,38 @@ def test_a_shared_index_is_read_on_every_sync(
         shared.aio.sync_vectors()
         assert reads.take() == 2
         _in_step(shared)
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_write_committed_while_a_sync_reads_is_applied_by_the_next_one(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """Another thread commits a write (its outbox row queued, its own sync not run yet) just
+    before or just after a sync reads the outbox: that sync or the next one applies it; a
+    sync never takes the outbox for clean when a commit it may not have seen came in."""
+    from hindsight.models import Experience, ExperienceKind
+
+    mem.add_experience("retry the export once when it times out", tenant_id="t")
+    store = mem.aio.store
+    real = store.pending_vector_changes
+    late = Experience(tenant_id="t", kind=ExperienceKind.RULE, content="check the cart first")
+    done: list[bool] = []
+
+    def racing(*args: Any, **kwargs: Any) -> list[str]:
+        if not done:
+            done.append(True)
+            vector = mem.aio.embedder.embed([late.content])
+            if when == "before":
+                store.add_experiences([late], vector)
+                return list(real(*args, **kwargs))
+            found = list(real(*args, **kwargs))
+            store.add_experiences([late], vector)  # committed after the read
+            return found
+        return list(real(*args, **kwargs))
+
+    monkeypatch.setattr(store, "pending_vector_changes", racing)
+    mem.add_experience("keep the receipt", tenant_id="t")  # its sync reads: the race
+    assert done
+    mem.aio.vectors.sync()
+    _in_step(mem)
+    assert mem.aio.index.count(None) == 3

@@ -18,6 +18,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     select,
     type_coerce,
     update,
@@ -900,7 +901,7 @@ class ExperienceStore(StoreCore):
                 tools = type_coerce(_table.c.tools, JSONB)
                 has_tool = tools.contains(bindparam("tool_list", type_=JSONB))
                 meta = type_coerce(_table.c.metadata, JSONB)
-                no_tools = func.jsonb_array_length(tools) == 0
+                no_tools = tools == literal([], JSONB)  # never raises, whatever the value
                 structured = meta.has_key("condition") | meta.has_key("contrast")
             else:
                 items = func.json_each(_table.c.tools).table_valued("value")
