@@ -140,6 +140,7 @@ _key = lru_cache(maxsize=TEXT_CACHE_SIZE)(dedup_key)
 
 
 def _never_folded(exp: Experience) -> bool:
+    """Whether ``exp`` is of a kind never folded (:data:`NEVER_FOLDED`)."""
     kind = exp.kind.value if isinstance(exp.kind, ExperienceKind) else str(exp.kind)
     return kind in NEVER_FOLDED
 
@@ -658,8 +659,6 @@ class Deduper:
             return ruled
         if cands[0][1] < self.threshold - JUDGE_MARGIN and ruled.op is Op.ADD:
             return ruled  # nothing close enough to ask about
-        if ExperienceKind(exp.kind).value in NEVER_FOLDED:
-            return ruled
         judged = self.judge.decide(exp, cands[:RULE_CANDIDATES])
         if judged is None:
             return ruled
@@ -677,7 +676,7 @@ class Deduper:
         key = exp.metadata.get("lesson_key")
         if not isinstance(key, str) or not key or exp.status is not ExperienceStatus.ACTIVE:
             return None
-        if ExperienceKind(exp.kind).value in NEVER_FOLDED:
+        if _never_folded(exp):
             return None
         target = self.store.active_by_lesson_key(exp.tenant_id, exp.namespace, key)
         if target is None or target.id == exp.id:
