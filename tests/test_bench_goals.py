@@ -258,3 +258,50 @@ def test_the_capture_rows_time_each_side_with_the_handlers_of_its_own_integratio
         ("nodes", "without", []),  # its floor
         ("nodes", "with", []),
     ]
+
+
+def test_the_middleware_floor_reports_every_run_to_a_stand_in_of_the_watcher(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The framework's part of the middleware's row holds LangChain's cost of the watcher a
+    ``HindsightMiddleware`` registers for every run (as the nodes' floor holds an empty
+    stand-in of the capture router): its with side reports each event the watcher handles to
+    a handler with the same callback methods (empty), its without side to none."""
+    pytest.importorskip("langchain.agents")
+    import hindsight_langchain._bench as langchain_bench
+    from hindsight_langchain._seen import _Watcher
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.callbacks import manager as callbacks_manager
+
+    watcher_methods = {n for n in vars(_Watcher) if n.startswith("on_")}
+    assert set(langchain_bench.WATCHER_METHODS) == watcher_methods
+    handled = callbacks_manager.handle_event
+    seen: list[tuple[str, Any]] = []
+
+    def recording(handlers: list[Any], event: str, *args: Any, **kwargs: Any) -> None:
+        seen.extend((event, h) for h in handlers)
+        return handled(handlers, event, *args, **kwargs)
+
+    monkeypatch.setattr(callbacks_manager, "handle_event", recording)
+    sides: dict[str, list[tuple[str, Any]]] = {}
+
+    def added_cost(without: Any, with_: Any, **options: Any) -> dict[str, Any]:
+        for side, run in (("without", without), ("with", with_)):
+            seen.clear()
+            run()
+            sides[side] = list(seen)
+        return {"on_path_added": {"wall_ms": 0.0, "cpu_ms": 0.0}}
+
+    monkeypatch.setattr(langchain_bench, "added_cost", added_cost)
+    with langchain_bench.no_hindsight_hooks():
+        langchain_bench.middleware_floor(runs=1, repeats=1, tools=2)
+    assert sides["without"] == []
+    stand_ins = {type(h) for _, h in sides["with"]}
+    assert len(stand_ins) == 1
+    (stand_in,) = stand_ins
+    overridden = {n for n in vars(stand_in) if n.startswith("on_")}
+    assert overridden == watcher_methods
+    assert stand_in.run_inline is _Watcher.run_inline
+    assert all(getattr(stand_in, n) is not getattr(BaseCallbackHandler, n) for n in overridden)
+    events = {event for event, _ in sides["with"]}
+    assert {"on_chain_start", "on_chain_end", "on_chat_model_start"} <= events

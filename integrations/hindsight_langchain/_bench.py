@@ -15,7 +15,10 @@ subtracted; its risk checks of each tool call are not (hindsight's work on the p
 ``middleware_overhead`` also times the framework's part of the agent's path, ``"floor"``: the
 same agent with a middleware that has the same hooks and state schema as ``HindsightMiddleware``
 and empty bodies (LangChain runs a graph node per ``before_agent``/``after_agent`` hook and
-wraps every model and tool call), so a reader can tell LangChain's cost from hindsight's.
+wraps every model and tool call), run with a callback handler whose methods (those of the
+process-wide watcher a ``HindsightMiddleware`` registers, :mod:`hindsight_langchain._seen`,
+``run_inline`` like it) do nothing: LangChain's cost of reporting every run to one more
+handler. So a reader can tell LangChain's cost from hindsight's.
 """
 
 from __future__ import annotations
@@ -48,6 +51,16 @@ __all__ = [
 ]
 
 TENANT = "bench"
+
+#: The callback methods of the watcher (:mod:`hindsight_langchain._seen`) that LangChain calls
+#: on every run once a ``HindsightMiddleware`` exists: the floor's stand-in has them, empty.
+WATCHER_METHODS = (
+    "on_chain_start",
+    "on_chain_end",
+    "on_chain_error",
+    "on_chat_model_start",
+    "on_llm_start",
+)
 QUESTION = "look up the keys; get_order timed out last time"
 
 
@@ -201,18 +214,33 @@ def middleware_overhead(
         "what": f"create_agent, {tools} tool calls, middleware (its recall subtracted)",
         **result,
         "floor": floor,
-        "floor_what": "a middleware with the same four hooks and state schema, empty bodies",
+        "floor_what": (
+            "a middleware with the same four hooks and state schema, and a callback handler "
+            "with the watcher's methods, empty bodies"
+        ),
     }
 
 
 def middleware_floor(*, runs: int, repeats: int, tools: int) -> dict[str, float]:
     """Added ``{"wall_ms", "cpu_ms"}`` per run of a middleware with ``HindsightMiddleware``'s
-    hooks and state schema and empty bodies (module docstring): LangChain's own cost of the
-    hooks, the floor under any middleware that captures a run."""
+    hooks and state schema and empty bodies, and a callback handler with the watcher's methods
+    and empty bodies (module docstring): LangChain's own cost of the hooks and of one more
+    handler, the floor under any middleware that captures a run and sees its prompts."""
     from langchain.agents import create_agent
     from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.callbacks import BaseCallbackHandler
 
+    from hindsight_langchain._seen import _Watcher
     from hindsight_langchain.middleware import HindsightState
+
+    class EmptyWatcher(BaseCallbackHandler):
+        run_inline = _Watcher.run_inline
+
+        def _nothing(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    for method in WATCHER_METHODS:
+        setattr(EmptyWatcher, method, EmptyWatcher._nothing)
 
     class EmptyHooks(AgentMiddleware[HindsightState, Any, Any]):
         state_schema = HindsightState
@@ -236,7 +264,7 @@ def middleware_floor(*, runs: int, repeats: int, tools: int) -> dict[str, float]
     )
     result = added_cost(
         lambda: plain.invoke(question),
-        lambda: empty.invoke(question),
+        lambda: empty.invoke(question, {"callbacks": [EmptyWatcher()]}),
         background=lambda: None,
         runs=runs,
         repeats=repeats,
