@@ -67,12 +67,14 @@ PAIRS: list[tuple[str, str]] = [
     ("接口超时3秒后重试。", "接口超时3分钟后重试。"),
     ("Relancer l'export après un délai.", "Ne pas relancer l'export après un délai."),
     ("Size the buffer as x² bytes.", "Size the buffer as x2 bytes."),
+    ("Read the settings from app.conf first.", "Read the settings from app_conf first."),
+    ("Set max_retries to 3 for the export.", "Set max retries to 3 for the export."),
 ]
 """One pair per kind (each also in tests/server/test_dedup_meaning_service.py)."""
 
 SAME: list[tuple[str, str]] = [
     ("Confirm the order id before calling refund.", "confirm the order id before calling refund"),
-    ("Retry order_query ONCE, then fall back!", "retry order query once; then fall back"),
+    ("Retry order_query ONCE, then fall back!", "retry ORDER_QUERY once; then fall back"),
     (
         "**Check** the seat map (before) changing a flight.",
         "Check the seat map before changing a flight",
@@ -232,6 +234,36 @@ def test_each_kind_is_two_lessons(old: str, new: str) -> None:
 @pytest.mark.parametrize(("old", "new"), SAME)
 def test_same_up_to_punctuation_is_one(old: str, new: str) -> None:
     assert decide(_exp(new), [(_exp(old), 0.1)], 0.9).op is Op.NOOP
+
+
+@pytest.mark.parametrize(
+    "name", ["config.yaml", "app.conf", "max_retries", "order_query", "v2.api", "x_1", "2_b"]
+)
+@pytest.mark.parametrize("template", ["Read {} first.", "Never edit {} by hand.", "用 {} 配置"])
+def test_a_file_name_or_identifier_is_not_its_words(template: str, name: str) -> None:
+    """A ``.`` or ``_`` between two letters or digits names something (a file, a setting, a
+    tool): another joiner, a space or none is another name, never folded into it."""
+    old = template.format(name)
+    mark = "_" if "_" in name else "."
+    others = [name.replace(mark, j) for j in ("." if mark == "_" else "_", " ", "")]
+    for other in others:
+        new = template.format(other)
+        assert exact_key(old) != exact_key(new), (old, new)
+        assert meaning_change(old, new) is not None, (old, new)
+        assert not _folded(old, new), (old, new)
+    assert _folded(old, template.format(name.upper()).replace("READ", "read"))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Check the seat-map first.", "check the seat map first"),
+        ("Check the seat map. Then book.", "check the seat map, then book"),
+        ("Use the 'fast' path.", "Use the fast path"),
+    ],
+)
+def test_prose_marks_between_words_still_fold(old: str, new: str) -> None:
+    assert exact_key(old) == exact_key(new)
 
 
 def test_paraphrases_with_the_same_meaning_tokens_still_merge() -> None:

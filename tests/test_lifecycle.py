@@ -31,7 +31,8 @@ def hash_memory(tmp_path: Path, database_url: str, **kw: object):  # type: ignor
 
 
 def test_dedup_key_folds_case_space_and_punctuation() -> None:
-    assert dedup_key("Retry  order_query ONCE.") == dedup_key("retry order query once")
+    assert dedup_key("Retry  order_query ONCE.") == dedup_key("retry, ORDER_QUERY once")
+    assert dedup_key("Retry order_query once.") != dedup_key("retry order query once")
     assert dedup_key("use retry=3") != dedup_key("use retry=5")
 
 

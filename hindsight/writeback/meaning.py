@@ -14,8 +14,9 @@ statement: ``latency > 5 s`` / ``latency < 5 s``, ``-5`` / ``5``, ``== 200`` / `
   symbol (``<`` ``>`` ``=`` ``!=`` ``+`` ``%`` ``$`` ``#`` ``/`` ``~`` ``°``, emoji, any
   Unicode ``S*`` character), a sign or a range dash next to a digit, a trailing ``-``
   (``A-``), a leading ``!`` (``!enabled``), a decimal or thousands separator between digits,
-  and the case of a short unit after a number (``5 Mb`` / ``5 MB``). Two texts with one key
-  are the same text.
+  a ``.`` or ``_`` between two letters or digits (a file name or an identifier: ``app.conf``,
+  ``max_retries`` are neither ``app_conf`` nor ``max retries``), and the case of a short unit
+  after a number (``5 Mb`` / ``5 MB``). Two texts with one key are the same text.
 * :func:`meaning_atoms` - the meaning-bearing tokens of a text, as a multiset of *atoms*: each
   number (digits in any script, or a number word in English, Chinese and a few other
   languages) with its sign, the operator before it and the unit after it (``>5 s``); each
@@ -256,6 +257,8 @@ def _meaningful(text: str, i: int) -> bool:
         return prev.isdecimal() and nxt.isdecimal()  # 1–5; a prose dash otherwise
     if c == "!":
         return nxt == "=" or (nxt.isalnum() and not prev.isalnum())  # != and !enabled
+    if c in "._" and prev.isalnum() and nxt.isalnum():
+        return True  # a file name or an identifier: app.conf, max_retries (not app conf)
     if c in ".,":
         return nxt.isdecimal() and not prev.isdecimal()  # .5
     if c == "*":
@@ -302,8 +305,10 @@ def _keeps_case(tokens: tuple[_Tok, ...], i: int) -> bool:
 def exact_key(text: str) -> str:
     """``text`` up to case, whitespace and prose punctuation (the module docstring).
 
-    >>> exact_key("Retry  order_query ONCE.") == exact_key("retry order query once")
+    >>> exact_key("Retry  order_query ONCE.") == exact_key("retry ORDER_QUERY once")
     True
+    >>> exact_key("Retry order_query once.") == exact_key("retry order query once")
+    False
     >>> exact_key("latency > 5 s") == exact_key("latency < 5 s")
     False
     """

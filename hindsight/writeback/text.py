@@ -66,8 +66,9 @@ def dedup_key(text: str) -> str:
     """The text folded for exact-duplicate detection: :func:`hindsight.writeback.meaning.exact_key`.
 
     Case, whitespace and prose punctuation are folded (``"Retry  order_query ONCE."`` and
-    ``"retry order query once"`` have the same key); operators, signs, symbols and the
-    other meaning-bearing marks are kept (``"latency > 5 s"`` and ``"latency < 5 s"`` do not).
+    ``"retry, ORDER_QUERY once"`` have the same key); operators, signs, symbols, a ``.`` or
+    ``_`` inside a name and the other meaning-bearing marks are kept (``"latency > 5 s"`` and
+    ``"latency < 5 s"`` do not, nor ``order_query`` and ``order query``).
     """
     return exact_key(text)
 
