@@ -750,13 +750,13 @@ def test_bad_records_are_refused(tmp_path: Path) -> None:
     for record, why in (
         ({"reward": 1.0}, "got an object with keys 'reward'"),
         ({"task_id": 1, "traj": []}, "it looks like a tau-bench record"),
-        ({"event_type": "user_message", "trajectory_id": "a"}, "looks like a events record"),
+        ({"event_type": "user_message", "trajectory_id": "a"}, "looks like an events record"),
     ):
         with pytest.raises(InvalidTrajectoryError, match="does not match format openai") as err:
             parse(write_jsonl(tmp_path / "o.jsonl", [record]), format="openai")
         assert why in str(err.value) and "o.jsonl:1:" in str(err.value)
     for fmt in ("tau-bench", "events"):
-        wrong = rf"o\.jsonl:1: does not match format {fmt}"
+        wrong = rf"o\.jsonl:1: does not match format {fmt}: .*, it looks like an openai record"
         with pytest.raises(InvalidTrajectoryError, match=wrong):
             parse(write_jsonl(tmp_path / "o.jsonl", [{"messages": []}]), format=fmt)
     with pytest.raises(InvalidTrajectoryError, match="unknown role 'robot'"):

@@ -185,9 +185,11 @@ def _outcome(value: object, **mode: bool) -> tuple[str, object, dict[str, int], 
 @given(
     st.recursive(
         st.none() | st.booleans() | st.floats() | st.integers() | _LEAF_TEXTS,
-        lambda inner: st.lists(inner, max_size=4)
-        | st.tuples(inner, inner)
-        | st.dictionaries(_KEYS | st.integers(), inner, max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.tuples(inner, inner)
+            | st.dictionaries(_KEYS | st.integers(), inner, max_size=4)
+        ),
         max_leaves=16,
     ),
     st.booleans(),
@@ -287,3 +289,14 @@ def test_numbers_from_python_numpy_and_fractions_never_from_a_boolean(
     with pytest.raises(UsageError) as err:
         number(value, "similarity_floor", -1, 1)
     assert str(err.value).endswith(str(expected))
+
+
+@pytest.mark.parametrize("timeout", ["soon", math.nan, math.inf, -1, True, [1]])
+def test_flush_refuses_a_timeout_that_is_not_seconds(
+    tmp_path: Path, database_url: str, timeout: object
+) -> None:
+    """Before any wait, one line; a good timeout still drains."""
+    with make_memory(tmp_path / "data", database_url) as mem:
+        with pytest.raises(UsageError, match=r"^timeout must be None or a finite number of sec"):
+            mem.flush(timeout)  # type: ignore[arg-type]
+        assert mem.flush(0) is True and mem.flush(None) is True and mem.flush(1.5) is True

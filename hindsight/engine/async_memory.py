@@ -17,6 +17,7 @@ import asyncio
 import atexit
 import contextlib
 import logging
+import math
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
@@ -527,7 +528,19 @@ class AsyncMemory(LifecycleMethods):
         Returns:
             True when both drained, False on timeout (nothing is lost: writes and jobs stay
             queued).
+
+        Raises:
+            UsageError: ``timeout`` is neither ``None`` nor a finite number of seconds >= 0.
         """
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout < 0
+        ):
+            raise UsageError(
+                f"timeout must be None or a finite number of seconds >= 0, got {timeout!r:.40}"
+            )
         self._check_open()
         written = await asyncio.to_thread(self.writer.wait, timeout)
         if self._parts.wired is None and not await asyncio.to_thread(

@@ -51,7 +51,8 @@ def shape_error(value: Any, expected: ResolvedFormat) -> str | None:
     if expected == "events" and isinstance(value, dict) and "trajectory_id" in value:
         return None
     if found is not None:
-        got = f"it looks like a {found} record"
+        article = "an" if found[:1].lower() in "aeiou" else "a"
+        got = f"it looks like {article} {found} record"
     elif isinstance(value, dict):
         keys = ", ".join(repr(k) for k in list(value)[:5]) or "none"
         got = f"got an object with keys {keys}"
