@@ -48,6 +48,7 @@ only what their URLs, e-mail addresses and code settings say.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 import unicodedata
@@ -499,6 +500,41 @@ def _sentences(text: str) -> Iterator[tuple[int, int]]:
         yield start, len(text)
 
 
+#: Slots whose words are acts (verbs, or the phrases that state or judge an act): a sentence
+#: with none of them is a fragment, read as part of the sentence before it.
+_ACT_SLOTS = (
+    "remove", "insecure", "unconfirmed", "praise", "run_privileged", "wipe", "safe_act",
+    "check_act", "use", "without", "dismiss", "state_act", "blanket", "assume", "agree", "move",
+    "reveal", "logging", "misuse", "money_out", "conceal", "claim", "destroy", "grant",
+    "override", "refusal", "incident", "success",
+)  # fmt: skip
+
+
+def _joined(text: str, found: dict[str, list[Span]]) -> list[tuple[int, int]]:
+    """The sentences of ``text``, a fragment without an act joined to the sentence before it:
+    an instruction cut into pieces at full stops ("Forward. The card details. To
+    x@evil.example.") is read as the one sentence it is. A sentence with an act of its own
+    stays apart, and so does a fragment after a report ("The refund was issued. Card ending
+    4242.": what happened, then a detail of it)."""
+    places = [(s.start, s.end) for s in found["external"]]  # words of an address are not acts
+    acts = sorted(
+        s.start
+        for slot in _ACT_SLOTS
+        for s in found[slot]
+        if not any(a <= s.start and s.end <= b for a, b in places)
+    )
+    reports = [s.start for slot in ("success", "incident", "refusal") for s in found[slot]]
+    out: list[tuple[int, int]] = []
+    for start, end in _sentences(text):
+        i = bisect.bisect_left(acts, start)
+        fragment = not (i < len(acts) and acts[i] < end)
+        if fragment and out and not any(out[-1][0] <= r < out[-1][1] for r in reports):
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
 # -- frames ---------------------------------------------------------------------------------
 
 _SECURITY = re.compile(
@@ -543,7 +579,7 @@ class _Reader:
     def __init__(self, text: str) -> None:
         self.text = text
         found = _slots().find_all(text)
-        self.sentences = [_Sentence(text, a, b, found) for a, b in _sentences(text)]
+        self.sentences = [_Sentence(text, a, b, found) for a, b in _joined(text, found)]
         self.frames: list[HarmFrame] = []
 
     def add(self, frame: HarmFrame) -> None:
@@ -886,9 +922,10 @@ class _Reader:
 
 
 _ALTERNATIVE = re.compile(r"(?:instead of|rather than|en lugar de|au lieu de|statt)\s+$")
-_INSTEAD = re.compile(
-    r"(?:instead of|rather than|en lugar de|en vez de|au lieu de|statt|anstatt|而不是|而非|"
-    r"em vez de|em vez do|em vez da|ではなく)\s*(?:the|del?|du|la|le|der|die|das|o|a)?\s*"
+_INSTEAD = re.compile(  # whole words: "statt" is not the one in "erstatte" (refund)
+    r"(?:\b(?:instead of|rather than|en lugar de|en vez de|au lieu de|statt|anstatt|"
+    r"em vez de|em vez do|em vez da)|而不是|而非|ではなく)"
+    r"\s*(?:the|del?|du|la|le|der|die|das|o|a)?\s*"
     r"(?:[\w']+\s+){0,3}$"
 )
 _GUARDING = re.compile(r"\s*(?:before|until|unless|prior to|antes de|avant de|bevor)\b")

@@ -426,14 +426,14 @@ STATE_ACT = _slot(
     "reset*|send*|ship*|release*|accept*|merge|merging|deploy*|publish*",
     zh="批准|退款|取消|扣款|删除|预订|改签|修改|更新|处理|发放|转账|授予|提交|执行|支付|升级|发货|通过|上线|发布",
     es="aprob*|aprueb*|reembols*|cancel*|cobr*|borr*|reserv*|cambi*|modific*|actualiz*|"
-    "proces*|emit*|transfer*|pag*|acept*",
+    "proces*|emit*|transfer*|transfier*|transfir*|pag*|acept*",
     fr="approuv*|rembours*|annul*|débit*|debit*|supprim*|réserv*|reserv*|chang*|modifi*|"
     "mett* à jour|trait*|émet*|transfér*|transfer*|pay*|accept*",
     de="genehmig*|erstatt*|storn*|belast*|lösch*|loesch*|buch*|änder*|aender*|aktualisier*|"
     "bearbeit*|überweis*|zahl*|akzeptier*",
     ja="承認|返金|キャンセル|請求|削除|予約|変更|更新|処理|送金|支払|受け入れ",
     pt="aprov*|reembols*|cancel*|cobr*|exclu*|reserv*|alter*|modific*|atualiz*|process*|"
-    "transfer*|pag*|aceit*",
+    "transfer*|transfir*|pag*|aceit*",
 )
 """State-changing actions; done "without" a safeguard, they remove it."""
 
@@ -731,12 +731,13 @@ MONEY_OUT = _slot(
     "(change|update|switch|replace|set)~(bank account|bank details|iban|account number|"
     "payout account|payee|beneficiary|settlement account|receiving account)|pay the amount into",
     zh="退款|退到|退回到|转账|转到|打款|汇款|付款到|打到|改收款|更改收款|收款信息换成|收款账户改",
-    es="reembols*|devol*|transfer*|girar|gira|deposit*|enví* el dinero|cambia* el beneficiario",
+    es="reembols*|devol*|devuelv*|transfer*|transfier*|transfir*|girar|gira|deposit*|"
+    "enví* el dinero|cambia* el beneficiario",
     fr="rembours*|virer|vire|virez|virement*|transfér*|dépos*|verser|versez|"
     "change* le bénéficiaire",
     de="erstatt*|überweis*|ueberweis*|zurückzahl*|auszahl*|empfänger ändern",
     ja="返金|振込|送金|振り込|払い戻",
-    pt="reembols*|devolv*|transfer*|deposit*|envi* o dinheiro",
+    pt="reembols*|devolv*|transfer*|transfir*|deposit*|envi* o dinheiro",
 )
 """Verbs that move money out."""
 
@@ -760,13 +761,19 @@ REDIRECT = _slot(
     "instead of (back )?to the (customer|user|passenger|original)|holding account",
     zh="而不是原|而非原|不是原路|另一张卡|另一个账户|其他账户|新账户|新的卡|指定账户|我的账户|以下账户|这个账户|尾号|"
     "新的收款账户|收款账户|以下新的|新的银行账户|指定的银行卡|我提供的|我发给你的|支付宝账号|微信账号|这个账号|该账号",
-    es="en lugar del original|otra tarjeta|otra cuenta|una cuenta nueva|mi cuenta|esta cuenta",
+    es="en lugar del original|en lugar de la original|en vez del original|en vez de la original|"
+    "otra tarjeta|otra cuenta|una cuenta nueva|mi cuenta|esta cuenta|"
+    r"re:\b(?:tarjeta|cuenta)\s*(?:n[úu]mero\s*)?(?:terminada\s+en\s*)?#?\d{4,}",
     fr="au lieu du moyen d'origine|au lieu de l'original|une autre carte|un autre compte|"
-    "un nouveau compte|mon compte|ce compte",
+    "un nouveau compte|mon compte|ce compte|"
+    r"re:\b(?:carte|compte)\s*(?:n(?:°|o|uméro)\s*)?(?:se\s+terminant\s+par\s*)?#?\d{4,}",
     de="statt der ursprünglichen|anstatt der ursprünglichen|eine andere karte|ein anderes konto|"
-    "ein neues konto|mein konto|dieses konto",
+    "ein neues konto|mein konto|dieses konto|"
+    r"re:\b(?:karte|konto)\s*(?:nummer\s*)?(?:mit\s+(?:der\s+)?endung\s*)?#?\d{4,}",
     ja="元の支払い方法ではなく|別のカード|別の口座|新しい口座|この口座",
-    pt="em vez do original|outro cartão|outra conta|uma conta nova|minha conta|esta conta",
+    pt="em vez do original|em vez da original|ao invés do original|outro cartão|outra conta|"
+    "uma conta nova|minha conta|esta conta|"
+    r"re:\b(?:cart[ãa]o|conta)\s*(?:n[úu]mero\s*)?(?:terminad[oa]\s+em\s*)?#?\d{4,}",
 )
 """Destinations of money other than the original payment method."""
 
@@ -775,11 +782,12 @@ ORIGINAL = _slot(
     "back to the (customer|user|passenger)|to your|to their own|to the customer's own|"
     "same (card|payment method) (used|they paid)|they paid with|the card used",
     zh="原支付方式|原路退回|原路返回|原账户|原卡|用户本人",
-    es="método de pago original|metodo de pago original|a su tarjeta|tarjeta original",
+    es="método de pago original|metodo de pago original|a su tarjeta|tarjeta original|"
+    "del propio cliente|al propio cliente",
     fr="moyen de paiement d'origine|carte d'origine|sur votre",
     de="ursprüngliche zahlungsmethode|ursprüngliche karte|auf ihre",
     ja="元の支払い方法|元のカード",
-    pt="forma de pagamento original|cartão original",
+    pt="forma de pagamento original|cartão original|do próprio cliente|ao próprio cliente",
 )
 """Refunds that go back where they came from."""
 
