@@ -13,6 +13,12 @@ tracing uses, so it is in every callback manager), looks at those prompts while 
 inside the middleware's ``wrap_model_call``, in the same thread or task), and notes whether the
 block was in them. It does nothing outside such a block.
 
+**The end of an agent's run.** The handler knows the parent of every open chain run, so a
+middleware can ask, from one of its graph's nodes, which graph run it is in
+(:func:`graph_run`) and be called back when that run fails (:func:`on_failure`): an exception
+that leaves the agent ends its trajectory, one that another middleware caught (a retry) does
+not.
+
 **Pauses and resumes of a thread.** The same handler follows the chain runs that carry a
 ``thread_id`` (LangGraph copies it into every run's metadata): the root run now running on each
 thread, the value of its ``Command(resume=...)`` input, and the values of the interrupts
@@ -25,14 +31,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.messages import BaseMessage
 from langchain_core.tracers.context import register_configure_hook
 
@@ -43,8 +49,10 @@ __all__ = [
     "ThreadRuns",
     "block_in",
     "expect",
+    "graph_run",
     "interrupt_values",
     "is_interrupt",
+    "on_failure",
     "resume_value",
     "thread",
     "watch",
@@ -136,7 +144,7 @@ def block_in(block: str, prompt: Sequence[Any]) -> bool:
 
 class _Watcher(BaseCallbackHandler):
     """Looks at model prompts while an :class:`Expectation` is active, and follows the chain
-    runs of threads (cheap: a dict entry per open chain run with a ``thread_id``)."""
+    runs of threads and the parent of every open chain run (cheap: a dict entry each)."""
 
     run_inline = True
     raise_error = False
@@ -145,6 +153,24 @@ class _Watcher(BaseCallbackHandler):
         self._lock = threading.Lock()
         self._open: OrderedDict[UUID, str] = OrderedDict()
         self.threads: OrderedDict[str, ThreadRuns] = OrderedDict()
+        # every open chain run -> its parent run (None: a root)
+        self.parents: OrderedDict[UUID, UUID | None] = OrderedDict()
+        # graph runs -> what to call if they fail (registered by on_failure)
+        self.failures: dict[UUID, Callable[[BaseException], None]] = {}
+
+    def _opened(self, run_id: UUID, parent_run_id: UUID | None) -> None:
+        self.parents[run_id] = parent_run_id
+        if len(self.parents) > MAX_OPEN_RUNS:
+            with self._lock:
+                while len(self.parents) > MAX_OPEN_RUNS:
+                    self.parents.popitem(last=False)
+
+    def _closed(self, run_id: UUID, error: BaseException | None) -> None:
+        self.parents.pop(run_id, None)
+        if self.failures:
+            call = self.failures.pop(run_id, None)
+            if call is not None and error is not None and not is_interrupt(error):
+                call(error)
 
     def on_chain_start(
         self,
@@ -156,6 +182,7 @@ class _Watcher(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        self._opened(run_id, parent_run_id)
         thread_id = (metadata or {}).get("thread_id")
         if thread_id is None:
             return
@@ -174,11 +201,13 @@ class _Watcher(BaseCallbackHandler):
             runs.root, runs.resume = run_id, resume_value(inputs)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._closed(run_id, None)
         if self._open:
             with self._lock:
                 self._open.pop(run_id, None)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._closed(run_id, error)
         if not self._open:
             return
         with self._lock:
@@ -223,6 +252,29 @@ def watch() -> None:
     """Start following runs (idempotent; the middleware calls it when it is created, before
     any run it must follow configures its callbacks)."""
     _register()
+
+
+def graph_run(config: Mapping[str, Any]) -> UUID | None:
+    """The run of the graph whose node runs with ``config`` (LangGraph's config of the node:
+    ``langgraph.config.get_config()``), when the watcher follows it; else ``None`` (the
+    watcher is switched off for this run, or ``config`` is not a node's)."""
+    manager = config.get("callbacks")
+    if not isinstance(manager, BaseCallbackManager) or manager.parent_run_id is None:
+        return None
+    if not any(h is _WATCHER for h in manager.handlers):
+        return None
+    return _WATCHER.parents.get(manager.parent_run_id)
+
+
+def on_failure(run_id: UUID, call: Callable[[BaseException], None]) -> None:
+    """Call ``call(error)`` when the chain run ``run_id`` (from :func:`graph_run`) ends on
+    an exception that is not an interrupt; forgotten when it ends otherwise. Bounded: at most
+    :data:`MAX_OPEN_RUNS` runs wait."""
+    with _WATCHER._lock:
+        failures = _WATCHER.failures
+        failures[run_id] = call
+        while len(failures) > MAX_OPEN_RUNS:
+            del failures[next(iter(failures))]
 
 
 def thread(thread_id: str | None) -> ThreadRuns | None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import functools
 import threading
 import time
 import weakref
@@ -78,7 +79,15 @@ from hindsight_langchain._gate import (
     run_state,
 )
 from hindsight_langchain._scope import Scope
-from hindsight_langchain._seen import NO_RESUME, Expectation, expect, thread, watch
+from hindsight_langchain._seen import (
+    NO_RESUME,
+    Expectation,
+    expect,
+    graph_run,
+    on_failure,
+    thread,
+    watch,
+)
 
 __all__ = ["STATE_KEY", "HindsightMiddleware", "HindsightState", "append_to_system_prompt"]
 
@@ -205,6 +214,10 @@ class _Invoke:
     missed: int = 0  # model calls that did not
     recorded: bool = False  # the recall was handed to the writer already (a paused part)
     root: Any = None  # the graph run (root run id) the invoke was last seen in
+    # the run of the agent's graph when the watcher follows it: an exception that leaves it
+    # ends the invoke (one an outer middleware catches, a retry, does not); None: the first
+    # exception of a model or tool call ends it
+    graph: Any = None
     advised: set[str] = field(default_factory=set)  # tools whose first call was held (advise)
     # tools whose check found no risk check for them: not checked again in this invoke
     unchecked: set[str] = field(default_factory=set)
@@ -357,6 +370,9 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             invoke = self._new_invoke(new_id(), metadata, thread_id)
             invoke.buffer.user_messages(latest_user_texts(list(state.get("messages") or [])))
             stale = self._register(invoke)
+            invoke.graph = _graph_run()
+            if invoke.graph is not None:
+                on_failure(invoke.graph, functools.partial(self._escaped, invoke))
         except Exception as exc:
             self._engine.fail("could not start capturing this invoke", exc)
             return None, []
@@ -526,7 +542,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 raise
             except BaseException as exc:
                 self._saw(invoke, seen)
-                if self._model_failed(invoke, started, exc):
+                if self._model_failed(invoke, started, exc) and invoke.graph is None:
                     self._finish(invoke)
                 raise
         self._saw(invoke, seen)
@@ -561,7 +577,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 raise
             except BaseException as exc:
                 self._saw(invoke, seen)
-                if self._model_failed(invoke, started, exc):
+                if self._model_failed(invoke, started, exc) and invoke.graph is None:
                     await self._afinish(invoke)
                 raise
         self._saw(invoke, seen)
@@ -653,7 +669,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                     latency_ms=(time.perf_counter() - t0) * 1000.0,
                     metadata=invoke.pending.pop(event_id, {}),
                 )
-                invoke.error = invoke.error or exc
+                if invoke.graph is None:  # else the run ends on it only if it leaves the agent
+                    invoke.error = invoke.error or exc
                 return invoke.open_calls <= 0 and not invoke.done
         except Exception as err:
             self._engine.fail("could not capture a model error", err)
@@ -688,7 +705,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             self._tool_interrupted(invoke, event_id)
             raise
         except BaseException as exc:
-            if self._tool_failed(invoke, event_id, exc):
+            if self._tool_failed(invoke, event_id, exc) and invoke.graph is None:
                 self._finish(invoke)
             raise
         if self._tool_done(invoke, event_id, result):
@@ -719,7 +736,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             self._tool_interrupted(invoke, event_id)
             raise
         except BaseException as exc:
-            if self._tool_failed(invoke, event_id, exc):
+            if self._tool_failed(invoke, event_id, exc) and invoke.graph is None:
                 await self._afinish(invoke)
             raise
         if self._tool_done(invoke, event_id, result):
@@ -819,7 +836,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             with self._lock:
                 invoke.open_calls -= 1
                 invoke.buffer.tool_error(event_id, exc)
-                invoke.error = invoke.error or exc
+                if invoke.graph is None:  # else the run ends on it only if it leaves the agent
+                    invoke.error = invoke.error or exc
                 return invoke.open_calls <= 0 and not invoke.done
         except Exception as err:
             self._engine.fail("could not capture a tool error", err)
@@ -978,6 +996,18 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         handed = (invoke.buffer.trajectory_id, invoke.thread_id)
         return self._engine.submit_later(build, handed=handed)
 
+    def _escaped(self, invoke: _Invoke, error: BaseException) -> None:
+        """The agent's graph run ended on ``error`` (the watcher calls this, in the thread or
+        loop that raised): the invoke ends as it stands, handed to the writer without waiting
+        (the agent is raising)."""
+        try:
+            with self._lock:
+                invoke.error = invoke.error or error
+            if self._end(invoke):
+                self._hand_over_ended(invoke, incomplete=False)
+        except Exception as exc:
+            self._engine.fail("could not store a run that ended on an exception", exc)
+
     def _finish(self, invoke: _Invoke, *, incomplete: bool = False) -> None:
         if not self._end(invoke):
             return
@@ -1028,6 +1058,17 @@ def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter
 
 
 atexit.register(_close_all_at_exit)
+
+
+def _graph_run() -> Any:
+    """The run of the graph this node runs in, when the watcher follows it
+    (:func:`hindsight_langchain._seen.graph_run`), else ``None``."""
+    from langgraph.config import get_config
+
+    try:
+        return graph_run(get_config())
+    except RuntimeError:  # not inside a graph
+        return None
 
 
 def _run_metadata(runtime: Runtime[Any] | None) -> tuple[Mapping[str, Any], str | None]:

@@ -1,0 +1,174 @@
+"""HindsightMiddleware with middleware that catch a model's or a tool's exception (retries,
+fallbacks): one invoke is one trajectory wherever the middleware stands in the list, its
+outcome is how the invoke ended, and the block reaches every model call
+(docs/integrations/langchain.md#order-with-other-middleware). An exception that leaves the
+agent still ends the trajectory when it is raised."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.integrations import langchain_support  # noqa: F401  (skips without LangChain)
+
+# isort: split
+
+import pytest
+from hindsight_langchain import HindsightMiddleware
+from hindsight_langchain._bench import hindsight_hooks
+from hindsight_langchain.testing import ScriptedChatModel, ai, call, system_prompt_of
+from langchain.agents import create_agent
+from langchain.agents.middleware import (
+    ModelFallbackMiddleware,
+    ModelRetryMiddleware,
+    ToolRetryMiddleware,
+)
+from langchain_core.tools import tool
+
+from hindsight import BLOCK_START, Outcome
+from tests.integrations.langchain_support import TENANT, all_trajectories, memory, steps, stored
+
+LESSON = "sync_inventory times out at peak hours: retry it once"
+
+
+def _flaky(fails: int) -> Any:
+    """A tool that raises ``TimeoutError`` on its first ``fails`` calls, then answers."""
+    calls = {"n": 0}
+
+    @tool
+    def sync_inventory(sku: str) -> str:
+        """Sync the stock level of a SKU with the warehouse."""
+        calls["n"] += 1
+        if calls["n"] <= fails:
+            raise TimeoutError("warehouse API timed out after 5 s")
+        return f"{sku}: 12 in stock"
+
+    return sync_inventory
+
+
+def _tool_agent(mem: Any, *, first: bool, fails: int = 1, **retry: Any) -> tuple[Any, Any, Any]:
+    model = ScriptedChatModel(
+        replies=[ai("", call("sync_inventory", {"sku": "B-7"}, "c1")), "B-7 has 12 in stock."]
+    )
+    middleware = HindsightMiddleware(mem, tenant_id=TENANT)
+    other = ToolRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False, **retry)
+    order = [middleware, other] if first else [other, middleware]
+    return create_agent(model, [_flaky(fails)], middleware=order), model, middleware
+
+
+def _model_agent(mem: Any, *, first: bool, other: Any, fails: int = 1) -> tuple[Any, Any, Any]:
+    replies: list[Any] = [RuntimeError("provider returned 503")] * fails + ["Stock synced."]
+    model = ScriptedChatModel(replies=replies)
+    middleware = HindsightMiddleware(mem, tenant_id=TENANT)
+    order = [middleware, other] if first else [other, middleware]
+    return create_agent(model, [], middleware=order), model, middleware
+
+
+QUESTION = {"messages": [("user", "Sync the stock of SKU B-7 with the warehouse")]}
+
+
+def _invoke(agent: Any, asynchronous: bool) -> Any:
+    if asynchronous:
+        return asyncio.run(agent.ainvoke(QUESTION))
+    return agent.invoke(QUESTION)
+
+
+def _one_run(mem: Any, middleware: Any, result: Any) -> Any:
+    """The invoke's single trajectory, the one the agent's state names."""
+    assert all_trajectories(mem) == 1
+    assert result["hindsight_trajectory_id"] == middleware.last_trajectory_id
+    traj = stored(mem, middleware.last_trajectory_id)
+    assert "continues_trajectory" not in traj.metadata
+    return traj
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("first", [False, True], ids=["retry-outside", "hindsight-outside"])
+def test_a_retried_tool_call_is_one_run_that_succeeded(first: bool, asynchronous: bool) -> None:
+    mem = memory()
+    lesson = mem.add_experience(LESSON, tenant_id=TENANT)
+    agent, model, middleware = _tool_agent(mem, first=first)
+    traj = _one_run(mem, middleware, _invoke(agent, asynchronous))
+    assert traj.outcome is Outcome.SUCCESS and "error" not in traj.metadata
+    results = [s for s in steps(traj) if s[0] == "tool_result"]
+    if first:  # outermost: it sees the call once, with its final result
+        assert results == [("tool_result", "sync_inventory", "success")]
+    else:  # inside the retry: each attempt
+        assert results == [
+            ("tool_result", "sync_inventory", "timeout"),
+            ("tool_result", "sync_inventory", "success"),
+        ]
+    assert all(BLOCK_START in system_prompt_of(p) for p in model.prompts)
+    assert len(model.prompts) == 2
+    assert mem.get_experience(lesson.id, tenant_id=TENANT).confidence > lesson.confidence
+    assert middleware.errors == 0
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("first", [False, True], ids=["retry-outside", "hindsight-outside"])
+@pytest.mark.parametrize("kind", ["retry", "fallback"])
+def test_a_model_call_retried_or_replaced_is_one_run_that_succeeded(
+    kind: str, first: bool, asynchronous: bool
+) -> None:
+    mem = memory()
+    lesson = mem.add_experience(LESSON, tenant_id=TENANT)
+    fallback = ScriptedChatModel(replies=["Stock synced by the fallback model."])
+    other = (
+        ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+        if kind == "retry"
+        else ModelFallbackMiddleware(fallback)
+    )
+    agent, model, middleware = _model_agent(mem, first=first, other=other)
+    traj = _one_run(mem, middleware, _invoke(agent, asynchronous))
+    assert traj.outcome is Outcome.SUCCESS and "error" not in traj.metadata
+    calls = [s for s in steps(traj) if s[0] == "model_call"]
+    assert calls[-1][2] == "success"
+    assert len(calls) == (1 if first else 2)  # inside the other middleware: each attempt
+    prompts = model.prompts + fallback.prompts
+    assert prompts and all(BLOCK_START in system_prompt_of(p) for p in prompts)
+    assert mem.get_experience(lesson.id, tenant_id=TENANT).confidence > lesson.confidence
+    assert middleware.errors == 0
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_retries_given_up_and_reported_to_the_model_are_one_run(asynchronous: bool) -> None:
+    """The retry middleware's default gives the model the error as a tool message: the agent
+    goes on and answers; its tool failed and nothing succeeded after it, so it failed."""
+    mem = memory()
+    agent, _, middleware = _tool_agent(mem, first=False, fails=10)
+    traj = _one_run(mem, middleware, _invoke(agent, asynchronous))
+    results = [s for s in steps(traj) if s[0] == "tool_result"]
+    assert results == [("tool_result", "sync_inventory", "timeout")] * 3
+    assert traj.outcome is Outcome.FAILURE and "error" not in traj.metadata
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("watcher", [True, False], ids=["watched", "watcher-off"])
+@pytest.mark.parametrize("where", ["tool", "model"])
+def test_an_exception_that_leaves_the_agent_ends_the_run_as_a_failure(
+    where: str, watcher: bool, asynchronous: bool
+) -> None:
+    """Retries exhausted and raised (or no retry at all): the invoke raises and its one
+    trajectory is a failure naming the error, written when the agent raised. Without the
+    watcher (switched off for the run) the first exception ends it, as before."""
+    mem = memory()
+    if where == "tool":
+        agent, _, middleware = _tool_agent(mem, first=False, fails=10, on_failure="error")
+        expected: type[Exception] = TimeoutError
+    else:
+        other = ModelRetryMiddleware(
+            max_retries=1, initial_delay=0.0, jitter=False, on_failure="error"
+        )
+        agent, _, middleware = _model_agent(mem, first=False, other=other, fails=10)
+        expected = RuntimeError
+    with hindsight_hooks(router=False, watcher=watcher), pytest.raises(expected):
+        _invoke(agent, asynchronous)
+    assert middleware.last_trajectory_id is not None  # handed over before the raise returned
+    # without the watcher each attempt that raised is a part of its own, as before
+    assert all_trajectories(mem) == (1 if watcher else {"tool": 3, "model": 2}[where])
+    first = stored(mem, middleware.last_trajectory_id)
+    assert first.outcome is Outcome.FAILURE
+    assert expected.__name__ in first.metadata["error"]
+    if watcher:
+        attempts = [s for s in steps(first) if s[2] in ("timeout", "failure")]
+        assert len(attempts) == (3 if where == "tool" else 2)
