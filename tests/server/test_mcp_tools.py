@@ -77,8 +77,9 @@ async def test_tools_have_typed_schemas_annotations_and_no_tenant_argument(acme:
         "minimum": 1,
         "type": "integer",
     }
-    assert recall["properties"]["tags"]["anyOf"][0] == {
+    assert recall["properties"]["tags"]["anyOf"][0] == {  # the contract's limit
         "items": {"type": "string"},
+        "maxItems": 100,
         "type": "array",
     }
     assert set(tools["recall_similar"].output_schema["required"]) >= {"hits", "rendered"}
@@ -326,20 +327,42 @@ async def test_strings_are_kept_exactly_as_sent(acme: Any, mem: Any) -> None:
     assert exact["hits"][0]["task_type"] == '{"kind": "deploy"}'
 
 
-async def test_tags_accept_a_list_or_its_json_text_and_name_the_field_otherwise(
+async def test_tags_accept_a_list_its_json_text_or_one_string_and_name_the_field_otherwise(
     acme: Any, mem: Any
 ) -> None:
+    """As in Python and over HTTP, one string is a list of one, with the contract's
+    messages; on every tool that takes tags or tools."""
     await _learn(acme, "Invoices need the billing tag")
     mem.add_experience("Billing lessons carry a tag", tenant_id="acme", tags=["billing"])
     as_list = (await call(acme, "recall_similar", {"query": "billing", "tags": ["billing"]})).ok()
-    as_text = (await call(acme, "recall_similar", {"query": "billing", "tags": '["billing"]'})).ok()
-    assert [h["id"] for h in as_list["hits"]] == [h["id"] for h in as_text["hits"]]
-    tagged = [h for h in as_text["hits"] if h["tags"] == ["billing"]]
-    assert tagged and tagged[0]["why"]["boost"] > 0  # the coerced tags were used
-    for bad in ["billing", '{"a": 1}', "[1, 2]", 7]:
+    for same in ('["billing"]', "billing"):
+        other = (await call(acme, "recall_similar", {"query": "billing", "tags": same})).ok()
+        assert [h["id"] for h in as_list["hits"]] == [h["id"] for h in other["hits"]]
+        tagged = [h for h in other["hits"] if h["tags"] == ["billing"]]
+        assert tagged and tagged[0]["why"]["boost"] > 0  # the coerced tags were used
+    too_many = [f"t{i}" for i in range(101)]
+    for bad, message in [
+        ('{"a": 1}', "tags must be a list of strings"),
+        ("[1, 2]", "tags must be a list of strings"),
+        (7, "tags must be a list of strings"),
+        (too_many, "tags must be at most 100 strings, got 101"),
+    ]:
         done = await call(acme, "recall_similar", {"query": "billing", "tags": bad})
         assert done.error is not None and done.error["field"] == "tags", (bad, done.text)
         assert done.error["type"] == "validation_error"
+        assert done.error["message"] == f"tags: {message}"  # the field, then Python's words
+    lesson = mem.add_experience("Edit my labels", tenant_id="acme")
+    for tags, tools in (("ops", "lookup"), ('["a", "b"]', '["lookup", "refund"]')):
+        edit = {"experience_id": lesson.id, "tags": tags, "tools": tools}
+        (await call(acme, "edit_experience", edit)).ok()
+        edited = mem.get_experience(lesson.id, tenant_id="acme")
+        assert (edited.tags, edited.tools) == (
+            (["ops"], ["lookup"]) if tags == "ops" else (["a", "b"], ["lookup", "refund"])
+        )
+    done = await call(acme, "edit_experience", {"experience_id": lesson.id, "tags": 7})
+    assert (
+        done.error is not None and done.error["message"] == "tags: tags must be a list of strings"
+    )
 
 
 # -- isolation (C01, C03, C17) ------------------------------------------------------------

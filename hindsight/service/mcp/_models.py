@@ -237,7 +237,7 @@ class OutcomeResult(_Out):
     )
 
 
-def _json_list(value: Any) -> Any:
+def json_list(value: Any) -> Any:
     """A list sent as JSON text (``'["a", "b"]'``) as the list: what the MCP SDK does for a
     tool's own list arguments (hosts that send every argument as text), inside a lesson too."""
     if isinstance(value, str) and value.lstrip().startswith("["):
@@ -257,10 +257,10 @@ class LessonIn(_Out):
         default=ExperienceKind.RULE, description="rule, improvement, anti_pattern, ..."
     )
     task_type: str | None = Field(default=None, description="Class of task it applies to.")
-    tools: Annotated[Tools, BeforeValidator(_json_list)] = Field(
+    tools: Annotated[Tools, BeforeValidator(json_list)] = Field(
         default_factory=list, description="Tools it is about."
     )
-    tags: Annotated[Tags, BeforeValidator(_json_list)] = Field(
+    tags: Annotated[Tags, BeforeValidator(json_list)] = Field(
         default_factory=list, description="Context tags."
     )
     confidence: Confidence = Field(default=0.5, description="How sure, 0..1.")

@@ -40,6 +40,7 @@ from hindsight._contract import (
     OptionalTopK,
     Query,
     RunState,
+    Tags,
     ToolName,
     Tools,
     batch_size,
@@ -66,6 +67,7 @@ from hindsight.service.mcp._models import (
     ReviewResult,
     TrajectoryList,
     TrajectoryOut,
+    json_list,
 )
 from hindsight.service.mcp._tooling import HindsightTool
 
@@ -235,7 +237,8 @@ def build_mcp_server(
             OptionalTopK, Field(description="How many lessons at most, 1..1000 (default 5).")
         ] = None,
         tags: Annotated[
-            list[str] | None,
+            Tags | None,
+            BeforeValidator(json_list),
             Field(description='Context tags that boost matching lessons, e.g. ["billing"].'),
         ] = None,
         namespace: NamespaceArg = None,
@@ -251,6 +254,7 @@ def build_mcp_server(
         ] = False,
         tools: Annotated[
             Tools | None,
+            BeforeValidator(json_list),
             Field(
                 description='The names of the tools you have, e.g. ["refund_order"]: lessons '
                 "about them are boosted and the block opens with their risk checks."
@@ -427,8 +431,12 @@ def build_mcp_server(
             str | None, Field(description="rule, improvement, anti_pattern, ...")
         ] = None,
         task_type: TaskTypeArg = None,
-        tools: Annotated[list[str] | None, Field(description="Tools it is about.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Context tags.")] = None,
+        tools: Annotated[
+            Tools | None, BeforeValidator(json_list), Field(description="Tools it is about.")
+        ] = None,
+        tags: Annotated[
+            Tags | None, BeforeValidator(json_list), Field(description="Context tags.")
+        ] = None,
         importance: Annotated[
             Importance | None, Field(description="How much it matters, 0..1.")
         ] = None,
