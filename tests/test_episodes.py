@@ -4,6 +4,7 @@ left out of normal recall, recalled after the lessons when asked, in their own b
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,34 @@ def test_a_run_that_worked_on_calling_again_says_so(
     text = summarize_episode(run_with("Resize the volume", [call, *between, ok], outcome=outcome))
     assert "did not recover" not in text
     assert "Turning point: resize_volume " in text and "; calling it again worked." in text
+
+
+LONG = {"pod": "api-7f9c", "namespace": "shop-backend", "tail": 100, "container": "web"}
+
+
+@pytest.mark.parametrize(
+    ("again", "shown"),
+    [
+        ({**LONG, "request_timeout": "60s"}, "request_timeout=60s"),  # an argument added
+        ({**LONG, "container": "sidecar"}, "container=sidecar"),  # the last one changed
+        ({**LONG, "tail": 20}, "tail=20"),
+    ],
+)
+@pytest.mark.parametrize("task", ["Get the logs of pod api-7f9c", "取 api-7f9c 的日志"])
+def test_a_call_again_with_other_arguments_shows_what_changed_first(
+    again: dict[str, Any], shown: str, task: str
+) -> None:
+    """The step list keeps 60 characters of arguments: a retry that added or changed one
+    (beyond them) must not read as the same call again."""
+    calls = [
+        ("kubectl_logs", LONG, "timeout", "Error: timed out waiting for the condition"),
+        ("kubectl_logs", again, "success", "INFO ready"),
+    ]
+    text = summarize_episode(run_with(task, calls, outcome=Outcome.SUCCESS))
+    first, second = re.findall(r"kubectl_logs\(([^)]*)\)", text)[:2]
+    assert first != second, text
+    assert second.startswith(shown), text
+    assert text.count(shown) >= 2  # in the steps and in the turning point
 
 
 @pytest.mark.parametrize(

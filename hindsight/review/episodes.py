@@ -149,9 +149,16 @@ def _status_word(call: ToolCall, words: dict[str, Any]) -> str:
     return str(words["status"][call.status.value])
 
 
-def _call_text(call: ToolCall) -> str:
-    args = describe_args(call.args, limit=60) if call.args else ""
-    return f"{call.tool}({args})"
+def _call_text(call: ToolCall, before: ToolCall | None = None) -> str:
+    """``tool(key=value, ...)`` within 60 characters of arguments; after an earlier call of
+    the same tool (``before``), the arguments that changed since come first, so that a retry
+    that added or changed one does not read as the same call again."""
+    args = call.args
+    if before is not None and args and before.tool == call.tool:
+        changed = [k for k, v in args.items() if k not in before.args or before.args[k] != v]
+        args = {k: args[k] for k in changed} | {k: v for k, v in args.items() if k not in changed}
+    text = describe_args(args, limit=60) if args else ""
+    return f"{call.tool}({text})"
 
 
 def _steps(calls: Sequence[ToolCall], words: dict[str, Any]) -> list[str]:
@@ -167,9 +174,12 @@ def _steps(calls: Sequence[ToolCall], words: dict[str, Any]) -> list[str]:
         else:
             merged.append((call, 1))
     steps = []
+    last: dict[str, ToolCall] = {}  # the previous call of each tool
     for i, (call, count) in enumerate(merged, 1):  # numbered before any are left out
         times = str(words["times"]).format(n=count) if count > 1 else ""
-        steps.append(f"{i}) {_call_text(call)} → {_status_word(call, words)}{times}")
+        text = _call_text(call, last.get(call.tool))
+        steps.append(f"{i}) {text} → {_status_word(call, words)}{times}")
+        last[call.tool] = call
     if len(steps) > MAX_SHOWN_STEPS:
         hidden = len(steps) - _STEP_HEAD - _STEP_TAIL
         steps = [
@@ -204,7 +214,9 @@ def _turning_point(calls: Sequence[ToolCall], outcome: Outcome, words: dict[str,
             )
         if fix is not None and outcome is not Outcome.FAILURE:
             return str(words["recovered"]).format(
-                tool=failed.tool, status=_status_word(failed, words), next=_call_text(fix)
+                tool=failed.tool,
+                status=_status_word(failed, words),
+                next=_call_text(fix, failed),
             )
         if fix is None or outcome is Outcome.FAILURE:
             template = "not_recovered" if fix is None else "went_through_failed"
