@@ -101,9 +101,17 @@ def status_and_type(exc: BaseException) -> tuple[int, str]:
     return 500, "internal_error"
 
 
+_BREAKS = re.compile(r"\s*(?:\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])\s*")
+"""A line break and the spaces around it (a message is one line; its other spaces stay,
+as in a quoted value: ``got '   '``)."""
+
+
 def error_body(type_: str, message: str, field: str | None = None) -> dict[str, Any]:
-    """The JSON error body; ``message`` is squeezed to one line."""
-    return {"error": {"type": type_, "message": " ".join(str(message).split()), "field": field}}
+    """The JSON error body; ``message`` made one line (each line break and the spaces around
+    it become one space)."""
+    return {
+        "error": {"type": type_, "message": _BREAKS.sub(" ", str(message)).strip(), "field": field}
+    }
 
 
 _FRAME = re.compile(r"^(?:body|query|path) field [^\s:]+: ")

@@ -258,3 +258,23 @@ def test_a_refused_request_carries_no_warning(http: httpx.Client) -> None:
                 {"role": "assistant", "content": None, "tool_calls": [call]}]  # fmt: skip
     r = http.post("/v1/episodes", json={"trajectory": {"messages": messages, "outcome": "won"}})
     assert r.status_code == 422 and "warning" not in r.headers, (r.status_code, r.headers)
+
+
+@pytest.mark.parametrize("blank", ["   ", " ", "\t \t", "  \u3000 "])
+def test_a_refused_value_is_quoted_as_sent(http: httpx.Client, blank: str) -> None:
+    """The message is one line, and its spaces are the value's: Python's words exactly."""
+    from hindsight._errors import UsageError
+    from hindsight.testing import test_memory
+
+    r = http.post("/v1/experiences", json={"content": blank})
+    assert r.status_code == 422, r.text
+    with test_memory() as mem, pytest.raises(UsageError) as err:
+        mem.add_experience(blank, tenant_id="t")
+    assert r.json()["error"]["message"] == f"body field content: {err.value}"
+
+
+def test_an_error_message_is_one_line_with_its_inner_spaces_kept() -> None:
+    from hindsight.service._wire import error_body
+
+    message = error_body("x", "first line\r\n   second  line\n\nthird\u2028fourth  ")["error"]
+    assert message["message"] == "first line second  line third fourth"

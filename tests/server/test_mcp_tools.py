@@ -365,6 +365,28 @@ async def test_tags_accept_a_list_its_json_text_or_one_string_and_name_the_field
     )
 
 
+@pytest.mark.parametrize("at", [0, 2])
+async def test_a_lesson_is_refused_in_the_words_of_every_interface(acme: Any, at: int) -> None:
+    """An unknown field names the fields a lesson has (as over HTTP and in Python's batch),
+    and a name with a NUL is a validation error at the lesson's dotted path, as any other."""
+    from hindsight._contract import unknown_field
+    from hindsight.service.mcp._models import LessonIn
+
+    lessons: list[dict[str, Any]] = [{"content": f"Lesson {i} on refusals"} for i in range(3)]
+    lessons[at] = {**lessons[at], "colour": "red"}
+    done = await call(acme, "add_experiences", {"lessons": lessons})
+    assert done.error is not None and done.error["type"] == "validation_error"
+    fields = list(LessonIn.model_fields)
+    assert done.error["message"] == f"lessons.{at}.colour: {unknown_field('colour', fields)}"
+    lessons[at] = {"content": "Lesson on a name", "task_type": "a\x00b"}
+    done = await call(acme, "add_experiences", {"lessons": lessons})
+    assert done.error is not None and done.error["type"] == "validation_error"
+    assert done.error["field"] == "lessons"
+    assert done.error["message"].startswith(
+        f"lessons.{at}.task_type contains a NUL character (U+0000) at position 1"
+    )
+
+
 # -- isolation (C01, C03, C17) ------------------------------------------------------------
 async def test_c01_tenants_never_see_each_other_over_mcp(mem: Any) -> None:
     server_a = build_mcp_server(mem.aio, tenant=fixed_tenant("tenant-a"))

@@ -22,7 +22,9 @@ Two adjustments to the ``mcp`` SDK's tools (2.3.0, :class:`mcp.server.mcpserver.
 from __future__ import annotations
 
 import logging
+import re
 import types
+from collections.abc import Sequence
 from typing import Annotated, Any, Union, cast, get_args, get_origin
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -77,7 +79,41 @@ def _field_of(message: str, params: set[str]) -> str | None:
     return head if head in params else None
 
 
-def error_of(exc: BaseException, params: set[str]) -> tuple[str, str, str | None] | None:
+def _dotted(path: str) -> str:
+    """A path as pydantic and the other MCP errors write it: ``lessons[0].task_type`` ->
+    ``lessons.0.task_type``."""
+    return re.sub(r"\[(\d+)\]", r".\1", path)
+
+
+def _fields_at(model: Any, loc: Sequence[Any]) -> list[str]:
+    """The fields of the model that holds the last part of ``loc`` inside ``model`` (a
+    tool's arguments model: ``("lessons", 0, "colour")`` -> the fields of a lesson)."""
+    current = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        info = getattr(current, "model_fields", {}).get(part)
+        current = _model_in(info.annotation) if info is not None else None
+        if current is None:
+            return []
+    return list(getattr(current, "model_fields", {}))
+
+
+def _model_in(annotation: Any) -> Any:
+    """The pydantic model in ``annotation`` (``list[LessonIn]``, ``LessonIn | None``,
+    ``Annotated[...]``), or ``None``."""
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def error_of(
+    exc: BaseException, params: set[str], model: Any = None
+) -> tuple[str, str, str | None] | None:
     """``(type, one-line message, field)`` for an anticipated failure, ``None`` for a crash.
 
     ``type`` is the HTTP API's error type of the exception (:func:`hindsight.service._wire.
@@ -88,12 +124,20 @@ def error_of(exc: BaseException, params: set[str]) -> tuple[str, str, str | None
     Args:
         exc: the exception a tool raised (or the validation error of its arguments).
         params: the tool's parameter names, to tell which one a message is about.
+        model: the tool's arguments model, to name the fields of one an unknown field is in
+            (the words of every interface, :func:`hindsight._contract.unknown_field`).
     """
     if isinstance(exc, ValidationError):
-        from hindsight._contract import validation_message
+        from hindsight._contract import error_location, unknown_field, validation_message
 
-        loc = exc.errors()[0].get("loc", ())
-        return "validation_error", validation_message(exc), str(loc[0]) if loc else None
+        first = exc.errors()[0]
+        loc = first.get("loc", ())
+        field = str(loc[0]) if loc else None
+        fields = _fields_at(model, loc) if first.get("type") == "extra_forbidden" else []
+        if fields:
+            where = error_location(loc) or "value"
+            return "validation_error", f"{where}: {unknown_field(loc[-1], fields)}", field
+        return "validation_error", validation_message(exc), field
     if not isinstance(exc, HindsightError):
         return None
     kind = status_and_type(exc)[1]
@@ -175,18 +219,20 @@ class HindsightTool(Tool):
         unknown = self.unknown_argument(arguments)
         if unknown is not None:
             return self._error("validation_error", unknown[1], unknown[0])
-        params = set(self.fn_metadata.arg_model.model_fields)
+        model = self.fn_metadata.arg_model
+        params = set(model.model_fields)
         with collecting() as report:
             try:
                 arguments = valid_arguments(arguments)
+            except UsageError as exc:  # a name argument holding invalid text: its validation
+                path = _dotted(str(exc).split(" ", 1)[0])
+                message = path + str(exc)[len(str(exc).split(" ", 1)[0]) :]
+                return self._error("validation_error", message, path.split(".", 1)[0])
+            try:
                 result = await super().run(arguments, context, convert_result)
-            except UsageError as exc:  # a name argument holding invalid text
-                found = error_of(exc, params)
-                assert found is not None
-                return self._error(*found)
             except ToolError as exc:
                 cause = exc.__cause__
-                found = error_of(cause, params) if cause is not None else None
+                found = error_of(cause, params, model) if cause is not None else None
                 if found is None:
                     raise
                 return self._error(*found)
