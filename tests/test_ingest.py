@@ -743,6 +743,18 @@ def test_unparsable_json_names_file_and_line(tmp_path: Path) -> None:
         parse(doc)
 
 
+@pytest.mark.parametrize("stamp", ["yesterday", "2025-13-45", True, "", [2025], float("nan")])
+def test_a_timestamp_that_is_no_time_refuses_its_record(tmp_path: Path, stamp: object) -> None:
+    """Never dropped for the synthetic clock: the record is refused with one line, as a
+    reward that is no number; ISO-8601 text and Unix seconds (or milliseconds) are read."""
+    record = {"messages": [{"role": "user", "content": "hi"}], "timestamp": stamp}
+    with pytest.raises(InvalidTrajectoryError, match=r"o\.jsonl:1: timestamp must be ISO-8601"):
+        parse(write_jsonl(tmp_path / "o.jsonl", [record]))
+    for good in ("2025-03-03T10:00:00Z", 1741000000, 1741000000000, "2025-03-03 10:00"):
+        (traj,) = parse(write_jsonl(tmp_path / "g.jsonl", [{**record, "timestamp": good}]))
+        assert traj.started_at.year == 2025
+
+
 def test_bad_records_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidTrajectoryError, match="record 1: does not match format openai"):
         parse(write_json(tmp_path / "n.json", [42]), format="openai")

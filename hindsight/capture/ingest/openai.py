@@ -56,14 +56,21 @@ def build_trajectory(
     source is :attr:`Provenance.USER`. ``messages`` ``None`` gives an empty trajectory (C05).
 
     Raises:
-        InvalidTrajectoryError: ``messages`` is not a list, or a message or field is malformed.
+        InvalidTrajectoryError: ``messages`` is not a list, or a message or field is malformed
+            (a ``timestamp`` that is neither ISO-8601 text nor Unix seconds included).
     """
     if messages is None:
         messages = []
     if not isinstance(messages, list):
         raise InvalidTrajectoryError(f"{raw.where}: messages must be a list")
     traj_id = trajectory_id(kind, tenant_id, namespace, raw.value)
-    base = parse_timestamp(fields.get("timestamp")) or SYNTHETIC_BASE
+    stamp = fields.get("timestamp")
+    base = parse_timestamp(stamp)
+    if base is None and stamp is not None:  # refused, as a reward no number is: never dropped
+        raise InvalidTrajectoryError(
+            f"{raw.where}: timestamp must be ISO-8601 text or Unix seconds, got {stamp!r:.60}"
+        )
+    base = base or SYNTHETIC_BASE
     parsed = parse_messages(messages, traj_id=traj_id, where=raw.where, base_time=base)
     reward = parse_reward(fields.get("reward"), raw.where)
     task = fields.get("task") if isinstance(fields.get("task"), str) else parsed.task
