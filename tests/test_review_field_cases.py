@@ -131,3 +131,51 @@ def test_a_person_named_under_any_key_is_masked_in_episodes_and_lessons(
             assert masked in out, out
         if kept:
             assert kept in out, out
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "Error: open /etc/helm/grafana-values.yaml: no such file or directory",
+        "FileNotFoundError: [Errno 2] No such file or directory: 'data/in.csv'",
+        "ENOENT: cannot open './config/app.toml'",
+        "config file settings.json not found",
+        "the path C:\\reports\\q3 does not exist",
+        "stat ./out: not a directory",
+    ],
+)
+def test_a_missing_file_is_advised_as_a_path_not_an_id(error: str) -> None:
+    advice = advice_for(error, "en")
+    assert "path exists" in advice and "id" not in advice.split(), advice
+    assert "路径" in advice_for(error, "zh")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "identity verification required before disabling 2FA",
+        "Error: the user must be verified before changing the email",
+        "login required",
+        "401: re-authentication needed to view statements",
+        "customer not authenticated",
+        "OTP verification pending for this account",
+    ],
+)
+def test_a_check_of_who_asks_is_advised_as_a_verification(error: str) -> None:
+    advice = advice_for(error, "en")
+    assert advice.startswith("complete the verification"), advice
+    assert "schema" not in advice
+
+
+@pytest.mark.parametrize(
+    ("error", "still"),
+    [
+        ("order 8812 not found", "look the id up first"),
+        ("customer C-77 does not exist", "look the id up first"),
+        ("field 'incident_description' is required", "validate the arguments"),
+        ("prior authorization required", "authorization or approval"),
+        ("permission denied for project atlas", "respect the restriction"),
+    ],
+)
+def test_other_errors_keep_their_advice(error: str, still: str) -> None:
+    assert still in advice_for(error, "en")

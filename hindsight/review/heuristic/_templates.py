@@ -102,6 +102,16 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
         "unavailable",
         "稍等后重试一次，仍失败则改用其他工具，或告知用户该服务暂不可用",
     ),
+    (  # a file or folder the call names, not a record's id
+        re.compile(
+            r"no such file|no such (?:directory|folder)|not a directory|\bENOENT\b|"
+            r"\b(?:file|directory|folder|path)\b[^;\n]{0,40}?\b(?:not found|does not exist|"
+            r"doesn't exist|missing)\b|cannot find the (?:file|path)",
+            re.I,
+        ),
+        "check that the file or path exists first (list its folder) and pass one that does",
+        "先确认文件或路径存在（列出其所在目录），只传入存在的路径",
+    ),
     (
         re.compile(r"not available|unavailable|not open|closed", re.I),
         "confirm availability with a search right before calling and pick an available option",
@@ -120,6 +130,18 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
         re.compile(r"not found|does not exist|no such|unknown", re.I),
         "look the id up first and pass only ids that exist",
         "先查询确认 ID 存在，只传入存在的 ID",
+    ),
+    (  # a check of who is asking, due first: "identity verification required", "login needed"
+        re.compile(
+            r"\b(?:identity|verif\w*|authenticat\w*|re-?auth\w*|log(?:ged)?[\s-]?in|2fa|mfa|"
+            r"otp|two[\s-]factor)\b[^.;]{0,40}?\b(?:required|needed|first|before|pending)\b|"
+            r"\b(?:requires?|needs?|must)\b[^.;]{0,20}?\b(?:verif\w*|authenticat\w*|"
+            r"re-?auth\w*|log(?:ged)?[\s-]?in)\b|\bnot (?:verified|authenticated|logged in)\b",
+            re.I,
+        ),
+        "complete the verification the error asks for first (confirm who the user is), or tell "
+        "the user it is needed",
+        "先完成错误信息要求的身份验证（确认用户身份），或告知用户需要验证",
     ),
     (  # a step someone must take first: "prior authorization required", "needs approval"
         re.compile(
