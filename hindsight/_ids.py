@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from hindsight._errors import TenantRequiredError, UsageError
-from hindsight._text import invalid_char, refuse_invalid
+from hindsight._text import INVALID_TEXT_REMEDY, invalid_char, refuse_invalid
 
 __all__ = ["new_id", "normalize_id", "stable_id", "validate_namespace", "validate_tenant"]
 
@@ -66,7 +66,7 @@ def validate_tenant(tenant_id: Any) -> str:
     bad = invalid_char(value)
     if bad is not None:
         raise TenantRequiredError(
-            f"tenant_id contains {bad[1]} at position {bad[0]}; send valid Unicode text without NUL"
+            f"tenant_id contains {bad[1]} at position {bad[0]}; {INVALID_TEXT_REMEDY}"
         )
     return value
 

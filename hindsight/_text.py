@@ -241,6 +241,10 @@ def invalid_char(text: str) -> tuple[int, str] | None:
     return found.start(), f"a lone surrogate (U+{ord(char):04X})"
 
 
+INVALID_TEXT_REMEDY = "send valid Unicode text, with no NUL and no lone surrogate"
+"""What a refusal of a name holding an invalid character asks for (either kind)."""
+
+
 def refuse_invalid(text: str, what: str) -> str:
     """``text`` unchanged when it holds no lone surrogate and no NUL (a name: tenant,
     namespace, task type, task key).
@@ -252,9 +256,7 @@ def refuse_invalid(text: str, what: str) -> str:
     if bad is None:
         return text
     pos, desc = bad
-    raise UsageError(
-        f"{what} contains {desc} at position {pos}; send valid Unicode text without NUL"
-    )
+    raise UsageError(f"{what} contains {desc} at position {pos}; {INVALID_TEXT_REMEDY}")
 
 
 def clean_text(text: str, where: str = "text") -> str:

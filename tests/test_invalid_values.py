@@ -113,7 +113,7 @@ def test_names_are_refused_with_one_line_naming_the_field(
             mem.add_experience("Retry once", **kwargs)  # type: ignore[arg-type]
         message = str(err.value)
         assert field in message and "\n" not in message
-        assert "send valid Unicode text without NUL" in message
+        assert message.endswith("; send valid Unicode text, with no NUL and no lone surrogate")
         assert mem.list_experiences(tenant_id="t") == []
 
 
