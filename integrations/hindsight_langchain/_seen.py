@@ -168,7 +168,8 @@ class _Watcher(BaseCallbackHandler):
     def _closed(self, run_id: UUID, error: BaseException | None) -> None:
         self.parents.pop(run_id, None)
         if self.failures:
-            call = self.failures.pop(run_id, None)
+            with self._lock:
+                call = self.failures.pop(run_id, None)
             if call is not None and error is not None and not is_interrupt(error):
                 call(error)
 
@@ -266,15 +267,21 @@ def graph_run(config: Mapping[str, Any]) -> UUID | None:
     return _WATCHER.parents.get(manager.parent_run_id)
 
 
+MAX_WATCHED_FAILURES = 10_000
+"""Graph runs whose failure is waited for at most (as many as a middleware keeps open
+invokes); beyond that the oldest is forgotten (its invoke then ends with the middleware's
+own bounds: at its thread's next invoke, its close, or as the oldest of too many)."""
+
+
 def on_failure(run_id: UUID, call: Callable[[BaseException], None]) -> None:
     """Call ``call(error)`` when the chain run ``run_id`` (from :func:`graph_run`) ends on
-    an exception that is not an interrupt; forgotten when it ends otherwise. Bounded: at most
-    :data:`MAX_OPEN_RUNS` runs wait."""
+    an exception that is not an interrupt (in the thread or loop that raised it); forgotten
+    when it ends otherwise. Bounded: at most :data:`MAX_WATCHED_FAILURES` runs wait."""
     with _WATCHER._lock:
         failures = _WATCHER.failures
         failures[run_id] = call
-        while len(failures) > MAX_OPEN_RUNS:
-            del failures[next(iter(failures))]
+        while len(failures) > MAX_WATCHED_FAILURES:
+            failures.pop(next(iter(failures)))
 
 
 def thread(thread_id: str | None) -> ThreadRuns | None:

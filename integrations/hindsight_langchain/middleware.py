@@ -23,8 +23,9 @@ tenant_id="acme")])``. Per invoke of the agent:
    wait for it unless ``write_wait`` says so; :meth:`HindsightMiddleware.wait` and
    ``memory.flush()`` do) and its outcome is attributed to the recalled
    experiences it saw: the ``outcome`` callable on the final state, or the default detector
-   (:func:`hindsight.capture.outcome.detect_outcome`). An exception leaving the middleware ends
-   the trajectory as a failure.
+   (:func:`hindsight.capture.outcome.detect_outcome`). An exception leaving the agent ends
+   the trajectory as a failure; one that another middleware catches (a retry, a fallback)
+   does not (docs/integrations/langchain.md#order-with-other-middleware).
 
 Memory never breaks the agent: the middleware's own failures are logged on the
 ``hindsight.langchain`` logger and counted in :attr:`HindsightMiddleware.errors`, and the agent
@@ -33,6 +34,7 @@ goes on without memory (a closed memory too: the runs then wait in its unsaved a
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import dataclasses
@@ -423,6 +425,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             ended = current in self._ended
         if invoke is not None and not invoke.done:
             self._resumed(invoke)
+            if invoke.graph is not None:
+                self._follow(invoke)
             return invoke
         metadata, thread_id = _run_metadata(None)
         fresh = self._new_invoke(new_id() if ended else current, metadata, thread_id)
@@ -996,15 +1000,33 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         handed = (invoke.buffer.trajectory_id, invoke.thread_id)
         return self._engine.submit_later(build, handed=handed)
 
+    def _follow(self, invoke: _Invoke) -> None:
+        """Follow the graph run ``invoke`` is now in: a resumed invoke runs in a new one (the
+        run it started in ended on its interrupt); where the watcher follows none, the first
+        exception of a call ends the invoke again."""
+        run = _graph_run()
+        if run == invoke.graph:
+            return
+        invoke.graph = run
+        if run is not None:
+            on_failure(run, functools.partial(self._escaped, invoke))
+
     def _escaped(self, invoke: _Invoke, error: BaseException) -> None:
         """The agent's graph run ended on ``error`` (the watcher calls this, in the thread or
-        loop that raised): the invoke ends as it stands, handed to the writer without waiting
-        (the agent is raising)."""
+        loop that raised): the invoke ends as it stands. A stream abandoned or a task
+        cancelled (``GeneratorExit``, ``CancelledError``) ends it incomplete, judged by
+        nobody; any other exception is its error. Outside an event loop the end waits
+        ``write_wait`` for the write, as the end of a run does."""
+        stopped = isinstance(error, GeneratorExit | asyncio.CancelledError)
         try:
             with self._lock:
-                invoke.error = invoke.error or error
-            if self._end(invoke):
-                self._hand_over_ended(invoke, incomplete=False)
+                if not stopped:
+                    invoke.error = invoke.error or error
+            if not self._end(invoke):
+                return
+            future = self._hand_over_ended(invoke, incomplete=stopped)
+            if future is not None and not _in_event_loop():
+                self._engine.end(future)
         except Exception as exc:
             self._engine.fail("could not store a run that ended on an exception", exc)
 
@@ -1058,6 +1080,15 @@ def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter
 
 
 atexit.register(_close_all_at_exit)
+
+
+def _in_event_loop() -> bool:
+    """Whether this thread runs an asyncio event loop now (it must not block)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _graph_run() -> Any:

@@ -172,3 +172,75 @@ def test_an_exception_that_leaves_the_agent_ends_the_run_as_a_failure(
     if watcher:
         attempts = [s for s in steps(first) if s[2] in ("timeout", "failure")]
         assert len(attempts) == (3 if where == "tool" else 2)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_an_exception_after_an_interrupt_and_its_resume_ends_the_run(asynchronous: bool) -> None:
+    """The resumed invoke runs in a new graph run: its failure is followed there too."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command, interrupt
+
+    @tool
+    def refund(order: str) -> str:
+        """Refund an order once a person approved it."""
+        interrupt({"approve": order})
+        raise RuntimeError("payment gateway down")
+
+    mem = memory()
+    middleware = HindsightMiddleware(mem, tenant_id=TENANT)
+    model = ScriptedChatModel(replies=[ai("", call("refund", {"order": "A1"}, "c1")), "done"])
+    agent = create_agent(model, [refund], middleware=[middleware], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"refunds-{asynchronous}"}}
+
+    def run(value: Any) -> Any:
+        if asynchronous:
+            return asyncio.run(agent.ainvoke(value, config))
+        return agent.invoke(value, config)
+
+    assert run({"messages": [("user", "Refund order A1")]}).get("__interrupt__")
+    with pytest.raises(RuntimeError, match="payment gateway down"):
+        run(Command(resume=True))
+    assert all_trajectories(mem) == 1
+    traj = stored(mem, middleware.last_trajectory_id)
+    assert traj.outcome is Outcome.FAILURE and "payment gateway down" in traj.metadata["error"]
+    assert ("tool_result", "refund", "failure") in steps(traj)
+
+
+@pytest.mark.parametrize("how", ["break", "close", "async-break"])
+def test_a_stream_abandoned_ends_the_run_incomplete_and_blames_nothing(how: str) -> None:
+    mem = memory()
+    lesson = mem.add_experience(LESSON, tenant_id=TENANT)
+    agent, _, middleware = _tool_agent(mem, first=False)
+    if how == "async-break":
+
+        async def first_chunk() -> None:
+            async for _ in agent.astream(QUESTION):
+                break
+
+        asyncio.run(first_chunk())
+    else:
+        chunks = agent.stream(QUESTION)
+        next(iter(chunks))
+        if how == "close":
+            chunks.close()
+        else:
+            del chunks
+    assert middleware.wait(timeout=30)
+    traj = stored(mem, middleware.last_trajectory_id)
+    assert traj.metadata.get("incomplete") is True and "error" not in traj.metadata
+    assert traj.outcome is Outcome.UNKNOWN
+    assert mem.get_experience(lesson.id, tenant_id=TENANT).confidence == lesson.confidence
+
+
+def test_the_end_of_a_run_that_raised_waits_write_wait_for_its_write() -> None:
+    mem = memory()
+    for _ in range(5):
+        middleware = HindsightMiddleware(mem, tenant_id=TENANT, write_wait=10)
+        agent = create_agent(
+            ScriptedChatModel(replies=[ai("", call("sync_inventory", {"sku": "B-7"}, "c1"))]),
+            [_flaky(10)],
+            middleware=[ToolRetryMiddleware(max_retries=0, on_failure="error"), middleware],
+        )
+        with pytest.raises(TimeoutError):
+            agent.invoke(QUESTION)
+        assert mem.get_trajectory(middleware.last_trajectory_id, tenant_id=TENANT) is not None
