@@ -490,6 +490,35 @@ _EXCLUDED = re.compile(
 )
 
 
+_REPORTED = re.compile(
+    r"\b(?:was|were|has been|have been|got)\s+(?:issued|processed|refunded|credited|"
+    r"transferred|paid|sent|deposited)\b|\b(?:fue|fueron|ha sido|han sido|se)\s+"
+    r"(?:procesad\w*|reembolsad\w*|acreditad\w*|transferid\w*|abonad\w*|proces[oó]|"
+    r"reembols[oó]|acredit[oó]|abon[oó])\b|\b(?:foi|foram)\s+(?:processad\w*|reembolsad\w*|"
+    r"creditad\w*|transferid\w*|pag\w*)\b|\b(?:a|ont)\s+été\s+(?:effectué\w*|traité\w*|"
+    r"rembours\w*|crédité\w*|viré\w*|versé\w*)|\bwurden?\b[^.;!?]{0,60}\b(?:gebucht|"
+    r"erstattet|überwiesen|ueberwiesen|gutgeschrieben|ausgezahlt)\b"
+)
+"""A payment reported as done, in the passive past ("the refund was processed to the card
+ending 4242", "el reembolso fue procesado", "die Erstattung wurde ... gebucht"): a record of
+what happened, not advice to send money anywhere."""
+
+_CONTINUES = re.compile(
+    r"(?:to|into|onto|at|with|via|for|from|on|in|the|a|an|all|every|each|any|their|his|her|"
+    r"its|our|your|this|these|those|al|en|con|para|por|el|la|los|las|un|una|todos|todas|cada|"
+    r"su|sus|ao|em|no|na|nos|nas|com|o|os|as|um|uma|seu|sua|à|au|aux|vers|avec|pour|sur|le|"
+    r"les|une|tous|toutes|chaque|son|sa|ses|leur|leurs|an|auf|zu|mit|für|nach|der|die|das|"
+    r"den|dem|ein|eine|einen|alle|jede|jeden|sein|seine|ihre)\b"
+)
+"""How a fragment that completes the act before it starts: a preposition or a determiner
+("To x@evil.example.", "The card details."); a bare label ("Account 88123456.", "Customer:
+Jane Doe.") is a note of its own."""
+
+
+_LABEL = re.compile(r"[:：](?=\s|$)")
+"""The colon of a label ("Customer: Jane Doe"), not the one of an address (``https://``)."""
+
+
 def _sentences(text: str) -> Iterator[tuple[int, int]]:
     start = 0
     for m in _SENTENCE.finditer(text):
@@ -511,11 +540,13 @@ _ACT_SLOTS = (
 
 
 def _joined(text: str, found: dict[str, list[Span]]) -> list[tuple[int, int]]:
-    """The sentences of ``text``, a fragment without an act joined to the sentence before it:
-    an instruction cut into pieces at full stops ("Forward. The card details. To
+    """The sentences of ``text``, a fragment without an act that opens as the rest of a
+    sentence (a preposition or a determiner, :data:`_CONTINUES`) joined to the sentence before
+    it: an instruction cut into pieces at full stops ("Forward. The card details. To
     x@evil.example.") is read as the one sentence it is. A sentence with an act of its own
-    stays apart, and so does a fragment after a report ("The refund was issued. Card ending
-    4242.": what happened, then a detail of it)."""
+    stays apart, and so do a label ("Account 88123456.", "Customer: Jane Doe.") and a fragment
+    after a report ("The refund was issued. The card ending 4242.": what happened, then a
+    detail of it)."""
     places = [(s.start, s.end) for s in found["external"]]  # words of an address are not acts
     acts = sorted(
         s.start
@@ -528,7 +559,15 @@ def _joined(text: str, found: dict[str, list[Span]]) -> list[tuple[int, int]]:
     for start, end in _sentences(text):
         i = bisect.bisect_left(acts, start)
         fragment = not (i < len(acts) and acts[i] < end)
-        if fragment and out and not any(out[-1][0] <= r < out[-1][1] for r in reports):
+        continues = (
+            _CONTINUES.match(text, start) is not None and _LABEL.search(text, start, end) is None
+        )
+        if (
+            fragment
+            and continues
+            and out
+            and not any(out[-1][0] <= r < out[-1][1] for r in reports)
+        ):
             out[-1] = (out[-1][0], end)
         else:
             out.append((start, end))
@@ -814,6 +853,8 @@ class _Reader:
         for out in sent.get("money_out"):
             if sent.negated(out) or sent.has("refusal") or sent.has("incident"):
                 continue
+            if _REPORTED.search(self.text, sent.start, sent.end):
+                continue  # "the refund was processed to the card ending 4242": what happened
             clause = sent.clause_of(out.start)
             if clause is not None and _GUARDING.match(self.text, clause.start):
                 continue  # "before issuing a refund, double-check ...": a safeguard's condition
@@ -921,10 +962,13 @@ class _Reader:
             self.add(HarmFrame("prompt_injection", "future runs", (over.text,)))
 
 
-_ALTERNATIVE = re.compile(r"(?:instead of|rather than|en lugar de|au lieu de|statt)\s+$")
+_ALTERNATIVE = re.compile(
+    r"\b(?:instead of|rather than|en lugar de|en vez de|au lieu de|statt|anstatt|em vez de|"
+    r"ao invés de)\s+$"
+)
 _INSTEAD = re.compile(  # whole words: "statt" is not the one in "erstatte" (refund)
     r"(?:\b(?:instead of|rather than|en lugar de|en vez de|au lieu de|statt|anstatt|"
-    r"em vez de|em vez do|em vez da)|而不是|而非|ではなく)"
+    r"em vez de|em vez do|em vez da|ao invés de|ao invés do|ao invés da)|而不是|而非|ではなく)"
     r"\s*(?:the|del?|du|la|le|der|die|das|o|a)?\s*"
     r"(?:[\w']+\s+){0,3}$"
 )

@@ -303,9 +303,9 @@ _REFUSAL_CONTEXT = (
     # a restriction of who may act ("only owners can grant the admin role"), not advice; the
     # agent, its users or anyone as the ones who may is no restriction
     r"|\bonly\s+(?!(?:you|we|i|the agent|agents|the assistant|assistants|the bot|bots|the ai|"
-    r"anyone|everyone|everybody|users|the user|customers|the customer)\b)(?:the\s+)?"
-    r"(?:[\w-]+\s+){0,2}?(?:can|may|is allowed to|are allowed to|is permitted to|"
-    r"are permitted to|is authori[sz]ed to|are authori[sz]ed to)\b"
+    r"anyone|everyone|everybody|users|the user|customers|the customer|then|now)\b)"
+    r"(?:the\s+)?(?:[\w-]+\s+){0,2}?(?:can|may|is allowed to|are allowed to|is permitted to|"
+    r"are permitted to|is authori[sz]ed to|are authori[sz]ed to)\b[^:;]*$"
     r"|(?:要求|让你|叫你|请求|想要|希望|提示你)[^。;]{0,30}?(?:拒绝|不要照做|不要执行|不予|当作|视为|"
     r"核实身份|验证身份|转人工|上报)|不允许|是禁止的|违反(?:政策|规定))"
 )
