@@ -407,6 +407,21 @@ def number(value: Any, name: str, low: float, high: float) -> float:
     return float(value)
 
 
+MAX_WAIT_SECONDS = 366 * 86_400.0
+"""The longest wait a ``timeout`` may ask for (a year), in seconds."""
+
+
+def wait_seconds(value: Any, name: str = "timeout") -> float | None:
+    """A wait in seconds: ``None`` (no limit) or a :func:`number` from 0 to
+    :data:`MAX_WAIT_SECONDS` (numpy's and numeric text included; never a boolean, NaN,
+    infinity or a negative number).
+
+    Raises:
+        UsageError: ``<name> must be a number from 0 to 3.16224e+07, got <value>``.
+    """
+    return None if value is None else number(value, name, 0.0, MAX_WAIT_SECONDS)
+
+
 def input_file(path: Any, what: str = "file") -> Path:
     """``path`` as a file that can be read: the one check of every command that reads one
     (``hindsight ingest``, ``restore``, ``guard scan``, ``bench learning`` ...), before it opens

@@ -13,6 +13,7 @@ import warnings
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,6 +27,7 @@ from hindsight import (
     UsageError,
 )
 from hindsight._text import clean_json, clean_text, collecting, invalid_char, refuse_invalid
+from hindsight.service.client import HindsightClient
 from tests.helpers import make_memory
 
 BAD = ["\ud800", "\udfff", "\x00", "a\ud83d", "\ud83dx\x00"]
@@ -291,12 +293,19 @@ def test_numbers_from_python_numpy_and_fractions_never_from_a_boolean(
     assert str(err.value).endswith(str(expected))
 
 
-@pytest.mark.parametrize("timeout", ["soon", math.nan, math.inf, -1, True, [1]])
+@pytest.mark.parametrize("timeout", ["soon", math.nan, math.inf, -1, "-1", True, [1], "1e99"])
 def test_flush_refuses_a_timeout_that_is_not_seconds(
     tmp_path: Path, database_url: str, timeout: object
 ) -> None:
     """Before any wait, one line; a good timeout still drains."""
     with make_memory(tmp_path / "data", database_url) as mem:
-        with pytest.raises(UsageError, match=r"^timeout must be None or a finite number of sec"):
+        with pytest.raises(UsageError, match=r"^timeout must be a number from 0 to "):
             mem.flush(timeout)  # type: ignore[arg-type]
-        assert mem.flush(0) is True and mem.flush(None) is True and mem.flush(1.5) is True
+        for good in (0, None, 1.5, "2", np.int64(2), np.float32(0.5)):
+            assert mem.flush(good) is True  # type: ignore[arg-type]
+    client = HindsightClient("http://127.0.0.1:9", api_key="k")
+    try:
+        with pytest.raises(UsageError, match=r"^timeout must be a number from 0 to "):
+            client.flush(timeout)  # type: ignore[arg-type]
+    finally:
+        client.close()

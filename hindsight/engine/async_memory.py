@@ -17,7 +17,6 @@ import asyncio
 import atexit
 import contextlib
 import logging
-import math
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
@@ -48,6 +47,7 @@ from hindsight._contract import (
     check,
     forget_filter,
     switch,
+    wait_seconds,
 )
 from hindsight._errors import MemoryClosedError, NotFoundError, UsageError
 from hindsight._paging import Page, awalk, decode_cursor, page_of, paging
@@ -530,17 +530,10 @@ class AsyncMemory(LifecycleMethods):
             queued).
 
         Raises:
-            UsageError: ``timeout`` is neither ``None`` nor a finite number of seconds >= 0.
+            UsageError: ``timeout`` is neither ``None`` nor a number of seconds from 0
+                (:func:`hindsight._contract.wait_seconds`).
         """
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout < 0
-        ):
-            raise UsageError(
-                f"timeout must be None or a finite number of seconds >= 0, got {timeout!r:.40}"
-            )
+        timeout = wait_seconds(timeout)
         self._check_open()
         written = await asyncio.to_thread(self.writer.wait, timeout)
         if self._parts.wired is None and not await asyncio.to_thread(

@@ -136,10 +136,15 @@ class HindsightClient:
             True when everything was sent; False on timeout or when a write could not be sent
             (the service unreachable: it is tried again with the next write, and
             :meth:`close` keeps what is still unsent in the unsaved area). Nothing is lost.
+
+        Raises:
+            UsageError: ``timeout`` is neither ``None`` nor a number of seconds from 0, as
+                for ``Memory.flush`` (:func:`hindsight._contract.wait_seconds`).
         """
+        from hindsight._contract import wait_seconds
         from hindsight.service.remote import wait_writer
 
-        return wait_writer(self, timeout)
+        return wait_writer(self, wait_seconds(timeout))
 
     def close(self) -> None:
         """Send what the framework integrations still hold for this service (at most
@@ -366,9 +371,10 @@ class AsyncHindsightClient:
 
     async def flush(self, timeout: float | None = 30.0) -> bool:
         """Async :meth:`HindsightClient.flush`."""
+        from hindsight._contract import wait_seconds
         from hindsight.service.remote import wait_writer
 
-        return await asyncio.to_thread(wait_writer, self, timeout)
+        return await asyncio.to_thread(wait_writer, self, wait_seconds(timeout))
 
     async def aclose(self) -> None:
         """Send what the integrations still hold (as :meth:`HindsightClient.close`), then close
