@@ -750,7 +750,10 @@ def test_a_timestamp_that_is_no_time_refuses_its_record(tmp_path: Path, stamp: o
     record = {"messages": [{"role": "user", "content": "hi"}], "timestamp": stamp}
     with pytest.raises(InvalidTrajectoryError, match=r"o\.jsonl:1: timestamp must be ISO-8601"):
         parse(write_jsonl(tmp_path / "o.jsonl", [record]))
-    for good in ("2025-03-03T10:00:00Z", 1741000000, 1741000000000, "2025-03-03 10:00"):
+    for good in (
+        "2025-03-03T10:00:00Z", 1741000000, 1741000000000, "2025-03-03 10:00", "1741000000",
+        "1741000000000", " 1741000000.5 ",
+    ):  # fmt: skip
         (traj,) = parse(write_jsonl(tmp_path / "g.jsonl", [{**record, "timestamp": good}]))
         assert traj.started_at.year == 2025
 

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import math
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -160,14 +161,22 @@ def parse_reward(value: Any, where: str) -> float | None:
         ) from None
 
 
-def parse_timestamp(value: Any) -> datetime | None:
-    """A timestamp from ISO-8601 text or Unix seconds (milliseconds when > 1e11); UTC-aware.
+_UNIX_TEXT = re.compile(r"\d{9,13}(?:\.\d+)?")
+"""Unix seconds or milliseconds written as text (``"1741000000"``)."""
 
-    Returns ``None`` for a missing or unreadable value (the caller then uses the synthetic
-    clock). Naive values are taken as UTC.
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """A timestamp from ISO-8601 text or Unix seconds (milliseconds when > 1e11), as a number
+    or as the text of one; UTC-aware. Naive values are taken as UTC.
+
+    Returns ``None`` for a missing or unreadable value: a record's own ``timestamp`` that is
+    unreadable refuses the record (:mod:`hindsight.capture.ingest.openai`); a message's is
+    passed over (the message then gets the synthetic clock's next step, as one without).
     """
     if value is None or isinstance(value, bool):
         return None
+    if isinstance(value, str) and _UNIX_TEXT.fullmatch(value.strip()):
+        value = float(value.strip())
     parsed: datetime | None = None
     if isinstance(value, int | float) and math.isfinite(value):
         seconds = value / 1000.0 if value > 1e11 else float(value)
