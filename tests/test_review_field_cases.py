@@ -159,6 +159,7 @@ def test_a_missing_file_is_advised_as_a_path_not_an_id(error: str) -> None:
         "401: re-authentication needed to view statements",
         "customer not authenticated",
         "OTP verification pending for this account",
+        "verification of the customer's identity is required first",
     ],
 )
 def test_a_check_of_who_asks_is_advised_as_a_verification(error: str) -> None:
@@ -175,6 +176,9 @@ def test_a_check_of_who_asks_is_advised_as_a_verification(error: str) -> None:
         ("field 'incident_description' is required", "validate the arguments"),
         ("prior authorization required", "authorization or approval"),
         ("permission denied for project atlas", "respect the restriction"),
+        ('Config file missing field "timeout"', "validate the arguments"),
+        ("GET /v2/orders/991: path not found", "look the id up first"),
+        ("Checksum verification required for the upload", "validate the arguments"),
     ],
 )
 def test_other_errors_keep_their_advice(error: str, still: str) -> None:

@@ -105,8 +105,9 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
     (  # a file or folder the call names, not a record's id
         re.compile(
             r"no such file|no such (?:directory|folder)|not a directory|\bENOENT\b|"
-            r"\b(?:file|directory|folder|path)\b[^;\n]{0,40}?\b(?:not found|does not exist|"
-            r"doesn't exist|missing)\b|cannot find the (?:file|path)",
+            r"\b(?:file|directory|folder)\b[^;\n]{0,40}?\b(?:not found|does not exist|"
+            r"doesn't exist)\b|\bpath\b[^;\n]{0,40}?\b(?:does not exist|doesn't exist)\b|"
+            r"cannot find the (?:file|path)",
             re.I,
         ),
         "check that the file or path exists first (list its folder) and pass one that does",
@@ -133,10 +134,13 @@ _ADVICE: list[tuple[re.Pattern[str], str, str]] = [
     ),
     (  # a check of who is asking, due first: "identity verification required", "login needed"
         re.compile(
-            r"\b(?:identity|verif\w*|authenticat\w*|re-?auth\w*|log(?:ged)?[\s-]?in|2fa|mfa|"
-            r"otp|two[\s-]factor)\b[^.;]{0,40}?\b(?:required|needed|first|before|pending)\b|"
-            r"\b(?:requires?|needs?|must)\b[^.;]{0,20}?\b(?:verif\w*|authenticat\w*|"
-            r"re-?auth\w*|log(?:ged)?[\s-]?in)\b|\bnot (?:verified|authenticated|logged in)\b",
+            r"\b(?:identity|authenticat\w*|re-?auth\w*|log(?:ged)?[\s-]?in|2fa|mfa|otp|"
+            r"two[\s-]factor)\b[^.;]{0,40}?\b(?:required|needed|first|before|pending)\b|"
+            r"\b(?:requires?|needs?|must)\b[^.;]{0,20}?\b(?:authenticat\w*|re-?auth\w*|"
+            r"log(?:ged)?[\s-]?in)\b|\bnot (?:authenticated|logged in)\b|"
+            r"\b(?:user|customer|caller|client|account holder|person|requester)\b[^.;]{0,30}?"
+            r"\b(?:must be|needs to be|has to be|is not|isn't|not)\s+(?:verified|authenticated)\b|"
+            r"\bverif\w*\s+(?:of\s+)?(?:the\s+)?(?:identity|user|customer|caller)\b",
             re.I,
         ),
         "complete the verification the error asks for first (confirm who the user is), or tell "
