@@ -372,9 +372,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             invoke = self._new_invoke(new_id(), metadata, thread_id)
             invoke.buffer.user_messages(latest_user_texts(list(state.get("messages") or [])))
             stale = self._register(invoke)
-            invoke.graph = _graph_run()
-            if invoke.graph is not None:
-                on_failure(invoke.graph, functools.partial(self._escaped, invoke))
+            self._follow(invoke)
         except Exception as exc:
             self._engine.fail("could not start capturing this invoke", exc)
             return None, []
@@ -424,9 +422,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             invoke = self._runs.get(current)
             ended = current in self._ended
         if invoke is not None and not invoke.done:
-            self._resumed(invoke)
-            if invoke.graph is not None:
-                self._follow(invoke)
+            if self._resumed(invoke) and invoke.graph is not None:
+                self._follow(invoke)  # a resume runs in a new graph run: its failure ends it
             return invoke
         metadata, thread_id = _run_metadata(None)
         fresh = self._new_invoke(new_id() if ended else current, metadata, thread_id)
@@ -446,16 +443,20 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         self._register(fresh)
         return fresh
 
-    def _resumed(self, invoke: _Invoke) -> None:
+    def _resumed(self, invoke: _Invoke) -> bool:
         """Record a pause and its resume when ``invoke`` is now seen in another graph run of
-        its thread than before (``agent.invoke(Command(resume=...))``)."""
+        its thread than before (``agent.invoke(Command(resume=...))``); True when the graph
+        run it is seen in is not the one last noted (the first time too: an interrupt may come
+        before any call). Only a thread's invoke can be resumed: the others are always in the
+        run they started in."""
         runs = thread(invoke.thread_id)
         if runs is None or runs.root is None or runs.root == invoke.root:
-            return
+            return False
         first = invoke.root is None
         invoke.root = runs.root
         if not first:
             self._note_resume(invoke, runs)
+        return True
 
     def _note_resume(self, invoke: _Invoke, runs: Any) -> None:
         if runs is None or runs.resume is NO_RESUME:
@@ -1001,9 +1002,9 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         return self._engine.submit_later(build, handed=handed)
 
     def _follow(self, invoke: _Invoke) -> None:
-        """Follow the graph run ``invoke`` is now in: a resumed invoke runs in a new one (the
-        run it started in ended on its interrupt); where the watcher follows none, the first
-        exception of a call ends the invoke again."""
+        """Follow the graph run ``invoke`` is now in (at its start, and after a resume: the run
+        it started in ended on its interrupt); where the watcher follows none, the first
+        exception of a call ends the invoke."""
         run = _graph_run()
         if run == invoke.graph:
             return
