@@ -6,12 +6,16 @@ every framework integration judges the runs it captures with :func:`detect_outco
 given its own ``outcome=`` callable (which then decides alone: ``None`` from it means unknown). The
 rules, in order, on the trajectory's events:
 
-1. the framework raised (an ``error`` event, or the integration marked the run failed) ->
+1. the run raised (the integration marked it failed: the exception left the agent) ->
    ``failure``;
-2. a tool call failed or timed out and no tool call succeeded after it (the agent never found
+2. an ``error`` event (a step raised inside the run: a node, a chain, a model) and nothing
+   succeeded after it (no successful tool result or model call, no non-blank final answer)
+   -> ``failure``; a step that raised and was retried, or replaced by a fallback, and the run
+   went on is not a failure of the run: the exception did not leave it;
+3. a tool call failed or timed out and no tool call succeeded after it (the agent never found
    a way around it) -> ``failure``;
-3. a non-blank final answer -> ``success``;
-4. otherwise (no answer: a run cut off, a chain with no text output) -> ``unknown``.
+4. a non-blank final answer -> ``success``;
+5. otherwise (no answer: a run cut off, a chain with no text output) -> ``unknown``.
 
 A run paused at an interrupt, or stored as incomplete, keeps what its integration set.
 """
@@ -26,6 +30,7 @@ from hindsight.models import EventStatus, EventType, Outcome, Trajectory
 __all__ = ["detect_outcome", "judge"]
 
 _FAILED = (EventStatus.FAILURE, EventStatus.TIMEOUT)
+_SUCCEEDED = (EventStatus.SUCCESS, None)
 _NAMES = {o.value: o for o in Outcome}
 
 
@@ -33,20 +38,23 @@ def detect_outcome(trajectory: Trajectory) -> Outcome:
     """The default outcome of a finished run (rules in the module docstring)."""
     if trajectory.outcome is Outcome.FAILURE:
         return Outcome.FAILURE
-    events = trajectory.events
-    if any(e.event_type is EventType.ERROR for e in events):
+    error = tool = answered = False  # an error / a failed tool call not got past yet
+    for event in trajectory.events:
+        kind, status = event.event_type, event.status
+        if kind is EventType.ERROR:
+            error = True
+        elif kind is EventType.TOOL_RESULT:
+            if status in _FAILED:
+                tool = True
+            elif status in _SUCCEEDED:
+                error = tool = False
+        elif kind is EventType.MODEL_CALL:
+            if status in _SUCCEEDED:
+                error = False
+        elif kind is EventType.FINAL_ANSWER and event.content.strip():
+            error, answered = False, True
+    if error or tool:
         return Outcome.FAILURE
-    unresolved = False
-    for event in events:
-        if event.event_type is not EventType.TOOL_RESULT:
-            continue
-        if event.status in _FAILED:
-            unresolved = True
-        elif event.status in (EventStatus.SUCCESS, None):
-            unresolved = False
-    if unresolved:
-        return Outcome.FAILURE
-    answered = any(e.event_type is EventType.FINAL_ANSWER and e.content.strip() for e in events)
     return Outcome.SUCCESS if answered else Outcome.UNKNOWN
 
 

@@ -604,7 +604,8 @@ _DOC_ARGS = """
             ``hindsight_task_type`` and ``hindsight_tags`` in ``config["metadata"]``.
         outcome: ``final_output -> True | False | Outcome | None`` (None: unknown); without
             it the default detector decides (:func:`hindsight.capture.outcome.detect_outcome`:
-            an exception or an unresolved tool error is a failure, a final answer a success).
+            an exception that left the run, or an error or a tool error the run never got
+            past, is a failure, a final answer a success).
             Known outcomes are attributed to what the run recalled (``record_outcome``).
         review: queue the post-hoc review of each stored trajectory (default True).
         source: provenance of the runs (default ``user``,

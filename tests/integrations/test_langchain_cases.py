@@ -256,6 +256,71 @@ def test_c13_fallbacks_inside_an_agent_and_a_chain() -> None:
     assert ("tool_result", "get_order", "success") in steps(agent_traj)
 
 
+def _sync_step(fails: int) -> tuple[Any, dict[str, int]]:
+    """A chain step that raises ``TimeoutError`` on its first ``fails`` calls."""
+    calls = {"n": 0}
+
+    def sync(order: str) -> str:
+        calls["n"] += 1
+        if calls["n"] <= fails:
+            raise TimeoutError("warehouse sync timed out")
+        return f"synced {order}"
+
+    return RunnableLambda(sync, name="sync"), calls
+
+
+def _handled(step: Any, how: str) -> Any:
+    """``step`` with its exception caught inside the chain: LangChain's retry, a fallback,
+    or the application's own try/except around the step."""
+    if how == "with_retry":
+        return step.with_retry(
+            stop_after_attempt=3,
+            wait_exponential_jitter=False,
+            retry_if_exception_type=(TimeoutError,),
+        )
+    if how == "with_fallbacks":
+        return step.with_fallbacks([RunnableLambda(lambda o: f"queued {o}", name="queue")])
+
+    def again(order: str, config: Any) -> str:
+        try:
+            return str(step.invoke(order, config))
+        except TimeoutError:
+            return str(step.invoke(order, config))
+
+    return RunnableLambda(again, name="again")
+
+
+@pytest.mark.parametrize("how", ["with_retry", "with_fallbacks", "try_except"])
+@pytest.mark.parametrize("handler_cls", [HindsightCallbackHandler, AsyncHindsightCallbackHandler])
+def test_a_step_that_raised_inside_the_chain_is_not_a_failure(handler_cls: type, how: str) -> None:
+    """The exception never left the run: the default detector judges what came after it
+    (the answer), and the failed attempt stays in the trajectory for the review."""
+    mem = memory()
+    handler = handler_cls(mem, tenant_id=TENANT)
+    step, calls = _sync_step(1)
+    chain = RunnableLambda(lambda o: o.strip(), name="prep") | _handled(step, how)
+    answer = asyncio.run(chain.ainvoke(" B-7 ", {"callbacks": [handler]}))
+    assert answer == ("queued B-7" if how == "with_fallbacks" else "synced B-7")
+    assert calls["n"] == (1 if how == "with_fallbacks" else 2)
+    traj = stored(mem, last_id(handler))
+    assert [s[0] for s in steps(traj)] == ["user_message", "error", "final_answer"]
+    assert "warehouse sync timed out" in traj.events[1].content
+    assert traj.outcome is Outcome.SUCCESS
+
+
+@pytest.mark.parametrize("how", ["with_retry", "try_except"])
+def test_a_step_whose_retries_ran_out_is_a_failure(how: str) -> None:
+    mem = memory()
+    handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
+    step, calls = _sync_step(9)
+    with pytest.raises(TimeoutError):
+        _handled(step, how).invoke("B-7", {"callbacks": [handler]})
+    assert calls["n"] == (3 if how == "with_retry" else 2)
+    traj = stored(mem, last_id(handler))
+    assert traj.outcome is Outcome.FAILURE
+    assert "TimeoutError" in traj.metadata["error"]
+
+
 def _manager(handler: Any, parent: uuid.UUID | None = None) -> CallbackManager:
     return CallbackManager(handlers=[handler], inheritable_handlers=[handler], parent_run_id=parent)
 

@@ -20,6 +20,7 @@ from hindsight_langchain.testing import ScriptedChatModel, system_prompt_of
 from hindsight_langgraph import HindsightState
 from langchain_core.messages import HumanMessage, RemoveMessage, SystemMessage
 from langgraph.graph import MessagesState, StateGraph
+from langgraph.types import RetryPolicy
 from langgraph_support import (
     END,
     START,
@@ -218,6 +219,61 @@ def test_only_lessons_the_model_saw_are_blamed(
     else:
         assert BLOCK_START in system_prompt_of(model.prompts[0])
         assert after.misled_count == 1 and after.confidence < lesson.confidence
+
+
+# -- a step retried inside the run ------------------------------------------------------------
+def retried_graph(mem: Memory, failures: int, attempts: dict[str, int]) -> Any:
+    """recall -> agent (raises ``failures`` times before its model answers; the node's
+    retry policy runs it up to 3 times) -> reflect."""
+    model = react_model(ai("Synced order 7."))
+
+    def agent(state: dict[str, Any]) -> dict[str, Any]:
+        attempts["n"] += 1
+        if attempts["n"] <= failures:
+            raise TimeoutError("warehouse sync timed out")
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(HindsightState)
+    policy = RetryPolicy(max_attempts=3, initial_interval=0.0, jitter=False, retry_on=TimeoutError)
+    builder.add_node("agent", agent, retry_policy=policy)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", END)
+    return wire(builder, mem).compile()
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+def test_a_node_that_raised_and_was_retried_is_not_a_failure(run_async: bool) -> None:
+    """The retry policy caught the exception: it never left the graph, so the default
+    detector judges the run by what came after it, and the lesson its model saw is credited,
+    not blamed, for a run that answered."""
+    import asyncio
+
+    mem = memory()
+    lesson = mem.add_experience(LESSON, tenant_id=TENANT)
+    attempts = {"n": 0}
+    graph = retried_graph(mem, 1, attempts)
+    ask = {"messages": [HumanMessage("Sync order 7 with order_query")]}
+    out = asyncio.run(graph.ainvoke(ask)) if run_async else graph.invoke(ask)
+    assert attempts["n"] == 2
+    [traj] = trajectories(mem)
+    assert traj.id == out["trajectory_id"]
+    kinds = [s[0] for s in steps(traj)]
+    assert kinds.count("error") == 1  # the failed attempt is kept, as evidence for the review
+    assert traj.outcome is Outcome.SUCCESS
+    after = mem.get_experience(lesson.id, tenant_id=TENANT)
+    assert (after.helped_count, after.misled_count) == (1, 0)
+
+
+def test_a_node_whose_retries_ran_out_is_a_failure() -> None:
+    mem = memory()
+    attempts = {"n": 0}
+    with pytest.raises(TimeoutError):
+        retried_graph(mem, 5, attempts).invoke({"messages": [HumanMessage("Sync order 7")]})
+    assert attempts["n"] == 3
+    [traj] = trajectories(mem)
+    assert traj.outcome is Outcome.FAILURE
+    errors = [e.content for e in traj.events if e.event_type.value == "error"]
+    assert errors and "TimeoutError" in errors[0]
 
 
 # -- outcomes without effort ------------------------------------------------------------------
