@@ -248,6 +248,83 @@ def test_no_tools_and_empty_runs() -> None:
     assert summarize_episode(Trajectory(tenant_id="acme", events=[])) == ""
 
 
+def raised(content: str, **meta: Any) -> Event:
+    return Event(event_type="error", status="failure", content=content, metadata=meta)
+
+
+@pytest.mark.parametrize(
+    ("meta", "name"), [({"run": "sync"}, "sync"), ({"node": "sync"}, "sync"), ({}, "the run")]
+)
+def test_a_step_that_raised_and_ended_the_run_is_its_turning_point(
+    meta: dict[str, Any], name: str
+) -> None:
+    """A node or chain that raised is a step of the episode, not 'answered without calling a
+    tool'; the step and its error decided a failed run."""
+    traj = Trajectory(
+        tenant_id="acme",
+        task="Sync order 7 with the warehouse",
+        events=[
+            Event(event_type="user_message", content="Sync order 7 with the warehouse"),
+            raised("TimeoutError: warehouse sync timed out", **meta),
+        ],
+        outcome=Outcome.FAILURE,
+    )
+    text = summarize_episode(traj)
+    assert f"Steps: 1) {name} raised (TimeoutError: warehouse sync timed out)." in text
+    assert "answered without calling a tool" not in text
+    assert (
+        f"Turning point: {name} raised (TimeoutError: warehouse sync timed out) and the run "
+        "did not recover." in text
+    )
+
+
+@pytest.mark.parametrize("outcome", [Outcome.SUCCESS, Outcome.UNKNOWN])
+def test_a_step_that_raised_and_was_got_past_says_so(outcome: Outcome) -> None:
+    """Retried by the framework (a retry policy, a fallback): the attempt is a step, in order
+    among the tool calls, and the run went on past it."""
+    traj = run_with("Where is order 8812?", [], outcome=outcome)
+    traj.events.append(raised("TimeoutError: warehouse timed out", run="lookup"))
+    traj.events.append(Event(event_type="tool_call", tool_name="order_query", tool_args={}))
+    traj.events.append(
+        Event(event_type="tool_result", tool_name="order_query", status="success", content="ok")
+    )
+    text = summarize_episode(traj)
+    assert (
+        "Steps: 1) lookup raised (TimeoutError: warehouse timed out); 2) order_query() → success."
+        in text
+    )
+    assert "Turning point: lookup raised (TimeoutError: warehouse timed out); the run went on" in (
+        text
+    )
+
+
+def test_a_failed_tool_call_still_decides_over_a_step_that_raised_before_it() -> None:
+    traj = run_with("Where is order 8812?", [], outcome=Outcome.FAILURE)
+    traj.events.append(raised("ValueError: bad page size", run="prepare"))
+    traj.events.append(Event(event_type="tool_call", tool_name="order_query", tool_args={}))
+    traj.events.append(
+        Event(event_type="tool_result", tool_name="order_query", status="failure", content="404")
+    )
+    text = summarize_episode(traj)
+    assert "1) prepare raised (ValueError: bad page size); 2) order_query() → failed." in text
+    assert "Turning point: order_query failed (404) and the run did not recover." in text
+
+
+def test_a_chinese_run_whose_step_raised() -> None:
+    traj = Trajectory(
+        tenant_id="acme",
+        task="同步订单 7 到仓库",
+        events=[
+            Event(event_type="user_message", content="同步订单 7 到仓库"),
+            raised("TimeoutError: 仓库同步超时", run="sync"),
+        ],
+        outcome=Outcome.FAILURE,
+    )
+    text = summarize_episode(traj)
+    assert "步骤：1) sync 抛出异常 (TimeoutError: 仓库同步超时)。" in text
+    assert "转折点：sync抛出异常 (TimeoutError: 仓库同步超时)，之后没有恢复" in text
+
+
 # -- written by every review, left out of normal recall -----------------------------------------
 
 

@@ -216,9 +216,10 @@ class EvidenceIndex:
             rule_ids += [f"semantic.{f.category}" for f in verdict.layer("semantic")]
             if rule_ids:
                 kind = quote.event_type.value.replace("_", " ")
+                article = "an" if kind[0] in "aeiou" else "a"  # an error event
                 reasons.append(
-                    f"tainted: quotes a {kind} event (#{quote.event_index + 1}) the guard flags "
-                    f"({', '.join(dict.fromkeys(rule_ids))})"
+                    f"tainted: quotes {article} {kind} event (#{quote.event_index + 1}) "
+                    f"the guard flags ({', '.join(dict.fromkeys(rule_ids))})"
                 )
         return reasons
 

@@ -15,11 +15,14 @@ The summary is :func:`summarize_episode` (deterministic, offline) unless the rev
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from hindsight._ids import stable_id
 from hindsight.models import (
+    Event,
+    EventStatus,
     EventType,
     Experience,
     ExperienceKind,
@@ -88,6 +91,9 @@ _EN: dict[str, Any] = {
     "diff_amounts": "{tool} {key} with other amounts",
     "diff_other": "{tool} with another {key}",
     "went_through_failed": "{tool} {status}{error}; a later call went through but the run failed",
+    "got_past": "{tool} {status}{error}; the run went on past it",
+    "raised": "raised",
+    "the_run": "the run",
     "status": {"success": "success", "failure": "failed", "timeout": "timed out"},
     "outcome_word": {
         "success": "success",
@@ -128,6 +134,9 @@ _ZH: dict[str, Any] = {
     "diff_amounts": "{tool} 的 {key} 金额与预期不同",
     "diff_other": "{tool} 的 {key} 与预期不同",
     "went_through_failed": "{tool}{status}{error}；之后的调用成功了，但运行仍然失败",
+    "got_past": "{tool}{status}{error}，运行随后继续",
+    "raised": "抛出异常",
+    "the_run": "运行",
     "status": {"success": "成功", "failure": "失败", "timeout": "超时"},
     "outcome_word": {
         "success": "成功",
@@ -141,6 +150,33 @@ _ZH: dict[str, Any] = {
 def episode_id(trajectory_id: str) -> str:
     """The id of a trajectory's episode: one per trajectory, whichever reviewer wrote it."""
     return stable_id(trajectory_id, "episode")
+
+
+@dataclass(slots=True)
+class _Raised:
+    """A step of the run that raised (an ``error`` event of no tool: a node, a chain, the
+    run itself), listed among the tool calls at its position."""
+
+    position: int
+    step: str  # the step's name, "" when the event does not say
+    output: str
+    status: EventStatus = EventStatus.FAILURE
+
+    @property
+    def signature(self) -> str:
+        return f"raised:{self.step}:{self.output}"
+
+
+def _raised(events: Sequence[Event]) -> list[_Raised]:
+    """The ``error`` events no tool call claims, in order (a step's name from the event's
+    ``run`` or ``node`` metadata)."""
+    out = []
+    for position, event in enumerate(events):
+        if event.event_type is EventType.ERROR and not event.tool_name:
+            meta = event.metadata or {}
+            step = next((str(meta[k]) for k in ("run", "node") if meta.get(k)), "")
+            out.append(_Raised(position, step, event.content))
+    return out
 
 
 def _status_word(call: ToolCall, words: dict[str, Any]) -> str:
@@ -161,9 +197,10 @@ def _call_text(call: ToolCall, before: ToolCall | None = None) -> str:
     return f"{call.tool}({text})"
 
 
-def _steps(calls: Sequence[ToolCall], words: dict[str, Any]) -> list[str]:
-    """One entry per call; consecutive identical calls with the same status are merged."""
-    merged: list[tuple[ToolCall, int]] = []
+def _steps(calls: Sequence[ToolCall | _Raised], words: dict[str, Any]) -> list[str]:
+    """One entry per call (or step that raised); consecutive identical calls with the same
+    status are merged."""
+    merged: list[tuple[ToolCall | _Raised, int]] = []
     for call in calls:
         if (
             merged
@@ -177,6 +214,11 @@ def _steps(calls: Sequence[ToolCall], words: dict[str, Any]) -> list[str]:
     last: dict[str, ToolCall] = {}  # the previous call of each tool
     for i, (call, count) in enumerate(merged, 1):  # numbered before any are left out
         times = str(words["times"]).format(n=count) if count > 1 else ""
+        if isinstance(call, _Raised):
+            name = call.step or str(words["the_run"])
+            err = error_text(call.output, 80)
+            steps.append(f"{i}) {name} {words['raised']}{f' ({err})' if err else ''}{times}")
+            continue
         text = _call_text(call, last.get(call.tool))
         steps.append(f"{i}) {text} → {_status_word(call, words)}{times}")
         last[call.tool] = call
@@ -190,9 +232,26 @@ def _steps(calls: Sequence[ToolCall], words: dict[str, Any]) -> list[str]:
     return steps
 
 
-def _turning_point(calls: Sequence[ToolCall], outcome: Outcome, words: dict[str, Any]) -> str:
-    """What decided the run: a recovery after a failure (another call, or the same call again),
-    an unrecovered failure, or the key (state-changing, else last) successful call."""
+def _turning_point(
+    calls: Sequence[ToolCall], raised: Sequence[_Raised], outcome: Outcome, words: dict[str, Any]
+) -> str:
+    """What decided the run: a step that raised with nothing successful after it (it ended a
+    failed run), a recovery after a failure (another call, or the same call again), an
+    unrecovered failure, a step that raised and the run went on past it, or the key
+    (state-changing, else last) successful call."""
+    if raised:
+        last = raised[-1]
+        err = error_text(last.output, 80)
+        parts = {
+            "tool": last.step or str(words["the_run"]),
+            "status": str(words["raised"]),
+            "error": f" ({err})" if err else "",
+        }
+        after = any(c.status is not None and c.position > last.position for c in calls)
+        if outcome is Outcome.FAILURE and not after:  # nothing came of the run after it
+            return str(words["not_recovered"]).format(**parts)
+        if outcome is not Outcome.FAILURE and not any(c.failed for c in calls):
+            return str(words["got_past"]).format(**parts)
     first_failed = next((i for i, c in enumerate(calls) if c.failed), None)
     if first_failed is not None:
         failed = calls[first_failed]
@@ -300,12 +359,14 @@ def summarize_episode(traj: Trajectory, *, max_tokens: int = EPISODE_MAX_TOKENS)
     task, words = _words(traj)
     colon, end, sep = str(words["colon"]), str(words["end"]), str(words["sep"])
     calls = collect_calls(traj.events)
+    raised = _raised(traj.events)
     goal = task_summary(task, 160) or (traj.task_type or "")
     parts: list[str] = []
     if goal:
         stop = "" if goal[-1] in ".!?。！？" else end
         parts.append(f"{words['goal']}{colon}{goal}{stop}")
-    steps = _steps(calls, words) if calls else [str(words["no_tools"])]
+    done: list[ToolCall | _Raised] = sorted([*calls, *raised], key=lambda c: c.position)
+    steps = _steps(done, words) if done else [str(words["no_tools"])]
     parts.append(f"{words['steps']}{colon}{sep.join(steps)}{end}")
     outcome = str(words["outcome_word"][traj.outcome.value])
     if traj.reward is not None:
@@ -314,7 +375,7 @@ def summarize_episode(traj: Trajectory, *, max_tokens: int = EPISODE_MAX_TOKENS)
         said = words["calls_one"] if len(calls) == 1 else words["calls"]
         outcome += str(said).format(n=len(calls), failed=sum(c.failed for c in calls))
     parts.append(f"{words['outcome']}{colon}{outcome}{end}")
-    parts.append(f"{words['turn']}{colon}{_turning_point(calls, traj.outcome, words)}{end}")
+    parts.append(f"{words['turn']}{colon}{_turning_point(calls, raised, traj.outcome, words)}{end}")
     why = _why(traj, calls, words)
     if why:
         parts.append(f"{words['why']}{colon}{why}{end}")
