@@ -83,6 +83,38 @@ def test_ingest_keeps_good_records_and_reports_each_bad_one(tmp_path: Path) -> N
     assert "records with errors: 4" in proc.stdout
 
 
+@pytest.mark.parametrize("as_json", [True, False])
+def test_ingest_lists_bad_records_in_file_order(tmp_path: Path, as_json: bool) -> None:
+    """In the events format a run's lines are grouped: a bad event is reported when its run
+    ends, after bad lines further down the file; the list is still in file order."""
+
+    def event(run: str, kind: str, text: str) -> dict[str, str]:
+        return {"trajectory_id": run, "event_type": kind, "content": text}
+
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(
+        _lines(
+            event("a", "user_message", "Where is order 7?"),  # 1
+            event("b", "user_message", "Cancel order 9"),  # 2
+            event("b", "bogus", "x"),  # 3: run b is refused when it ends (line 7)
+            event("a", "final_answer", "It shipped."),  # 4
+            b"not json",  # 5
+            event("c", "nonsense", "y"),  # 6: run c ends at once (line 6)
+            event("b", "final_answer", "Cancelled."),  # 7
+            b"{also not json",  # 8
+        )
+    )
+    args = ["ingest", str(log), "--format", "events", "--tenant", "t", "--no-wait"]
+    proc = run_cli(*args, *(["--json"] if as_json else []), data_dir=tmp_path / "data")
+    assert proc.returncode == 1, proc.stderr
+    if as_json:
+        lines = [e["line"] for e in json.loads(proc.stdout)["errors"]]
+    else:
+        shown = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+        lines = [int(line.split(":")[2]) for line in shown]
+    assert lines == [3, 5, 6, 8]  # a run's error: the line of its bad event
+
+
 def test_an_argument_that_is_not_utf8_is_replaced_not_a_traceback(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "hindsight", "recall", b"retry \xff on 502", "--tenant", "t"],

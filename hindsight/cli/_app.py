@@ -115,6 +115,9 @@ def ingest(
                 else:
                     skipped += 1
                     present.append(receipt.trajectory_id)
+            # in file order: a format that groups lines into runs (events) reports a bad run
+            # when the run ends, after the bad lines that came later in the file
+            errors.sort(key=lambda e: (e["line"] is None, e["line"] or 0))
             store = mem.aio.store
             left = store.review_job_states(tenant, present)
             found = left["pending"] + left["running"]  # left pending by an earlier ingest

@@ -64,6 +64,7 @@ class _Group:
     number: int
     lines: list[dict[str, Any]] = field(default_factory=list)
     wheres: list[str] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)  # the line of each event
     hints: dict[str, Any] = field(default_factory=dict)
 
 
@@ -248,6 +249,7 @@ def events_records_to_trajectories(
                 group = groups.setdefault(str(tid), _Group(raw.where, raw.number))
                 group.lines.append(value)
                 group.wheres.append(raw.where)
+                group.numbers.append(raw.number)
                 for key in _TRAJECTORY_KEYS:
                     if value.get(key) is not None:
                         group.hints.setdefault(key, value[key])
@@ -276,9 +278,16 @@ def events_records_to_trajectories(
                 raise
             # Named by the line of the bad event; the whole run waits for its fix (a run
             # without one of its events would teach from steps that did not happen).
-            at = next((w for w in group.wheres if str(exc).startswith(f"{w}:")), group.where)
+            at, number = next(
+                (
+                    (w, n)
+                    for w, n in zip(group.wheres, group.numbers, strict=True)
+                    if str(exc).startswith(f"{w}:")
+                ),
+                (group.where, group.number),
+            )
             run = f"; run {tid!r} ({len(group.lines)} lines) not ingested"
             text = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
-            yield record_error(group.number, at, InvalidTrajectoryError(f"{text}{run}"))
+            yield record_error(number, at, InvalidTrajectoryError(f"{text}{run}"))
             continue
         yield traj
