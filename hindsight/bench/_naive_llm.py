@@ -44,7 +44,8 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
 def _steps(trajectory: str) -> tuple[str, list[tuple[str, str]]]:
     """The user's request and ``(tool, result text)`` per call of a rendered run."""
-    user, calls = "", []
+    user = ""
+    calls: list[tuple[str, str]] = []
     for line in trajectory.splitlines():
         m = _STEP.match(line)
         if m is None:
