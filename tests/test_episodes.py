@@ -279,23 +279,62 @@ def test_a_step_that_raised_and_ended_the_run_is_its_turning_point(
 
 
 @pytest.mark.parametrize("outcome", [Outcome.SUCCESS, Outcome.UNKNOWN])
-def test_a_step_that_raised_and_was_got_past_says_so(outcome: Outcome) -> None:
+@pytest.mark.parametrize("tool_after", [False, True])
+def test_a_step_that_raised_and_was_got_past_says_so(outcome: Outcome, tool_after: bool) -> None:
     """Retried by the framework (a retry policy, a fallback): the attempt is a step, in order
-    among the tool calls, and the run went on past it."""
+    among the tool calls; the run went on past it, unless a tool call after it decided the
+    run (then that call is the turning point)."""
     traj = run_with("Where is order 8812?", [], outcome=outcome)
     traj.events.append(raised("TimeoutError: warehouse timed out", run="lookup"))
-    traj.events.append(Event(event_type="tool_call", tool_name="order_query", tool_args={}))
-    traj.events.append(
-        Event(event_type="tool_result", tool_name="order_query", status="success", content="ok")
+    if tool_after:
+        traj.events.append(Event(event_type="tool_call", tool_name="order_query", tool_args={}))
+        traj.events.append(
+            Event(event_type="tool_result", tool_name="order_query", status="success", content="ok")
+        )
+    traj.events.append(Event(event_type="final_answer", content="Order 8812 shipped."))
+    text = summarize_episode(traj)
+    step = "Steps: 1) lookup raised (TimeoutError: warehouse timed out)"
+    assert step + ("; 2) order_query() → success." if tool_after else ".") in text
+    if tool_after:
+        assert "Turning point: order_query() succeeded." in text
+    else:
+        assert (
+            "Turning point: lookup raised (TimeoutError: warehouse timed out); the run went on "
+            "past it." in text
+        )
+
+
+@pytest.mark.parametrize(("meta", "name"), [({"model": "gpt-4o"}, "gpt-4o"), ({}, "the model")])
+@pytest.mark.parametrize("retried", [False, True])
+def test_a_failed_model_call_is_a_step_and_never_the_answer(
+    meta: dict[str, Any], name: str, retried: bool
+) -> None:
+    """A model call that timed out stores the error as its content: the episode lists it as
+    a step, and its text is not taken for the run's answer."""
+    events = [
+        Event(event_type="user_message", content="Where is order 8812?"),
+        Event(
+            event_type="model_call",
+            status="timeout",
+            content="TimeoutError: model timed out after 30 s",
+            metadata=meta,
+        ),
+    ]
+    if retried:
+        events.append(Event(event_type="model_call", status="success", content="It shipped."))
+    traj = Trajectory(
+        tenant_id="acme",
+        task="Where is order 8812?",
+        events=events,
+        outcome=Outcome.SUCCESS if retried else Outcome.FAILURE,
     )
     text = summarize_episode(traj)
-    assert (
-        "Steps: 1) lookup raised (TimeoutError: warehouse timed out); 2) order_query() → success."
-        in text
-    )
-    assert "Turning point: lookup raised (TimeoutError: warehouse timed out); the run went on" in (
-        text
-    )
+    assert f"Steps: 1) {name} timed out (TimeoutError: model timed out after 30 s)." in text
+    assert "answered without calling a tool" not in text
+    if retried:
+        assert "; the run went on past it." in text and text.endswith("Answer: It shipped.")
+    else:
+        assert "and the run did not recover." in text and "Answer:" not in text
 
 
 def test_a_failed_tool_call_still_decides_over_a_step_that_raised_before_it() -> None:

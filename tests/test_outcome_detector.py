@@ -37,30 +37,94 @@ MODEL_OK = (EventType.MODEL_CALL, EventStatus.SUCCESS, "Let me look it up.")
 MODEL_FAILED = (EventType.MODEL_CALL, EventStatus.FAILURE, "RateLimitError")
 
 
+MODEL_TIMED_OUT = (EventType.MODEL_CALL, EventStatus.TIMEOUT, "TimeoutError: model timed out")
+
+
 @pytest.mark.parametrize(
     ("steps", "expected"),
     [
         ((ASK, OK, ANSWER), Outcome.SUCCESS),
         ((ASK, TIMEOUT, OK, ANSWER), Outcome.SUCCESS),  # the agent found a way around it
         ((ASK, OK, TIMEOUT, ANSWER), Outcome.FAILURE),  # it answered anyway: unresolved
-        ((ASK, ERROR), Outcome.FAILURE),  # a step raised and nothing happened after it
-        # a step raised inside the run and the run went on (a retry, a fallback): the
-        # exception did not leave the run, what came after it decides
-        ((ASK, ERROR, ANSWER), Outcome.SUCCESS),
-        ((ASK, TIMED_OUT, OK, ANSWER), Outcome.SUCCESS),
-        ((ASK, ERROR, MODEL_OK), Outcome.UNKNOWN),  # went on, but no answer
-        ((ASK, ERROR, MODEL_FAILED), Outcome.FAILURE),  # the next step failed too
-        ((ASK, ERROR, TIMEOUT, ANSWER), Outcome.FAILURE),  # a failed tool call is not got past
-        ((ASK, ERROR, (EventType.FINAL_ANSWER, None, "  ")), Outcome.FAILURE),  # blank answer
-        ((ASK, ANSWER, ERROR), Outcome.FAILURE),  # raised after the answer
-        ((ASK, TIMEOUT, ERROR, OK, ANSWER), Outcome.SUCCESS),
-        ((ASK, ERROR, ANSWER, ERROR), Outcome.FAILURE),
         ((ASK, OK), Outcome.UNKNOWN),  # no answer: cut off, or a chain without text
         ((ASK, OK, (EventType.FINAL_ANSWER, None, "  ")), Outcome.UNKNOWN),
     ],
 )
 def test_rules(steps: tuple, expected: Outcome) -> None:
     assert detect_outcome(run(*steps)) is expected
+
+
+@pytest.mark.parametrize("raised", [ERROR, TIMED_OUT, MODEL_FAILED, MODEL_TIMED_OUT])
+@pytest.mark.parametrize(
+    ("after", "expected"),
+    [
+        ((), Outcome.FAILURE),  # nothing after it
+        ((MODEL_FAILED,), Outcome.FAILURE),  # the next step failed too
+        ((ANSWER,), Outcome.UNKNOWN),  # a retry that worked or an apology: cannot tell
+        (((EventType.FINAL_ANSWER, None, "  "),), Outcome.FAILURE),  # a blank answer
+        ((MODEL_OK,), Outcome.UNKNOWN),  # went on, but no answer
+        ((MODEL_OK, ANSWER), Outcome.SUCCESS),  # went on and answered
+        ((OK, ANSWER), Outcome.SUCCESS),
+        ((TIMEOUT, ANSWER), Outcome.FAILURE),  # a failed tool call is not got past
+        ((MODEL_OK, ANSWER, ERROR), Outcome.FAILURE),  # raised after the answer
+    ],
+)
+def test_a_step_that_raised_inside_the_run(raised: tuple, after: tuple, expected: Outcome) -> None:
+    """A step (a node, a chain, a model) raised and the exception was caught inside the run
+    (a retry, a fallback, the application): what came after it decides."""
+    assert detect_outcome(run(ASK, raised, *after)) is expected
+
+
+def test_a_model_call_without_a_result_is_no_evidence() -> None:
+    cut = Event(
+        event_type=EventType.MODEL_CALL, status=EventStatus.FAILURE, metadata={"incomplete": True}
+    )
+    traj = run(ASK, MODEL_OK, ANSWER)
+    traj.events.append(cut)  # closed at the run's end (a retried attempt never answered)
+    assert detect_outcome(traj) is Outcome.SUCCESS
+
+
+def _parallel(first: str, *, retried: bool = False) -> Trajectory:
+    """A model asks for two lookups side by side; the west one fails, the east one works,
+    their results arrive in the order ``first``; with ``retried``, west is called again."""
+
+    def call(cid: str, region: str) -> Event:
+        return Event(
+            event_type=EventType.TOOL_CALL,
+            tool_name=f"{region}_stock",
+            tool_call_id=cid,
+            tool_args={"sku": "B-7"},
+        )
+
+    def result(cid: str, region: str, status: EventStatus) -> Event:
+        return Event(
+            event_type=EventType.TOOL_RESULT,
+            tool_name=f"{region}_stock",
+            tool_call_id=cid,
+            status=status,
+            content="12 in stock" if status is EventStatus.SUCCESS else "timed out",
+        )
+
+    west = result("c1", "west", EventStatus.TIMEOUT)
+    east = result("c2", "east", EventStatus.SUCCESS)
+    events = [
+        Event(event_type=EventType.USER_MESSAGE, content="How many B-7 are in stock?"),
+        call("c1", "west"),
+        call("c2", "east"),
+        *((west, east) if first == "west" else (east, west)),
+    ]
+    if retried:
+        events += [call("c3", "west"), result("c3", "west", EventStatus.SUCCESS)]
+    events.append(Event(event_type=EventType.FINAL_ANSWER, content="12 in the east."))
+    return Trajectory(tenant_id="t", events=events)
+
+
+@pytest.mark.parametrize("first", ["west", "east"])
+def test_calls_side_by_side_do_not_get_past_each_other(first: str) -> None:
+    """The same run judged the same whichever result arrived first: a call made before the
+    failure was known is no way around it; a call made after it is."""
+    assert detect_outcome(_parallel(first)) is Outcome.FAILURE
+    assert detect_outcome(_parallel(first, retried=True)) is Outcome.SUCCESS
 
 
 @pytest.mark.parametrize(

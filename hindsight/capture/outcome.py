@@ -8,24 +8,29 @@ rules, in order, on the trajectory's events:
 
 1. the run raised (the integration marked it failed: the exception left the agent) ->
    ``failure``;
-2. an ``error`` event (a step raised inside the run: a node, a chain, a model) and nothing
-   succeeded after it (no successful tool result or model call, no non-blank final answer)
-   -> ``failure``; a step that raised and was retried, or replaced by a fallback, and the run
-   went on is not a failure of the run: the exception did not leave it;
-3. a tool call failed or timed out and no tool call succeeded after it (the agent never found
-   a way around it) -> ``failure``;
+2. a tool call failed or timed out and no tool call made after that succeeded (the agent
+   never found a way around it: a retry or another tool) -> ``failure``; calls made side by
+   side with it do not count, whichever finished first;
+3. a step raised inside the run and the exception was caught there (an ``error`` event: a
+   node, a chain; or a failed model call), and nothing succeeded after it -> ``failure``
+   when nothing came after it, ``unknown`` when only an answer did (a retry that worked and
+   an apology for the error read the same); a successful model call or tool call after it
+   (the run went on: a retry, a fallback) leaves the rules below to decide;
 4. a non-blank final answer -> ``success``;
 5. otherwise (no answer: a run cut off, a chain with no text output) -> ``unknown``.
 
-A run paused at an interrupt, or stored as incomplete, keeps what its integration set.
+A model call stored without a result (``metadata.incomplete``: the run ended first) is no
+evidence either way. A run paused at an interrupt, or stored as incomplete, keeps what its
+integration set.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hindsight._errors import UsageError
-from hindsight.models import EventStatus, EventType, Outcome, Trajectory
+from hindsight.models import Event, EventStatus, EventType, Outcome, Trajectory
 
 __all__ = ["detect_outcome", "judge"]
 
@@ -38,24 +43,60 @@ def detect_outcome(trajectory: Trajectory) -> Outcome:
     """The default outcome of a finished run (rules in the module docstring)."""
     if trajectory.outcome is Outcome.FAILURE:
         return Outcome.FAILURE
-    error = tool = answered = False  # an error / a failed tool call not got past yet
-    for event in trajectory.events:
+    events = trajectory.events
+    began = _call_positions(events)
+    failed_tools: list[int] = []  # positions of failed tool results not got past yet
+    raised: list[int] = []  # errors and failed model calls not got past yet
+    answered = False
+    for i, event in enumerate(events):
         kind, status = event.event_type, event.status
-        if kind is EventType.ERROR:
-            error = True
-        elif kind is EventType.TOOL_RESULT:
+        if kind is EventType.TOOL_RESULT:
             if status in _FAILED:
-                tool = True
+                failed_tools.append(i)
             elif status in _SUCCEEDED:
-                error = tool = False
+                start = began.get(event.parent_id or "", began.get(event.tool_call_id or "", i))
+                failed_tools = [f for f in failed_tools if f > start]
+                raised = [r for r in raised if r > start]
         elif kind is EventType.MODEL_CALL:
-            if status in _SUCCEEDED:
-                error = False
+            if (event.metadata or {}).get("incomplete"):
+                continue  # no result: the run ended before the model answered
+            if status in _FAILED:
+                raised.append(i)
+            elif status in _SUCCEEDED:
+                raised = []
+        elif kind is EventType.ERROR:
+            raised.append(i)
         elif kind is EventType.FINAL_ANSWER and event.content.strip():
-            error, answered = False, True
-    if error or tool:
+            answered = True
+    if failed_tools:
         return Outcome.FAILURE
+    if raised:
+        return (
+            Outcome.UNKNOWN if answered and raised[-1] < _last_answer(events) else Outcome.FAILURE
+        )
     return Outcome.SUCCESS if answered else Outcome.UNKNOWN
+
+
+def _call_positions(events: Sequence[Event]) -> dict[str, int]:
+    """Where each tool call was made: its position by event id and by tool call id."""
+    out: dict[str, int] = {}
+    for i, event in enumerate(events):
+        if event.event_type is EventType.TOOL_CALL:
+            out[event.event_id] = i
+            if event.tool_call_id:
+                out.setdefault(event.tool_call_id, i)
+    return out
+
+
+def _last_answer(events: Sequence[Event]) -> int:
+    return max(
+        (
+            i
+            for i, e in enumerate(events)
+            if e.event_type is EventType.FINAL_ANSWER and e.content.strip()
+        ),
+        default=-1,
+    )
 
 
 def judge(verdict: Any) -> Outcome:

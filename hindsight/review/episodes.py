@@ -94,6 +94,7 @@ _EN: dict[str, Any] = {
     "got_past": "{tool} {status}{error}; the run went on past it",
     "raised": "raised",
     "the_run": "the run",
+    "the_model": "the model",
     "status": {"success": "success", "failure": "failed", "timeout": "timed out"},
     "outcome_word": {
         "success": "success",
@@ -137,6 +138,7 @@ _ZH: dict[str, Any] = {
     "got_past": "{tool}{status}{error}，运行随后继续",
     "raised": "抛出异常",
     "the_run": "运行",
+    "the_model": "模型",
     "status": {"success": "成功", "failure": "失败", "timeout": "超时"},
     "outcome_word": {
         "success": "成功",
@@ -154,28 +156,46 @@ def episode_id(trajectory_id: str) -> str:
 
 @dataclass(slots=True)
 class _Raised:
-    """A step of the run that raised (an ``error`` event of no tool: a node, a chain, the
-    run itself), listed among the tool calls at its position."""
+    """A step of the run that raised and is not a tool call (an ``error`` event of no tool:
+    a node, a chain, the run itself; or a failed model call), listed among the tool calls at
+    its position."""
 
     position: int
     step: str  # the step's name, "" when the event does not say
     output: str
-    status: EventStatus = EventStatus.FAILURE
+    status: EventStatus | None = None  # a model call's (failed, timed out); None: raised
 
     @property
     def signature(self) -> str:
         return f"raised:{self.step}:{self.output}"
 
+    def verb(self, words: dict[str, Any]) -> str:
+        if self.status is None:
+            return str(words["raised"])
+        return str(words["status"][self.status.value])
+
+    def name(self, words: dict[str, Any]) -> str:
+        if self.step:
+            return self.step
+        return str(words["the_run"] if self.status is None else words["the_model"])
+
 
 def _raised(events: Sequence[Event]) -> list[_Raised]:
-    """The ``error`` events no tool call claims, in order (a step's name from the event's
-    ``run`` or ``node`` metadata)."""
+    """The ``error`` events no tool call claims and the failed model calls (not those cut
+    off by the run's end), in order; a step's name from the event's ``run``, ``node`` or
+    ``model`` metadata."""
     out = []
     for position, event in enumerate(events):
+        meta = event.metadata or {}
         if event.event_type is EventType.ERROR and not event.tool_name:
-            meta = event.metadata or {}
             step = next((str(meta[k]) for k in ("run", "node") if meta.get(k)), "")
             out.append(_Raised(position, step, event.content))
+        elif (
+            event.event_type is EventType.MODEL_CALL
+            and event.status in (EventStatus.FAILURE, EventStatus.TIMEOUT)
+            and not meta.get("incomplete")
+        ):
+            out.append(_Raised(position, str(meta.get("model") or ""), event.content, event.status))
     return out
 
 
@@ -215,9 +235,9 @@ def _steps(calls: Sequence[ToolCall | _Raised], words: dict[str, Any]) -> list[s
     for i, (call, count) in enumerate(merged, 1):  # numbered before any are left out
         times = str(words["times"]).format(n=count) if count > 1 else ""
         if isinstance(call, _Raised):
-            name = call.step or str(words["the_run"])
             err = error_text(call.output, 80)
-            steps.append(f"{i}) {name} {words['raised']}{f' ({err})' if err else ''}{times}")
+            said = f"{call.name(words)} {call.verb(words)}{f' ({err})' if err else ''}"
+            steps.append(f"{i}) {said}{times}")
             continue
         text = _call_text(call, last.get(call.tool))
         steps.append(f"{i}) {text} → {_status_word(call, words)}{times}")
@@ -235,23 +255,24 @@ def _steps(calls: Sequence[ToolCall | _Raised], words: dict[str, Any]) -> list[s
 def _turning_point(
     calls: Sequence[ToolCall], raised: Sequence[_Raised], outcome: Outcome, words: dict[str, Any]
 ) -> str:
-    """What decided the run: a step that raised with nothing successful after it (it ended a
-    failed run), a recovery after a failure (another call, or the same call again), an
-    unrecovered failure, a step that raised and the run went on past it, or the key
-    (state-changing, else last) successful call."""
+    """What decided the run: the last step that raised (not a tool call) when no tool call
+    answered after it (it ended a failed run, or the run went on past it), else a recovery
+    after a failure (another call, or the same call again), an unrecovered failure, or the
+    key (state-changing, else last) successful call."""
     if raised:
         last = raised[-1]
         err = error_text(last.output, 80)
         parts = {
-            "tool": last.step or str(words["the_run"]),
-            "status": str(words["raised"]),
+            "tool": last.name(words),
+            "status": last.verb(words),
             "error": f" ({err})" if err else "",
         }
-        after = any(c.status is not None and c.position > last.position for c in calls)
-        if outcome is Outcome.FAILURE and not after:  # nothing came of the run after it
-            return str(words["not_recovered"]).format(**parts)
-        if outcome is not Outcome.FAILURE and not any(c.failed for c in calls):
-            return str(words["got_past"]).format(**parts)
+        # what the tool calls after it did decides, else the step itself did
+        if not any(c.status is not None and c.position > last.position for c in calls):
+            if outcome is Outcome.FAILURE:
+                return str(words["not_recovered"]).format(**parts)
+            if not any(c.failed for c in calls):
+                return str(words["got_past"]).format(**parts)
     first_failed = next((i for i, c in enumerate(calls) if c.failed), None)
     if first_failed is not None:
         failed = calls[first_failed]
@@ -320,9 +341,11 @@ def _why(traj: Trajectory, calls: Sequence[ToolCall], words: dict[str, Any]) -> 
 
 
 def _final_answer(traj: Trajectory) -> str:
+    """The final answer, else the last model reply (not a failed call's error text)."""
     for event in reversed(traj.events):
         if (
             event.event_type in (EventType.FINAL_ANSWER, EventType.MODEL_CALL)
+            and event.status not in (EventStatus.FAILURE, EventStatus.TIMEOUT)
             and event.content.strip()
         ):
             return event.content
