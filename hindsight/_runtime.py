@@ -3,44 +3,19 @@
 It hosts the background review worker and runs the sync facade's calls, so that review never
 runs on (or blocks) the caller's thread or loop. A daemon thread never holds up interpreter
 exit: jobs still pending at exit stay pending in the SQL store and resume on the next open.
-
-:func:`at_exit` runs what a memory must finish at interpreter exit (the runs still being
-captured, the background writes) before the interpreter's thread pools stop taking work.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
-import concurrent.futures.thread  # registers its exit hook now: it runs after those of at_exit
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["BackgroundLoop", "at_exit"]
+__all__ = ["BackgroundLoop"]
 
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[[], Any])
-
-
-def at_exit(fn: F) -> F:
-    """Call ``fn`` (no arguments) when the interpreter exits, while thread pools still take
-    work: the memory's writes run through ``asyncio.to_thread``, which an exiting interpreter
-    refuses once its thread pools stopped ("cannot schedule new futures after interpreter
-    shutdown"), and :mod:`atexit` functions run after that. Called in the reverse order of
-    registration (an integration's hook, registered after the core's, runs first), once the
-    main thread is done and before other non-daemon threads are joined (Python's
-    ``threading._register_atexit``, the hook :mod:`concurrent.futures` uses itself); plain
-    :mod:`atexit` where it is missing or registration is too late. Returns ``fn``."""
-    register = getattr(threading, "_register_atexit", None)
-    try:
-        if register is None:
-            raise RuntimeError("no threading exit hook")
-        register(fn)
-    except RuntimeError:  # the interpreter is already shutting down
-        atexit.register(fn)
-    return fn
 
 
 class BackgroundLoop:

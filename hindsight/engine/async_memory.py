@@ -14,6 +14,7 @@ repaired at the next write or open).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import weakref
@@ -50,7 +51,7 @@ from hindsight._contract import (
 )
 from hindsight._errors import MemoryClosedError, NotFoundError, UsageError
 from hindsight._paging import Page, awalk, decode_cursor, page_of, paging
-from hindsight._runtime import BackgroundLoop, at_exit
+from hindsight._runtime import BackgroundLoop
 from hindsight.capture import RunRecorder
 from hindsight.capture.trajectory import checked_run, coerce_trajectory
 from hindsight.capture.unsaved import UnsavedArea
@@ -1451,4 +1452,4 @@ def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter
 
 
 _OPEN: weakref.WeakSet[AsyncMemory] = weakref.WeakSet()
-at_exit(_close_all_at_exit)
+atexit.register(_close_all_at_exit)

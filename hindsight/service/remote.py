@@ -20,6 +20,7 @@ called from many loops and threads). This module never imports an integration.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import os
 import threading
@@ -29,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hindsight._errors import UsageError
-from hindsight._runtime import at_exit
 from hindsight.capture.unsaved import UnsavedArea
 from hindsight.capture.writer import TrajectoryWriter
 
@@ -215,7 +215,7 @@ def _close_writers_at_exit() -> None:  # pragma: no cover - exercised at interpr
         writer.close(min(_drain_timeout(), 5.0))
 
 
-at_exit(_close_writers_at_exit)
+atexit.register(_close_writers_at_exit)
 
 
 def remote_memory(memory: Any) -> RemoteMemory | None:

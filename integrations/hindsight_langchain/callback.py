@@ -23,6 +23,7 @@ input on a paused thread stores the paused run as ``incomplete``.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import threading
 import time
@@ -35,7 +36,6 @@ from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.runnables.config import var_child_runnable_config
 
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, Trajectory
-from hindsight._runtime import at_exit
 from hindsight.capture.outcome import detect_outcome
 from hindsight.capture.unsaved import PendingWrite
 from hindsight.models import EventStatus, EventType
@@ -852,4 +852,4 @@ def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter
             handler.close(timeout=10.0)
 
 
-at_exit(_close_all_at_exit)
+atexit.register(_close_all_at_exit)

@@ -35,6 +35,7 @@ goes on without memory (a closed memory too: the runs then wait in its unsaved a
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import dataclasses
 import functools
@@ -59,7 +60,6 @@ from langgraph.types import Command
 from hindsight import AsyncMemory, Memory, Outcome, Provenance, RecallResult, Trajectory
 from hindsight._contract import switch
 from hindsight._ids import new_id
-from hindsight._runtime import at_exit
 from hindsight.capture.outcome import detect_outcome
 from hindsight.models import EventType, utcnow
 from hindsight.service.client import AsyncHindsightClient, HindsightClient
@@ -1080,7 +1080,7 @@ def _close_all_at_exit() -> None:  # pragma: no cover - exercised at interpreter
             middleware.close()
 
 
-at_exit(_close_all_at_exit)
+atexit.register(_close_all_at_exit)
 
 
 def _in_event_loop() -> bool:

@@ -44,6 +44,7 @@ nothing here waits on the store.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import weakref
@@ -60,7 +61,6 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.context import register_configure_hook
 
 from hindsight import Outcome, Trajectory
-from hindsight._runtime import at_exit
 from hindsight_langgraph._memory import Engine
 from hindsight_langgraph._scope import Scope
 
@@ -621,7 +621,7 @@ def router() -> CaptureRouter:
             if not _registered:
                 register_configure_hook(_HOOK, True)
                 _registered = True
-                at_exit(_ROUTER.close_all)
+                atexit.register(_ROUTER.close_all)
     return _ROUTER
 
 

@@ -36,6 +36,7 @@ counted in :attr:`HindsightCapture.stats`.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import inspect
@@ -64,7 +65,6 @@ from llama_index.core.instrumentation.span import active_span_id
 
 from hindsight import EpisodeReceipt, EventStatus, EventType, Outcome, Provenance, Trajectory
 from hindsight._ids import new_id, validate_namespace, validate_tenant
-from hindsight._runtime import at_exit
 from hindsight.capture.outcome import detect_outcome
 
 from ._convert import (
@@ -590,4 +590,4 @@ def _finalize_at_exit() -> None:  # pragma: no cover - runs at interpreter exit
             log.warning("hindsight: could not store open runs at exit", exc_info=True)
 
 
-at_exit(_finalize_at_exit)
+atexit.register(_finalize_at_exit)
