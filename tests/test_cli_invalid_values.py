@@ -96,7 +96,7 @@ def test_ingest_lists_bad_records_in_file_order(tmp_path: Path, as_json: bool) -
         _lines(
             event("a", "user_message", "Where is order 7?"),  # 1
             event("b", "user_message", "Cancel order 9"),  # 2
-            event("b", "bogus", "x"),  # 3: run b is refused when it ends (line 7)
+            event("b", "bogus", "x"),  # 3: run b is refused once the file is read
             event("a", "final_answer", "It shipped."),  # 4
             b"not json",  # 5
             event("c", "nonsense", "y"),  # 6: run c ends at once (line 6)
@@ -113,6 +113,35 @@ def test_ingest_lists_bad_records_in_file_order(tmp_path: Path, as_json: bool) -
         shown = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
         lines = [int(line.split(":")[2]) for line in shown]
     assert lines == [3, 5, 6, 8]  # a run's error: the line of its bad event
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("reward", "high", "reward must be a number"),
+        ("outcome", "great", "outcome must be success"),
+        ("task_type", "  ", "task_type must be"),
+    ],
+)
+def test_a_bad_run_field_is_named_by_the_line_that_gave_it(
+    tmp_path: Path, field: str, value: str, said: str
+) -> None:
+    """A run-level field of a grouped run (events format) comes from one of its lines: the
+    error names that line, in the message and in --json."""
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(
+        _lines(
+            {"trajectory_id": "f", "event_type": "user_message", "content": "Sync order 7"},
+            {"trajectory_id": "g", "event_type": "user_message", "content": "Where is order 9?"},
+            {"trajectory_id": "f", "event_type": "final_answer", "content": "ok", field: value},
+        )
+    )
+    args = ["ingest", str(log), "--format", "events", "--tenant", "t", "--no-wait", "--json"]
+    proc = run_cli(*args, data_dir=tmp_path / "data")
+    [error] = json.loads(proc.stdout)["errors"]
+    assert error["line"] == 3
+    assert f"events.jsonl:3: {said}" in error["error"]
+    assert error["error"].endswith("run 'f' (2 lines) not ingested")
 
 
 def test_an_argument_that_is_not_utf8_is_replaced_not_a_traceback(tmp_path: Path) -> None:

@@ -66,6 +66,25 @@ class _Group:
     wheres: list[str] = field(default_factory=list)
     numbers: list[int] = field(default_factory=list)  # the line of each event
     hints: dict[str, Any] = field(default_factory=dict)
+    hinted_at: dict[str, tuple[str, int]] = field(default_factory=dict)  # key -> its line
+
+
+def _bad_line(group: _Group, exc: Exception) -> tuple[str, int]:
+    """Where the error of a grouped run is: the event line it names, else the line that
+    gave the run-level field it is about (``reward must be a number``), else the run's
+    first line."""
+    text = str(exc)
+    rest = text.removeprefix(f"{group.where}: ")  # said of the run, at its first line
+    fields = (
+        [str(e["loc"][0]) for e in exc.errors()[:1]] if isinstance(exc, ValidationError) else []
+    )
+    for key, spot in group.hinted_at.items():
+        if key in fields or any(rest.startswith(f"{key}{end}") for end in (" ", ":", ".")):
+            return spot
+    for where, number in zip(group.wheres, group.numbers, strict=True):
+        if text.startswith(f"{where}:"):
+            return where, number
+    return group.where, group.number
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -251,8 +270,9 @@ def events_records_to_trajectories(
                 group.wheres.append(raw.where)
                 group.numbers.append(raw.number)
                 for key in _TRAJECTORY_KEYS:
-                    if value.get(key) is not None:
-                        group.hints.setdefault(key, value[key])
+                    if value.get(key) is not None and key not in group.hints:
+                        group.hints[key] = value[key]
+                        group.hinted_at[key] = (raw.where, raw.number)
         except (HindsightError, ValueError) as exc:
             if not tolerant:
                 raise
@@ -278,16 +298,12 @@ def events_records_to_trajectories(
                 raise
             # Named by the line of the bad event; the whole run waits for its fix (a run
             # without one of its events would teach from steps that did not happen).
-            at, number = next(
-                (
-                    (w, n)
-                    for w, n in zip(group.wheres, group.numbers, strict=True)
-                    if str(exc).startswith(f"{w}:")
-                ),
-                (group.where, group.number),
-            )
-            run = f"; run {tid!r} ({len(group.lines)} lines) not ingested"
+            at, number = _bad_line(group, exc)
+            lines = f"{len(group.lines)} line{'' if len(group.lines) == 1 else 's'}"
+            run = f"; run {tid!r} ({lines}) not ingested"
             text = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
+            if at != group.where:  # named by the line the field came from, not the first
+                text = text.removeprefix(f"{group.where}: ")
             yield record_error(number, at, InvalidTrajectoryError(f"{text}{run}"))
             continue
         yield traj
