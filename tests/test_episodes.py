@@ -337,6 +337,46 @@ def test_a_failed_model_call_is_a_step_and_never_the_answer(
         assert "and the run did not recover." in text and "Answer:" not in text
 
 
+@pytest.mark.parametrize(
+    ("outcome", "after", "turn"),
+    [
+        # judged failed by the application after a retry that let the model answer: the
+        # run did go on, so the step is not what it never recovered from
+        (Outcome.FAILURE, "model", "the answer itself"),
+        (Outcome.PARTIAL, "nothing", "agent raised (TimeoutError: lookup timed out) and the run"),
+        (Outcome.UNKNOWN, "nothing", "agent raised (TimeoutError: lookup timed out) and the run"),
+        (Outcome.SUCCESS, "model", "agent raised (TimeoutError: lookup timed out); the run went"),
+        (Outcome.UNKNOWN, "answer", "agent raised (TimeoutError: lookup timed out); the run went"),
+    ],
+)
+def test_the_turning_point_of_a_raised_step_follows_what_came_after_it(
+    outcome: Outcome, after: str, turn: str
+) -> None:
+    events = [
+        Event(event_type="user_message", content="Where is order 8812?"),
+        raised("TimeoutError: lookup timed out", run="agent"),
+    ]
+    if after == "model":
+        events.append(Event(event_type="model_call", status="success", content="Shipped."))
+    if after == "answer":
+        events.append(Event(event_type="final_answer", content="Shipped."))
+    traj = Trajectory(tenant_id="acme", task="Where is order 8812?", events=events, outcome=outcome)
+    assert f"Turning point: {turn}" in summarize_episode(traj)
+
+
+@pytest.mark.parametrize(("name", "shown"), [("  ", "the run"), ("x" * 300, "x" * 59 + "…")])
+def test_a_step_name_is_shortened_and_never_blank(name: str, shown: str) -> None:
+    traj = Trajectory(
+        tenant_id="acme",
+        events=[
+            Event(event_type="user_message", content="Sync order 7"),
+            raised("ValueError: bad row", run=name),
+        ],
+        outcome=Outcome.FAILURE,
+    )
+    assert f"Steps: 1) {shown} raised (ValueError: bad row)." in summarize_episode(traj)
+
+
 def test_a_failed_tool_call_still_decides_over_a_step_that_raised_before_it() -> None:
     traj = run_with("Where is order 8812?", [], outcome=Outcome.FAILURE)
     traj.events.append(raised("ValueError: bad page size", run="prepare"))
@@ -360,7 +400,7 @@ def test_a_chinese_run_whose_step_raised() -> None:
         outcome=Outcome.FAILURE,
     )
     text = summarize_episode(traj)
-    assert "步骤：1) sync 抛出异常 (TimeoutError: 仓库同步超时)。" in text
+    assert "步骤：1) sync抛出异常 (TimeoutError: 仓库同步超时)。" in text
     assert "转折点：sync抛出异常 (TimeoutError: 仓库同步超时)，之后没有恢复" in text
 
 

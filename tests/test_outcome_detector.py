@@ -75,6 +75,27 @@ def test_a_step_that_raised_inside_the_run(raised: tuple, after: tuple, expected
     assert detect_outcome(run(ASK, raised, *after)) is expected
 
 
+@pytest.mark.parametrize("called_again", [False, True])
+def test_a_tools_error_told_as_an_error_event_is_a_failed_tool_call(called_again: bool) -> None:
+    """The same failure, whichever way a log tells it: as a failed ``tool_result`` or as an
+    ``error`` event naming the tool; a call made again that worked gets past either."""
+    tool_error = Event(
+        event_type=EventType.ERROR,
+        status=EventStatus.FAILURE,
+        tool_name="order_query",
+        content="ConnectionError: warehouse unreachable",
+    )
+    again = Event(
+        event_type=EventType.TOOL_RESULT, tool_name="order_query", status=EventStatus.SUCCESS
+    )
+    traj = run(ASK, MODEL_OK, ANSWER)
+    traj.events[1:1] = [tool_error, *([again] if called_again else [])]
+    expected = Outcome.SUCCESS if called_again else Outcome.FAILURE
+    assert detect_outcome(traj) is expected
+    told_as_result = run(ASK, TIMEOUT, *([OK] if called_again else []), MODEL_OK, ANSWER)
+    assert detect_outcome(told_as_result) is expected
+
+
 def test_a_model_call_without_a_result_is_no_evidence() -> None:
     cut = Event(
         event_type=EventType.MODEL_CALL, status=EventStatus.FAILURE, metadata={"incomplete": True}

@@ -8,7 +8,8 @@ rules, in order, on the trajectory's events:
 
 1. the run raised (the integration marked it failed: the exception left the agent) ->
    ``failure``;
-2. a tool call failed or timed out and no tool call made after that succeeded (the agent
+2. a tool call failed or timed out (a failed ``tool_result``, or an ``error`` event that
+   names its tool) and no tool call made after that succeeded (the agent
    never found a way around it: a retry or another tool) -> ``failure``; calls made side by
    side with it do not count, whichever finished first;
 3. a step raised inside the run and the exception was caught there (an ``error`` event: a
@@ -50,7 +51,9 @@ def detect_outcome(trajectory: Trajectory) -> Outcome:
     answered = False
     for i, event in enumerate(events):
         kind, status = event.event_type, event.status
-        if kind is EventType.TOOL_RESULT:
+        if kind is EventType.ERROR and event.tool_name:  # a tool's error, told as an error
+            failed_tools.append(i)
+        elif kind is EventType.TOOL_RESULT:
             if status in _FAILED:
                 failed_tools.append(i)
             elif status in _SUCCEEDED:

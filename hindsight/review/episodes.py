@@ -95,6 +95,7 @@ _EN: dict[str, Any] = {
     "raised": "raised",
     "the_run": "the run",
     "the_model": "the model",
+    "space": " ",
     "status": {"success": "success", "failure": "failed", "timeout": "timed out"},
     "outcome_word": {
         "success": "success",
@@ -139,6 +140,7 @@ _ZH: dict[str, Any] = {
     "raised": "抛出异常",
     "the_run": "运行",
     "the_model": "模型",
+    "space": "",
     "status": {"success": "成功", "failure": "失败", "timeout": "超时"},
     "outcome_word": {
         "success": "成功",
@@ -175,8 +177,9 @@ class _Raised:
         return str(words["status"][self.status.value])
 
     def name(self, words: dict[str, Any]) -> str:
-        if self.step:
-            return self.step
+        step = one_line(self.step).strip()
+        if step:
+            return shorten(step, 60)
         return str(words["the_run"] if self.status is None else words["the_model"])
 
 
@@ -236,7 +239,8 @@ def _steps(calls: Sequence[ToolCall | _Raised], words: dict[str, Any]) -> list[s
         times = str(words["times"]).format(n=count) if count > 1 else ""
         if isinstance(call, _Raised):
             err = error_text(call.output, 80)
-            said = f"{call.name(words)} {call.verb(words)}{f' ({err})' if err else ''}"
+            said = f"{call.name(words)}{words['space']}{call.verb(words)}"
+            said += f" ({err})" if err else ""
             steps.append(f"{i}) {said}{times}")
             continue
         text = _call_text(call, last.get(call.tool))
@@ -253,12 +257,18 @@ def _steps(calls: Sequence[ToolCall | _Raised], words: dict[str, Any]) -> list[s
 
 
 def _turning_point(
-    calls: Sequence[ToolCall], raised: Sequence[_Raised], outcome: Outcome, words: dict[str, Any]
+    calls: Sequence[ToolCall],
+    raised: Sequence[_Raised],
+    outcome: Outcome,
+    words: dict[str, Any],
+    went_on: int = -1,
 ) -> str:
     """What decided the run: the last step that raised (not a tool call) when no tool call
-    answered after it (it ended a failed run, or the run went on past it), else a recovery
-    after a failure (another call, or the same call again), an unrecovered failure, or the
-    key (state-changing, else last) successful call."""
+    answered after it: a run that ended on it (nothing succeeded after it, ``went_on`` is the
+    position of the last step that did) and did not succeed, or one that went on past it with
+    no failed tool call and did not fail; else a recovery after a failure (another call, or
+    the same call again), an unrecovered failure, or the key (state-changing, else last)
+    successful call."""
     if raised:
         last = raised[-1]
         err = error_text(last.output, 80)
@@ -269,9 +279,10 @@ def _turning_point(
         }
         # what the tool calls after it did decides, else the step itself did
         if not any(c.status is not None and c.position > last.position for c in calls):
-            if outcome is Outcome.FAILURE:
-                return str(words["not_recovered"]).format(**parts)
-            if not any(c.failed for c in calls):
+            if went_on < last.position:
+                if outcome is not Outcome.SUCCESS:
+                    return str(words["not_recovered"]).format(**parts)
+            elif outcome is not Outcome.FAILURE and not any(c.failed for c in calls):
                 return str(words["got_past"]).format(**parts)
     first_failed = next((i for i, c in enumerate(calls) if c.failed), None)
     if first_failed is not None:
@@ -340,6 +351,23 @@ def _why(traj: Trajectory, calls: Sequence[ToolCall], words: dict[str, Any]) -> 
     return str(words["sep"]).join(parts)
 
 
+def _went_on(events: Sequence[Event]) -> int:
+    """The position of the last step that succeeded (a tool result or a model call that did
+    not fail, a non-blank answer); -1 for none."""
+    for position in range(len(events) - 1, -1, -1):
+        event = events[position]
+        kind = event.event_type
+        if kind in (EventType.TOOL_RESULT, EventType.MODEL_CALL):
+            if event.status in (EventStatus.FAILURE, EventStatus.TIMEOUT):
+                continue
+            if kind is EventType.MODEL_CALL and (event.metadata or {}).get("incomplete"):
+                continue
+            return position
+        if kind is EventType.FINAL_ANSWER and event.content.strip():
+            return position
+    return -1
+
+
 def _final_answer(traj: Trajectory) -> str:
     """The final answer, else the last model reply (not a failed call's error text)."""
     for event in reversed(traj.events):
@@ -398,7 +426,8 @@ def summarize_episode(traj: Trajectory, *, max_tokens: int = EPISODE_MAX_TOKENS)
         said = words["calls_one"] if len(calls) == 1 else words["calls"]
         outcome += str(said).format(n=len(calls), failed=sum(c.failed for c in calls))
     parts.append(f"{words['outcome']}{colon}{outcome}{end}")
-    parts.append(f"{words['turn']}{colon}{_turning_point(calls, raised, traj.outcome, words)}{end}")
+    turn = _turning_point(calls, raised, traj.outcome, words, _went_on(traj.events))
+    parts.append(f"{words['turn']}{colon}{turn}{end}")
     why = _why(traj, calls, words)
     if why:
         parts.append(f"{words['why']}{colon}{why}{end}")

@@ -77,7 +77,8 @@ class EventBuffer:
         self.requested: dict[str, str] = {}  # tool_call_id -> id of the model_call asking
         self.executed: set[str] = set()
         self.open_calls: dict[str, dict[str, Any]] = {}  # tool_call event id -> that event
-        self.errors: list[BaseException] = []
+        # each exception recorded, with the run it was recorded at (None: not known)
+        self.errors: list[tuple[BaseException, Any]] = []
         self.system_sha: str | None = None
         self._system_text = ""
         #: The system prompt of the run's first model call: the run's ``system_prompt``.
@@ -164,9 +165,11 @@ class EventBuffer:
         parent_id: str | None,
         latency_ms: float | None,
         metadata: Mapping[str, Any] | None = None,
+        at: Any = None,
     ) -> None:
-        """Append a failed model call (``timeout`` when the error is one)."""
-        self.errors.append(exc)
+        """Append a failed model call (``timeout`` when the error is one); ``at``: the run
+        it failed in (see :meth:`error`)."""
+        self.errors.append((exc, at))
         self.add(
             EventType.MODEL_CALL,
             error_text(exc, self.max_chars),
@@ -244,26 +247,45 @@ class EventBuffer:
         self._result(call_event_id, name, content, status or found, call_id, metadata)
 
     def tool_error(
-        self, call_event_id: str, exc: BaseException, *, name: str | None = None, **metadata: Any
+        self,
+        call_event_id: str,
+        exc: BaseException,
+        *,
+        name: str | None = None,
+        at: Any = None,
+        **metadata: Any,
     ) -> None:
         """Append the failed ``tool_result`` of a call that raised (``timeout`` or
-        ``failure``, with the error type and message)."""
-        self.errors.append(exc)
+        ``failure``, with the error type and message); ``at``: the run it failed in (see
+        :meth:`error`)."""
+        self.errors.append((exc, at))
         metadata["error_type"] = type(exc).__name__
         text = error_text(exc, self.max_chars)
         self._result(call_event_id, name, text, error_status(exc), None, metadata)
 
-    def error(self, exc: BaseException, parent_id: str | None = None, **metadata: Any) -> bool:
-        """Append an ``error`` event unless this exception was already recorded (an error
-        travels up through every enclosing run; asyncio re-creates a ``TimeoutError`` that
-        crosses from a worker thread, so an equal type and arguments count as the same).
-        Returns True when appended."""
+    def error(
+        self,
+        exc: BaseException,
+        parent_id: str | None = None,
+        *,
+        at: Any = None,
+        below: Callable[[Any], bool] | None = None,
+        **metadata: Any,
+    ) -> bool:
+        """Append an ``error`` event unless this exception was already recorded on its way
+        up: an error travels up through every enclosing run, so one recorded at ``at`` (a
+        run) is the same error when it was recorded at a run ``below`` says is inside ``at``
+        (``below(run) -> bool``; without it, anywhere). Asyncio re-creates a ``TimeoutError``
+        that crosses from a worker thread, so an equal type and arguments count as the same
+        exception; a second step that raises the same words is a second error. Returns True
+        when appended."""
         if any(
-            seen is exc or (type(seen) is type(exc) and seen.args == exc.args)
-            for seen in self.errors
+            (seen is exc or (type(seen) is type(exc) and seen.args == exc.args))
+            and (below is None or where is None or below(where))
+            for seen, where in self.errors
         ):
             return False
-        self.errors.append(exc)
+        self.errors.append((exc, at))
         self.add(
             EventType.ERROR,
             error_text(exc, self.max_chars),

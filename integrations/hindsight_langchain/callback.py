@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import threading
 import time
 import weakref
@@ -63,6 +64,8 @@ from hindsight_langchain._seen import (
 from hindsight_langchain._tree import Group, Run, RunTree
 
 __all__ = ["AsyncHindsightCallbackHandler", "HindsightCallbackHandler"]
+
+_MAX_DEPTH = 1000  # parents followed up from a run (a cycle cannot loop forever)
 
 ORPHAN_TIMEOUT = 30.0
 """Seconds an orphan group (runs whose parent was never reported) may stay idle before it is
@@ -210,7 +213,8 @@ class _Capture:
                     if not any(value is seen for seen in run.group.interrupts):
                         run.group.interrupts.append(value)
             else:
-                run.group.buffer.error(error, run.anchor, run=run.name)
+                below = functools.partial(self._inside, run.run_id)
+                run.group.buffer.error(error, run.anchor, at=run_id, below=below, run=run.name)
                 if run.parent is None:
                     run.group.error = error
             return self._end(run)
@@ -291,6 +295,7 @@ class _Capture:
                 parent_id=run.parent_anchor,
                 latency_ms=self._latency(run),
                 metadata={"model": run.name, **run.extra},
+                at=run_id,
             )
             if run.parent is None:
                 run.group.error = error
@@ -355,7 +360,9 @@ class _Capture:
                 buffer.metadata["interrupted"] = True
                 return self._end(run)
             name = run.name or _name(None, kwargs, "tool")
-            run.group.buffer.tool_error(run.event_id, error, name=name, **self._unmatched(run))
+            run.group.buffer.tool_error(
+                run.event_id, error, name=name, at=run_id, **self._unmatched(run)
+            )
             if run.parent is None:
                 run.group.error = error
             return self._end(run)
@@ -413,7 +420,9 @@ class _Capture:
     ) -> list[Group]:
         with self.lock:
             run = self.tree.run_for(run_id, parent_run_id, "retriever")
-            run.group.buffer.tool_error(run.event_id, error, name=run.name, kind="retriever")
+            run.group.buffer.tool_error(
+                run.event_id, error, name=run.name, at=run_id, kind="retriever"
+            )
             if run.parent is None:
                 run.group.error = error
             return self._end(run)
@@ -438,6 +447,17 @@ class _Capture:
     @staticmethod
     def _unmatched(run: Run) -> dict[str, Any]:
         return {"unmatched_end": True} if run.metadata.get("unmatched_end") else {}
+
+    def _inside(self, outer: UUID, run_id: UUID) -> bool:
+        """True when ``run_id`` is ``outer`` or runs inside it (lock held)."""
+        for _ in range(_MAX_DEPTH):
+            if run_id == outer:
+                return True
+            run = self.tree.runs.get(run_id)
+            if run is None or run.parent is None:
+                return False
+            run_id = run.parent
+        return True  # deeper than any real run tree: taken as inside (the same error)
 
     def _end(self, run: Run) -> list[Group]:
         group = self.tree.end(run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import uuid
 from typing import Any
@@ -329,6 +330,63 @@ def test_a_step_whose_retries_ran_out_is_a_failure(how: str) -> None:
     traj = stored(mem, last_id(handler))
     assert traj.outcome is Outcome.FAILURE
     assert "TimeoutError" in traj.metadata["error"]
+
+
+@pytest.mark.parametrize("handler_cls", [HindsightCallbackHandler, AsyncHindsightCallbackHandler])
+@pytest.mark.parametrize("words", ["timed out", "push timed out"])
+def test_two_steps_that_raise_the_same_words_are_two_errors(handler_cls: type, words: str) -> None:
+    """An error is one event however many runs it travels up through; a second step that
+    raises the same type and words is a second error (the outcome does not depend on an
+    error's wording)."""
+    mem = memory()
+    handler = handler_cls(mem, tenant_id=TENANT)
+
+    def fail(words: str) -> Any:
+        def step(order: str) -> str:
+            raise TimeoutError(words)
+
+        return step
+
+    sync = RunnableLambda(fail("timed out"), name="sync")
+    push = RunnableLambda(fail(words), name="push")
+    inner = RunnableLambda(lambda o, config: push.invoke(o, config), name="inner")
+
+    def root(order: str, config: Any) -> str | None:
+        with contextlib.suppress(TimeoutError):
+            sync.invoke(order, config)
+        try:
+            inner.invoke(order, config)  # push's error travels up through inner
+        except TimeoutError:
+            return None
+        return order
+
+    asyncio.run(RunnableLambda(root, name="root").ainvoke("B-7", {"callbacks": [handler]}))
+    traj = stored(mem, last_id(handler))
+    errors = [
+        (e.metadata.get("run"), e.content) for e in traj.events if e.event_type.value == "error"
+    ]
+    assert errors == [("sync", "TimeoutError: timed out"), ("push", f"TimeoutError: {words}")]
+    assert traj.outcome is Outcome.FAILURE  # the last error: nothing came after it
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_an_error_that_leaves_the_run_is_one_event(depth: int) -> None:
+    mem = memory()
+    handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
+
+    def step(order: str) -> str:
+        raise TimeoutError("warehouse timed out")
+
+    runnable: Any = RunnableLambda(step, name="step")
+    for level in range(depth):
+        runnable = RunnableLambda(
+            lambda o, config, inner=runnable: inner.invoke(o, config), name=f"level{level}"
+        )
+    with pytest.raises(TimeoutError):
+        runnable.invoke("B-7", {"callbacks": [handler]})
+    traj = stored(mem, last_id(handler))
+    assert [e.event_type.value for e in traj.events].count("error") == 1
+    assert traj.outcome is Outcome.FAILURE
 
 
 def _manager(handler: Any, parent: uuid.UUID | None = None) -> CallbackManager:
