@@ -18,31 +18,6 @@ __all__ = ["BackgroundLoop"]
 T = TypeVar("T")
 
 
-class _LoopExecutor(concurrent.futures.ThreadPoolExecutor):
-    """The background loop's default executor (what ``asyncio.to_thread`` runs on).
-
-    An exiting interpreter stops every thread pool from taking work ("cannot schedule new
-    futures after interpreter shutdown") before :mod:`atexit` closes the memories a script left
-    open, so their last writes failed and waited in the unsaved area for the next open. Then
-    (and only then: a pool shut down or broken still raises) the call runs inline on the
-    loop's thread."""
-
-    def submit(
-        self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
-    ) -> concurrent.futures.Future[T]:
-        try:
-            return super().submit(fn, *args, **kwargs)
-        except RuntimeError:
-            if self._shutdown or self._broken:
-                raise
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:
-            future.set_exception(exc)
-        return future
-
-
 class BackgroundLoop:
     """An event loop running forever on its own daemon thread, started lazily."""
 
@@ -58,7 +33,6 @@ class BackgroundLoop:
         with self._lock:
             if self._loop is None or self._loop.is_closed():
                 loop = asyncio.new_event_loop()
-                loop.set_default_executor(_LoopExecutor(thread_name_prefix=f"{self._name}-io"))
                 ready = threading.Event()
 
                 def run() -> None:

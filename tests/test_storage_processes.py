@@ -121,8 +121,8 @@ def test_exit_without_close_leaves_claimed_review_pending(
     tmp_path: Path, procs: list[subprocess.Popen[str]]
 ) -> None:
     """A review running when the interpreter exits goes back to pending: at exit the
-    interpreter's thread pools refuse new work before atexit closes the memory, so the worker
-    must not depend on them to put its job back."""
+    default executor refuses new work before atexit closes the memory, so the worker must not
+    depend on it to put its job back."""
     stuck = 0
     for _ in range(3):  # the race (review running at exit) is not hit every time
         data = tmp_path / f"data{_}"

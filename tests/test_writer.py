@@ -290,27 +290,3 @@ def test_the_writer_records_the_recall_stores_and_attributes_in_order(
     assert (after.recall_count, after.misled_count) == (1, 1)
     assert after.confidence < exp.confidence
     assert mem.get_trajectory(traj.id, tenant_id=TENANT).outcome is Outcome.FAILURE
-
-
-def test_the_loop_pool_runs_inline_only_when_the_interpreter_refuses(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """At interpreter exit every thread pool refuses work before atexit closes the memories a
-    script left open; the memory's loop then runs the call inline. A pool that was shut down
-    (or broke) still refuses."""
-    import concurrent.futures.thread as pools
-
-    from hindsight._runtime import _LoopExecutor
-
-    pool = _LoopExecutor(max_workers=1)
-    try:
-        assert pool.submit(sum, [1, 2]).result(5) == 3
-        monkeypatch.setattr(pools, "_shutdown", True)  # what the interpreter's exit sets
-        assert pool.submit(sum, [3, 4]).result(0) == 7  # inline: done at once
-        failed = pool.submit(int, "x")
-        assert isinstance(failed.exception(0), ValueError)
-        monkeypatch.setattr(pools, "_shutdown", False)
-    finally:
-        pool.shutdown()
-    with pytest.raises(RuntimeError, match="after shutdown"):
-        pool.submit(sum, [1])
