@@ -83,15 +83,16 @@ def test_ingest_keeps_good_records_and_reports_each_bad_one(tmp_path: Path) -> N
     assert "records with errors: 4" in proc.stdout
 
 
+@pytest.mark.parametrize("name", ["events.jsonl", "task.jsonl"])  # a file named as a field
 @pytest.mark.parametrize("as_json", [True, False])
-def test_ingest_lists_bad_records_in_file_order(tmp_path: Path, as_json: bool) -> None:
+def test_ingest_lists_bad_records_in_file_order(tmp_path: Path, as_json: bool, name: str) -> None:
     """In the events format a run's lines are grouped: a bad event is reported when its run
     ends, after bad lines further down the file; the list is still in file order."""
 
     def event(run: str, kind: str, text: str) -> dict[str, str]:
         return {"trajectory_id": run, "event_type": kind, "content": text}
 
-    log = tmp_path / "events.jsonl"
+    log = tmp_path / name
     log.write_bytes(
         _lines(
             event("a", "user_message", "Where is order 7?"),  # 1
@@ -123,12 +124,13 @@ def test_ingest_lists_bad_records_in_file_order(tmp_path: Path, as_json: bool) -
         ("task_type", "  ", "task_type must be"),
     ],
 )
+@pytest.mark.parametrize("name", ["events.jsonl", "reward.jsonl"])
 def test_a_bad_run_field_is_named_by_the_line_that_gave_it(
-    tmp_path: Path, field: str, value: str, said: str
+    tmp_path: Path, field: str, value: str, said: str, name: str
 ) -> None:
     """A run-level field of a grouped run (events format) comes from one of its lines: the
     error names that line, in the message and in --json."""
-    log = tmp_path / "events.jsonl"
+    log = tmp_path / name
     log.write_bytes(
         _lines(
             {"trajectory_id": "f", "event_type": "user_message", "content": "Sync order 7"},
@@ -140,7 +142,7 @@ def test_a_bad_run_field_is_named_by_the_line_that_gave_it(
     proc = run_cli(*args, data_dir=tmp_path / "data")
     [error] = json.loads(proc.stdout)["errors"]
     assert error["line"] == 3
-    assert f"events.jsonl:3: {said}" in error["error"]
+    assert f"{name}:3: {said}" in error["error"]
     assert error["error"].endswith("run 'f' (2 lines) not ingested")
 
 

@@ -70,21 +70,23 @@ class _Group:
 
 
 def _bad_line(group: _Group, exc: Exception) -> tuple[str, int]:
-    """Where the error of a grouped run is: the event line it names, else the line that
-    gave the run-level field it is about (``reward must be a number``), else the run's
-    first line."""
-    text = str(exc)
-    rest = text.removeprefix(f"{group.where}: ")  # said of the run, at its first line
+    """Where the error of a grouped run is: the event line it names, else (said of the run,
+    at its first line, or with no line) the line that gave the run-level field it is about
+    (``reward must be a number``), else the run's first line."""
+    text, spot = str(exc), (group.where, group.number)
+    for where, number in zip(group.wheres, group.numbers, strict=True):
+        if text.startswith(f"{where}: "):
+            spot, text = (where, number), text[len(where) + 2 :]
+            break
+    if spot[0] != group.where:
+        return spot  # a bad event on a later line
     fields = (
         [str(e["loc"][0]) for e in exc.errors()[:1]] if isinstance(exc, ValidationError) else []
     )
-    for key, spot in group.hinted_at.items():
-        if key in fields or any(rest.startswith(f"{key}{end}") for end in (" ", ":", ".")):
-            return spot
-    for where, number in zip(group.wheres, group.numbers, strict=True):
-        if text.startswith(f"{where}:"):
-            return where, number
-    return group.where, group.number
+    for key, hinted in group.hinted_at.items():
+        if key in fields or any(text.startswith(f"{key}{end}") for end in (" ", ":", ".")):
+            return hinted
+    return spot
 
 
 def _first_error(exc: ValidationError) -> str:
