@@ -801,3 +801,38 @@ def test_empty_file_yields_nothing(tmp_path: Path) -> None:
     path.write_text("\n\n", encoding="utf-8")
     assert parse(path) == []
     assert count_records(path) == 0
+
+
+@pytest.mark.parametrize("name", ["runs.jsonl", "task.jsonl", "reward.jsonl"])
+def test_a_grouped_runs_error_names_its_line_whatever_the_file_is_called(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A file given by a relative path whose name starts like a run-level field: the bad
+    event's own line, not the line that gave the field; a bad field, the line that gave it."""
+    from hindsight.capture.ingest import RecordError, iter_results
+
+    monkeypatch.chdir(tmp_path)
+
+    def event(run: str, kind: str, **extra: Any) -> str:
+        return json.dumps({"trajectory_id": run, "event_type": kind, "content": "x", **extra})
+
+    Path(name).write_text(
+        "\n".join(
+            [
+                event("f", "user_message", task="Sync order 7", reward=1),  # 1
+                event("g", "user_message", reward="high"),  # 2: g's bad reward
+                event("f", "bogus"),  # 3: f's bad event
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    errors = [
+        item
+        for item in iter_results(Path(name), format="events", tenant_id="t")
+        if isinstance(item, RecordError)
+    ]
+    assert sorted((e.number, e.message.split(": ", 2)[1]) for e in errors) == [
+        (2, "reward must be a number, got 'high'; run 'g' (1 line) not ingested"),
+        (3, "event_type"),
+    ]
