@@ -96,6 +96,26 @@ def test_a_tools_error_told_as_an_error_event_is_a_failed_tool_call(called_again
     assert detect_outcome(told_as_result) is expected
 
 
+@pytest.mark.parametrize("linked_by", ["tool_call_id", "parent_id"])
+def test_a_retry_under_the_same_call_id_gets_past_the_failure(linked_by: str) -> None:
+    """Some frameworks retry a tool call under its first id; a result names its call by the
+    id (or by the call event's id): the latest call of that id is the one it answers."""
+    events = [Event(event_type=EventType.USER_MESSAGE, content="Where is order 42?")]
+    for status in (EventStatus.TIMEOUT, EventStatus.SUCCESS):
+        call = Event(event_type=EventType.TOOL_CALL, tool_name="order_query", tool_call_id="c1")
+        result = Event(
+            event_type=EventType.TOOL_RESULT,
+            tool_name="order_query",
+            status=status,
+            content="ok" if status is EventStatus.SUCCESS else "timed out",
+            **({"tool_call_id": "c1"} if linked_by == "tool_call_id" else {}),
+            **({"parent_id": call.event_id} if linked_by == "parent_id" else {}),
+        )
+        events += [call, result]
+    events.append(Event(event_type=EventType.FINAL_ANSWER, content="It shipped."))
+    assert detect_outcome(Trajectory(tenant_id="t", events=events)) is Outcome.SUCCESS
+
+
 def test_a_model_call_without_a_result_is_no_evidence() -> None:
     cut = Event(
         event_type=EventType.MODEL_CALL, status=EventStatus.FAILURE, metadata={"incomplete": True}

@@ -45,13 +45,17 @@ def detect_outcome(trajectory: Trajectory) -> Outcome:
     if trajectory.outcome is Outcome.FAILURE:
         return Outcome.FAILURE
     events = trajectory.events
-    began = _call_positions(events)
+    began: dict[str, int] = {}  # where each tool call was made, by event id and call id
     failed_tools: list[int] = []  # positions of failed tool results not got past yet
     raised: list[int] = []  # errors and failed model calls not got past yet
     answered = False
     for i, event in enumerate(events):
         kind, status = event.event_type, event.status
-        if kind is EventType.ERROR and event.tool_name:  # a tool's error, told as an error
+        if kind is EventType.TOOL_CALL:
+            began[event.event_id] = i
+            if event.tool_call_id:  # the latest call of an id: a retry may reuse it
+                began[event.tool_call_id] = i
+        elif kind is EventType.ERROR and event.tool_name:  # a tool's error, told as an error
             failed_tools.append(i)
         elif kind is EventType.TOOL_RESULT:
             if status in _FAILED:
@@ -78,17 +82,6 @@ def detect_outcome(trajectory: Trajectory) -> Outcome:
             Outcome.UNKNOWN if answered and raised[-1] < _last_answer(events) else Outcome.FAILURE
         )
     return Outcome.SUCCESS if answered else Outcome.UNKNOWN
-
-
-def _call_positions(events: Sequence[Event]) -> dict[str, int]:
-    """Where each tool call was made: its position by event id and by tool call id."""
-    out: dict[str, int] = {}
-    for i, event in enumerate(events):
-        if event.event_type is EventType.TOOL_CALL:
-            out[event.event_id] = i
-            if event.tool_call_id:
-                out.setdefault(event.tool_call_id, i)
-    return out
 
 
 def _last_answer(events: Sequence[Event]) -> int:

@@ -262,11 +262,13 @@ def _turning_point(
     outcome: Outcome,
     words: dict[str, Any],
     went_on: int = -1,
+    answered: int = -1,
 ) -> str:
     """What decided the run: the last step that raised (not a tool call) when no tool call
-    answered after it: a run that ended on it (nothing succeeded after it, ``went_on`` is the
-    position of the last step that did) and did not succeed, or one that went on past it with
-    no failed tool call and did not fail; else a recovery after a failure (another call, or
+    answered after it: a run that ended on it (``went_on``: the position of the last model or
+    tool call that worked; ``answered``: of the last answer) and did not succeed, or one that
+    went on past it (a model or tool call worked after it) with no failed tool call and did not
+    fail; else a recovery after a failure (another call, or
     the same call again), an unrecovered failure, or the key (state-changing, else last)
     successful call."""
     if raised:
@@ -279,10 +281,16 @@ def _turning_point(
         }
         # what the tool calls after it did decides, else the step itself did
         if not any(c.status is not None and c.position > last.position for c in calls):
-            if went_on < last.position:
+            if max(went_on, answered) < last.position:  # the run ended on it
                 if outcome is not Outcome.SUCCESS:
                     return str(words["not_recovered"]).format(**parts)
-            elif outcome is not Outcome.FAILURE and not any(c.failed for c in calls):
+            # went on: a model or tool call worked after it, or the run was judged a success
+            # (an answer alone may be a retry that worked or an apology for the error)
+            elif (
+                (went_on > last.position or outcome is Outcome.SUCCESS)
+                and outcome is not Outcome.FAILURE
+                and not any(c.failed for c in calls)
+            ):
                 return str(words["got_past"]).format(**parts)
     first_failed = next((i for i, c in enumerate(calls) if c.failed), None)
     if first_failed is not None:
@@ -351,21 +359,21 @@ def _why(traj: Trajectory, calls: Sequence[ToolCall], words: dict[str, Any]) -> 
     return str(words["sep"]).join(parts)
 
 
-def _went_on(events: Sequence[Event]) -> int:
-    """The position of the last step that succeeded (a tool result or a model call that did
-    not fail, a non-blank answer); -1 for none."""
-    for position in range(len(events) - 1, -1, -1):
-        event = events[position]
+def _went_on(events: Sequence[Event]) -> tuple[int, int]:
+    """The positions of the last model or tool call that worked (a result or a reply that did
+    not fail) and of the last non-blank answer; -1 for none."""
+    worked = answered = -1
+    for position, event in enumerate(events):
         kind = event.event_type
         if kind in (EventType.TOOL_RESULT, EventType.MODEL_CALL):
             if event.status in (EventStatus.FAILURE, EventStatus.TIMEOUT):
                 continue
             if kind is EventType.MODEL_CALL and (event.metadata or {}).get("incomplete"):
                 continue
-            return position
-        if kind is EventType.FINAL_ANSWER and event.content.strip():
-            return position
-    return -1
+            worked = position
+        elif kind is EventType.FINAL_ANSWER and event.content.strip():
+            answered = position
+    return worked, answered
 
 
 def _final_answer(traj: Trajectory) -> str:
@@ -426,7 +434,7 @@ def summarize_episode(traj: Trajectory, *, max_tokens: int = EPISODE_MAX_TOKENS)
         said = words["calls_one"] if len(calls) == 1 else words["calls"]
         outcome += str(said).format(n=len(calls), failed=sum(c.failed for c in calls))
     parts.append(f"{words['outcome']}{colon}{outcome}{end}")
-    turn = _turning_point(calls, raised, traj.outcome, words, _went_on(traj.events))
+    turn = _turning_point(calls, raised, traj.outcome, words, *_went_on(traj.events))
     parts.append(f"{words['turn']}{colon}{turn}{end}")
     why = _why(traj, calls, words)
     if why:
