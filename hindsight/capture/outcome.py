@@ -27,11 +27,10 @@ integration set.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from hindsight._errors import UsageError
-from hindsight.models import Event, EventStatus, EventType, Outcome, Trajectory
+from hindsight.models import EventStatus, EventType, Outcome, Trajectory
 
 __all__ = ["detect_outcome", "judge"]
 
@@ -44,12 +43,11 @@ def detect_outcome(trajectory: Trajectory) -> Outcome:
     """The default outcome of a finished run (rules in the module docstring)."""
     if trajectory.outcome is Outcome.FAILURE:
         return Outcome.FAILURE
-    events = trajectory.events
     began: dict[str, int] = {}  # where each tool call was made, by event id and call id
     failed_tools: list[int] = []  # positions of failed tool results not got past yet
     raised: list[int] = []  # errors and failed model calls not got past yet
-    answered = False
-    for i, event in enumerate(events):
+    answered = -1  # position of the last non-blank answer
+    for i, event in enumerate(trajectory.events):
         kind, status = event.event_type, event.status
         if kind is EventType.TOOL_CALL:
             began[event.event_id] = i
@@ -74,25 +72,12 @@ def detect_outcome(trajectory: Trajectory) -> Outcome:
         elif kind is EventType.ERROR:
             raised.append(i)
         elif kind is EventType.FINAL_ANSWER and event.content.strip():
-            answered = True
+            answered = i
     if failed_tools:
         return Outcome.FAILURE
-    if raised:
-        return (
-            Outcome.UNKNOWN if answered and raised[-1] < _last_answer(events) else Outcome.FAILURE
-        )
-    return Outcome.SUCCESS if answered else Outcome.UNKNOWN
-
-
-def _last_answer(events: Sequence[Event]) -> int:
-    return max(
-        (
-            i
-            for i, e in enumerate(events)
-            if e.event_type is EventType.FINAL_ANSWER and e.content.strip()
-        ),
-        default=-1,
-    )
+    if raised:  # only an answer after it: unknown; nothing after it: failure
+        return Outcome.UNKNOWN if raised[-1] < answered else Outcome.FAILURE
+    return Outcome.SUCCESS if answered >= 0 else Outcome.UNKNOWN
 
 
 def judge(verdict: Any) -> Outcome:
