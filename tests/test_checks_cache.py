@@ -424,3 +424,79 @@ def test_a_lesson_about_other_tools_is_no_candidate_for_a_name_its_text_holds(
         assert len(invoice) == 5
     finally:
         mem.close()
+
+
+_BOOKKEEPING = {"recall_count", "last_recalled_at"}
+
+
+@pytest.mark.parametrize("change", ["confidence", "edit", "archive", "tools", "bookkeeping"])
+def test_after_a_write_only_the_changed_lessons_are_read_again(
+    tmp_path: Path, database_url: str, change: str
+) -> None:
+    """A lookup after the stamp moved reads the rows unconverted and decodes only those that
+    differ from the ones read before: the others keep their objects (and compiled checks); the
+    changed one is new and current, whatever column changed; one that left the lookup is gone."""
+    from hindsight.checks.compile import COMPILED_KINDS as KINDS
+
+    one = make_memory(tmp_path / "one", database_url)
+    two = make_memory(tmp_path / "two", database_url)  # another process's memory, same SQL
+    try:
+        store = one.aio.store
+        store.about_tool_max_age = 0
+        kinds = [k.value for k in KINDS]
+        made = [
+            two.add_experience(
+                f"Before calling cancel_order, check item {i} of the order.",
+                tenant_id="acme",
+                tools=["cancel_order"],
+                confidence=0.5 + i / 10,
+            )
+            for i in range(4)
+        ]
+
+        def lookup() -> dict[str, Any]:
+            found = store.experiences_about_tool(
+                "acme", "cancel_order", namespaces=["default"], kinds=kinds
+            )
+            return {e.id: e for e in found}
+
+        before = lookup()
+        assert set(before) == {e.id for e in made}
+        target = made[1].id
+        if change == "confidence":
+            two.adjust_confidence(target, 0.05, tenant_id="acme", reason="t", actor="t")
+        elif change == "edit":  # in place (its history keeps the old text)
+            edited = two.edit_experience(target, content="Before calling cancel_order, ask "
+                                         "which order.", tenant_id="acme")  # fmt: skip
+        elif change == "archive":
+            two.archive(target, tenant_id="acme")
+        elif change == "tools":
+            two.edit_experience(target, tools=["refund"], tenant_id="acme")
+        else:  # the recall bookkeeping does not move the stamp: an insert elsewhere does
+            two.recall("cancel an order", tenant_id="acme", tools=["cancel_order"])
+            two.flush()
+        two.add_experience(
+            "Before calling refund, read the policy.", tenant_id="acme", tools=["refund"]
+        )  # fmt: skip
+        after = lookup()
+        assert target in after or change in ("archive", "tools")
+        for eid, exp in after.items():
+            fresh = two.get_experience(eid, tenant_id="acme")
+            if eid in before and before[eid].model_dump(exclude=_BOOKKEEPING) == fresh.model_dump(
+                exclude=_BOOKKEEPING
+            ):
+                counted = exp.recall_count != before[eid].recall_count
+                assert exp is before[eid] or counted  # unchanged: kept
+            else:
+                assert exp is not before.get(eid)  # changed: read again, current
+            assert exp.model_dump(exclude=_BOOKKEEPING) == fresh.model_dump(exclude=_BOOKKEEPING)
+        if change == "edit":
+            assert after[target].content == edited.content
+        if change == "confidence":
+            assert after[target] is not before[target]
+        kept = [eid for eid in after if eid in before and after[eid] is before[eid]]
+        # most rows were not decoded again (recalled ones were: their counters changed)
+        assert len(kept) >= (0 if change == "bookkeeping" else 2)
+    finally:
+        one.close()
+        two.close()

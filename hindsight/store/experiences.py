@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +24,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection
+from sqlalchemy.types import NullType
 
 from hindsight._errors import NotFoundError, TenantRequiredError, UsageError
 from hindsight._ids import normalize_id, validate_tenant
@@ -208,23 +209,42 @@ class _AboutToolCache:
             self.hits += 1
             return found[1]
 
-    def decode(
-        self, key: tuple[Any, ...], rows: Iterable[Sequence[Any]]
-    ) -> list[tuple[tuple[Any, ...], Experience]]:
-        """``(row values, experience)`` of each of ``rows`` (columns of
-        ``EXPERIENCE_FIELDS``): the experience cached for ``key`` under an older stamp where
-        its row is equal column by column, else a new one (:func:`experience_from_stored`)."""
+    def changed(self, key: tuple[Any, ...], raw: Sequence[Sequence[Any]]) -> list[str]:
+        """The ids of ``raw`` (rows as the database driver returns them, before the column
+        types' conversions) that have no experience cached for ``key`` under an older stamp
+        from a row equal to theirs column by column: the rows to read and decode again."""
         with self.lock:
             found = self.items.get(key)
         before = found[2] if found is not None else {}
         out = []
-        for row in rows:
+        for row in raw:
+            kept = before.get(row[_ID_COLUMN])
+            if kept is None or kept[0] != tuple(row):
+                out.append(row[_ID_COLUMN])
+        return out
+
+    def assemble(
+        self,
+        key: tuple[Any, ...],
+        raw: Sequence[Sequence[Any]],
+        fresh: dict[str, Experience],
+    ) -> list[tuple[tuple[Any, ...], Experience]]:
+        """``(raw row, experience)`` of each of ``raw``, in order: the experience read again
+        (``fresh``, from :meth:`changed`'s ids) or the one kept for an equal row. A row whose
+        fresh read is missing (deleted between the two reads) is left out."""
+        with self.lock:
+            found = self.items.get(key)
+        before = found[2] if found is not None else {}
+        out = []
+        for row in raw:
             values = tuple(row)
+            exp = fresh.get(values[_ID_COLUMN])
+            if exp is not None:
+                out.append((values, exp))
+                continue
             kept = before.get(values[_ID_COLUMN])
             if kept is not None and kept[0] == values:
                 out.append(kept)
-            else:
-                out.append((values, experience_from_stored(values)))
         return out
 
     def put(
@@ -246,6 +266,7 @@ class ExperienceStore(StoreCore):
 
     _about_tool_cache: _AboutToolCache | None = None
     _about_tool_statement: Any = None
+    _by_ids: Any = None
     about_tool_max_age: float = ABOUT_TOOL_MAX_AGE
     """Seconds a tenant's stamp is trusted without reading it again
     (:meth:`experiences_about_tool`); 0: read on every call."""
@@ -879,13 +900,33 @@ class ExperienceStore(StoreCore):
                 cached = cache.get(key, stamp)
                 if cached is not None:
                     return self._overlaid_list(tenant, list(cached))
-                # the query is built on a miss only (building it costs as much as the hit)
+                # the query is built on a miss only (building it costs as much as the hit);
+                # it reads the rows as the driver gives them, unconverted: a row equal to the
+                # one read before keeps its experience object (and its compiled checks), so
+                # after a write that touched none of the tool's lessons the lookup costs the
+                # query, not converting and decoding every lesson again
                 query, values = self._about_tool_query(tenant, tool, namespaces, kinds, limit)
-                # the rows were validated on their way in: read without validating again;
-                # the unchanged ones keep their objects (and their compiled checks)
-                decoded = cache.decode(key, conn.execute(query, values))
+                raw = conn.execute(query, values).all()
+                fresh: dict[str, Experience] = {}
+                changed = cache.changed(key, raw)
+                if changed:  # read with the column types; validated on their way in
+                    for row in conn.execute(self._by_ids_statement(), {"ids": changed}):
+                        exp = experience_from_stored(tuple(row))
+                        if exp.status.value == ExperienceStatus.ACTIVE.value:
+                            fresh[exp.id] = exp
+                decoded = cache.assemble(key, raw, fresh)
             rows = cache.put(key, stamp, decoded)
             return self._overlaid_list(tenant, list(rows))
+
+    def _by_ids_statement(self) -> Any:
+        """Every column of the experiences whose ids are bound as ``ids`` (an expanding
+        parameter), converted by the column types."""
+        statement = self._by_ids
+        if statement is None:
+            statement = self._by_ids = select(*_COLUMNS).where(
+                _table.c.id.in_(bindparam("ids", expanding=True))
+            )
+        return statement
 
     def _about_tool_query(
         self, tenant: str, tool: str, namespaces: Sequence[str], kinds: Sequence[str], limit: int
@@ -917,7 +958,7 @@ class ExperienceStore(StoreCore):
                 no_tools | structured
             )
             statement = self._about_tool_statement = (
-                select(*_COLUMNS)
+                select(*(type_coerce(c, NullType()).label(c.name) for c in _COLUMNS))
                 .where(
                     _table.c.tenant_id == bindparam("tenant"),
                     _table.c.status == ExperienceStatus.ACTIVE.value,
