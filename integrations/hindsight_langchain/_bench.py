@@ -60,6 +60,8 @@ WATCHER_METHODS = (
     "on_chain_error",
     "on_chat_model_start",
     "on_llm_start",
+    "on_llm_end",
+    "on_llm_error",
 )
 QUESTION = "look up the keys; get_order timed out last time"
 

@@ -113,12 +113,17 @@ class ThreadRuns:
 
 @dataclass(eq=False)
 class Expectation:
-    """One model call the block should reach: ``calls`` model starts seen, ``seen`` how many
-    of them had the block in their prompt."""
+    """The model calls made inside one wrapped model call: ``calls`` model starts seen,
+    ``seen`` how many of them had ``block`` in their prompt (none is looked for when ``block``
+    is empty), ``ended`` how many returned, ``failed`` the exceptions of those that raised (a
+    retry middleware inside the wrap may call the model several times, and return a reply of
+    its own when every call failed)."""
 
     block: str
     calls: int = 0
     seen: int = 0
+    ended: int = 0
+    failed: list[BaseException] = field(default_factory=list)
 
     @property
     def reached(self) -> bool:
@@ -225,13 +230,25 @@ class _Watcher(BaseCallbackHandler):
         exp = _EXPECTED.get()
         if exp is not None:
             exp.calls += 1
-            exp.seen += block_in(exp.block, [m for batch in messages for m in batch])
+            if exp.block:
+                exp.seen += block_in(exp.block, [m for batch in messages for m in batch])
 
     def on_llm_start(self, serialized: Any, prompts: list[str], **kwargs: Any) -> None:
         exp = _EXPECTED.get()
         if exp is not None:
             exp.calls += 1
-            exp.seen += block_in(exp.block, prompts)
+            if exp.block:
+                exp.seen += block_in(exp.block, prompts)
+
+    def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+        exp = _EXPECTED.get()
+        if exp is not None:
+            exp.ended += 1
+
+    def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
+        exp = _EXPECTED.get()
+        if exp is not None:
+            exp.failed.append(error)
 
 
 _WATCHER = _Watcher()
@@ -294,7 +311,8 @@ def thread(thread_id: str | None) -> ThreadRuns | None:
 
 @contextmanager
 def expect(block: str) -> Iterator[Expectation]:
-    """Watch the model calls made inside the ``with`` block for ``block``."""
+    """Watch the model calls made inside the ``with`` block (for ``block`` in their prompts,
+    unless it is empty)."""
     _register()
     exp = Expectation(block)
     token = _EXPECTED.set(exp)

@@ -184,9 +184,12 @@ def _field_names(cls: Any) -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def _injecting(block: str) -> Iterator[Expectation | None]:
+def _injecting(block: str) -> Iterator[Expectation]:
+    """Watch the model calls of one wrapped call (:func:`~hindsight_langchain._seen.expect`),
+    with ``block`` put in the prompt when there is one."""
     if not block:
-        yield None
+        with expect("") as seen:
+            yield seen
         return
     token = _BLOCK.set(block)
     try:
@@ -547,11 +550,16 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 raise
             except BaseException as exc:
                 self._saw(invoke, seen)
+                self._attempts_failed(invoke, started, seen, exc)
                 if self._model_failed(invoke, started, exc) and invoke.graph is None:
                     self._finish(invoke)
                 raise
         self._saw(invoke, seen)
-        self._model_done(invoke, started, response)
+        self._attempts_failed(invoke, started, seen, None)
+        if seen.failed and not seen.ended:
+            self._no_model_reply(invoke, started)
+        else:
+            self._model_done(invoke, started, response)
         return response
 
     async def awrap_model_call(
@@ -582,16 +590,21 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 raise
             except BaseException as exc:
                 self._saw(invoke, seen)
+                self._attempts_failed(invoke, started, seen, exc)
                 if self._model_failed(invoke, started, exc) and invoke.graph is None:
                     await self._afinish(invoke)
                 raise
         self._saw(invoke, seen)
-        self._model_done(invoke, started, response)
+        self._attempts_failed(invoke, started, seen, None)
+        if seen.failed and not seen.ended:
+            self._no_model_reply(invoke, started)
+        else:
+            self._model_done(invoke, started, response)
         return response
 
-    def _saw(self, invoke: _Invoke, seen: Expectation | None) -> None:
+    def _saw(self, invoke: _Invoke, seen: Expectation) -> None:
         """Note whether the model calls just made received the block."""
-        if seen is None or seen.calls == 0:
+        if not seen.block or seen.calls == 0:
             return
         with self._lock:
             invoke.seen = invoke.seen or seen.seen > 0
@@ -680,6 +693,42 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         except Exception as err:
             self._engine.fail("could not capture a model error", err)
             return False
+
+    def _attempts_failed(
+        self,
+        invoke: _Invoke,
+        started: tuple[str, float],
+        seen: Expectation,
+        raised: BaseException | None,
+    ) -> None:
+        """Record the model calls that failed inside this wrapped call (a retry or fallback
+        middleware after this one in the list called the model again, or answered itself)
+        as failed model calls, before the call's own end; ``raised``: the exception leaving
+        the wrap, recorded by the caller. No error of the invoke: the wrap went on."""
+        errors = list(seen.failed)
+        if errors and raised is not None and errors[-1] is raised:
+            errors.pop()  # the last call's exception: the one leaving the wrap
+        if not errors:
+            return
+        event_id = started[0]
+        try:
+            with self._lock:
+                meta = dict(invoke.pending.get(event_id, {}))
+                for exc in errors:
+                    invoke.buffer.model_error(
+                        exc, event_id=new_id(), parent_id=None, latency_ms=None, metadata=meta
+                    )
+        except Exception as err:
+            self._engine.fail("could not capture a failed model call", err)
+
+    def _no_model_reply(self, invoke: _Invoke, started: tuple[str, float]) -> None:
+        """The wrapped call returned although every model call inside it failed (a retry
+        middleware that ran out and answers for the model): no model reply to record, the
+        failed calls are (:meth:`_attempts_failed`); what it returned reaches the state, and
+        the run's answer, as the agent's."""
+        with self._lock:
+            invoke.open_calls -= 1
+            invoke.pending.pop(started[0], None)
 
     def _call_closed(self, invoke: _Invoke) -> None:
         with self._lock:

@@ -122,8 +122,9 @@ def test_a_model_call_retried_or_replaced_is_one_run_that_succeeded(
     traj = _one_run(mem, middleware, _invoke(agent, asynchronous))
     assert traj.outcome is Outcome.SUCCESS and "error" not in traj.metadata
     calls = [s for s in steps(traj) if s[0] == "model_call"]
-    assert calls[-1][2] == "success"
-    assert len(calls) == (1 if first else 2)  # inside the other middleware: each attempt
+    # each attempt, wherever it stands: outside the other middleware it learns of the
+    # failed ones from LangChain's callbacks
+    assert [c[2] for c in calls] == ["failure", "success"]
     prompts = model.prompts + fallback.prompts
     assert prompts and all(BLOCK_START in system_prompt_of(p) for p in prompts)
     assert mem.get_experience(lesson.id, tenant_id=TENANT).confidence > lesson.confidence
@@ -140,6 +141,81 @@ def test_retries_given_up_and_reported_to_the_model_are_one_run(asynchronous: bo
     results = [s for s in steps(traj) if s[0] == "tool_result"]
     assert results == [("tool_result", "sync_inventory", "timeout")] * 3
     assert traj.outcome is Outcome.FAILURE and "error" not in traj.metadata
+
+
+class _AnswersForTheModel:
+    """An application's own middleware that catches the model's exception and answers in its
+    place (``ModelRetryMiddleware(on_failure="continue")`` does the same once it gives up)."""
+
+    @staticmethod
+    def make() -> Any:
+        from langchain.agents.middleware import AgentMiddleware
+        from langchain_core.messages import AIMessage
+
+        class AnswersForTheModel(AgentMiddleware):  # type: ignore[type-arg]
+            def wrap_model_call(self, request: Any, handler: Any) -> Any:
+                try:
+                    return handler(request)
+                except RuntimeError as exc:
+                    return AIMessage(f"Sorry, the assistant is unavailable ({exc}).")
+
+            async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+                try:
+                    return await handler(request)
+                except RuntimeError as exc:
+                    return AIMessage(f"Sorry, the assistant is unavailable ({exc}).")
+
+        return AnswersForTheModel()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("first", [False, True], ids=["other-outside", "hindsight-outside"])
+@pytest.mark.parametrize("other", ["retry-continue", "own-middleware"])
+def test_a_reply_no_model_call_produced_is_no_success(
+    other: str, first: bool, asynchronous: bool
+) -> None:
+    """Every model call failed and a middleware answered in the model's place: the failed
+    calls are stored as such and that answer as the run's answer, not as a model reply, so
+    the run is neither a success nor a failure and the recalled lesson is neither credited
+    nor blamed: the same steps wherever HindsightMiddleware stands in the list."""
+    mem = memory()
+    lesson = mem.add_experience(LESSON, tenant_id=TENANT)
+    catcher = (
+        ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+        if other == "retry-continue"
+        else _AnswersForTheModel.make()
+    )
+    agent, model, middleware = _model_agent(mem, first=first, other=catcher, fails=10)
+    result = _invoke(agent, asynchronous)
+    traj = _one_run(mem, middleware, result)
+    calls = [s for s in steps(traj) if s[0] == "model_call"]
+    attempts = 3 if other == "retry-continue" else 1
+    assert [c[2] for c in calls] == ["failure"] * attempts
+    answer = result["messages"][-1].content
+    assert [e.content for e in traj.events if e.event_type.value == "final_answer"] == [answer]
+    assert traj.outcome is Outcome.UNKNOWN and "error" not in traj.metadata
+    assert all(BLOCK_START in system_prompt_of(p) for p in model.prompts)
+    after = mem.get_experience(lesson.id, tenant_id=TENANT)
+    assert (after.helped_count, after.misled_count) == (0, 0)
+    assert middleware.errors == 0
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("first", [False, True], ids=["retry-outside", "hindsight-outside"])
+def test_retries_given_up_and_raised_are_each_a_failed_call(
+    first: bool, asynchronous: bool
+) -> None:
+    """The retry middleware gives up and raises: every attempt is a failed model call (the
+    model raised the same exception object each time in this script), wherever
+    HindsightMiddleware stands, and the run a failure."""
+    mem = memory()
+    other = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False, on_failure="error")
+    agent, _, middleware = _model_agent(mem, first=first, other=other, fails=10)
+    with pytest.raises(RuntimeError):
+        _invoke(agent, asynchronous)
+    traj = stored(mem, middleware.last_trajectory_id)
+    assert [s[2] for s in steps(traj) if s[0] == "model_call"] == ["failure"] * 3
+    assert traj.outcome is Outcome.FAILURE and "RuntimeError" in traj.metadata["error"]
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
