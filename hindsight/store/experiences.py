@@ -230,8 +230,8 @@ class _AboutToolCache:
         fresh: dict[str, Experience],
     ) -> list[tuple[tuple[Any, ...], Experience]]:
         """``(raw row, experience)`` of each of ``raw``, in order: the experience read again
-        (``fresh``, from :meth:`changed`'s ids) or the one kept for an equal row. A row whose
-        fresh read is missing (deleted between the two reads) is left out."""
+        (``fresh``, from :meth:`changed`'s ids) or the one kept for an equal row. A changed row
+        missing from the fresh read (it stopped matching between the two reads) is left out."""
         with self.lock:
             found = self.items.get(key)
         before = found[2] if found is not None else {}
@@ -910,29 +910,20 @@ class ExperienceStore(StoreCore):
                 fresh: dict[str, Experience] = {}
                 changed = cache.changed(key, raw)
                 if changed:  # read with the column types; validated on their way in
-                    for row in conn.execute(self._by_ids_statement(), {"ids": changed}):
+                    again = {k: v for k, v in values.items() if k != "limit"}
+                    for row in conn.execute(self._by_ids, {**again, "ids": changed}):
                         exp = experience_from_stored(tuple(row))
-                        if exp.status.value == ExperienceStatus.ACTIVE.value:
-                            fresh[exp.id] = exp
+                        fresh[exp.id] = exp
                 decoded = cache.assemble(key, raw, fresh)
             rows = cache.put(key, stamp, decoded)
             return self._overlaid_list(tenant, list(rows))
-
-    def _by_ids_statement(self) -> Any:
-        """Every column of the experiences whose ids are bound as ``ids`` (an expanding
-        parameter), converted by the column types."""
-        statement = self._by_ids
-        if statement is None:
-            statement = self._by_ids = select(*_COLUMNS).where(
-                _table.c.id.in_(bindparam("ids", expanding=True))
-            )
-        return statement
 
     def _about_tool_query(
         self, tenant: str, tool: str, namespaces: Sequence[str], kinds: Sequence[str], limit: int
     ) -> tuple[Any, dict[str, Any]]:
         """The lookup's statement, built once per store (its values are bound parameters,
-        the lists expanding ones), and the values of this lookup."""
+        the lists expanding ones; with it ``_by_ids``, the same conditions on the ids bound
+        as ``ids``, every column converted by its type), and the values of this lookup."""
         statement = self._about_tool_statement
         if statement is None:
             if self._info.backend == "postgresql":
@@ -957,17 +948,23 @@ class ExperienceStore(StoreCore):
             in_text = _table.c.content.like(bindparam("pattern"), escape="\\") & (
                 no_tools | structured
             )
+            where = (
+                _table.c.tenant_id == bindparam("tenant"),
+                _table.c.status == ExperienceStatus.ACTIVE.value,
+                _table.c.namespace.in_(bindparam("namespaces", expanding=True)),
+                _table.c.kind.in_(bindparam("kinds", expanding=True)),
+                has_tool | in_text,
+            )
             statement = self._about_tool_statement = (
                 select(*(type_coerce(c, NullType()).label(c.name) for c in _COLUMNS))
-                .where(
-                    _table.c.tenant_id == bindparam("tenant"),
-                    _table.c.status == ExperienceStatus.ACTIVE.value,
-                    _table.c.namespace.in_(bindparam("namespaces", expanding=True)),
-                    _table.c.kind.in_(bindparam("kinds", expanding=True)),
-                    has_tool | in_text,
-                )
+                .where(*where)
                 .order_by(_table.c.confidence.desc(), _table.c.updated_at.desc(), _table.c.id)
                 .limit(bindparam("limit"))
+            )
+            # the changed rows, read again under the same conditions: a row that stopped
+            # matching between the two reads (another snapshot on PostgreSQL) is left out
+            self._by_ids = select(*_COLUMNS).where(
+                *where, _table.c.id.in_(bindparam("ids", expanding=True))
             )
         pattern = "%" + tool.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         values = {
