@@ -115,14 +115,14 @@ class ThreadRuns:
 class Expectation:
     """The model calls made inside one wrapped model call: ``calls`` model starts seen,
     ``seen`` how many of them had ``block`` in their prompt (none is looked for when ``block``
-    is empty), ``ended`` how many returned, ``failed`` the exceptions of those that raised (a
-    retry middleware inside the wrap may call the model several times, and return a reply of
-    its own when every call failed)."""
+    is empty), ``replies`` the ids of the messages the calls that returned produced,
+    ``failed`` the exceptions of those that raised (a retry middleware inside the wrap may
+    call the model several times, and return a reply of its own when every call failed)."""
 
     block: str
     calls: int = 0
     seen: int = 0
-    ended: int = 0
+    replies: set[str] = field(default_factory=set)
     failed: list[BaseException] = field(default_factory=list)
 
     @property
@@ -243,7 +243,11 @@ class _Watcher(BaseCallbackHandler):
     def on_llm_end(self, response: Any, **kwargs: Any) -> None:
         exp = _EXPECTED.get()
         if exp is not None:
-            exp.ended += 1
+            for generations in getattr(response, "generations", None) or ():
+                for gen in generations:
+                    message_id = getattr(getattr(gen, "message", None), "id", None)
+                    if message_id:
+                        exp.replies.add(str(message_id))
 
     def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
         exp = _EXPECTED.get()

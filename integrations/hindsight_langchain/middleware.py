@@ -51,7 +51,7 @@ from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import OmitFromInput
-from langchain_core.messages import SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
@@ -181,6 +181,23 @@ def _field_names(cls: Any) -> tuple[str, ...]:
     if names is None:
         names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
     return names
+
+
+def _model_reply(seen: Expectation, response: Any) -> bool:
+    """Whether ``response`` is what a model call inside the wrap produced: its AI message is
+    one a call reported as its output (LangChain gives each model reply the id of its run, so
+    a message without an id was made by something else: a reply of its own when a call failed
+    is no model reply). Calls of other models inside the wrap (another middleware's helper
+    model) do not make a reply of their own one."""
+    if seen.calls == 0:
+        return True  # the watcher did not see the calls (switched off): as before
+    inner = getattr(response, "model_response", None)  # ExtendedModelResponse
+    result = getattr(inner if inner is not None else response, "result", response)
+    messages = result if isinstance(result, list) else [result]
+    ids = {str(m.id) for m in messages if isinstance(m, AIMessage) and m.id}
+    if ids:
+        return bool(ids & seen.replies)
+    return not seen.failed
 
 
 @contextlib.contextmanager
@@ -545,7 +562,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         with _injecting(invoke.block) as seen:
             try:
                 response = handler(request)
-            except GraphBubbleUp:
+            except GraphBubbleUp as exc:
+                self._attempts_failed(invoke, started, seen, exc)
                 self._call_closed(invoke)
                 raise
             except BaseException as exc:
@@ -556,7 +574,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 raise
         self._saw(invoke, seen)
         self._attempts_failed(invoke, started, seen, None)
-        if seen.failed and not seen.ended:
+        if not _model_reply(seen, response):
             self._no_model_reply(invoke, started)
         else:
             self._model_done(invoke, started, response)
@@ -585,7 +603,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         with _injecting(invoke.block) as seen:
             try:
                 response = await handler(request)
-            except GraphBubbleUp:
+            except GraphBubbleUp as exc:
+                self._attempts_failed(invoke, started, seen, exc)
                 self._call_closed(invoke)
                 raise
             except BaseException as exc:
@@ -596,7 +615,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 raise
         self._saw(invoke, seen)
         self._attempts_failed(invoke, started, seen, None)
-        if seen.failed and not seen.ended:
+        if not _model_reply(seen, response):
             self._no_model_reply(invoke, started)
         else:
             self._model_done(invoke, started, response)
@@ -706,8 +725,15 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         as failed model calls, before the call's own end; ``raised``: the exception leaving
         the wrap, recorded by the caller. No error of the invoke: the wrap went on."""
         errors = list(seen.failed)
-        if errors and raised is not None and errors[-1] is raised:
-            errors.pop()  # the last call's exception: the one leaving the wrap
+        cause = raised
+        while cause is not None:  # the exception leaving the wrap, or the one it wraps
+            for i in range(len(errors) - 1, -1, -1):
+                if errors[i] is cause:
+                    del errors[i]  # recorded by the caller
+                    cause = None
+                    break
+            else:
+                cause = cause.__cause__ or cause.__context__
         if not errors:
             return
         event_id = started[0]
@@ -722,7 +748,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
             self._engine.fail("could not capture a failed model call", err)
 
     def _no_model_reply(self, invoke: _Invoke, started: tuple[str, float]) -> None:
-        """The wrapped call returned although every model call inside it failed (a retry
+        """The wrapped call returned a message no model call inside it produced (a retry
         middleware that ran out and answers for the model): no model reply to record, the
         failed calls are (:meth:`_attempts_failed`); what it returned reaches the state, and
         the run's answer, as the agent's."""

@@ -167,10 +167,29 @@ class _AnswersForTheModel:
 
         return AnswersForTheModel()
 
+    @staticmethod
+    def helper() -> Any:
+        """A middleware that asks a helper model something before the agent's model call
+        (as ``LLMToolSelectorMiddleware`` does): a model call inside the wrap that works."""
+        from langchain.agents.middleware import AgentMiddleware
+
+        helper = ScriptedChatModel(replies=["category: inventory"] * 10)
+
+        class AsksAHelperModel(AgentMiddleware):  # type: ignore[type-arg]
+            def wrap_model_call(self, request: Any, handler: Any) -> Any:
+                helper.invoke("classify: " + str(request.messages[-1].content))
+                return handler(request)
+
+            async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+                await helper.ainvoke("classify: " + str(request.messages[-1].content))
+                return await handler(request)
+
+        return AsksAHelperModel()
+
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("first", [False, True], ids=["other-outside", "hindsight-outside"])
-@pytest.mark.parametrize("other", ["retry-continue", "own-middleware"])
+@pytest.mark.parametrize("other", ["retry-continue", "own-middleware", "helper-model-and-retry"])
 def test_a_reply_no_model_call_produced_is_no_success(
     other: str, first: bool, asynchronous: bool
 ) -> None:
@@ -180,16 +199,17 @@ def test_a_reply_no_model_call_produced_is_no_success(
     nor blamed: the same steps wherever HindsightMiddleware stands in the list."""
     mem = memory()
     lesson = mem.add_experience(LESSON, tenant_id=TENANT)
-    catcher = (
-        ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
-        if other == "retry-continue"
-        else _AnswersForTheModel.make()
-    )
+    retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+    catcher = _AnswersForTheModel.make() if other == "own-middleware" else retry
     agent, model, middleware = _model_agent(mem, first=first, other=catcher, fails=10)
+    if other == "helper-model-and-retry":  # its helper's reply is no reply of the agent's
+        order = [_AnswersForTheModel.helper(), retry]
+        order = [middleware, *order] if first else [*order, middleware]
+        agent = create_agent(model, [], middleware=order)
     result = _invoke(agent, asynchronous)
     traj = _one_run(mem, middleware, result)
     calls = [s for s in steps(traj) if s[0] == "model_call"]
-    attempts = 3 if other == "retry-continue" else 1
+    attempts = 1 if other == "own-middleware" else 3
     assert [c[2] for c in calls] == ["failure"] * attempts
     answer = result["messages"][-1].content
     assert [e.content for e in traj.events if e.event_type.value == "final_answer"] == [answer]
@@ -198,6 +218,55 @@ def test_a_reply_no_model_call_produced_is_no_success(
     after = mem.get_experience(lesson.id, tenant_id=TENANT)
     assert (after.helped_count, after.misled_count) == (0, 0)
     assert middleware.errors == 0
+
+
+class _RaisesAnother:
+    """A middleware that re-raises the model's exception as one of its own."""
+
+    @staticmethod
+    def make() -> Any:
+        from langchain.agents.middleware import AgentMiddleware
+
+        class RaisesAnother(AgentMiddleware):  # type: ignore[type-arg]
+            def wrap_model_call(self, request: Any, handler: Any) -> Any:
+                try:
+                    return handler(request)
+                except RuntimeError as exc:
+                    raise ValueError("the model layer failed") from exc
+
+            async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+                try:
+                    return await handler(request)
+                except RuntimeError as exc:
+                    raise ValueError("the model layer failed") from exc
+
+        return RaisesAnother()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("first", [False, True], ids=["other-outside", "hindsight-outside"])
+@pytest.mark.parametrize("how", ["fallbacks-raise-the-first", "raised-as-another"])
+def test_each_failed_model_call_is_recorded_once(how: str, first: bool, asynchronous: bool) -> None:
+    """The exception leaving the wrap is not always the last one a model call raised (a
+    ``with_fallbacks`` model raises its first error; a middleware may raise its own from the
+    model's): each model call that failed is one failed call, wherever the middleware
+    stands."""
+    mem = memory()
+    middleware = HindsightMiddleware(mem, tenant_id=TENANT)
+    if how == "fallbacks-raise-the-first":
+        model: Any = ScriptedChatModel(replies=[RuntimeError("provider returned 503")])
+        model = model.with_fallbacks([ScriptedChatModel(replies=[ConnectionError("backup down")])])
+        order, calls = [middleware], 2
+    else:
+        model = ScriptedChatModel(replies=[RuntimeError("provider returned 503")])
+        other = _RaisesAnother.make()
+        order, calls = ([middleware, other] if first else [other, middleware]), 1
+    agent = create_agent(model, [], middleware=order)
+    with pytest.raises((RuntimeError, ValueError)):
+        _invoke(agent, asynchronous)
+    traj = stored(mem, middleware.last_trajectory_id)
+    assert [s[2] for s in steps(traj) if s[0] == "model_call"] == ["failure"] * calls
+    assert traj.outcome is Outcome.FAILURE
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
