@@ -572,12 +572,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 if self._model_failed(invoke, started, exc) and invoke.graph is None:
                     self._finish(invoke)
                 raise
-        self._saw(invoke, seen)
-        self._attempts_failed(invoke, started, seen, None)
-        if not _model_reply(seen, response):
-            self._no_model_reply(invoke, started)
-        else:
-            self._model_done(invoke, started, response)
+        self._returned(invoke, started, seen, response)
         return response
 
     async def awrap_model_call(
@@ -613,12 +608,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 if self._model_failed(invoke, started, exc) and invoke.graph is None:
                     await self._afinish(invoke)
                 raise
-        self._saw(invoke, seen)
-        self._attempts_failed(invoke, started, seen, None)
-        if not _model_reply(seen, response):
-            self._no_model_reply(invoke, started)
-        else:
-            self._model_done(invoke, started, response)
+        self._returned(invoke, started, seen, response)
         return response
 
     def _saw(self, invoke: _Invoke, seen: Expectation) -> None:
@@ -725,15 +715,16 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         as failed model calls, before the call's own end; ``raised``: the exception leaving
         the wrap, recorded by the caller. No error of the invoke: the wrap went on."""
         errors = list(seen.failed)
+        chain: list[BaseException] = []  # the exception leaving the wrap, and those it wraps
         cause = raised
-        while cause is not None:  # the exception leaving the wrap, or the one it wraps
-            for i in range(len(errors) - 1, -1, -1):
-                if errors[i] is cause:
-                    del errors[i]  # recorded by the caller
-                    cause = None
-                    break
-            else:
-                cause = cause.__cause__ or cause.__context__
+        while cause is not None and not any(cause is c for c in chain):
+            chain.append(cause)
+            cause = cause.__cause__ or cause.__context__
+        for cause in chain:
+            last = next((i for i in reversed(range(len(errors))) if errors[i] is cause), None)
+            if last is not None:
+                del errors[last]  # recorded by the caller
+                break
         if not errors:
             return
         event_id = started[0]
@@ -747,11 +738,18 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         except Exception as err:
             self._engine.fail("could not capture a failed model call", err)
 
-    def _no_model_reply(self, invoke: _Invoke, started: tuple[str, float]) -> None:
-        """The wrapped call returned a message no model call inside it produced (a retry
-        middleware that ran out and answers for the model): no model reply to record, the
-        failed calls are (:meth:`_attempts_failed`); what it returned reaches the state, and
-        the run's answer, as the agent's."""
+    def _returned(
+        self, invoke: _Invoke, started: tuple[str, float], seen: Expectation, response: Any
+    ) -> None:
+        """The wrapped call returned: the block check, the calls that failed inside it, then
+        its reply, unless no model call inside it produced that message (a retry middleware
+        that ran out and answers for the model): what it returned then reaches the state, and
+        the run's answer, as the agent's, not as a model reply."""
+        self._saw(invoke, seen)
+        self._attempts_failed(invoke, started, seen, None)
+        if _model_reply(seen, response):
+            self._model_done(invoke, started, response)
+            return
         with self._lock:
             invoke.open_calls -= 1
             invoke.pending.pop(started[0], None)

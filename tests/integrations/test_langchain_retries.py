@@ -221,31 +221,39 @@ def test_a_reply_no_model_call_produced_is_no_success(
 
 
 class _RaisesAnother:
-    """A middleware that re-raises the model's exception as one of its own."""
+    """A middleware that re-raises the model's exception as one of its own (``cycle``: and
+    makes its own the model's exception's cause too, a loop in the chain)."""
 
     @staticmethod
-    def make() -> Any:
+    def make(cycle: bool = False) -> Any:
         from langchain.agents.middleware import AgentMiddleware
+
+        def another(exc: BaseException) -> ValueError:
+            err = ValueError("the model layer failed")
+            err.__cause__ = exc
+            if cycle:
+                exc.__cause__ = err
+            return err
 
         class RaisesAnother(AgentMiddleware):  # type: ignore[type-arg]
             def wrap_model_call(self, request: Any, handler: Any) -> Any:
                 try:
                     return handler(request)
                 except RuntimeError as exc:
-                    raise ValueError("the model layer failed") from exc
+                    raise another(exc)  # noqa: B904  (the cause is set by another())
 
             async def awrap_model_call(self, request: Any, handler: Any) -> Any:
                 try:
                     return await handler(request)
                 except RuntimeError as exc:
-                    raise ValueError("the model layer failed") from exc
+                    raise another(exc)  # noqa: B904
 
         return RaisesAnother()
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("first", [False, True], ids=["other-outside", "hindsight-outside"])
-@pytest.mark.parametrize("how", ["fallbacks-raise-the-first", "raised-as-another"])
+@pytest.mark.parametrize("how", ["fallbacks-raise-the-first", "raised-as-another", "cause-loop"])
 def test_each_failed_model_call_is_recorded_once(how: str, first: bool, asynchronous: bool) -> None:
     """The exception leaving the wrap is not always the last one a model call raised (a
     ``with_fallbacks`` model raises its first error; a middleware may raise its own from the
@@ -259,7 +267,7 @@ def test_each_failed_model_call_is_recorded_once(how: str, first: bool, asynchro
         order, calls = [middleware], 2
     else:
         model = ScriptedChatModel(replies=[RuntimeError("provider returned 503")])
-        other = _RaisesAnother.make()
+        other = _RaisesAnother.make(cycle=how == "cause-loop")
         order, calls = ([middleware, other] if first else [other, middleware]), 1
     agent = create_agent(model, [], middleware=order)
     with pytest.raises((RuntimeError, ValueError)):
