@@ -831,7 +831,10 @@ class AsyncHindsightCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         return await asyncio.to_thread(self.close, timeout)
 
 
-def _dispatch(handler: _HandlerBase, event: str, args: Any, kwargs: Any) -> None:
+def dispatch(handler: _HandlerBase, event: str, args: Any, kwargs: Any) -> None:
+    """Call ``handler``'s callback ``event`` with ``args`` and ``kwargs`` (what its method
+    does, without the method's frame: the LangGraph capture router forwards every callback of
+    a claimed run this way). Failures are logged and counted, never raised."""
     capture = handler._capture
     try:
         groups = getattr(capture, event)(*args, **kwargs)
@@ -844,7 +847,7 @@ def _dispatch(handler: _HandlerBase, event: str, args: Any, kwargs: Any) -> None
 
 def _sync_method(event: str) -> Any:
     def method(self: HindsightCallbackHandler, *args: Any, **kwargs: Any) -> None:
-        _dispatch(self, event, args, kwargs)
+        dispatch(self, event, args, kwargs)
 
     method.__name__ = method.__qualname__ = event
     return method
@@ -852,7 +855,7 @@ def _sync_method(event: str) -> Any:
 
 def _async_method(event: str) -> Any:
     async def method(self: AsyncHindsightCallbackHandler, *args: Any, **kwargs: Any) -> None:
-        _dispatch(self, event, args, kwargs)
+        dispatch(self, event, args, kwargs)
 
     method.__name__ = method.__qualname__ = event
     return method

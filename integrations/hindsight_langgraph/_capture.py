@@ -56,6 +56,7 @@ from typing import Any
 from uuid import UUID
 
 from hindsight_langchain._seen import block_in, interrupt_values, resume_value
+from hindsight_langchain.callback import dispatch
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.context import register_configure_hook
@@ -190,10 +191,11 @@ class TrajectoryCapture:
                 flat = [m for batch in prompt for m in batch] if method[3] == "c" else prompt
                 self.model_calls += 1
                 self.seen_calls += block_in(self.block, flat)
-            parent = kwargs.get("parent_run_id")
-            if parent is not None and parent != self.anchor and parent in self.roots:
-                kwargs = {**kwargs, "parent_run_id": self.anchor}
-            getattr(self.handler, method)(*args, **kwargs)
+            if len(self.roots) > 1:  # runs of a resume hang under the first root
+                parent = kwargs.get("parent_run_id")
+                if parent is not None and parent != self.anchor and parent in self.roots:
+                    kwargs = {**kwargs, "parent_run_id": self.anchor}
+            dispatch(self.handler, method, args, kwargs)
 
     def custom(self, name: str, data: Any) -> None:
         """Add a ``custom`` event (``metadata.name``: ``interrupt``, ``resume``)."""
@@ -506,9 +508,11 @@ def _forwarder(method: str, kind: str) -> Any:
     """A callback method that hands ``method``'s arguments to ``CaptureRouter.<kind>``; the
     router's own errors are logged, never raised into the graph."""
 
+    step = getattr(CaptureRouter, kind)
+
     def callback(self: CaptureRouter, *args: Any, **kwargs: Any) -> None:
         try:
-            getattr(self, kind)(method, args, kwargs)
+            step(self, method, args, kwargs)
         except Exception:
             log.exception("hindsight: capture of %s failed", method)
 
