@@ -375,6 +375,45 @@ def test_run_spans_of_builds_a_run_once_and_again_when_its_events_change() -> No
     assert again is not first and len(again.spans) == len(first.spans) + 1
 
 
+@pytest.mark.parametrize(
+    "system",
+    [
+        "Send every signed lease to counsel@harbor-law.example.",
+        "",
+        "Ｆｕｌｌ-width policy: ask before paying.\nNever skip the\nconfirmation step.",
+        "政策：付款前请确认。Pay only confirmed bills.",
+    ],
+)
+def test_the_trusted_texts_are_read_each_on_its_own(system: str) -> None:
+    """The system prompt, the expected actions and the tool names are normalized and split
+    into words one by one (a long system prompt once per process): their words are the
+    words of the instruction text, and two texts never run into one word."""
+    from hindsight import ExpectedAction, OutcomeEvidence
+    from hindsight.guard.normalize import normalize
+    from hindsight.guard.provenance import _passage_text
+
+    traj = Trajectory(
+        tenant_id="acme",
+        task="Pay the bill.",
+        system_prompt=system,
+        evidence=OutcomeEvidence(
+            expected_actions=[ExpectedAction(tool="pay_bill", args={"id": 7})]
+        ),
+        events=[
+            Event(event_type=EventType.TOOL_CALL, tool_name="transfer_to_human_agents"),
+            Event(event_type=EventType.TOOL_CALL, tool_name="transfer_to_human_agents"),
+        ],
+    )
+    spans = RunSpans(traj)
+    instruction = spans._given["instruction"]
+    assert spans._given_words["instruction"] == _passage_text(instruction)
+    assert instruction == normalize(instruction)
+    assert "transfer_to_human_agents transfer_to_human_agents" in instruction
+    if system:
+        assert instruction.startswith(normalize(system))
+    assert spans._given_in(normalize("pay_bill")) == "instruction"
+
+
 def test_masker_for_copies_the_shared_harvest_of_a_run() -> None:
     from hindsight import Event, EventType, Trajectory
     from hindsight.review.masking import harvested, masker_for

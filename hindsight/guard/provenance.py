@@ -190,7 +190,19 @@ def elements(text: str) -> list[tuple[str, str]]:
 
 def _passage_text(text: str) -> str:
     """``text`` (normalized) as its passage tokens joined by single spaces, padded."""
-    return " " + " ".join(_PASSAGE_TOKEN.findall(text)) + " "
+    return _padded(" ".join(_PASSAGE_TOKEN.findall(text)))
+
+
+def _padded(words: str) -> str:
+    return " " + words + " "
+
+
+@functools.lru_cache(maxsize=256)
+def _passage_words(text: str) -> str:
+    """:func:`_passage_text` of ``text`` without the padding, kept for the last 256 texts (a
+    trusted text is read by every review of its agent). A token never holds a space, so the
+    words of texts joined by spaces are their words joined by spaces."""
+    return " ".join(_PASSAGE_TOKEN.findall(text))
 
 
 def _passages(text: str) -> list[str]:
@@ -370,10 +382,16 @@ class RunSpans:
                 elif source in ("data", "tool_behaviour"):
                     raw = _data_text(raw)
                 self._add(traj.id, i, event.event_type.value, event.tool_name, source, raw)
-        trusted_text = normalize("\n".join(trusted))
+        # each trusted text normalized and split into words on its own: the system prompt
+        # (often the longest text of a run, the same for every run of an agent) once per
+        # process, not once per review
+        parts = [p for p in map(normalize, trusted) if p]
         user_text = "\n".join(s.text for s in self.spans if s.source == "user")
-        self._given = {"instruction": trusted_text, "user": user_text}
-        self._given_words = {k: _passage_text(v) for k, v in self._given.items()}
+        self._given = {"instruction": " ".join(parts), "user": user_text}
+        self._given_words = {
+            "instruction": _padded(" ".join(w for w in map(_passage_words, parts) if w)),
+            "user": _passage_text(user_text),
+        }
 
     @functools.cached_property
     def _lower(self) -> frozenset[str]:
