@@ -91,7 +91,8 @@ def _ambient_parent(run_id: UUID) -> UUID | None:
     Some runnables start a child with the caller's config instead of the child config
     (``RunnableWithFallbacks`` in langchain-core 1.8 does), so the child reports
     ``parent_run_id=None``; the child config is still in the context variable LangChain sets
-    around the call, and its callback manager names the real parent (case C13).
+    around the call, and its callback manager names the real parent
+    (docs/integrations/langchain.md#never-breaking-the-host).
     """
     config = var_child_runnable_config.get()
     if not config:
