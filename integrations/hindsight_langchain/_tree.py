@@ -35,6 +35,12 @@ FINISHED_MEMORY = 10_000
 TOOL_KINDS = frozenset({"tool", "retriever"})
 
 
+def run_key(run_id: Any) -> Any:
+    """The dict key of a run id: a UUID's 128-bit integer (hashed in C; ``UUID.__hash__`` is
+    Python code, and every callback looks up several runs), anything else as is."""
+    return getattr(run_id, "int", run_id)
+
+
 @dataclass(eq=False, slots=True)
 class Group:
     """One trajectory in progress: its buffer, its root run (once known) and its runs."""
@@ -100,12 +106,16 @@ class RunTree:
         orphan_timeout: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.runs: dict[UUID, Run] = {}
+        self.runs: dict[Any, Run] = {}  # run key (:func:`run_key`) -> run
         self.orphans: list[Group] = []
-        self.finished: OrderedDict[UUID, str] = OrderedDict()  # run id -> trajectory id
+        self.finished: OrderedDict[Any, str] = OrderedDict()  # run key -> trajectory id
         self.max_chars = max_chars
         self.orphan_timeout = orphan_timeout
         self.clock = clock
+
+    def get(self, run_id: Any) -> Run | None:
+        """The run ``run_id`` (placeholders included), or ``None``."""
+        return self.runs.get(run_key(run_id))
 
     # -- starting ---------------------------------------------------------------------
     def _new_group(self, trajectory_id: str, root: UUID | None) -> Group:
@@ -122,19 +132,21 @@ class RunTree:
         tool_call_id: str | None = None,
     ) -> Run:
         """Register a run that starts now and return it (placed in its root's group)."""
-        existing = self.runs.get(run_id)
+        key = getattr(run_id, "int", run_id)  # run_key(), inline: every run
+        existing = self.runs.get(key)
         if existing is not None and existing.kind != "placeholder":
             # Reported twice: keep the first, count the run once.
             return existing
-        late = run_id in self.finished
+        late = key in self.finished
+        parent_run = self.runs.get(getattr(parent, "int", parent)) if parent is not None else None
         if late:  # its end came first and ended a group already: kept in a late group
             group = (
                 existing.group
                 if existing is not None
-                else self._late_group(self.finished[run_id], run_id)
+                else self._late_group(self.finished[key], run_id)
             )
         else:
-            group = self._group_for(parent, run_id)
+            group = self._group_for(parent, run_id, parent_run)
         run = Run(
             run_id,
             parent,
@@ -146,7 +158,6 @@ class RunTree:
             started=time.perf_counter(),
             metadata=metadata or {},
         )
-        parent_run = self.runs.get(parent) if parent is not None else None
         inherited = parent_run.anchor if parent_run is not None else None
         run.parent_anchor = inherited
         run.anchor = run.event_id if kind in TOOL_KINDS else inherited
@@ -154,7 +165,7 @@ class RunTree:
             self._adopt(existing, run)
         elif existing is None:
             group.runs.append(run_id)
-        self.runs[run_id] = run
+        self.runs[key] = run
         group = run.group
         group.open_runs += 1
         group.touched = self.clock()
@@ -166,18 +177,19 @@ class RunTree:
             group.metadata = metadata
         return run
 
-    def _group_for(self, parent: UUID | None, run_id: UUID) -> Group:
+    def _group_for(self, parent: UUID | None, run_id: UUID, parent_run: Run | None) -> Group:
+        """The group of a run starting under ``parent`` (whose run, if known, is
+        ``parent_run``)."""
         if parent is None:
             return self._new_group(str(run_id), run_id)
-        parent_run = self.runs.get(parent)
         if parent_run is not None:
             return parent_run.group
         # Unknown parent: an orphan group under a placeholder for the parent.
         group = self._new_group(new_id(), None)
         group.orphan_of = parent
-        group.late_for = self.finished.get(parent)
+        group.late_for = self.finished.get(run_key(parent))
         placeholder = Run(parent, None, group, "placeholder", open=False)
-        self.runs[parent] = placeholder
+        self.runs[run_key(parent)] = placeholder
         group.runs.append(parent)
         self.orphans.append(group)
         return group
@@ -200,7 +212,7 @@ class RunTree:
         target.buffer.merge(orphan.buffer)
         target.open_runs += orphan.open_runs
         for rid in orphan.runs:
-            member = self.runs.get(rid)
+            member = self.runs.get(run_key(rid))
             if member is not None:
                 member.group = target
             if rid not in target.runs:
@@ -210,7 +222,7 @@ class RunTree:
     def run_for(self, run_id: UUID, parent: UUID | None, kind: str) -> Run:
         """The run ``run_id``; one whose start was never reported is started now (its end
         or event is kept, not dropped)."""
-        run = self.runs.get(run_id)
+        run = self.runs.get(getattr(run_id, "int", run_id))  # run_key(), inline: every run
         if run is None or run.kind == "placeholder":
             run = self.start(run_id, parent, kind, metadata={"unmatched_end": True})
         return run
@@ -218,10 +230,10 @@ class RunTree:
     def group_of(self, run_id: UUID) -> tuple[Group, str | None]:
         """The group and anchor event id of the run ``run_id``; for an unknown run, an
         orphan group under a placeholder for it."""
-        run = self.runs.get(run_id)
+        run = self.runs.get(run_key(run_id))
         if run is not None:
             return run.group, run.anchor
-        group = self._group_for(run_id, run_id)
+        group = self._group_for(run_id, run_id, None)
         group.touched = self.clock()
         return group, None
 
@@ -234,15 +246,16 @@ class RunTree:
             run.group.open_runs -= 1
         group = run.group
         group.touched = self.clock()
-        if group.root == run.run_id and run.parent is None:
+        if run.parent is None and group.root == run.run_id:
             self._forget(group)
             return group
         return None
 
     def _forget(self, group: Group) -> None:
         for rid in group.runs:
-            self.runs.pop(rid, None)
-            self.finished[rid] = group.buffer.trajectory_id
+            key = getattr(rid, "int", rid)  # run_key(), inline: every run
+            self.runs.pop(key, None)
+            self.finished[key] = group.buffer.trajectory_id
         while len(self.finished) > FINISHED_MEMORY:
             self.finished.popitem(last=False)
         if group in self.orphans:
@@ -283,13 +296,13 @@ class RunTree:
         group.touched = self.clock()
         group.metadata = metadata or group.metadata
         group.output, group.has_output = None, False
-        self.runs[run_id] = run
+        self.runs[run_key(run_id)] = run
         return run
 
     def detach(self, root: UUID) -> Group | None:
         """The group of the root run ``root``, removed from the tree (the caller owns it
         now); ``None`` when ``root`` is not an open root run of this tree."""
-        run = self.runs.get(root)
+        run = self.runs.get(run_key(root))
         if run is None or run.parent is not None or run.group.root != root:
             return None
         self._forget(run.group)

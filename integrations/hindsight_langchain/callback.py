@@ -135,7 +135,7 @@ class _Capture:
         ambient = _ambient_parent(run_id)
         if ambient is None:
             return None
-        run = self.tree.runs.get(ambient)
+        run = self.tree.get(ambient)
         return ambient if run is not None and run.open and run.kind != "placeholder" else None
 
     # -- one method per callback; each returns the groups that are finished ---------------
@@ -454,7 +454,7 @@ class _Capture:
         for _ in range(_MAX_DEPTH):
             if run_id == outer:
                 return True
-            run = self.tree.runs.get(run_id)
+            run = self.tree.get(run_id)
             if run is None or run.parent is None:
                 return False
             run_id = run.parent
@@ -761,7 +761,7 @@ class _HandlerBase:
         resume); ``None`` when it is not an open root run of this handler."""
         capture = self._capture
         with capture.lock:
-            run = capture.tree.runs.get(run_id)
+            run = capture.tree.get(run_id)
             if run is None or run.parent is not None or run.group.root != run_id:
                 return None
             group = run.group

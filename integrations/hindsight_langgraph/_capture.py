@@ -56,6 +56,7 @@ from typing import Any
 from uuid import UUID
 
 from hindsight_langchain._seen import block_in, interrupt_values, resume_value
+from hindsight_langchain._tree import run_key
 from hindsight_langchain.callback import dispatch
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableConfig
@@ -157,6 +158,7 @@ class TrajectoryCapture:
         self.task_type = task_type
         self.tags = list(tags)
         self.anchor = anchor
+        self.anchor_key = run_key(anchor)
         self.thread_id = thread_id
         self.roots: list[UUID] = [anchor]
         self.closed = False
@@ -273,7 +275,7 @@ class TrajectoryCapture:
 
 @dataclass(eq=False, slots=True)
 class _Root:
-    """A root run in flight."""
+    """A root run in flight (``live`` until it ends or is forgotten)."""
 
     run_id: UUID
     thread_id: str | None
@@ -281,9 +283,14 @@ class _Root:
     interrupted: bool = False
     interrupts: list[Any] = field(default_factory=list)
     log: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
-    open_runs: OrderedDict[UUID, tuple[str, tuple[Any, ...], dict[str, Any]]] = field(
+    open_runs: OrderedDict[Any, tuple[str, tuple[Any, ...], dict[str, Any]]] = field(
         default_factory=OrderedDict
     )
+    key: Any = None
+    live: bool = True
+
+    def __post_init__(self) -> None:
+        self.key = run_key(self.run_id)
 
 
 # -- the router -------------------------------------------------------------------------------
@@ -300,8 +307,8 @@ class CaptureRouter(BaseCallbackHandler):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[UUID, UUID] = {}  # run id -> its root run id
-        self._roots: OrderedDict[UUID, _Root] = OrderedDict()
+        self._runs: dict[Any, _Root] = {}  # run_key(run id) -> its root run
+        self._roots: OrderedDict[Any, _Root] = OrderedDict()  # root run key -> root run
         self._threads: OrderedDict[str, TrajectoryCapture] = OrderedDict()
         self.finalize: Callable[[TrajectoryCapture, str], None] = _store
 
@@ -318,6 +325,7 @@ class CaptureRouter(BaseCallbackHandler):
     def _start(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         run_id: UUID = kwargs["run_id"]
         parent: UUID | None = kwargs.get("parent_run_id")
+        key = getattr(run_id, "int", run_id)  # run_key(), inline: every callback
         abandoned = None
         resumed: Any = None
         with self._lock:
@@ -337,41 +345,42 @@ class CaptureRouter(BaseCallbackHandler):
                         abandoned = self._threads.pop(root.thread_id)
                 elif resume and root.thread_id is not None:
                     root.log = []  # paused elsewhere: kept until the reflect node claims it
-                self._roots[run_id] = root
+                self._roots[key] = root
                 self._evict()
             else:
-                root_id = self._runs.get(parent)
-                if root_id is None or root_id not in self._roots:
+                found = self._runs.get(getattr(parent, "int", parent))
+                if found is None or not found.live:
                     return  # a run we never saw the start of (router registered mid-run)
-                root = self._roots[root_id]
-            self._runs[run_id] = root.run_id
-            root.open_runs[run_id] = (method, args, kwargs)
+                root = found
+            self._runs[key] = root
+            root.open_runs[key] = (method, args, kwargs)
             self._log(root, method, args, kwargs)
             capture = root.capture
         if abandoned is not None:
             self.finalize(abandoned, "abandoned")
         if resumed is not None:
             resumed.custom("resume", {"value": resume_value(inputs)})
-        if capture is not None and run_id != capture.anchor and parent is not None:
+        if capture is not None and parent is not None and key != capture.anchor_key:
             capture.forward(method, args, kwargs)
 
     def _end(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        run_id: UUID = kwargs["run_id"]
+        run_id = kwargs["run_id"]
+        key = getattr(run_id, "int", run_id)  # run_key(), inline: every callback
         with self._lock:
-            root_id = self._runs.pop(run_id, None)
-            root = self._roots.get(root_id) if root_id is not None else None
-            if root is None:
+            root = self._runs.pop(key, None)
+            if root is None or not root.live:
                 return
-            root.open_runs.pop(run_id, None)
+            root.open_runs.pop(key, None)
             error = args[0] if method in _ERRORS and args else kwargs.get("error")
             if method in _ERRORS and _is_bubble_up(error):
                 root.interrupted = True
                 for value in interrupt_values(error):
                     if not any(value is known for known in root.interrupts):
                         root.interrupts.append(value)
-            is_root = run_id == root.run_id
+            is_root = key == root.key
             if is_root:
-                self._roots.pop(run_id, None)
+                self._roots.pop(key, None)
+                root.live = False
                 for child in root.open_runs:
                     self._runs.pop(child, None)
             else:
@@ -395,11 +404,9 @@ class CaptureRouter(BaseCallbackHandler):
 
     def _other(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """A callback that neither starts nor ends a run (``on_custom_event``)."""
-        run_id: UUID = kwargs["run_id"]
         with self._lock:
-            root_id = self._runs.get(run_id)
-            root = self._roots.get(root_id) if root_id is not None else None
-            if root is None:
+            root = self._runs.get(run_key(kwargs["run_id"]))
+            if root is None or not root.live:
                 return
             self._log(root, method, args, kwargs)
             capture = root.capture
@@ -412,7 +419,8 @@ class CaptureRouter(BaseCallbackHandler):
             victim = next((r for r in self._roots.values() if r.capture is None), None)
             if victim is None:
                 break
-            self._roots.pop(victim.run_id)
+            self._roots.pop(victim.key)
+            victim.live = False
             for child in victim.open_runs:
                 self._runs.pop(child, None)
 
@@ -432,9 +440,8 @@ class CaptureRouter(BaseCallbackHandler):
         router never saw ``run_id`` (callbacks disabled for this run)."""
         overflow: list[TrajectoryCapture] = []
         with self._lock:
-            root_id = self._runs.get(run_id)
-            root = self._roots.get(root_id) if root_id is not None else None
-            if root is None:
+            root = self._runs.get(run_key(run_id))
+            if root is None or not root.live:
                 return None
             if root.capture is not None and not root.capture.closed:
                 return root.capture
@@ -464,9 +471,8 @@ class CaptureRouter(BaseCallbackHandler):
     def capture_for(self, run_id: UUID) -> TrajectoryCapture | None:
         """The capture of the root run ``run_id`` belongs to (``None`` when unclaimed)."""
         with self._lock:
-            root_id = self._runs.get(run_id)
-            root = self._roots.get(root_id) if root_id is not None else None
-            return root.capture if root is not None else None
+            root = self._runs.get(run_key(run_id))
+            return root.capture if root is not None and root.live else None
 
     def take(self, capture: TrajectoryCapture) -> Trajectory | None:
         """Close ``capture`` and return what it captured (see :meth:`TrajectoryCapture.close`)."""
