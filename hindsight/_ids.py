@@ -19,7 +19,12 @@ def new_id() -> str:
     of ``os.urandom`` as :func:`uuid.uuid4` takes them (RFC 9562, section 5.4), spelled
     without building a :class:`uuid.UUID` (every captured event gets one: this is on the
     agent's path)."""
-    h = urandom(16).hex()
+    return _spell(urandom(16))
+
+
+def _spell(raw: bytes) -> str:
+    """``str(uuid.UUID(bytes=raw, version=4))`` for 16 bytes ``raw``, without the object."""
+    h = raw.hex()
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
 
 

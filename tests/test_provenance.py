@@ -478,3 +478,31 @@ def test_an_error_reply_without_a_status_is_the_tools_behaviour_not_an_instructi
         (failure,) = mem.list_experiences(tenant_id="h", kind="tool_reliability")
         assert "non-refundable rate and cannot be cancelled" in failure.content
         assert "tool_behaviour" in failure.metadata["provenance"]["sources"]
+
+
+def test_the_words_of_trusted_texts_are_kept_as_normalize_keeps_its_texts() -> None:
+    """Only texts up to 65,536 characters are kept (the last 256 up to 4,096, the last 16
+    above), as :func:`hindsight.guard.normalize.normalize` keeps them: a longer system prompt
+    is split again for each review, never held."""
+    from hindsight.guard import provenance
+
+    short = "ask before paying " + uuid4_hex()
+    long = ("check the amount twice " * 400) + uuid4_hex()  # ~9,000 characters
+    huge = ("confirm every transfer " * 3000) + uuid4_hex()  # ~69,000 characters
+    for text in (short, long, huge):
+        assert provenance._passage_words(text) == " ".join(text.split())
+    short_info = provenance._passage_words_short.cache_info()
+    long_info = provenance._passage_words_long.cache_info()
+    assert provenance._passage_words(short) and provenance._passage_words(long)
+    assert provenance._passage_words_short.cache_info().hits == short_info.hits + 1
+    assert provenance._passage_words_long.cache_info().hits == long_info.hits + 1
+    before = (provenance._passage_words_short.cache_info(), long_info)
+    provenance._passage_words(huge)
+    assert provenance._passage_words_short.cache_info() == before[0]
+    assert provenance._passage_words_long.cache_info().currsize <= 16
+
+
+def uuid4_hex() -> str:
+    import uuid
+
+    return uuid.uuid4().hex

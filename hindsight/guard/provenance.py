@@ -55,7 +55,7 @@ from typing import Any, Final
 
 from hindsight._runcache import RunCache
 from hindsight._status import classify_tool_result
-from hindsight.guard.normalize import normalize
+from hindsight.guard.normalize import _CACHED_CHARS, _CACHED_LONG_CHARS, normalize
 from hindsight.models import Event, EventStatus, EventType, Trajectory
 
 __all__ = [
@@ -197,12 +197,25 @@ def _padded(words: str) -> str:
     return " " + words + " "
 
 
-@functools.lru_cache(maxsize=256)
 def _passage_words(text: str) -> str:
-    """:func:`_passage_text` of ``text`` without the padding, kept for the last 256 texts (a
-    trusted text is read by every review of its agent). A token never holds a space, so the
-    words of texts joined by spaces are their words joined by spaces."""
+    """:func:`_passage_text` of ``text`` without the padding; kept as :func:`normalize` keeps
+    its results (a trusted text is read by every review of its agent): texts up to 4,096
+    characters while among the last 256, up to 65,536 while among the last 16, longer ones
+    never. A token never holds a space, so the words of texts joined by spaces are their
+    words joined by spaces."""
+    if len(text) <= _CACHED_CHARS:
+        return _passage_words_short(text)
+    if len(text) <= _CACHED_LONG_CHARS:
+        return _passage_words_long(text)
+    return _words_of(text)
+
+
+def _words_of(text: str) -> str:
     return " ".join(_PASSAGE_TOKEN.findall(text))
+
+
+_passage_words_short = functools.lru_cache(maxsize=256)(_words_of)
+_passage_words_long = functools.lru_cache(maxsize=16)(_words_of)
 
 
 def _passages(text: str) -> list[str]:
@@ -382,9 +395,10 @@ class RunSpans:
                 elif source in ("data", "tool_behaviour"):
                     raw = _data_text(raw)
                 self._add(traj.id, i, event.event_type.value, event.tool_name, source, raw)
-        # each trusted text normalized and split into words on its own: the system prompt
-        # (often the longest text of a run, the same for every run of an agent) once per
-        # process, not once per review
+        # each trusted text normalized and split into words on its own, so no two of them
+        # run into one word, and a system prompt (often the longest text of a run, the same
+        # for every run of an agent) is read once while the caches of normalize() and
+        # _passage_words() keep it (up to 65,536 characters), not once per review
         parts = [p for p in map(normalize, trusted) if p]
         user_text = "\n".join(s.text for s in self.spans if s.source == "user")
         self._given = {"instruction": " ".join(parts), "user": user_text}

@@ -2,7 +2,8 @@
 
 Every LLM call, tool call, chain and graph node is a run with its own id; the root has no
 parent. Like tracing handlers (langfuse's), the tree maps each run id to its run and each run
-to the group (the trajectory in progress) of its root. Trouble is kept, not dropped (case C13):
+to the group (the trajectory in progress) of its root. Trouble is kept, not dropped
+(docs/integrations/langchain.md#never-breaking-the-host):
 
 * a run whose parent is unknown starts an *orphan group* under a placeholder for that parent;
   when the parent shows up later (children reported before their parent), the placeholder
@@ -37,8 +38,10 @@ TOOL_KINDS = frozenset({"tool", "retriever"})
 
 def run_key(run_id: Any) -> Any:
     """The dict key of a run id: a UUID's 128-bit integer (hashed in C; ``UUID.__hash__`` is
-    Python code, and every callback looks up several runs), anything else as is."""
-    return getattr(run_id, "int", run_id)
+    Python code, and every callback looks up several runs), anything else (LangChain sends
+    UUIDs only) as ``(None, run_id)``, so that no other id takes a UUID's key. The hot paths
+    spell it inline as ``x.int if type(x) is UUID else run_key(x)``."""
+    return run_id.int if isinstance(run_id, UUID) else (None, run_id)
 
 
 @dataclass(eq=False, slots=True)
@@ -132,13 +135,17 @@ class RunTree:
         tool_call_id: str | None = None,
     ) -> Run:
         """Register a run that starts now and return it (placed in its root's group)."""
-        key = getattr(run_id, "int", run_id)  # run_key(), inline: every run
+        key = run_id.int if type(run_id) is UUID else run_key(run_id)  # every run: inline
         existing = self.runs.get(key)
         if existing is not None and existing.kind != "placeholder":
             # Reported twice: keep the first, count the run once.
             return existing
         late = key in self.finished
-        parent_run = self.runs.get(getattr(parent, "int", parent)) if parent is not None else None
+        parent_run = (
+            self.runs.get(parent.int if type(parent) is UUID else run_key(parent))
+            if parent is not None
+            else None
+        )
         if late:  # its end came first and ended a group already: kept in a late group
             group = (
                 existing.group
@@ -194,9 +201,9 @@ class RunTree:
         self.orphans.append(group)
         return group
 
-    def _late_group(self, late_for: str, key: UUID) -> Group:
+    def _late_group(self, late_for: str, run_id: UUID) -> Group:
         group = self._new_group(new_id(), None)
-        group.orphan_of, group.late_for = key, late_for
+        group.orphan_of, group.late_for = run_id, late_for
         self.orphans.append(group)
         return group
 
@@ -222,7 +229,7 @@ class RunTree:
     def run_for(self, run_id: UUID, parent: UUID | None, kind: str) -> Run:
         """The run ``run_id``; one whose start was never reported is started now (its end
         or event is kept, not dropped)."""
-        run = self.runs.get(getattr(run_id, "int", run_id))  # run_key(), inline: every run
+        run = self.runs.get(run_id.int if type(run_id) is UUID else run_key(run_id))
         if run is None or run.kind == "placeholder":
             run = self.start(run_id, parent, kind, metadata={"unmatched_end": True})
         return run
@@ -253,7 +260,7 @@ class RunTree:
 
     def _forget(self, group: Group) -> None:
         for rid in group.runs:
-            key = getattr(rid, "int", rid)  # run_key(), inline: every run
+            key = rid.int if type(rid) is UUID else run_key(rid)
             self.runs.pop(key, None)
             self.finished[key] = group.buffer.trajectory_id
         while len(self.finished) > FINISHED_MEMORY:

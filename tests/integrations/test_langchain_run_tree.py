@@ -77,3 +77,18 @@ def test_an_unmatched_end_is_kept_as_a_run() -> None:
     run = tree.run_for(lost, None, "tool")  # an end whose start was never reported
     assert run.metadata == {"unmatched_end": True} and tree.get(str(lost)) is None
     assert tree.get(lost) is run
+
+
+def test_a_uuid_and_another_id_of_the_same_value_are_two_runs() -> None:
+    """The key of a UUID is its integer: an id of another type with that value (an ``int``,
+    the UUID's string) is another run, as it was when the runs were keyed by the ids."""
+    tree = _tree()
+    root = uuid.uuid4()
+    tree.start(root, None, "chain")
+    as_uuid = tree.start(uuid.UUID(int=7), root, "tool", name="lookup_a")
+    as_int = tree.start(7, root, "tool", name="lookup_b")
+    as_text = tree.start(str(uuid.UUID(int=7)), root, "tool", name="lookup_c")
+    assert len({id(as_uuid), id(as_int), id(as_text)}) == 3
+    assert tree.get(7) is as_int and tree.get(uuid.UUID(int=7)) is as_uuid
+    assert tree.get(str(uuid.UUID(int=7))) is as_text
+    assert run_key(7) != run_key(uuid.UUID(int=7))
