@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 
-__all__ = ["HOMOGLYPHS", "normalize", "strip_invisible"]
+__all__ = ["HOMOGLYPHS", "KeptByLength", "normalize", "strip_invisible"]
 
 # Characters that render as nothing (or almost nothing) and so can split a word without a
 # reader noticing: zero-width space/joiners, word joiner, BOM, soft hyphen, bidi controls and
@@ -137,11 +138,7 @@ def normalize(text: str) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
-    if len(text) <= _CACHED_CHARS:
-        return _normalize_cached(text)
-    if len(text) <= _CACHED_LONG_CHARS:
-        return _normalize_long(text)
-    return _normalize(text)
+    return _normalize_kept(text)
 
 
 _CACHED_CHARS = 4096
@@ -150,6 +147,25 @@ _CACHED_CHARS = 4096
 _CACHED_LONG_CHARS = 65_536
 """Longer texts up to this length (a system prompt with the agent's policy, read by every
 review of that agent) are kept among the last 16; longer ones are normalized each time."""
+
+
+class KeptByLength:
+    """``fn(text)`` with its results kept by the length of ``text``: up to
+    :data:`_CACHED_CHARS` characters among the last ``short`` texts, up to
+    :data:`_CACHED_LONG_CHARS` among the last 16, longer ones never (their memory is not
+    held). ``short`` and ``long`` are the two :func:`functools.lru_cache` wrappers."""
+
+    def __init__(self, fn: Callable[[str], str], *, short: int) -> None:
+        self.fn = fn
+        self.short = functools.lru_cache(maxsize=short)(fn)
+        self.long = functools.lru_cache(maxsize=16)(fn)
+
+    def __call__(self, text: str) -> str:
+        if len(text) <= _CACHED_CHARS:
+            return self.short(text)
+        if len(text) <= _CACHED_LONG_CHARS:
+            return self.long(text)
+        return self.fn(text)
 
 
 def _normalize(text: str) -> str:
@@ -168,5 +184,4 @@ def _normalize(text: str) -> str:
     return out
 
 
-_normalize_cached = functools.lru_cache(maxsize=2048)(_normalize)
-_normalize_long = functools.lru_cache(maxsize=16)(_normalize)
+_normalize_kept = KeptByLength(_normalize, short=2048)

@@ -55,7 +55,7 @@ from typing import Any, Final
 
 from hindsight._runcache import RunCache
 from hindsight._status import classify_tool_result
-from hindsight.guard.normalize import _CACHED_CHARS, _CACHED_LONG_CHARS, normalize
+from hindsight.guard.normalize import KeptByLength, normalize
 from hindsight.models import Event, EventStatus, EventType, Trajectory
 
 __all__ = [
@@ -197,25 +197,17 @@ def _padded(words: str) -> str:
     return " " + words + " "
 
 
-def _passage_words(text: str) -> str:
-    """:func:`_passage_text` of ``text`` without the padding; kept as :func:`normalize` keeps
-    its results (a trusted text is read by every review of its agent): texts up to 4,096
-    characters while among the last 256, up to 65,536 while among the last 16, longer ones
-    never. A token never holds a space, so the words of texts joined by spaces are their
-    words joined by spaces."""
-    if len(text) <= _CACHED_CHARS:
-        return _passage_words_short(text)
-    if len(text) <= _CACHED_LONG_CHARS:
-        return _passage_words_long(text)
-    return _words_of(text)
-
-
 def _words_of(text: str) -> str:
+    """:func:`_passage_text` of ``text`` without the padding. A token never holds a space,
+    so the words of texts joined by spaces are their words joined by spaces."""
     return " ".join(_PASSAGE_TOKEN.findall(text))
 
 
-_passage_words_short = functools.lru_cache(maxsize=256)(_words_of)
-_passage_words_long = functools.lru_cache(maxsize=16)(_words_of)
+_passage_words = KeptByLength(_words_of, short=256)
+"""The words of a trusted text, kept as :func:`normalize` keeps its results (a trusted text
+is read by every review of its agent): the last 256 up to 4,096 characters, the last 16 up to
+65,536, longer ones never."""
+_passage_words_short, _passage_words_long = _passage_words.short, _passage_words.long
 
 
 def _passages(text: str) -> list[str]:

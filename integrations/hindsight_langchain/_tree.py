@@ -39,8 +39,7 @@ TOOL_KINDS = frozenset({"tool", "retriever"})
 def run_key(run_id: Any) -> Any:
     """The dict key of a run id: a UUID's 128-bit integer (hashed in C; ``UUID.__hash__`` is
     Python code, and every callback looks up several runs), anything else (LangChain sends
-    UUIDs only) as ``(None, run_id)``, so that no other id takes a UUID's key. The hot paths
-    spell it inline as ``x.int if type(x) is UUID else run_key(x)``."""
+    UUIDs only) as ``(None, run_id)``, so that no other id takes a UUID's key."""
     return run_id.int if isinstance(run_id, UUID) else (None, run_id)
 
 
@@ -135,17 +134,13 @@ class RunTree:
         tool_call_id: str | None = None,
     ) -> Run:
         """Register a run that starts now and return it (placed in its root's group)."""
-        key = run_id.int if type(run_id) is UUID else run_key(run_id)  # every run: inline
+        key = run_key(run_id)
         existing = self.runs.get(key)
         if existing is not None and existing.kind != "placeholder":
             # Reported twice: keep the first, count the run once.
             return existing
         late = key in self.finished
-        parent_run = (
-            self.runs.get(parent.int if type(parent) is UUID else run_key(parent))
-            if parent is not None
-            else None
-        )
+        parent_run = self.runs.get(run_key(parent)) if parent is not None else None
         if late:  # its end came first and ended a group already: kept in a late group
             group = (
                 existing.group
@@ -229,7 +224,7 @@ class RunTree:
     def run_for(self, run_id: UUID, parent: UUID | None, kind: str) -> Run:
         """The run ``run_id``; one whose start was never reported is started now (its end
         or event is kept, not dropped)."""
-        run = self.runs.get(run_id.int if type(run_id) is UUID else run_key(run_id))
+        run = self.runs.get(run_key(run_id))
         if run is None or run.kind == "placeholder":
             run = self.start(run_id, parent, kind, metadata={"unmatched_end": True})
         return run
@@ -260,7 +255,7 @@ class RunTree:
 
     def _forget(self, group: Group) -> None:
         for rid in group.runs:
-            key = rid.int if type(rid) is UUID else run_key(rid)
+            key = run_key(rid)
             self.runs.pop(key, None)
             self.finished[key] = group.buffer.trajectory_id
         while len(self.finished) > FINISHED_MEMORY:

@@ -564,7 +564,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 response = handler(request)
             except GraphBubbleUp as exc:
                 self._attempts_failed(invoke, started, seen, exc)
-                self._call_closed(invoke)
+                self._call_closed(invoke, started)
                 raise
             except BaseException as exc:
                 self._saw(invoke, seen)
@@ -600,7 +600,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
                 response = await handler(request)
             except GraphBubbleUp as exc:
                 self._attempts_failed(invoke, started, seen, exc)
-                self._call_closed(invoke)
+                self._call_closed(invoke, started)
                 raise
             except BaseException as exc:
                 self._saw(invoke, seen)
@@ -749,14 +749,15 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any, Any]):
         self._attempts_failed(invoke, started, seen, None)
         if _model_reply(seen, response):
             self._model_done(invoke, started, response)
-            return
+        else:
+            self._call_closed(invoke, started)
+
+    def _call_closed(self, invoke: _Invoke, started: tuple[str, float]) -> None:
+        """A model call that ends without a reply or an error of its own to record (an
+        interrupt inside it, or an answer no model produced): no longer open."""
         with self._lock:
             invoke.open_calls -= 1
             invoke.pending.pop(started[0], None)
-
-    def _call_closed(self, invoke: _Invoke) -> None:
-        with self._lock:
-            invoke.open_calls -= 1
 
     # -- tool calls ----------------------------------------------------------------------
     def wrap_tool_call(

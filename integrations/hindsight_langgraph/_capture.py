@@ -325,7 +325,7 @@ class CaptureRouter(BaseCallbackHandler):
     def _start(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         run_id: UUID = kwargs["run_id"]
         parent: UUID | None = kwargs.get("parent_run_id")
-        key = run_id.int if type(run_id) is UUID else run_key(run_id)  # every callback
+        key = run_key(run_id)
         abandoned = None
         resumed: Any = None
         with self._lock:
@@ -348,7 +348,7 @@ class CaptureRouter(BaseCallbackHandler):
                 self._roots[key] = root
                 self._evict()
             else:
-                found = self._runs.get(parent.int if type(parent) is UUID else run_key(parent))
+                found = self._runs.get(run_key(parent))
                 if found is None or not found.live:
                     return  # a run we never saw the start of (router registered mid-run)
                 root = found
@@ -365,7 +365,7 @@ class CaptureRouter(BaseCallbackHandler):
 
     def _end(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         run_id = kwargs["run_id"]
-        key = run_id.int if type(run_id) is UUID else run_key(run_id)  # every callback
+        key = run_key(run_id)
         with self._lock:
             root = self._runs.pop(key, None)
             if root is None or not root.live:
