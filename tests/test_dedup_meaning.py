@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import string
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,8 +28,9 @@ from hypothesis import strategies as st
 
 from hindsight import AsyncMemory, Experience, Lesson, Memory
 from hindsight.writeback import meaning
-from hindsight.writeback.dedup import Op, decide
+from hindsight.writeback.dedup import MERGE_WORDING, Op, decide
 from hindsight.writeback.meaning import exact_key, meaning_change
+from hindsight.writeback.text import shared_wording
 from tests.helpers import make_memory, trajectory
 
 # -- an embedder that cannot tell any two texts apart -------------------------------------------
@@ -433,3 +435,65 @@ def test_the_llm_reviewers_lessons_keep_both_texts(
                 mem.store_episode(trajectory(f"t{i}", f"T-1 run {n}"))
                 assert mem.flush(60)
             assert {old, new} <= set(_contents(mem, f"t{i}")), (old, new)
+
+
+# -- a fold needs the words, not the cosine alone --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("lesson okexsivrtialhwfn", "lesson sgvognseodgznfbq"),  # 0.84 with the hash embedder
+        ("okexsivrtialhwfn lesson", "sgvognseodgznfbq lesson"),
+        ("check baggage", "check seating"),
+        ("Ask early.", "Ask politely."),
+        ("检查订单", "检查航班"),  # half the characters in common
+        ("Проверь заказ", "Проверь рейс"),
+        ("retry later", "escalate immediately"),
+    ],
+)
+def test_a_close_cosine_does_not_fold_texts_that_share_half_their_words(old: str, new: str) -> None:
+    assert shared_wording(old, new) <= MERGE_WORDING
+    for a, b in ((old, new), (new, old)):
+        decision = decide(_exp(b), [(_exp(a), 0.99)], 0.8)
+        assert decision.op is Op.ADD, decision
+        assert "not a near-duplicate" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "Check the order status before cancelling an order",
+            "check the order status before cancelling the order",
+        ),
+        ("调用 book_trip 之前先确认乘客人数", "调用 book_trip 之前先确认乘客的人数"),
+        (
+            "Always verify the passenger count before booking",
+            "Before booking always verify the count of passengers",
+        ),
+    ],
+)
+def test_a_close_pair_that_shares_most_words_still_merges(old: str, new: str) -> None:
+    assert shared_wording(old, new) > MERGE_WORDING
+    assert decide(_exp(new), [(_exp(old), 0.95)], 0.8).op is Op.MERGE
+
+
+def test_shared_wording_is_the_dice_share_of_words() -> None:
+    assert shared_wording("a b c", "a b c") == 1.0
+    assert shared_wording("Retry, LATER!", "retry later") == 1.0  # case and marks aside
+    assert shared_wording("a b", "c d") == 0.0
+    assert shared_wording("", "...") == 0.0
+    assert shared_wording("a a b", "a c") == pytest.approx(2 * 1 / 5)
+
+
+def test_random_short_lessons_are_each_stored(tmp_path: Path) -> None:
+    """The same writes through the public API, with the default hashing embedder: distinct
+    two-word lessons are never folded into each other, whatever their cosines."""
+    rng = random.Random(7)
+    texts = ["lesson " + "".join(rng.choices(string.ascii_lowercase, k=16)) for _ in range(300)]
+    with Memory(data_dir=tmp_path / "data") as memory:
+        results = memory.add_experiences([{"content": t} for t in texts], tenant_id="t")
+        assert [r.result for r in results] == ["created"] * len(texts)
+        stored = {e.content for e in memory.iter_experiences(tenant_id="t")}
+    assert stored == set(texts)

@@ -29,7 +29,8 @@ with other values. The first rule that applies wins:
    added, ``metadata["conflicts_with"]`` of each names the other; both stay recallable, the
    rendered block marks both, and the older one's confidence is lowered (the newer one's runs
    count half against it: :func:`hindsight.writeback.confidence.contradicted`).
-3. **MERGE** - cosine >= the embedder's ``dedup_threshold``, the same specifics (numbers,
+3. **MERGE** - cosine >= the embedder's ``dedup_threshold``, more than half of the words in
+   common (:data:`MERGE_WORDING`), the same specifics (numbers,
    versions, identifiers, names) and the same meaning-bearing tokens
    (:func:`~hindsight.writeback.meaning.meaning_change` is ``None``: operators, signs,
    numbers, negations, units, comparatives, opposites): folded like NOOP, written as a new
@@ -78,7 +79,13 @@ from hindsight.store import SqlStore
 from hindsight.writeback import confidence, variants
 from hindsight.writeback.decision import Decision, Op
 from hindsight.writeback.meaning import meaning_change
-from hindsight.writeback.text import TEXT_CACHE_SIZE, cannot_align, compare_texts, dedup_key
+from hindsight.writeback.text import (
+    TEXT_CACHE_SIZE,
+    cannot_align,
+    compare_texts,
+    dedup_key,
+    shared_wording,
+)
 
 if TYPE_CHECKING:
     from hindsight.writeback.judge import Judge
@@ -88,6 +95,7 @@ __all__ = [
     "DEFAULT_DEDUP_THRESHOLD",
     "ESTABLISHED_HELPED",
     "ESTABLISHED_SUPPORT",
+    "MERGE_WORDING",
     "WORKING_SET_ROWS",
     "Decision",
     "Deduper",
@@ -115,6 +123,10 @@ JUDGE_MARGIN = 0.2
 """The judge is asked only when the closest candidate is within this much cosine of the
 dedup threshold (or the rules found a link): far-apart lessons are plainly ADD."""
 RULE_CANDIDATES = 5
+MERGE_WORDING = 0.5
+"""A near-duplicate (MERGE) shares more than this share of its words with the lesson it is
+folded into (:func:`hindsight.writeback.text.shared_wording`): a fold keeps one text, and an
+embedding's cosine alone is noisy for short texts ("lesson X" / "lesson Y" share half)."""
 """How many of the closest candidates the supersede/conflict rules look at."""
 
 EPISODIC = frozenset(
@@ -309,6 +321,8 @@ def decide(
             return Decision(Op.CONFLICT, cand, sim, "same subject, opposite polarity")
         if diff.same_specifics and sim >= threshold:
             change = meaning_change(cand.content, new.content)
+            if change is None and shared_wording(cand.content, new.content) <= MERGE_WORDING:
+                change = "most words differ (the cosine alone is no evidence)"
             if change is None:
                 return Decision(
                     Op.MERGE, cand, sim, f"near-duplicate (cosine {sim:.3f} >= {threshold:.2f})"

@@ -33,6 +33,7 @@ __all__ = [
     "compare_texts",
     "dedup_key",
     "is_specific",
+    "shared_wording",
     "specifics",
     "tokenize",
 ]
@@ -44,6 +45,9 @@ _TOKEN = re.compile(
     r"|[\u3400-\u4dbf\u4e00-\u9fff]+"
     r"|[^\sA-Za-z0-9\u3400-\u4dbf\u4e00-\u9fff]"
 )
+# The units :func:`shared_wording` counts: words of any script, Han and kana one by one.
+_HAN_KANA = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_UNIT = re.compile(rf"[{_HAN_KANA}]|[^\W{_HAN_KANA}]+")
 _SENTENCE_END = {".", "!", "?", ";", ":", "\n", "。", "！", "？", "；", "："}
 _CORRECTION = frozenset(
     {
@@ -138,6 +142,7 @@ class _Profile:
     words: int
     plain_words: Counter[str]  # wording tokens (word-like, not specific), case folded
     tokens: Counter[str]  # every token, case folded
+    units: Counter[str]  # the words of any script, a Han or kana run split, case folded
 
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
@@ -150,7 +155,25 @@ def _profile(text: str) -> _Profile:
         words=sum(1 for t, _ in marked if _is_word(t)),
         plain_words=Counter(t for t, s in marked if not s and _is_word_char_token(t)),
         tokens=Counter(t for t, _ in marked),
+        units=Counter(_UNIT.findall(unicodedata.normalize("NFKC", text).casefold())),
     )
+
+
+def shared_wording(older: str, newer: str) -> float:
+    """The share of the two texts' words they have in common: ``2 * |A & B| / (|A| + |B|)``
+    (the Dice coefficient of the multisets of their words of any script, numbers and
+    identifiers, NFKC and case folded; Han and kana count character by character), in
+    ``[0, 1]``; ``0.0`` when neither has a word.
+
+    An embedding's cosine is an estimate, noisiest for short texts (a hashing embedder's
+    collisions, a learned embedder's template-like sentences): ``"lesson okexsivrtialhwfn"``
+    and ``"lesson sgvognseodgznfbq"`` can score 0.84 with the hashing embedder. Dedup merges a
+    close pair only when this share is above one half
+    (docs/lifecycle.md#dedup-on-write-hindsightwritebackdedup).
+    """
+    a, b = _profile(older).units, _profile(newer).units
+    total = a.total() + b.total()
+    return 2 * (a & b).total() / total if total else 0.0
 
 
 def specifics(text: str) -> frozenset[str]:
