@@ -93,6 +93,7 @@ def privatize_tree(root: Path) -> None:
                 if target.stat().st_mode & 0o077:
                     target.chmod(PRIVATE_FILE)
 
+
 LOCK_FILE = "hindsight.lock"
 OWNER_FILE = "hindsight.lock.owner.json"
 

@@ -27,10 +27,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hindsight import AsyncMemory, Experience, Lesson, Memory
+from hindsight.embedders.hashing import STOPWORDS
 from hindsight.writeback import meaning
-from hindsight.writeback.dedup import MERGE_WORDING, Op, decide
+from hindsight.writeback.dedup import Op, decide
 from hindsight.writeback.meaning import exact_key, meaning_change
-from hindsight.writeback.text import shared_wording
+from hindsight.writeback.text import unshared_words
 from tests.helpers import make_memory, trajectory
 
 # -- an embedder that cannot tell any two texts apart -------------------------------------------
@@ -437,23 +438,31 @@ def test_the_llm_reviewers_lessons_keep_both_texts(
             assert {old, new} <= set(_contents(mem, f"t{i}")), (old, new)
 
 
-# -- a fold needs the words, not the cosine alone --------------------------------------------
+# -- a fold needs the same words, not the cosine alone ---------------------------------------
 
 
 @pytest.mark.parametrize(
     ("old", "new"),
     [
         ("lesson okexsivrtialhwfn", "lesson sgvognseodgznfbq"),  # 0.84 with the hash embedder
-        ("okexsivrtialhwfn lesson", "sgvognseodgznfbq lesson"),
-        ("check baggage", "check seating"),
-        ("Ask early.", "Ask politely."),
-        ("检查订单", "检查航班"),  # half the characters in common
+        ("a lesson okexsivrtialhwfn", "a lesson sgvognseodgznfbq"),
+        ("Always check the okexsivrtialhwfn", "Always check the sgvognseodgznfbq"),
+        ("Never change the seating without asking", "Never change the insurance without asking"),
+        ("Check baggage", "Check seating"),
+        ("检查订单", "检查航班"),
+        ("주문 상태를 먼저 확인하세요", "결제 상태를 먼저 확인하세요"),
         ("Проверь заказ", "Проверь рейс"),
-        ("retry later", "escalate immediately"),
+        ("ตรวจสอบคำสั่งซื้อ", "ตรวจสอบการชำระเงิน"),
+        ("कृपया भुगतान जाँचें", "कृपया बुकिंग जाँचें"),
+        # an addition: the fold would keep the old text and lose the new instruction
+        (
+            "Before booking, confirm the passenger count with the user",
+            "Before booking, confirm the passenger count with the user and ask about wheelchairs",
+        ),
     ],
 )
-def test_a_close_cosine_does_not_fold_texts_that_share_half_their_words(old: str, new: str) -> None:
-    assert shared_wording(old, new) <= MERGE_WORDING
+def test_a_close_cosine_does_not_fold_texts_with_other_words(old: str, new: str) -> None:
+    assert any(unshared_words(old, new))
     for a, b in ((old, new), (new, old)):
         decision = decide(_exp(b), [(_exp(a), 0.99)], 0.8)
         assert decision.op is Op.ADD, decision
@@ -472,26 +481,43 @@ def test_a_close_cosine_does_not_fold_texts_that_share_half_their_words(old: str
             "Always verify the passenger count before booking",
             "Before booking always verify the count of passengers",
         ),
+        ("Check payments", "Check payment"),
+        ("Don't retry", "Do not retry"),
+        ("Retry", "Retries"),
+        ("retry retry retry", "retry"),
+        ("日本語のテキスト", "日本語テキスト"),
     ],
 )
-def test_a_close_pair_that_shares_most_words_still_merges(old: str, new: str) -> None:
-    assert shared_wording(old, new) > MERGE_WORDING
+def test_a_close_pair_with_the_same_words_still_merges(old: str, new: str) -> None:
+    assert unshared_words(old, new) == (frozenset(), frozenset())
     assert decide(_exp(new), [(_exp(old), 0.95)], 0.8).op is Op.MERGE
 
 
-def test_shared_wording_is_the_dice_share_of_words() -> None:
-    assert shared_wording("a b c", "a b c") == 1.0
-    assert shared_wording("Retry, LATER!", "retry later") == 1.0  # case and marks aside
-    assert shared_wording("a b", "c d") == 0.0
-    assert shared_wording("", "...") == 0.0
-    assert shared_wording("a a b", "a c") == pytest.approx(2 * 1 / 5)
+def test_unshared_words_are_content_words_of_any_script() -> None:
+    assert unshared_words("Retry, LATER!", "retry later") == (frozenset(), frozenset())
+    assert unshared_words("Check the bookings", "check the booking") == (frozenset(), frozenset())
+    assert unshared_words("a b", "c d") == (
+        frozenset({"a", "b"}) - STOPWORDS,
+        frozenset({"c", "d"}) - STOPWORDS,
+    )
+    assert unshared_words("", "...") == (frozenset(), frozenset())
+    # a vowel sign stays in its word; an unspaced script counts character by character
+    assert unshared_words("भुगतान जाँचें", "भुगतान जाँचें") == (frozenset(), frozenset())
+    assert unshared_words("检查订单", "检查航班") == (frozenset("订单"), frozenset("航班"))
+    old, new = (
+        "Never change the seating without asking",
+        "Never change the insurance without asking",
+    )
+    reason = decide(_exp(new), [(_exp(old), 0.99)], 0.8).reason
+    assert reason.endswith("other words: seat / insuranc"), reason
 
 
-def test_random_short_lessons_are_each_stored(tmp_path: Path) -> None:
-    """The same writes through the public API, with the default hashing embedder: distinct
-    two-word lessons are never folded into each other, whatever their cosines."""
+@pytest.mark.parametrize("prefix", ["lesson", "a lesson", "Always check the"])
+def test_distinct_short_lessons_are_each_stored(tmp_path: Path, prefix: str) -> None:
+    """The same writes through the public API, with the default hashing embedder: lessons that
+    differ in one word are never folded into each other, whatever their cosines."""
     rng = random.Random(7)
-    texts = ["lesson " + "".join(rng.choices(string.ascii_lowercase, k=16)) for _ in range(300)]
+    texts = [f"{prefix} " + "".join(rng.choices(string.ascii_lowercase, k=16)) for _ in range(300)]
     with Memory(data_dir=tmp_path / "data") as memory:
         results = memory.add_experiences([{"content": t} for t in texts], tenant_id="t")
         assert [r.result for r in results] == ["created"] * len(texts)

@@ -29,9 +29,10 @@ with other values. The first rule that applies wins:
    added, ``metadata["conflicts_with"]`` of each names the other; both stay recallable, the
    rendered block marks both, and the older one's confidence is lowered (the newer one's runs
    count half against it: :func:`hindsight.writeback.confidence.contradicted`).
-3. **MERGE** - cosine >= the embedder's ``dedup_threshold``, more than half of the words in
-   common (:data:`MERGE_WORDING`), the same specifics (numbers,
-   versions, identifiers, names) and the same meaning-bearing tokens
+3. **MERGE** - cosine >= the embedder's ``dedup_threshold``, the same content words (up to
+   order, inflection and function words: :func:`~hindsight.writeback.text.unshared_words`),
+   the same specifics (numbers, versions, identifiers, names) and the same meaning-bearing
+   tokens
    (:func:`~hindsight.writeback.meaning.meaning_change` is ``None``: operators, signs,
    numbers, negations, units, comparatives, opposites): folded like NOOP, written as a new
    version of the existing experience with both sources linked; the folded text is kept in
@@ -84,7 +85,7 @@ from hindsight.writeback.text import (
     cannot_align,
     compare_texts,
     dedup_key,
-    shared_wording,
+    unshared_words,
 )
 
 if TYPE_CHECKING:
@@ -95,7 +96,6 @@ __all__ = [
     "DEFAULT_DEDUP_THRESHOLD",
     "ESTABLISHED_HELPED",
     "ESTABLISHED_SUPPORT",
-    "MERGE_WORDING",
     "WORKING_SET_ROWS",
     "Decision",
     "Deduper",
@@ -123,10 +123,6 @@ JUDGE_MARGIN = 0.2
 """The judge is asked only when the closest candidate is within this much cosine of the
 dedup threshold (or the rules found a link): far-apart lessons are plainly ADD."""
 RULE_CANDIDATES = 5
-MERGE_WORDING = 0.5
-"""A near-duplicate (MERGE) shares more than this share of its words with the lesson it is
-folded into (:func:`hindsight.writeback.text.shared_wording`): a fold keeps one text, and an
-embedding's cosine alone is noisy for short texts ("lesson X" / "lesson Y" share half)."""
 """How many of the closest candidates the supersede/conflict rules look at."""
 
 EPISODIC = frozenset(
@@ -321,8 +317,8 @@ def decide(
             return Decision(Op.CONFLICT, cand, sim, "same subject, opposite polarity")
         if diff.same_specifics and sim >= threshold:
             change = meaning_change(cand.content, new.content)
-            if change is None and shared_wording(cand.content, new.content) <= MERGE_WORDING:
-                change = "most words differ (the cosine alone is no evidence)"
+            if change is None:
+                change = _other_words(cand.content, new.content)
             if change is None:
                 return Decision(
                     Op.MERGE, cand, sim, f"near-duplicate (cosine {sim:.3f} >= {threshold:.2f})"
@@ -343,6 +339,16 @@ def decide(
         if diff.aligned:
             return Decision(Op.CONFLICT, cand, sim, f"same statement, other values ({changed})")
     return Decision(Op.ADD, reason=unlike or "different lesson")
+
+
+def _other_words(older: str, newer: str) -> str | None:
+    """The content words one text has and the other lacks, shown (``None`` when none):
+    what a fold of the two would lose (:func:`hindsight.writeback.text.unshared_words`)."""
+    only_old, only_new = unshared_words(older, newer)
+    if not only_old and not only_new:
+        return None
+    shown = (", ".join(sorted(words)[:3]) or "(none)" for words in (only_old, only_new))
+    return "other words: " + " / ".join(shown)
 
 
 def _shares_key(exp: Experience, pending: Sequence[tuple[Experience, Any]]) -> bool:

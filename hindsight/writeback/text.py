@@ -20,11 +20,12 @@ import difflib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from hindsight.writeback.meaning import exact_key
+from hindsight.embedders.hashing import STOPWORDS, stem
+from hindsight.writeback.meaning import NEGATIONS, NOT_FORMS, exact_key
 
 __all__ = [
     "TEXT_CACHE_SIZE",
@@ -33,9 +34,9 @@ __all__ = [
     "compare_texts",
     "dedup_key",
     "is_specific",
-    "shared_wording",
     "specifics",
     "tokenize",
+    "unshared_words",
 ]
 
 # Words, numbers with their decimal/version dots, identifiers with _ . - inside, CJK runs, and
@@ -45,9 +46,6 @@ _TOKEN = re.compile(
     r"|[\u3400-\u4dbf\u4e00-\u9fff]+"
     r"|[^\sA-Za-z0-9\u3400-\u4dbf\u4e00-\u9fff]"
 )
-# The units :func:`shared_wording` counts: words of any script, Han and kana one by one.
-_HAN_KANA = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_UNIT = re.compile(rf"[{_HAN_KANA}]|[^\W{_HAN_KANA}]+")
 _SENTENCE_END = {".", "!", "?", ";", ":", "\n", "。", "！", "？", "；", "："}
 _CORRECTION = frozenset(
     {
@@ -142,7 +140,6 @@ class _Profile:
     words: int
     plain_words: Counter[str]  # wording tokens (word-like, not specific), case folded
     tokens: Counter[str]  # every token, case folded
-    units: Counter[str]  # the words of any script, a Han or kana run split, case folded
 
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
@@ -155,25 +152,7 @@ def _profile(text: str) -> _Profile:
         words=sum(1 for t, _ in marked if _is_word(t)),
         plain_words=Counter(t for t, s in marked if not s and _is_word_char_token(t)),
         tokens=Counter(t for t, _ in marked),
-        units=Counter(_UNIT.findall(unicodedata.normalize("NFKC", text).casefold())),
     )
-
-
-def shared_wording(older: str, newer: str) -> float:
-    """The share of the two texts' words they have in common: ``2 * |A & B| / (|A| + |B|)``
-    (the Dice coefficient of the multisets of their words of any script, numbers and
-    identifiers, NFKC and case folded; Han and kana count character by character), in
-    ``[0, 1]``; ``0.0`` when neither has a word.
-
-    An embedding's cosine is an estimate, noisiest for short texts (a hashing embedder's
-    collisions, a learned embedder's template-like sentences): ``"lesson okexsivrtialhwfn"``
-    and ``"lesson sgvognseodgznfbq"`` can score 0.84 with the hashing embedder. Dedup merges a
-    close pair only when this share is above one half
-    (docs/lifecycle.md#dedup-on-write-hindsightwritebackdedup).
-    """
-    a, b = _profile(older).units, _profile(newer).units
-    total = a.total() + b.total()
-    return 2 * (a & b).total() / total if total else 0.0
 
 
 def specifics(text: str) -> frozenset[str]:
@@ -313,3 +292,64 @@ def _wording_changes(a: Sequence[tuple[str, bool]], b: Sequence[tuple[str, bool]
     return sum(
         (i2 - i1) + (j2 - j1) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal"
     )
+
+
+# Scripts written without spaces between words: compared character by character.
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"  # Thai, Lao, Myanmar, Khmer
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]"
+)
+# Chinese and Japanese particles and function characters: the CJK counterpart of STOPWORDS.
+_CJK_FUNCTION = frozenset(
+    "的了之地得着過过和与與及或也都就还還在是把被吗嗎呢吧啊のをはがにへとでもやかなねよ"
+)
+_NOT_CONTENT = STOPWORDS | NEGATIONS | NOT_FORMS | _CJK_FUNCTION
+
+
+def _words_of(text: str) -> Iterator[str]:
+    """Words of any script in ``text`` (NFKC, case folded): runs of letters, digits, ``_``
+    and combining marks (so Devanagari or Thai vowel signs stay in their word), split at
+    apostrophes; a run of an unspaced script (Han, kana, Thai, Lao, Khmer, Myanmar) yields
+    its characters one by one."""
+    word: list[str] = []
+    for char in unicodedata.normalize("NFKC", text).casefold() + " ":
+        if char.isalnum() or char == "_" or unicodedata.category(char)[0] == "M":
+            if _UNSPACED.match(char):
+                if word:
+                    yield "".join(word)
+                    word = []
+                yield char
+            else:
+                word.append(char)
+        elif word:
+            yield "".join(word)
+            word = []
+
+
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
+def _content_words(text: str) -> frozenset[str]:
+    """The content words of ``text`` (:func:`unshared_words`), English words stemmed."""
+    return frozenset(
+        stem(word) for word in _words_of(text) if word not in _NOT_CONTENT and word != "_"
+    )
+
+
+def unshared_words(older: str, newer: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The content words only ``older`` has and those only ``newer`` has, as two sets.
+
+    Content words are words of any script (:func:`_words_of`: NFKC, case folded, Han, kana,
+    Thai, Lao, Khmer and Myanmar character by character) but function words (English
+    :data:`~hindsight.embedders.hashing.STOPWORDS`, negations, Chinese and Japanese particles),
+    English words stemmed (:func:`~hindsight.embedders.hashing.stem`: ``payments`` meets
+    ``payment``); their order and how often they occur do not count. Negations, numbers,
+    operators and units are compared by :func:`~hindsight.writeback.meaning.meaning_change`.
+
+    A fold keeps one text, so dedup merges two texts only when both sets are empty: an
+    embedding's cosine is an estimate (``"lesson okexsivrtialhwfn"`` and ``"lesson
+    sgvognseodgznfbq"`` score 0.84 with the hashing embedder, and ``"Never change the seating
+    without asking"`` / ``"... the insurance ..."`` 0.82), and a word one text has and the
+    other lacks may be the instruction a fold would lose
+    (docs/lifecycle.md#dedup-on-write-hindsightwritebackdedup).
+    """
+    a, b = _content_words(older), _content_words(newer)
+    return a - b, b - a

@@ -38,9 +38,7 @@ def upgrade() -> None:
         sa.Column("created_at", _TS, nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_audit_runs"),
     )
-    op.create_index(
-        "ix_audit_runs_tenant_id_created_at", "audit_runs", ["tenant_id", "created_at"]
-    )
+    op.create_index("ix_audit_runs_tenant_id_created_at", "audit_runs", ["tenant_id", "created_at"])
     op.create_table(
         "audit_verdicts",
         sa.Column("run_id", _ID, nullable=False),

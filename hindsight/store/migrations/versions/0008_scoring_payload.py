@@ -42,9 +42,7 @@ def upgrade() -> None:
     if known is None:
         return
     conn.execute(sa.delete(_LOG))
-    conn.execute(
-        sa.update(_META).where(_META.c.key == _LOG_ID).values(value=str(uuid.uuid4()))
-    )
+    conn.execute(sa.update(_META).where(_META.c.key == _LOG_ID).values(value=str(uuid.uuid4())))
     conn.execute(sa.delete(_META).where(_META.c.key == _FLOOR))
     conn.execute(sa.insert(_META).values(key=_FLOOR, value="0"))
 
