@@ -211,17 +211,17 @@ class EventBuffer:
         call_event_id: str,
         name: str | None,
         content: str,
-        status: EventStatus,
+        status: EventStatus | None,
         tool_call_id: str | None,
         metadata: dict[str, Any],
-    ) -> None:
+    ) -> dict[str, Any]:
         call = self.open_calls.pop(call_event_id, None)
         latency = None
         if call is not None:
             name = name or call["tool_name"]
             tool_call_id = tool_call_id or call["tool_call_id"]
             latency = (time.perf_counter() - call["_started"]) * 1000.0
-        self.add(
+        return self.add(
             EventType.TOOL_RESULT,
             content,
             parent_id=call_event_id if call is not None else None,
@@ -241,10 +241,19 @@ class EventBuffer:
         status: EventStatus | None = None,
         **metadata: Any,
     ) -> None:
-        """Append the ``tool_result`` of the call ``call_event_id`` from the tool's output
-        (``status`` read from the output unless given)."""
-        content, found, call_id = tool_output(output, self.max_chars)
-        self._result(call_event_id, name, content, status or found, call_id, metadata)
+        """Append the ``tool_result`` of the call ``call_event_id`` with the tool's output;
+        its text, its status (unless ``status`` is given) and its tool call id (else the
+        call's) are read from ``output`` when the trajectory is built (:meth:`build`, off the
+        agent's path: :func:`~hindsight_langchain._convert.tool_output`)."""
+        event = self._result(call_event_id, name, "", status, None, metadata)
+        event["_output"] = output
+
+    def _read_output(self, event: dict[str, Any]) -> None:
+        """Fill in a ``tool_result``'s text, status and call id from its output (once)."""
+        content, found, call_id = tool_output(event.pop("_output"), self.max_chars)
+        event["content"] = content
+        event["status"] = event.get("status") or found
+        event["tool_call_id"] = call_id or event.get("tool_call_id")
 
     def tool_error(
         self,
@@ -376,6 +385,8 @@ class EventBuffer:
             self.close_open()
         events = []
         for raw in sorted(self.events, key=lambda e: e["_seq"]):
+            if "_output" in raw:
+                self._read_output(raw)
             data = {k: v for k, v in raw.items() if not k.startswith("_")}
             data["event_id"] = data["event_id"] or new_id()
             data["metadata"] = _object(data.get("metadata") or {})
