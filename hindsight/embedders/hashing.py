@@ -37,7 +37,7 @@ Hashing uses :func:`hashlib.blake2b` (8-byte digest; bucket = digest mod ``dimen
 sign = top bit), never Python's per-process randomised :func:`hash`, so vectors are identical
 across processes, machines and ``PYTHONHASHSEED`` values. Changing any feature rule changes
 the vectors; that would need a new :attr:`HashEmbedder.name` (e.g. ``hash2-384``) so stores
-built with the old rules are re-embedded (case C07).
+built with the old rules are re-embedded (docs/concepts.md#embedders-and-their-floors).
 """
 
 from __future__ import annotations
@@ -309,7 +309,8 @@ class HashEmbedder:
             cosine (std 0.057 at 384), which is what the floor has to sit above.
 
     Attributes:
-        name: ``"hash-<dimension>"``, recorded in the store (case C07).
+        name: ``"hash-<dimension>"``, recorded in the store
+            (docs/concepts.md#embedders-and-their-floors).
         dimension: vector length.
         similarity_floor: default recall floor, :data:`SIMILARITY_FLOOR` (0.15, cosine); see
             that constant for how it was measured.
