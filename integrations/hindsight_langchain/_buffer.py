@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -37,6 +38,8 @@ from hindsight_langchain._convert import (
     tool_output,
 )
 from hindsight_langchain._scope import Scope
+
+log = logging.getLogger("hindsight")
 
 __all__ = ["EventBuffer", "OutcomeFn", "judge_outcome"]
 
@@ -241,19 +244,14 @@ class EventBuffer:
         status: EventStatus | None = None,
         **metadata: Any,
     ) -> None:
-        """Append the ``tool_result`` of the call ``call_event_id`` with the tool's output;
-        its text, its status (unless ``status`` is given) and its tool call id (else the
-        call's) are read from ``output`` when the trajectory is built (:meth:`build`, off the
-        agent's path: :func:`~hindsight_langchain._convert.tool_output`)."""
-        event = self._result(call_event_id, name, "", status, None, metadata)
-        event["_output"] = output
-
-    def _read_output(self, event: dict[str, Any]) -> None:
-        """Fill in a ``tool_result``'s text, status and call id from its output (once)."""
-        content, found, call_id = tool_output(event.pop("_output"), self.max_chars)
-        event["content"] = content
-        event["status"] = event.get("status") or found
-        event["tool_call_id"] = call_id or event.get("tool_call_id")
+        """Append the ``tool_result`` of the call ``call_event_id`` from the tool's output
+        (its text read now; its status, unless given, classified from that text when the
+        trajectory is built, off the agent's path: :func:`~hindsight_langchain._convert.\
+tool_output`)."""
+        content, found, call_id = tool_output(output, self.max_chars)
+        event = self._result(call_event_id, name, content, status, call_id, metadata)
+        if status is None:
+            event["_status"] = found
 
     def tool_error(
         self,
@@ -385,8 +383,8 @@ class EventBuffer:
             self.close_open()
         events = []
         for raw in sorted(self.events, key=lambda e: e["_seq"]):
-            if "_output" in raw:
-                self._read_output(raw)
+            if "_status" in raw:
+                raw["status"] = _classified(raw.pop("_status"))
             data = {k: v for k, v in raw.items() if not k.startswith("_")}
             data["event_id"] = data["event_id"] or new_id()
             data["metadata"] = _object(data.get("metadata") or {})
@@ -409,6 +407,16 @@ class EventBuffer:
             metadata=_object({**self.metadata, **(metadata or {})}),
             system_prompt=self.first_system_prompt,
         )
+
+
+def _classified(status: Callable[[], EventStatus]) -> EventStatus | None:
+    """A tool result's status, classified from its text (``None``, unknown, if that fails:
+    the rest of the trajectory is stored all the same)."""
+    try:
+        return status()
+    except Exception:
+        log.warning("hindsight: could not classify a tool result's status", exc_info=True)
+        return None
 
 
 def _args(args: Any) -> dict[str, Any]:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 from langchain_core.documents import Document
@@ -45,6 +47,7 @@ _TIMEOUT_TEXT = re.compile(
 )
 _INPUT_KEYS = ("input", "question", "query", "prompt", "task", "text", "message")
 _HANDLED_DEFAULTS = frozenset({"Tool input validation error", "Tool execution error"})
+_HANDLED = MappingProxyType({"is_error": True})  # a tool error the tool or the ToolNode handled
 """What a tool returns for an error it handled itself when it was called without a tool call
 id (so no ToolMessage carries ``status="error"``): langchain-core's default texts."""
 
@@ -323,8 +326,14 @@ def model_output(result: Any) -> ModelOutput:
     return out
 
 
-def tool_output(output: Any, limit: int = DEFAULT_MAX_CHARS) -> tuple[str, EventStatus, str | None]:
-    """``(content, status, tool_call_id)`` of a tool's output.
+def tool_output(
+    output: Any, limit: int = DEFAULT_MAX_CHARS
+) -> tuple[str, Callable[[], EventStatus], str | None]:
+    """``(content, status, tool_call_id)`` of a tool's output; ``status`` is a call that gives
+    the :class:`~hindsight.EventStatus` of ``content`` (classifying the text is most of the
+    cost, and the capture defers it to when the trajectory is built, off the agent's path; the
+    text is read now, so what is stored is what the tool returned, whatever happens to the
+    output object later).
 
     A :class:`ToolMessage` with ``status="error"`` (an error the tool or the ToolNode handled)
     is a ``failure``, or a ``timeout`` when its text says so; other outputs are classified
@@ -337,8 +346,8 @@ def tool_output(output: Any, limit: int = DEFAULT_MAX_CHARS) -> tuple[str, Event
         text = message_text(output) or content_to_text(output.content)
         call_id = output.tool_call_id
         if output.status == "error":
-            return clip(text, limit), classify_tool_result(text, {"is_error": True}), call_id
-        return clip(text, limit), classify_tool_result(text), call_id
+            return clip(text, limit), partial(classify_tool_result, text, _HANDLED), call_id
+        return clip(text, limit), partial(classify_tool_result, text), call_id
     messages = messages_in(output) if not isinstance(output, str) else []
     tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
     if tool_messages:
@@ -353,8 +362,12 @@ def tool_output(output: Any, limit: int = DEFAULT_MAX_CHARS) -> tuple[str, Event
         except ValueError:  # not JSON (an object of the tool's own): its str()
             text = str(output)
     if text.strip() in _HANDLED_DEFAULTS:
-        return text, EventStatus.FAILURE, call_id
-    return clip(text, limit), classify_tool_result(text), call_id
+        return text, partial(_failure), call_id
+    return clip(text, limit), partial(classify_tool_result, text), call_id
+
+
+def _failure() -> EventStatus:
+    return EventStatus.FAILURE
 
 
 def documents_text(documents: list[Document], per_doc: int = 300, most: int = 5) -> str:
