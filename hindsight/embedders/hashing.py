@@ -54,7 +54,7 @@ import numpy as np
 from hindsight._errors import UsageError
 from hindsight.embedders._common import FloatMatrix, check_texts
 
-__all__ = ["DEDUP_THRESHOLD", "SIMILARITY_FLOOR", "STOPWORDS", "HashEmbedder", "stem"]
+__all__ = ["DEDUP_THRESHOLD", "SIMILARITY_FLOOR", "HashEmbedder"]
 
 # --- Thresholds (measured; see docs in HashEmbedder) ------------------------------------------
 
@@ -205,15 +205,6 @@ def _stem(word: str) -> str:
     if len(stem) >= 4 and stem.endswith("e"):
         stem = stem[:-1]
     return stem
-
-
-STOPWORDS = _STOPWORDS
-"""English function words (case folded, negations among them) that carry no topic; the
-hashing features give them a small weight, dedup's word comparison leaves them out
-(:func:`hindsight.writeback.text.unshared_words`)."""
-stem = _stem
-"""The light English suffix stripper of the features (:func:`_stem`), for other comparisons
-that must meet the same word forms."""
 
 
 _CONCEPT_OF_STEM: dict[str, str] = {}

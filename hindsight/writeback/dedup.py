@@ -29,10 +29,10 @@ with other values. The first rule that applies wins:
    added, ``metadata["conflicts_with"]`` of each names the other; both stay recallable, the
    rendered block marks both, and the older one's confidence is lowered (the newer one's runs
    count half against it: :func:`hindsight.writeback.confidence.contradicted`).
-3. **MERGE** - cosine >= the embedder's ``dedup_threshold``, the same content words (up to
-   order, inflection and function words: :func:`~hindsight.writeback.text.unshared_words`),
-   the same specifics (numbers, versions, identifiers, names) and the same meaning-bearing
-   tokens
+3. **MERGE** - cosine >= the embedder's ``dedup_threshold``, the same words in the same
+   order up to case, punctuation, articles and a few filler words
+   (:func:`~hindsight.writeback.text.word_difference`), the same specifics (numbers,
+   versions, identifiers, names) and the same meaning-bearing tokens
    (:func:`~hindsight.writeback.meaning.meaning_change` is ``None``: operators, signs,
    numbers, negations, units, comparatives, opposites): folded like NOOP, written as a new
    version of the existing experience with both sources linked; the folded text is kept in
@@ -85,7 +85,7 @@ from hindsight.writeback.text import (
     cannot_align,
     compare_texts,
     dedup_key,
-    unshared_words,
+    word_difference,
 )
 
 if TYPE_CHECKING:
@@ -318,7 +318,7 @@ def decide(
         if diff.same_specifics and sim >= threshold:
             change = meaning_change(cand.content, new.content)
             if change is None:
-                change = _other_words(cand.content, new.content)
+                change = word_difference(cand.content, new.content)
             if change is None:
                 return Decision(
                     Op.MERGE, cand, sim, f"near-duplicate (cosine {sim:.3f} >= {threshold:.2f})"
@@ -339,16 +339,6 @@ def decide(
         if diff.aligned:
             return Decision(Op.CONFLICT, cand, sim, f"same statement, other values ({changed})")
     return Decision(Op.ADD, reason=unlike or "different lesson")
-
-
-def _other_words(older: str, newer: str) -> str | None:
-    """The content words one text has and the other lacks, shown (``None`` when none):
-    what a fold of the two would lose (:func:`hindsight.writeback.text.unshared_words`)."""
-    only_old, only_new = unshared_words(older, newer)
-    if not only_old and not only_new:
-        return None
-    shown = (", ".join(sorted(words)[:3]) or "(none)" for words in (only_old, only_new))
-    return "other words: " + " / ".join(shown)
 
 
 def _shares_key(exp: Experience, pending: Sequence[tuple[Experience, Any]]) -> bool:

@@ -24,19 +24,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from hindsight.embedders.hashing import STOPWORDS, stem
 from hindsight.writeback.meaning import NEGATIONS, NOT_FORMS, exact_key
 
 __all__ = [
+    "FILLER_WORDS",
     "TEXT_CACHE_SIZE",
     "TextDiff",
     "cannot_align",
     "compare_texts",
+    "content_words",
     "dedup_key",
     "is_specific",
     "specifics",
     "tokenize",
-    "unshared_words",
+    "word_difference",
 ]
 
 # Words, numbers with their decimal/version dots, identifiers with _ . - inside, CJK runs, and
@@ -299,20 +300,23 @@ _UNSPACED = re.compile(
     "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"  # Thai, Lao, Myanmar, Khmer
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]"
 )
-# Chinese and Japanese particles and function characters: the CJK counterpart of STOPWORDS.
-_CJK_FUNCTION = frozenset(
-    "的了之地得着過过和与與及或也都就还還在是把被吗嗎呢吧啊のをはがにへとでもやかなねよ"
-)
-_NOT_CONTENT = STOPWORDS | NEGATIONS | NOT_FORMS | _CJK_FUNCTION
+_APOSTROPHES = frozenset("'\u2019")
+FILLER_WORDS = frozenset({"a", "an", "the", "and", "then", "also", "please", "do", "does", "的"})
+"""Words whose presence or absence does not change an instruction: articles, "and" / "then"
+between steps (the order of the steps is compared), "please", the "do" of "do not", and the
+Chinese possessive 的. Negations are left to :func:`~hindsight.writeback.meaning.\
+meaning_change`; every other word counts, modal, quantity and direction words included."""
+_NOT_COMPARED = FILLER_WORDS | NEGATIONS | NOT_FORMS
 
 
 def _words_of(text: str) -> Iterator[str]:
     """Words of any script in ``text`` (NFKC, case folded): runs of letters, digits, ``_``
-    and combining marks (so Devanagari or Thai vowel signs stay in their word), split at
-    apostrophes; a run of an unspaced script (Han, kana, Thai, Lao, Khmer, Myanmar) yields
-    its characters one by one."""
+    and combining marks (so Devanagari or Thai vowel signs stay in their word), an apostrophe
+    between two letters dropped (``don't`` is ``dont``); a run of an unspaced script (Han,
+    kana, Thai, Lao, Khmer, Myanmar) yields its characters one by one."""
     word: list[str] = []
-    for char in unicodedata.normalize("NFKC", text).casefold() + " ":
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    for i, char in enumerate(folded):
         if char.isalnum() or char == "_" or unicodedata.category(char)[0] == "M":
             if _UNSPACED.match(char):
                 if word:
@@ -321,35 +325,41 @@ def _words_of(text: str) -> Iterator[str]:
                 yield char
             else:
                 word.append(char)
+        elif char in _APOSTROPHES and word and folded[i + 1 : i + 2].isalpha():
+            continue
         elif word:
             yield "".join(word)
             word = []
+    if word:
+        yield "".join(word)
 
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
-def _content_words(text: str) -> frozenset[str]:
-    """The content words of ``text`` (:func:`unshared_words`), English words stemmed."""
-    return frozenset(
-        stem(word) for word in _words_of(text) if word not in _NOT_CONTENT and word != "_"
-    )
+def content_words(text: str) -> tuple[str, ...]:
+    """The words of ``text`` a fold must keep, in order: :func:`_words_of` without
+    :data:`FILLER_WORDS` and negations (NFKC, case folded; Han, kana, Thai, Lao, Khmer and
+    Myanmar character by character)."""
+    return tuple(w for w in _words_of(text) if w not in _NOT_COMPARED and w != "_")
 
 
-def unshared_words(older: str, newer: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The content words only ``older`` has and those only ``newer`` has, as two sets.
+def word_difference(older: str, newer: str) -> str | None:
+    """How the content words of two texts differ (:func:`content_words`), shown in a few
+    words; ``None`` when they are the same words in the same order.
 
-    Content words are words of any script (:func:`_words_of`: NFKC, case folded, Han, kana,
-    Thai, Lao, Khmer and Myanmar character by character) but function words (English
-    :data:`~hindsight.embedders.hashing.STOPWORDS`, negations, Chinese and Japanese particles),
-    English words stemmed (:func:`~hindsight.embedders.hashing.stem`: ``payments`` meets
-    ``payment``); their order and how often they occur do not count. Negations, numbers,
-    operators and units are compared by :func:`~hindsight.writeback.meaning.meaning_change`.
-
-    A fold keeps one text, so dedup merges two texts only when both sets are empty: an
+    A fold keeps one text, so dedup merges two texts only when this is ``None``: an
     embedding's cosine is an estimate (``"lesson okexsivrtialhwfn"`` and ``"lesson
-    sgvognseodgznfbq"`` score 0.84 with the hashing embedder, and ``"Never change the seating
-    without asking"`` / ``"... the insurance ..."`` 0.82), and a word one text has and the
-    other lacks may be the instruction a fold would lose
+    sgvognseodgznfbq"`` score 0.84 with the hashing embedder, ``"Never change the seating
+    without asking"`` and ``"... the insurance ..."`` 0.82), and a word one text has and the
+    other lacks, or steps in another order, is what a fold would lose. Words are compared
+    exactly: an inflection (``payment`` / ``payments``) is another word, so such a pair is
+    stored twice rather than risk ``new`` / ``news``
     (docs/lifecycle.md#dedup-on-write-hindsightwritebackdedup).
     """
-    a, b = _content_words(older), _content_words(newer)
-    return a - b, b - a
+    a, b = content_words(older), content_words(newer)
+    if a == b:
+        return None
+    only_a = sorted(set(a) - set(b))[:3]
+    only_b = sorted(set(b) - set(a))[:3]
+    if not only_a and not only_b:
+        return "the same words in another order or number"
+    return "other words: " + " / ".join(", ".join(w) or "(none)" for w in (only_a, only_b))
