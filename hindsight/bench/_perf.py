@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hindsight.bench._data import synthetic_lessons
-from hindsight.bench._size import CachingEmbedder
+from hindsight.bench._size import CachingEmbedder, use_embedder
 
 __all__ = ["batch_ingest", "cold_start_vs_edge", "review_cpu"]
 
@@ -94,9 +94,7 @@ def batch_ingest(
             say(f"embedding {len(texts):,} lessons (not timed)")
             for start in range(0, len(texts), 2_000):
                 embedder.embed(texts[start : start + 2_000])
-            amem.writeback.embedder = embedder
-            if amem.deduper is not None:
-                amem.deduper.embedder = embedder
+            use_embedder(amem, embedder)
             filled = 0
             for size in wanted:
                 while filled < size:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hindsight.bench._data import percentile, synthetic_experiences, synthetic_lessons
-from hindsight.bench._size import CachingEmbedder
+from hindsight.bench._size import CachingEmbedder, use_embedder
 from hindsight.models import utcnow
 
 __all__ = ["RECALL_LAYOUTS", "recall_vs_edge", "render_recall_lines"]
@@ -89,8 +89,9 @@ def recall_vs_edge(
         say(f"{size:,} in {tenants} tenant(s): filling")
         vectors = _fill(mem, texts, owners)
         qs = _queries(texts, owners[0], tenants, queries)
-        mem.aio.embedder = embedder = CachingEmbedder(mem.aio.embedder)
+        embedder = CachingEmbedder(mem.aio.embedder)
         embedder.embed(qs)
+        use_embedder(mem.aio, embedder)
         raw = _raw_query(mem, owners[0])
         for q in qs[:WARMUP]:
             mem.recall(q, tenant_id=owners[0], top_k=TOP_K)
