@@ -283,22 +283,29 @@ def score_candidates(
             reasons.append(
                 f"learned from a run like this one: {cand.episode_id} (cosine {cand.situation:.3f})"
             )
-        breakdown = ScoreBreakdown(
-            similarity=round(cand.similarity, 6),
-            confidence=exp.confidence,
-            recency=round(parts.recency, 6),
-            trust=exp.trust,
-            boost=parts.boost,
-            weights=w,
-            age_days=round(max(0.0, parts.age_days), 4),
+        # Built without validation (pydantic's model_construct): every value is computed here
+        # as its field's type from a row validated when it was read, and recall builds one
+        # per hit (a validated pair costs ~5x as much); tests/test_recall_scoring_models.py
+        # checks the pair equals the validated one
+        breakdown = ScoreBreakdown.model_construct(
+            similarity=round(float(cand.similarity), 6),
+            confidence=float(exp.confidence),
+            recency=round(float(parts.recency), 6),
+            trust=float(exp.trust),
+            boost=float(parts.boost),
+            weights=dict(w),
+            age_days=round(max(0.0, float(parts.age_days)), 4),
             namespace=exp.namespace,
             mode=mode,
             reasons=reasons,
-            situation=None if cand.situation is None else round(cand.situation, 6),
+            situation=None if cand.situation is None else round(float(cand.situation), 6),
             situation_episode=cand.episode_id,
-            kind_bonus=parts.bonus,
+            kind_bonus=float(parts.bonus),
         )
-        out.append((cand, RecallHit(experience=exp, score=parts.score, breakdown=breakdown)))
+        hit = RecallHit.model_construct(
+            experience=exp, score=float(parts.score), breakdown=breakdown
+        )
+        out.append((cand, hit))
     return out
 
 
