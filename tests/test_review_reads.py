@@ -90,7 +90,7 @@ class Spy:
     def __init__(self, mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[tuple[str, Any]] = []
         store = mem.aio.store
-        for name in ("runs_of_task", "get_experiences"):
+        for name in ("runs_of_task", "get_experiences", "get_trajectory", "trajectory_tasks"):
             real = getattr(store, name)
 
             def counted(*args: Any, _name: str = name, _real: Any = real, **kw: Any) -> Any:
@@ -141,7 +141,10 @@ def test_a_heuristic_review_settles_the_task_key_and_loads_no_group(
     spy = Spy(mem, monkeypatch)
     stored = mem.review_now(second, tenant_id="t")
     assert stored and spy.count("runs_of_task") == 0
-    # the task key is still settled: the second run joins the first one's group by intent
+    # the task key is still settled: the second run joins the first one's group by intent,
+    # read as the earlier runs' requests and keys in one query, none of them with its events
+    # (the review reads its own run once)
+    assert spy.count("trajectory_tasks") == 1 and spy.count("get_trajectory") == 1
     keys = {mem.get_trajectory(t, tenant_id="t").task_key for t in (first, second)}
     assert len(keys) == 1 and next(iter(keys)).startswith("intent:")
 

@@ -201,6 +201,22 @@ def test_trajectory_reads_are_tenant_scoped_and_accept_any_id_spelling(store: Sq
             store.list_trajectory_ids(bad)  # type: ignore[arg-type]
 
 
+def test_trajectory_tasks_reads_task_and_key_of_the_tenants_runs_only(store: SqlStore) -> None:
+    keyed = traj().model_copy(update={"task": "refund order 1234", "task_key": "refunds"})
+    plain = traj().model_copy(update={"task": ""})
+    other = traj("t2").model_copy(update={"task": "elsewhere"})
+    for t in (keyed, plain, other):
+        store.add_trajectory(t)
+    missing = str(uuid.uuid4())
+    found = store.trajectory_tasks("t1", [keyed.id.upper(), plain.id, other.id, missing])
+    assert found == {keyed.id: ("refund order 1234", "refunds"), plain.id: ("", None)}
+    assert store.trajectory_tasks("t1", []) == {}
+    with pytest.raises(UsageError):
+        store.trajectory_tasks("t1", ["not-a-uuid"])
+    with pytest.raises(TenantRequiredError):
+        store.trajectory_tasks(" ", [keyed.id])
+
+
 def test_add_trajectory_without_review_and_with_no_events(store: SqlStore) -> None:
     empty = Trajectory(tenant_id="t1")
     assert store.add_trajectory(empty, enqueue_review=False)

@@ -106,26 +106,27 @@ class TaskGroups:
             kinds=[ExperienceKind.EPISODE.value],
         )
         episodes = self.store.get_experiences(traj.tenant_id, [h.id for h in hits])
-        runs = []
+        run_ids: list[str] = []
         for hit in hits:
             exp = episodes.get(hit.id)
-            if exp is None or not exp.source_trajectory_ids:
-                continue
-            run_id = exp.source_trajectory_ids[0]
-            if run_id == traj.id:
-                continue
-            try:
-                other = self.store.get_trajectory(traj.tenant_id, run_id)
-            except Exception:  # forgotten meanwhile
-                continue
-            if other.task.strip() and other.task_key:
-                runs.append(other)
+            if exp is not None and exp.source_trajectory_ids:
+                run_id = exp.source_trajectory_ids[0]
+                if run_id != traj.id and run_id not in run_ids:
+                    run_ids.append(run_id)
+        # the earlier runs' opening requests and keys only (one query, not each run with its
+        # events); a run forgotten meanwhile is simply absent
+        tasks = self.store.trajectory_tasks(traj.tenant_id, run_ids) if run_ids else {}
+        runs = [
+            (task, key)
+            for task, key in (tasks[r] for r in run_ids if r in tasks)
+            if task.strip() and key
+        ]
         if not runs:
             return None
-        vectors = self.embedder.embed([opener, *(r.task for r in runs)])
+        vectors = self.embedder.embed([opener, *(task for task, _ in runs)])
         sims = np.asarray(vectors[1:]) @ np.asarray(vectors[0])
         best = int(np.argmax(sims))
-        return runs[best].task_key if float(sims[best]) >= self.threshold else None
+        return runs[best][1] if float(sims[best]) >= self.threshold else None
 
     def _load(self, traj: Trajectory, ids: list[str]) -> list[Trajectory]:
         out = []

@@ -426,6 +426,28 @@ class TrajectoryStore(StoreCore):
                 found.update((tid, float(trust)) for tid, trust in conn.execute(query))
         return found
 
+    def trajectory_tasks(
+        self, tenant_id: str, trajectory_ids: Sequence[Any]
+    ) -> dict[str, tuple[str, str | None]]:
+        """``{trajectory id: (task, task_key)}`` of the tenant's stored runs among
+        ``trajectory_ids`` (absent ones left out): what grouping a run by intent reads of the
+        earlier runs (docs/review.md#task-groups), without their events.
+
+        Raises:
+            TenantRequiredError: empty or missing tenant.
+            UsageError: an id is not a UUID.
+        """
+        tenant = validate_tenant(tenant_id)
+        wanted = norm_ids(trajectory_ids, "trajectory id")
+        found: dict[str, tuple[str, str | None]] = {}
+        with self._tx() as conn:
+            for part in chunks(wanted):
+                query = select(
+                    trajectories.c.id, trajectories.c.task, trajectories.c.task_key
+                ).where(trajectories.c.tenant_id == tenant, trajectories.c.id.in_(part))
+                found.update((tid, (task, key)) for tid, task, key in conn.execute(query))
+        return found
+
     def get_trajectory(self, tenant_id: str, trajectory_id: Any) -> Trajectory:
         """The stored trajectory with its events in their original order, its system prompt
         (the full text), its outcome evidence and its task key (explicit or by intent).
