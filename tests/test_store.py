@@ -226,7 +226,7 @@ def test_add_trajectory_without_review_and_with_no_events(store: SqlStore) -> No
         store.add_trajectory({"tenant_id": "t1"})  # type: ignore[arg-type]
 
 
-def test_bulk_ingest_is_fast(store: SqlStore) -> None:
+def test_bulk_ingest_counts_every_event_and_repeats_nothing(store: SqlStore) -> None:
     batch = [traj(n_events=30) for _ in range(200)]
     added = sum(store.add_trajectory(t) for t in batch)
     assert added == 200
