@@ -11,6 +11,7 @@ stores nothing twice and returns the same experiences.
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
@@ -216,3 +217,67 @@ def test_an_episode_is_written_without_looking_up_neighbours(
         assert second.content == text
     else:  # the same lesson again: folded into the first
         assert second.id == first.id and stored == {first.id}
+
+
+class _Episodes:
+    """The real store, but its episodes point at the given run ids (any spelling): what an
+    episode written by hand or by an older version may hold."""
+
+    def __init__(self, real: Any, sources: list[str]) -> None:
+        self.real, self.sources = real, sources
+
+    def get_experiences(self, tenant: str, ids: list[str]) -> dict[str, Any]:
+        from hindsight import Experience
+
+        return {
+            i: Experience(id=i, tenant_id=tenant, kind="episode", content="x",
+                          source_trajectory_ids=[src])
+            for i, src in zip(ids, self.sources, strict=False)
+        }  # fmt: skip
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+class _Nearest:
+    def search(self, *args: Any, **kwargs: Any) -> list[Any]:
+        from hindsight.ports import VectorHit
+
+        return [VectorHit(f"00000000-0000-4000-8000-00000000000{i}", 0.9) for i in range(3)]
+
+
+@pytest.mark.parametrize(
+    "spell",
+    [
+        lambda a, b: [a],
+        lambda a, b: [a.upper()],
+        lambda a, b: ["{" + a + "}"],
+        lambda a, b: [f"urn:uuid:{a}"],
+        lambda a, b: ["run-42", a],  # not a run id: skipped, not the whole lookup
+        lambda a, b: [a, a, a],
+        lambda a, b: [b, a],  # the run itself is never its own group
+        lambda a, b: [str(uuid.uuid4()), a],  # a run forgotten meanwhile
+    ],
+    ids=["canonical", "upper", "braces", "urn", "not-an-id", "repeated", "itself", "forgotten"],
+)
+def test_grouping_by_intent_reads_earlier_runs_by_any_spelling_of_their_id(
+    tmp_path: Path, spell: Any
+) -> None:
+    from hindsight.embedders import HashEmbedder
+    from hindsight.review.groups import TaskGroups
+
+    task = "Refund order 1234 for the damaged blender and email the customer a confirmation"
+    with Memory(data_dir=tmp_path, embedder=HashEmbedder(384), background_review=False,
+                guard=False) as mem:  # fmt: skip
+        earlier = _run(*FAILED).model_copy(update={"task": task, "task_key": "refunds"})
+        untitled = _run(*FAILED).model_copy(update={"task": "", "task_key": "other"})
+        now = _run(*FAILED).model_copy(update={"task": task})
+        for run in (earlier, untitled, now):
+            mem.store_episode(run, review=False)
+        groups = TaskGroups(_Episodes(mem.aio.store, spell(earlier.id, now.id)), _Nearest(),
+                            HashEmbedder(384), 0.9)  # fmt: skip
+        assert groups._by_intent(now) == "refunds"
+        # an earlier run with no opening request is never the group (nothing to compare)
+        alone = TaskGroups(_Episodes(mem.aio.store, [untitled.id]), _Nearest(),
+                           HashEmbedder(384), 0.9)  # fmt: skip
+        assert alone._by_intent(now) is None

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from hindsight._errors import UsageError
+from hindsight._ids import normalize_id
 from hindsight.models import ExperienceKind, Outcome, Trajectory
 from hindsight.ports import Embedder, VectorIndex
 from hindsight.review._calls import collect_calls
@@ -71,7 +73,8 @@ class TaskGroups:
     """Task keys and group members of one memory (see the module docstring).
 
     Args:
-        store: the SQL store (``set_task_key``, ``runs_of_task``, ``get_trajectory``).
+        store: the SQL store (``set_task_key``, ``trajectory_tasks``, ``runs_of_task``,
+            ``get_trajectory``).
         index: the vector index (episode tier search).
         embedder: embeds openers and episode summaries.
         threshold: cosine from which two openers are one intent (the embedder's
@@ -109,10 +112,14 @@ class TaskGroups:
         run_ids: list[str] = []
         for hit in hits:
             exp = episodes.get(hit.id)
-            if exp is not None and exp.source_trajectory_ids:
-                run_id = exp.source_trajectory_ids[0]
-                if run_id != traj.id and run_id not in run_ids:
-                    run_ids.append(run_id)
+            if exp is None or not exp.source_trajectory_ids:
+                continue
+            try:  # as the store spells it (an episode written by hand may spell it otherwise)
+                run_id = normalize_id(exp.source_trajectory_ids[0], "trajectory id")
+            except UsageError:
+                continue  # not a run's id: no run to compare with
+            if run_id != traj.id and run_id not in run_ids:
+                run_ids.append(run_id)
         # the earlier runs' opening requests and keys only (one query, not each run with its
         # events); a run forgotten meanwhile is simply absent
         tasks = self.store.trajectory_tasks(traj.tenant_id, run_ids) if run_ids else {}

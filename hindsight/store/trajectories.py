@@ -430,7 +430,8 @@ class TrajectoryStore(StoreCore):
         self, tenant_id: str, trajectory_ids: Sequence[Any]
     ) -> dict[str, tuple[str, str | None]]:
         """``{trajectory id: (task, task_key)}`` of the tenant's stored runs among
-        ``trajectory_ids`` (absent ones left out): what grouping a run by intent reads of the
+        ``trajectory_ids`` (absent ones left out), each id spelled canonically (lower-case,
+        dashed) whatever spelling was given: what grouping a run by intent reads of the
         earlier runs (docs/review.md#task-groups), without their events.
 
         Raises:
