@@ -83,3 +83,43 @@ def test_recalled_hits_equal_their_validated_copies(tmp_path: Path) -> None:
         assert hits and all(h.breakdown.mode == "task_type" for h in hits)
         hits[0].breakdown.weights["similarity"] = -1.0  # one hit's dict, not the others'
         assert hits[1].breakdown.weights["similarity"] != -1.0
+
+
+def test_score_candidates_refuses_what_validation_refused_in_one_line() -> None:
+    """``hindsight.recall.score_candidates`` is public: candidates a caller builds are
+    checked before their values are copied into a hit (a NaN similarity, a UUID object as
+    the episode id, an infinite kind bonus, an unknown mode), each a one-line UsageError;
+    numpy numbers are numbers."""
+    import uuid
+    from datetime import UTC, datetime
+
+    import numpy as np
+    import pytest
+
+    from hindsight import UsageError
+    from hindsight.config import RecallWeights
+    from hindsight.models import Experience
+    from hindsight.recall import score_candidates
+    from hindsight.recall.scoring import Candidate
+
+    exp = Experience(tenant_id="t", kind="rule", content="Retry the lookup once.", confidence=0.5)
+    now = datetime.now(UTC)
+
+    def score(cand: Candidate, **kw: Any) -> Any:
+        return score_candidates([cand], weights=RecallWeights(), half_life_days=30, now=now, **kw)
+
+    [(_, hit)] = score(Candidate(exp, np.float32(0.5), 0, situation=np.float64(0.7),
+                                 episode_id=str(uuid.uuid4())))  # fmt: skip
+    _exact(hit)
+    bad: list[tuple[Candidate, dict[str, Any], str]] = [
+        (Candidate(exp, float("nan"), 0), {}, "similarity .* must be finite"),
+        (Candidate(exp, "0.5", 0), {}, "similarity .* must be a number, got str"),  # type: ignore[arg-type]
+        (Candidate(exp, 0.5, 0, situation=float("inf")), {}, "situation .* must be finite"),
+        (Candidate(exp, 0.5, 0, episode_id=uuid.uuid4()), {}, "episode_id .* must be a str"),  # type: ignore[arg-type]
+        (Candidate(exp, 0.5, 0), {"kind_bonus": {"rule": float("inf")}}, "kind_bonus of rule"),
+        (Candidate(exp, 0.5, 0), {"mode": "fuzzy"}, "mode must be 'vector' or 'task_type'"),
+    ]  # fmt: skip
+    for cand, kw, message in bad:
+        with pytest.raises(UsageError, match=message) as caught:
+            score(cand, **kw)
+        assert "\n" not in str(caught.value)

@@ -33,11 +33,13 @@ over-fitting to one run, and such a lesson is the opposite.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, TypeVar
 
+from hindsight._errors import UsageError
 from hindsight.config import RecallWeights
 from hindsight.models import (
     Exclusion,
@@ -241,6 +243,30 @@ def score_rows(
     return [(c, ScoredRow(c.experience, scorer.parts(c).score, c)) for c in candidates]
 
 
+def _finite(value: Any, what: str) -> float:
+    """``value`` as a float; a one-line :class:`UsageError` naming ``what`` when it is not a
+    finite number (what validating the hit's fields refused before they were built without
+    it)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise UsageError(f"{what} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise UsageError(f"{what} must be finite, got {value!r}")
+    return float(value)
+
+
+def _check_candidate(cand: Candidate) -> None:
+    """The values :func:`score_candidates` copies from a candidate into its hit unvalidated
+    (a caller may build candidates of its own)."""
+    what = f"candidate {cand.experience.id}"
+    _finite(cand.similarity, f"the similarity of {what}")
+    if cand.situation is not None:
+        _finite(cand.situation, f"the situation of {what}")
+    if cand.episode_id is not None and not isinstance(cand.episode_id, str):
+        raise UsageError(
+            f"the episode_id of {what} must be a str, got {type(cand.episode_id).__name__}"
+        )
+
+
 def score_candidates(
     candidates: Sequence[Candidate],
     *,
@@ -255,7 +281,14 @@ def score_candidates(
     """Score each candidate; returns ``(candidate, hit)`` pairs in candidate order.
     ``kind_bonus``: per kind value (default none; the engine passes
     ``MemoryConfig.kind_bonus``). Every candidate's ``experience`` must be its SQL row
-    (:class:`Experience`)."""
+    (:class:`Experience`).
+
+    Raises:
+        TypeError: a candidate's ``experience`` is not an :class:`Experience`.
+        UsageError: ``mode`` is not ``"vector"`` or ``"task_type"``; a candidate's
+            ``similarity`` or ``situation``, or a ``kind_bonus``, is not a finite number; an
+            ``episode_id`` is not a string.
+    """
     scorer = _Scorer.of(
         weights=weights,
         half_life_days=half_life_days,
@@ -270,11 +303,15 @@ def score_candidates(
         "confidence": weights.confidence,
         "recency": weights.recency,
     }
+    if mode not in ("vector", "task_type"):
+        raise UsageError(f"mode must be 'vector' or 'task_type', got {mode!r:.40}")
     for cand in candidates:
         exp = cand.experience
         if not isinstance(exp, Experience):
             raise TypeError(f"score_candidates needs SQL rows, got {type(exp).__name__}")
+        _check_candidate(cand)
         parts = scorer.parts(cand)
+        _finite(parts.bonus, f"the kind_bonus of {ExperienceKind(exp.kind).value}")
         reasons = [f"tag match: {t}" for t in parts.matched]
         reasons += [f"tool match: {t}" for t in parts.matched_tools]
         if mode == "task_type":
