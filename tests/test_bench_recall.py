@@ -94,7 +94,8 @@ def test_use_embedder_takes_embedding_out_of_every_timed_part(tmp_path: Path) ->
     """The benches time recall and writes "embedding excluded": after ``use_embedder`` with
     a filled :class:`CachingEmbedder`, neither the recall pipeline nor the write path asks
     the embedder the memory was opened with for a vector of a text already cached (a text
-    not cached still goes to it, through the cache)."""
+    not cached still goes to it, through the cache); every part of the write side holds the
+    cache, and swapping once the write side is wired is refused."""
     from hindsight import Memory
     from hindsight.bench._size import CachingEmbedder, use_embedder
 
@@ -124,3 +125,9 @@ def test_use_embedder_takes_embedding_out_of_every_timed_part(tmp_path: Path) ->
         assert inner.texts[seen:] == []
         mem.recall("a query never cached", tenant_id="t")
         assert inner.texts[seen:] == ["a query never cached"]
+        wired = mem.aio
+        for part in (wired.writeback, wired.writeback.screen, wired.deduper,
+                     wired.reviews.groups):  # fmt: skip
+            assert part.embedder is cached, part
+        with pytest.raises(RuntimeError, match="before the memory's first write"):
+            use_embedder(mem.aio, CachingEmbedder(inner))

@@ -79,15 +79,19 @@ class CachingEmbedder:
 
 
 def use_embedder(amem: Any, embedder: Embedder) -> None:
-    """Make ``embedder`` the one every part of the open memory ``amem`` embeds with (the
-    engine, the write path, dedup and the recall pipeline each hold the embedder they were
-    opened with), so that a :class:`CachingEmbedder` filled beforehand takes embedding out
-    of what a benchmark times. Same name and dimension as the one it replaces (the store
-    recorded them)."""
-    amem.embedder = embedder
-    amem.writeback.embedder = embedder
-    if getattr(amem, "deduper", None) is not None:
-        amem.deduper.embedder = embedder
+    """Make ``embedder`` the one the open memory ``amem`` embeds with everywhere, so that a
+    :class:`CachingEmbedder` filled beforehand takes embedding out of what a benchmark times:
+    the engine and its recall pipeline now, and the write side (the guard's screen, dedup,
+    task groups, condition mining), which is wired with it at its first use. Same name and
+    dimension as the one it replaces (the store recorded them).
+
+    Raises:
+        RuntimeError: the write side is wired already (its parts keep the embedder they were
+            wired with): call this before the memory's first write.
+    """
+    if amem._parts.wired is not None:
+        raise RuntimeError("use_embedder must be called before the memory's first write")
+    amem._parts.embedder = amem.embedder = embedder
     amem._recall = dataclasses.replace(amem._recall, embedder=embedder)
 
 
