@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import OrderedDict
@@ -157,6 +158,19 @@ ABOUT_TOOL_MAX_AGE = 1.0
 
 
 #: The tenant's change counter (migration 0007), one primary-key read; built once.
+@functools.lru_cache(maxsize=8)
+def _update_of(names: frozenset[str]) -> Any:
+    """The ``UPDATE`` of one experience row setting the columns ``names``, built once per set
+    of columns with bound parameters (``v_<column>``, ``w_id``, ``w_tenant``): a statement
+    built with its values inline costs SQLAlchemy more to build and to key for its compiled
+    cache than the database takes to run it."""
+    return (
+        update(_table)
+        .where(_table.c.id == bindparam("w_id"), _table.c.tenant_id == bindparam("w_tenant"))
+        .values({_table.c[n]: bindparam(f"v_{n}", type_=_table.c[n].type) for n in sorted(names)})
+    )
+
+
 _STAMP_OF_TENANT = select(_stamps.c.stamp).where(_stamps.c.tenant_id == bindparam("tenant"))
 
 
@@ -608,9 +622,17 @@ class ExperienceStore(StoreCore):
             self._update_experience_row(conn, exp, vector, now)
 
     def _update_experience_row(
-        self, conn: Connection, exp: Experience, vector: npt.ArrayLike | None, now: datetime
+        self,
+        conn: Connection,
+        exp: Experience,
+        vector: npt.ArrayLike | None,
+        now: datetime,
+        *,
+        links: bool = True,
     ) -> None:
-        """Inside a write transaction: replace the row of a checked ``exp``.
+        """Inside a write transaction: replace the row of a checked ``exp`` (``links=False``:
+        the caller knows its source runs did not change, so its ``experience_sources`` rows
+        are not read again).
 
         Raises:
             NotFoundError: no experience with this id in this tenant.
@@ -622,14 +644,13 @@ class ExperienceStore(StoreCore):
             array = _check_vectors(np.asarray(vector, dtype=np.float32).reshape(1, -1), 1)
             assert array is not None
             row["embedding"] = array[0]
-        result = conn.execute(
-            update(_table)
-            .where(_table.c.id == exp.id, _table.c.tenant_id == exp.tenant_id)
-            .values(**row)
-        )
+        params = {f"v_{name}": value for name, value in row.items()}
+        params["w_id"], params["w_tenant"] = exp.id, exp.tenant_id
+        result = conn.execute(_update_of(frozenset(row)), params)
         if result.rowcount != 1:
             raise NotFoundError(f"experience {exp.id} not found in tenant {exp.tenant_id!r}")
-        self._sync_source_links(conn, exp)
+        if links:
+            self._sync_source_links(conn, exp)
         self._note_vector_changes(conn, now, exp.tenant_id, [exp.id])
 
     def set_status(self, tenant_id: str, ids: Sequence[Any], status: str) -> int:

@@ -27,6 +27,7 @@ from hindsight.store.codec import (
     EXPERIENCE_FIELDS,
     checked,
     experience_from_row,
+    experience_from_stored,
     experience_row,
 )
 from hindsight.store.lifecycle_schema import experience_audit, experience_versions, outcomes
@@ -307,12 +308,15 @@ class LifecycleStore(StoreCore):
                 row = rows.get(eid)
                 if row is None:
                     continue
-                before = experience_from_row(row)
+                before = experience_from_stored([row[name] for name in EXPERIENCE_FIELDS])
                 after = credit(before, success, now)
                 if policy is not None:
                     after = policy(after, now)
                 after = checked(after)
-                self._update_experience_row(conn, after, None, now)  # type: ignore[attr-defined]
+                same_runs = after.source_trajectory_ids == before.source_trajectory_ids
+                self._update_experience_row(  # type: ignore[attr-defined]
+                    conn, after, None, now, links=not same_runs
+                )
                 if after.status is not before.status:
                     audit.append(
                         (
