@@ -78,6 +78,31 @@ def test_links_follow_inserts_updates_and_deletes_within_the_tenant(store: SqlSt
         store.experiences_of_runs("t1", ["not-a-run"])
 
 
+@pytest.mark.parametrize("in_place", [True, False], ids=["edited-in-place", "copied"])
+def test_an_outcome_that_changes_a_lessons_runs_moves_its_links(
+    store: SqlStore, in_place: bool
+) -> None:
+    """``apply_outcome`` leaves the links alone only when the credited experience's runs did
+    not change, however its ``credit`` callable changed them (a callable may edit the list
+    it was given in place)."""
+    from datetime import UTC, datetime
+
+    r1, r2, run = _run(store), _run(store), _run(store)
+    a = _exp("t1", [r1])
+    store.add_experiences([a], _vec(1))
+    store.record_recall("t1", [a.id], datetime(2026, 1, 1, tzinfo=UTC), trajectory_id=run)
+
+    def credit(exp: Experience, success: bool, now: Any) -> Experience:
+        if in_place:
+            exp.source_trajectory_ids.append(r2)
+            return exp.model_copy(update={"updated_at": now})
+        return exp.model_copy(update={"source_trajectory_ids": [r1, r2], "updated_at": now})
+
+    assert store.apply_outcome("t1", run, True, credit=credit)
+    assert store.get_experience("t1", a.id).source_trajectory_ids == [r1, r2]
+    assert store.experiences_of_runs("t1", [r1, r2]) == {r1: [a.id], r2: [a.id]}
+
+
 def test_active_by_lesson_key_is_scoped_and_oldest_active(store: SqlStore) -> None:
     run = _run(store)
     key = "tool_error:book:amount does not add up"

@@ -157,7 +157,6 @@ ABOUT_TOOL_CACHE_SIZE = 4096
 ABOUT_TOOL_MAX_AGE = 1.0
 
 
-#: The tenant's change counter (migration 0007), one primary-key read; built once.
 @functools.lru_cache(maxsize=8)
 def _update_of(names: frozenset[str]) -> Any:
     """The ``UPDATE`` of one experience row setting the columns ``names``, built once per set
@@ -171,6 +170,7 @@ def _update_of(names: frozenset[str]) -> Any:
     )
 
 
+#: The tenant's change counter (migration 0007), one primary-key read; built once.
 _STAMP_OF_TENANT = select(_stamps.c.stamp).where(_stamps.c.tenant_id == bindparam("tenant"))
 
 

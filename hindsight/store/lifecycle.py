@@ -309,11 +309,12 @@ class LifecycleStore(StoreCore):
                 if row is None:
                     continue
                 before = experience_from_stored([row[name] for name in EXPERIENCE_FIELDS])
+                runs = tuple(before.source_trajectory_ids)  # kept: a callback may edit in place
                 after = credit(before, success, now)
                 if policy is not None:
                     after = policy(after, now)
                 after = checked(after)
-                same_runs = after.source_trajectory_ids == before.source_trajectory_ids
+                same_runs = tuple(after.source_trajectory_ids) == runs
                 self._update_experience_row(  # type: ignore[attr-defined]
                     conn, after, None, now, links=not same_runs
                 )
