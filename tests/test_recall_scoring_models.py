@@ -106,11 +106,13 @@ def test_score_candidates_refuses_what_validation_refused_in_one_line() -> None:
     now = datetime.now(UTC)
 
     def score(cand: Candidate, **kw: Any) -> Any:
-        return score_candidates([cand], weights=RecallWeights(), half_life_days=30, now=now, **kw)
+        kw = {"weights": RecallWeights(), "half_life_days": 30, **kw}
+        return score_candidates([cand], now=now, **kw)
 
     [(_, hit)] = score(Candidate(exp, np.float32(0.5), 0, situation=np.float64(0.7),
                                  episode_id=str(uuid.uuid4())))  # fmt: skip
     _exact(hit)
+    NUMBER = "kind_bonus of rule must be a number"
     bad: list[tuple[Candidate, dict[str, Any], str]] = [
         (Candidate(exp, float("nan"), 0), {}, "similarity .* must be finite"),
         (Candidate(exp, "0.5", 0), {}, "similarity .* must be a number, got str"),  # type: ignore[arg-type]
@@ -118,6 +120,14 @@ def test_score_candidates_refuses_what_validation_refused_in_one_line() -> None:
         (Candidate(exp, 0.5, 0, episode_id=uuid.uuid4()), {}, "episode_id .* must be a str"),  # type: ignore[arg-type]
         (Candidate(exp, 0.5, 0), {"kind_bonus": {"rule": float("inf")}}, "kind_bonus of rule"),
         (Candidate(exp, 0.5, 0), {"mode": "fuzzy"}, "mode must be 'vector' or 'task_type'"),
+        (Candidate(exp, 0.5, 0), {"kind_bonus": {"rule": "x"}}, NUMBER),
+        (Candidate(exp, 0.5, 0), {"kind_bonus": {"rule": None}}, NUMBER),
+        (Candidate(exp, 0.5, 0), {"kind_bonus": {"rule": True}}, NUMBER),
+        (Candidate(exp, 0.5, 0), {"half_life_days": float("nan")}, "half_life_days must be finite"),
+        (Candidate(exp, 0.5, 0), {"half_life_days": 0}, "half_life_days must be > 0"),
+        (Candidate(exp, 0.5, 0), {"half_life_days": -1e-300}, "half_life_days must be > 0"),
+        (Candidate(exp, 0.5, 0), {"weights": RecallWeights(similarity=float("inf"))},
+         "similarity weight must be finite"),
     ]  # fmt: skip
     for cand, kw, message in bad:
         with pytest.raises(UsageError, match=message) as caught:

@@ -285,9 +285,10 @@ def score_candidates(
 
     Raises:
         TypeError: a candidate's ``experience`` is not an :class:`Experience`.
-        UsageError: ``mode`` is not ``"vector"`` or ``"task_type"``; a candidate's
-            ``similarity`` or ``situation``, or a ``kind_bonus``, is not a finite number; an
-            ``episode_id`` is not a string.
+        UsageError: ``mode`` is not ``"vector"`` or ``"task_type"``; ``half_life_days`` is
+            not a finite number > 0; a weight, a ``kind_bonus`` value, or a candidate's
+            ``similarity`` or ``situation`` is not a finite number; an ``episode_id`` is not a
+            string.
     """
     scorer = _Scorer.of(
         weights=weights,
@@ -305,13 +306,18 @@ def score_candidates(
     }
     if mode not in ("vector", "task_type"):
         raise UsageError(f"mode must be 'vector' or 'task_type', got {mode!r:.40}")
+    if _finite(half_life_days, "half_life_days") <= 0:
+        raise UsageError(f"half_life_days must be > 0, got {half_life_days!r}")
+    for name in ("similarity", "confidence", "recency"):
+        _finite(getattr(weights, name), f"the {name} weight")
+    for kind, bonus in (kind_bonus or {}).items():
+        _finite(bonus, f"the kind_bonus of {kind}")
     for cand in candidates:
         exp = cand.experience
         if not isinstance(exp, Experience):
             raise TypeError(f"score_candidates needs SQL rows, got {type(exp).__name__}")
         _check_candidate(cand)
         parts = scorer.parts(cand)
-        _finite(parts.bonus, f"the kind_bonus of {ExperienceKind(exp.kind).value}")
         reasons = [f"tag match: {t}" for t in parts.matched]
         reasons += [f"tool match: {t}" for t in parts.matched_tools]
         if mode == "task_type":
