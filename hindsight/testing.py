@@ -34,7 +34,8 @@ class FakeEmbedder:
     """A deterministic offline embedder of any ``dimension`` (feature hashing).
 
     Args:
-        dimension: vector length (e.g. 8 or 16 to test a model change, case C07).
+        dimension: vector length (e.g. 8 or 16 to test a model change,
+            docs/concepts.md#embedders-and-their-floors).
         name: recorded model name; default ``"fake-<dimension>"``.
         similarity_floor: floor used by recall (default 0.0: keep everything).
     """

@@ -1,5 +1,5 @@
-"""Rendering recalled experiences for the tail of a system prompt (cases C23/C24;
-docs/concepts.md#injection-at-the-tail, docs/security.md#rendering-as-data).
+"""Rendering recalled experiences for the tail of a system prompt
+(docs/concepts.md#injection-at-the-tail, docs/security.md#rendering-as-data).
 
 The block is reference data, fenced by a delimiter that item content cannot fake: every item is
 flattened to one line and anything that looks like a delimiter or a chat-template tag is
@@ -132,7 +132,7 @@ def render_block(
     """Render ``hits`` as a delimited block of at most ``token_budget`` estimated tokens.
 
     Each item gets at most a fair share of the budget (and at least 300 tokens when there is
-    room); items that do not fit are left out and a closing line says how many (case C23).
+    room); items that do not fit are left out and a closing line says how many.
     Two items that conflict (:func:`conflicts_in`) say so: ``[rule; confidence 0.42;
     conflicts with item 3]``. ``episodes`` (past run summaries) follow the lessons under
     :data:`EPISODES_HEADING`,

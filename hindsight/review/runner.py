@@ -2,10 +2,10 @@
 
 :class:`ReviewRunner` owns the in-process :class:`~hindsight.review.worker.ReviewWorker` (started
 on the memory's background loop when a job is queued, or at open when a previous process left
-jobs pending, case C16), the wake after each stored run, ``flush`` and the shutdown of the
-worker. Reviews of one trajectory in this process run one at a time (the worker and a
-``review_now`` may ask together, from different event loops): the second finds the lessons
-stored (stable ids) instead of colliding with the first's inserts.
+jobs pending, docs/review.md#review-jobs), the wake after each stored run, ``flush`` and
+the shutdown of the worker. Reviews of one trajectory in this process run one at a time (the
+worker and a ``review_now`` may ask together, from different event loops): the second finds
+the lessons stored (stable ids) instead of colliding with the first's inserts.
 """
 
 from __future__ import annotations

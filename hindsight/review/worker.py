@@ -2,8 +2,8 @@
 
 Jobs are durable rows (pending / running / succeeded / failed) so nothing is lost when the
 process exits: a job interrupted by shutdown goes back to pending, and a job whose process died
-is re-claimed when its lease expires (case C16), or at once by the next worker on the same
-machine, which sees that the process is gone.
+is re-claimed when its lease expires (docs/review.md#review-jobs), or at once by the next
+worker on the same machine, which sees that the process is gone.
 
 Jobs end in a clear state (docs/review.md):
 
@@ -370,8 +370,8 @@ class ReviewWorker:
         when the worker was cancelled is released too. :meth:`stop` calls it, and
         :meth:`AsyncMemory.close` again after stopping the loop: when the loop was too busy to
         run :meth:`stop` in time (a provider client importing or blocking at interpreter exit),
-        the job still goes back to pending instead of waiting for its lease to expire (case
-        C16). Called directly, not through a thread: at interpreter exit the default executor
+        the job still goes back to pending instead of waiting for its lease to expire.
+        Called directly, not through a thread: at interpreter exit the default executor
         refuses new work. Errors are logged, never raised.
         """
         self._current = None

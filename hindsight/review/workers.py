@@ -11,9 +11,9 @@ Which processes may run workers depends on where the store lives:
 * ``DATABASE_URL`` and ``VECTOR_DB_URL`` point at servers (PostgreSQL + Qdrant): no data-dir
   lock is taken; start as many worker processes, on as many machines, as you like.
 * the embedded default (SQLite and Qdrant Edge in the data dir): the store belongs to one live
-  process (it holds the data-dir lock, case C09). A worker process then *is* that process: run
-  it only while no agent has the store open, or let the agent's own in-process worker do the
-  reviews (the default), or share the store through ``hindsight serve``.
+  process (it holds the data-dir lock, docs/concepts.md#storage). A worker process then *is*
+  that process: run it only while no agent has the store open, or let the agent's own
+  in-process worker do the reviews (the default), or share the store through ``hindsight serve``.
 """
 
 from __future__ import annotations

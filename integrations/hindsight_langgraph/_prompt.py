@@ -66,7 +66,7 @@ def read_messages(state: Any, key: str) -> list[BaseMessage]:
 
 
 def latest_user_text(messages: Sequence[BaseMessage]) -> str:
-    """Plain text of the last human message with non-blank text (``""`` when none, case C05)."""
+    """Plain text of the last human message with non-blank text (``""`` when none)."""
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
             text = content_to_text(message.content).strip()

@@ -108,7 +108,7 @@ class _RecallSpec:
 
 
 def _query(spec: _RecallSpec, state: Any) -> str | None:
-    """The recall query, or ``None`` when there is nothing to recall with (case C05)."""
+    """The recall query, or ``None`` when there is nothing to recall with."""
     text = latest_user_text(read_messages(state, spec.messages_key))
     if text or spec.task_type:
         return text
@@ -165,7 +165,7 @@ def create_recall_node(
        captures the rest of the graph run with hindsight's LangChain callback handler;
     2. recalls with the text of the latest human message (plus ``task_type``, ``tags`` and
        ``tools``); without a non-blank human message it recalls by ``task_type`` only, or not
-       at all (case C05);
+       at all;
     3. appends the rendered block (delimited by :data:`hindsight.BLOCK_START`) to the **tail**
        of the first system message, creating one at the head when there is none, and replacing
        an earlier hindsight block instead of stacking another

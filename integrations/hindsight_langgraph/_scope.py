@@ -65,7 +65,8 @@ def resolve_scope(
     The namespace defaults to ``"default"``.
 
     Raises:
-        TenantRequiredError: no source names a tenant, or the tenant is empty (case C17).
+        TenantRequiredError: no source names a tenant, or the tenant is empty
+            (docs/concepts.md#tenants-and-namespaces).
         UsageError: the namespace is invalid.
     """
     configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}

@@ -254,7 +254,7 @@ class RunState:
 
         ``incomplete_reason`` (e.g. ``"cancelled"``) marks a run that was cut off: its model
         calls and tool calls still open get a failed ``incomplete`` step, the outcome becomes
-        ``partial`` (unless already failed) and ``metadata["incomplete"]`` is True (case C14).
+        ``partial`` (unless already failed) and ``metadata["incomplete"]`` is True.
         """
         for span_id in list(self.llm_calls):
             self.llm_end(span_id, "", status=EventStatus.FAILURE, incomplete=True)

@@ -12,7 +12,7 @@ What is dispatched in llama-index-core 0.14.x, and what this module records from
   never mix.
 * **model calls**: ``LLMChatStartEvent`` / ``LLMChatEndEvent`` (streaming adds
   ``LLMChatInProgressEvent`` per chunk, recorded as a count only, so streaming on or off gives
-  the same steps, case C14); ``ExceptionEvent`` for errors, and for a stream closed early.
+  the same steps); ``ExceptionEvent`` for errors, and for a stream closed early.
 * **tool calls**: ``AgentToolCallEvent`` exists but is never dispatched by the workflow agents.
   Each tool call runs in a workflow step whose span is entered with the ``ToolCall`` event as
   its input (``bound_args["ev"]``) and exited with the ``ToolCallResult`` (``tool_output`` with

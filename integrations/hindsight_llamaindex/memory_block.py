@@ -55,7 +55,8 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
             ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve``
             (docs/integrations/llamaindex.md#point-at-a-server).
-        tenant_id: required; recall is always scoped to one tenant (case C17).
+        tenant_id: required; recall is always scoped to one tenant
+            (docs/concepts.md#tenants-and-namespaces).
         namespace: private namespace searched first (the shared one follows,
             docs/concepts.md#tenants-and-namespaces).
         task_type, tags: passed to :meth:`hindsight.AsyncMemory.recall`.

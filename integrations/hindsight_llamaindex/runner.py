@@ -108,7 +108,7 @@ async def run_with_memory(
         memory: a :class:`hindsight.Memory` or :class:`hindsight.AsyncMemory`, or a
             ``HindsightClient`` / ``AsyncHindsightClient`` of a ``hindsight serve``
             (docs/integrations/llamaindex.md#point-at-a-server).
-        tenant_id: required (case C17).
+        tenant_id: required (docs/concepts.md#tenants-and-namespaces).
         namespace, task_type, tags: for the trajectory and the recall.
         chat_memory: the LlamaIndex ``Memory`` of the conversation.
         success: ``True`` / ``False``, or a callable ``result -> bool`` that judges the result;

@@ -17,7 +17,7 @@ without ``messages``) or is malformed is an error naming the file and line: :fun
 yields it as a :class:`RecordError` and goes on (``hindsight ingest`` keeps every good record),
 :func:`iter_trajectories` raises :class:`~hindsight.InvalidTrajectoryError`. A record with
 ``"messages": null`` or an empty list gives an empty trajectory, which review turns into no lessons
-(case C05).
+(docs/concepts.md#review).
 """
 
 from __future__ import annotations

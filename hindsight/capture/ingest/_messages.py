@@ -155,7 +155,7 @@ def parse_messages(
 
     Args:
         messages: OpenAI chat messages (dicts with ``role``); ``content`` may be ``None``, a
-            string or a list of content parts (case C05).
+            string or a list of content parts.
         traj_id: the trajectory id the events belong to (event ids derive from it).
         where: file/record label used in error messages.
         base_time: timestamp of the first event when messages carry none.

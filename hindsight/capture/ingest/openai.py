@@ -53,7 +53,7 @@ def build_trajectory(
     :func:`~hindsight.capture.ingest._common.context_fields`); ``context`` overrides what
     ``fields`` give for those. The system prompt is the messages' system / developer text.
     The id is :func:`trajectory_id` of ``kind``, tenant, namespace and the whole record; the
-    source is :attr:`Provenance.USER`. ``messages`` ``None`` gives an empty trajectory (C05).
+    source is :attr:`Provenance.USER`. ``messages`` ``None`` gives an empty trajectory.
 
     Raises:
         InvalidTrajectoryError: ``messages`` is not a list, or a message or field is malformed

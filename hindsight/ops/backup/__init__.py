@@ -10,7 +10,8 @@ the embedding model). Formats:
 * PostgreSQL (``DATABASE_URL``): a ``pg_dump --format=custom`` archive of that database
   (consistent while in use; ``pg_dump`` / ``pg_restore`` from ``PATH``).
 
-A restore needs the store closed: an embedded store's data-dir lock is taken (case C09);
+A restore needs the store closed: an embedded store's data-dir lock is taken
+(docs/concepts.md#storage);
 with PostgreSQL and a Qdrant server, stop the API and workers first. It replaces what the
 store holds, so a store that holds anything is only overwritten with ``force=True``.
 Migrations of an older backup run during the restore (the next open finds it current).

@@ -1,4 +1,5 @@
-"""Find, repair and validate the review report in a provider's reply (cases C06, C21).
+"""Find, repair and validate the review report in a provider's reply
+(docs/review.md#replies-that-are-not-clean-json).
 
 Providers do not always return clean JSON even when asked to. This module takes whatever came
 back and either returns a validated :class:`~hindsight.review.llm.prompts.ReviewReport` or raises

@@ -92,7 +92,8 @@ LESSON_QUESTIONS = ("failing_tools", "repeated_attempts", "do_differently", "rul
 """The answers that become lessons: the general ones. ``outcome``, ``cause`` and
 ``task_class`` restate the run and go into its episode (docs/review.md#episodes)."""
 
-# Answers that mean "nothing to say": never stored as a lesson (case C21). Compared after
+# Answers that mean "nothing to say": never stored as a lesson
+# (docs/review.md#what-it-answers-and-what-becomes-a-lesson). Compared after
 # lower-casing and stripping spaces and end punctuation.
 # fmt: off
 _BLANK_ANSWERS = frozenset(

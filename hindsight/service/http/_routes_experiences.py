@@ -1,6 +1,6 @@
 """Routes for experiences, hard deletes and the quarantine (docs/http.md).
 
-Ids are accepted in every form the engine accepts (case C03: upper-case, braces, ``urn:uuid:``).
+Ids are accepted in every form the engine accepts (upper-case, braces, ``urn:uuid:``).
 Another tenant's id answers exactly like an unknown one: 404 ``not_found`` (never 403).
 """
 
