@@ -1,11 +1,12 @@
-"""Cases C01, C02, C03 and C17 through the real command line (``python -m hindsight``).
+"""Tenant isolation, forgetting, ids in any form and an empty tenant through the real command
+line (``python -m hindsight``).
 
 The Python API paths are tested in test_engine.py and test_isolation.py, the recall paths of
 the CLI (vector, task_type filter, exact mode, ``--explain``) and an empty tenant for
 ``recall`` / ``ingest`` / ``quarantine list`` in test_guard_cli.py. Here: the other commands
 that read or delete a tenant's data (``stats``, ``experiences list``, ``forget``) keep tenants
 apart and refuse an empty tenant with one line on stderr (exit 2), and ``forget`` deletes by
-any id form (C03) and one tenant only (C02).
+any id form and one tenant only.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _seed_zephyr(data: Path) -> tuple[str, list[str]]:
     return a.id, b
 
 
-def test_c01_listing_counts_and_json_recall_keep_tenants_apart(tmp_path: Path) -> None:
+def test_listing_counts_and_json_recall_keep_tenants_apart(tmp_path: Path) -> None:
     data = tmp_path / "data"
     a_id, b_ids = _seed_zephyr(data)
     proc = run_cli(
@@ -54,7 +55,7 @@ def test_c01_listing_counts_and_json_recall_keep_tenants_apart(tmp_path: Path) -
     assert a_id not in {h["id"] for h in b_hits}
 
 
-def test_c17_empty_tenant_is_refused_by_commands_that_read_or_delete(tmp_path: Path) -> None:
+def test_empty_tenant_is_refused_by_commands_that_read_or_delete(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _seed_zephyr(data)
     for args in (
@@ -74,7 +75,7 @@ def test_c17_empty_tenant_is_refused_by_commands_that_read_or_delete(tmp_path: P
     assert stats["experiences"]["total"] == 3 and stats["vectors"] == 3
 
 
-def test_c02_c03_forget_through_the_cli(tmp_path: Path) -> None:
+def test_forget_through_the_cli(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with Memory(data_dir=data) as mem:
         ids = {
@@ -88,7 +89,7 @@ def test_c02_c03_forget_through_the_cli(tmp_path: Path) -> None:
         by_status = stats["experiences"]["by_status"]
         assert stats["vectors"] == sum(n for s, n in by_status.items() if s != "deleted")
 
-    # C03: any id form; afterwards the same recall returns nothing and counts agree
+    # any id form; afterwards the same recall returns nothing and counts agree
     forms = (str.upper, lambda i: "{" + i + "}", lambda i: uuid.UUID(i).urn)
     for form in forms:
         given = form(target)
@@ -110,7 +111,7 @@ def test_c02_c03_forget_through_the_cli(tmp_path: Path) -> None:
     foreign = run_cli("forget", "--tenant", "A", "--experience", ids["B"][0], data_dir=data)
     assert "not found" in assert_one_line_error(foreign, code=1)
 
-    # C02: everything of A; empty or missing filters are refused, B and C unchanged
+    # everything of A; empty or missing filters are refused, B and C unchanged
     assert cli_json("forget", "--tenant", "A", "--all", data_dir=data)["experiences_removed"] == 5
     assert_one_line_error(run_cli("forget", "--tenant", "B", data_dir=data), code=2)
     assert_one_line_error(run_cli("forget", "--all", data_dir=data), code=2)

@@ -96,7 +96,7 @@ def test_store_episode_is_idempotent_and_validates(tmp_path: Path, database_url:
     ],
     ids=["no-events", "empty-message", "whitespace", "empty-parts", "none-content"],
 )
-def test_c05_empty_runs_call_no_review(tmp_path: Path, events: list[Event]) -> None:
+def test_empty_runs_call_no_review(tmp_path: Path, events: list[Event]) -> None:
     reviewer = ScriptedReviewer([lesson("should never be written")])
     with make_memory(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", reviewer=reviewer) as mem:
         receipt = mem.store_episode(Trajectory(tenant_id="t", events=events))
@@ -106,7 +106,7 @@ def test_c05_empty_runs_call_no_review(tmp_path: Path, events: list[Event]) -> N
         assert mem.stats(tenant_id="t")["vectors"] == 0
 
 
-def test_c05_tool_call_with_none_content_is_reviewed(tmp_path: Path) -> None:
+def test_tool_call_with_none_content_is_reviewed(tmp_path: Path) -> None:
     reviewer = ScriptedReviewer([lesson("order_query needs an id")])
     with make_memory(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", reviewer=reviewer) as mem:
         traj = Trajectory(tenant_id="t", events=[
@@ -118,7 +118,7 @@ def test_c05_tool_call_with_none_content_is_reviewed(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", [None, "", "   ", [], 0, ["a"]])
-def test_c17_missing_tenant_refused_everywhere(tmp_path: Path, bad: object) -> None:
+def test_missing_tenant_refused_everywhere(tmp_path: Path, bad: object) -> None:
     with make_memory(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}") as mem:
         mem.add_experience("a lesson", tenant_id="a")
         for call in (
@@ -135,7 +135,7 @@ def test_c17_missing_tenant_refused_everywhere(tmp_path: Path, bad: object) -> N
         assert mem.list_experiences(tenant_id="a")[0].content == "a lesson"
 
 
-def test_c01_tenants_never_see_each_other(tmp_path: Path, database_url: str) -> None:
+def test_tenants_never_see_each_other(tmp_path: Path, database_url: str) -> None:
     with make_memory(tmp_path, database_url) as mem:
         a = mem.add_experience("Project Zephyr deploys with Helm", tenant_id="A", task_type="ops")
         b = mem.add_experience("Project Zephyr deploys with Terraform", tenant_id="B",
@@ -155,7 +155,7 @@ def test_c01_tenants_never_see_each_other(tmp_path: Path, database_url: str) -> 
         assert mem.get_experience(b.id, tenant_id="B").content.endswith("Terraform")
 
 
-def test_c02_forget_one_tenant_and_refuse_empty_filters(tmp_path: Path, database_url: str) -> None:
+def test_forget_one_tenant_and_refuse_empty_filters(tmp_path: Path, database_url: str) -> None:
     with make_memory(tmp_path, database_url) as mem:
         for tenant in "ABC":
             for i in range(5):
@@ -175,7 +175,7 @@ def test_c02_forget_one_tenant_and_refuse_empty_filters(tmp_path: Path, database
 
 
 @pytest.mark.parametrize("form", ["uuid", "upper", "braces", "urn"])
-def test_c03_delete_by_any_id_form(tmp_path: Path, database_url: str, form: str) -> None:
+def test_delete_by_any_id_form(tmp_path: Path, database_url: str, form: str) -> None:
     with make_memory(tmp_path, database_url) as mem:
         exp = mem.add_experience("retry the payment API once on 502", tenant_id="t")
         keep = mem.add_experience("something else entirely", tenant_id="t")
@@ -201,7 +201,7 @@ def test_c03_delete_by_any_id_form(tmp_path: Path, database_url: str, form: str)
 
 
 @pytest.mark.parametrize("with_points", [True, False])
-def test_c07_reopen_with_other_embedder_fails_at_open(tmp_path: Path, with_points: bool) -> None:
+def test_reopen_with_other_embedder_fails_at_open(tmp_path: Path, with_points: bool) -> None:
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     with make_memory(tmp_path, url, embedder=FakeEmbedder(8)) as mem:
         if with_points:
@@ -220,7 +220,7 @@ def test_c07_reopen_with_other_embedder_fails_at_open(tmp_path: Path, with_point
 
 
 @pytest.mark.timeout(1200)  # 8000 guarded, deduplicated writes; slow on a loaded 2-core machine
-def test_c10_concurrent_writes_and_deletes(tmp_path: Path, database_url: str) -> None:
+def test_concurrent_writes_and_deletes(tmp_path: Path, database_url: str) -> None:
     with make_memory(tmp_path, database_url) as mem:
         for rep in range(5):
             tenant = f"t{rep}"
@@ -309,7 +309,7 @@ def test_recency_half_life_and_task_type_mode(tmp_path: Path) -> None:
         assert result.hits[0].experience.id == new.id
 
 
-def test_c23_render_respects_budget_and_says_truncated(tmp_path: Path) -> None:
+def test_render_respects_budget_and_says_truncated(tmp_path: Path) -> None:
     with make_memory(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}") as mem:
         for i in range(50):
             mem.add_experience(f"matching lesson {i} " + "x" * 20_000, tenant_id="t")

@@ -1,4 +1,4 @@
-"""The guard and isolation through the real command line (docs/security.md; cases C01, C17, C24):
+"""The guard and isolation through the real command line (docs/security.md):
 ``hindsight recall``, ``hindsight ingest``, ``hindsight quarantine list|approve|reject`` and
 ``hindsight guard scan``, each run as a subprocess on a real data dir."""
 
@@ -35,10 +35,10 @@ def one_line_error(proc: subprocess.CompletedProcess[str], code: int) -> str:
     return assert_one_line_error(proc, code)
 
 
-# ------------------------------------------------------------------ C01, C17
+# ------------------------------------------------------- tenant isolation, an empty tenant
 
 
-def test_c01_recall_through_the_cli_sees_only_the_callers_tenant(tmp_path: Path) -> None:
+def test_recall_through_the_cli_sees_only_the_callers_tenant(tmp_path: Path) -> None:
     with Memory(data_dir=tmp_path) as mem:
         a = mem.add_experience("Project Zephyr deploys with Helm", tenant_id="A", task_type="ops")
         b = mem.add_experience(
@@ -73,7 +73,7 @@ def test_c01_recall_through_the_cli_sees_only_the_callers_tenant(tmp_path: Path)
         ["ingest", "FILE"],
     ],
 )
-def test_c17_empty_tenant_is_refused_by_the_cli(
+def test_empty_tenant_is_refused_by_the_cli(
     tmp_path: Path, tenant: str, command: list[str]
 ) -> None:
     with Memory(data_dir=tmp_path) as mem:
@@ -88,15 +88,15 @@ def test_c17_empty_tenant_is_refused_by_the_cli(
         assert mem.stats()["trajectories"] == 0
 
 
-def test_c17_missing_tenant_option_is_a_usage_error(tmp_path: Path) -> None:
+def test_missing_tenant_option_is_a_usage_error(tmp_path: Path) -> None:
     line = one_line_error(cli(tmp_path, "recall", "how does Zephyr deploy?"), 2)
     assert "--tenant" in line
 
 
-# ------------------------------------------------------------------ C24 end to end
+# ------------------------------------------------------------------ the guard end to end
 
 
-def test_c24_end_to_end_through_the_cli(tmp_path: Path) -> None:
+def test_end_to_end_through_the_cli(tmp_path: Path) -> None:
     with Memory(data_dir=tmp_path) as mem:
         note = mem.add_experience(NOTE, tenant_id="acme")
         assert note.status.value == "active"

@@ -38,7 +38,7 @@ def everything(mem, tenant: str, query: str):  # type: ignore[no-untyped-def]
 # ------------------------------------------------------------------ before write
 
 
-def test_c24_poison_quarantined_never_recalled_and_note_stored(
+def test_poison_quarantined_never_recalled_and_note_stored(
     tmp_path: Path, database_url: str
 ) -> None:
     with make_memory(tmp_path, database_url) as mem:

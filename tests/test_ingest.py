@@ -1,5 +1,5 @@
-"""Ingest parsers: tau-bench, OpenAI message logs, our events logs (docs/cli.md#hindsight-ingest;
-case C05)."""
+"""Ingest parsers: tau-bench, OpenAI message logs, our events logs (docs/cli.md#hindsight-ingest),
+empty and odd content included."""
 
 from __future__ import annotations
 
@@ -590,10 +590,10 @@ def test_failure_words_count_only_as_a_statement_of_the_first_clause(
     assert classify_tool_result(text) is status
 
 
-# --- case C05: empty and odd content -------------------------------------------------------------
+# --- empty and odd content ------------------------------------------------------------------------
 
 
-C05_RECORDS: dict[str, Any] = {
+ODD_RECORDS: dict[str, Any] = {
     "empty list": [],
     "empty user": [{"role": "user", "content": ""}],
     "whitespace user": [{"role": "user", "content": "  \n\t "}],
@@ -610,16 +610,16 @@ C05_RECORDS: dict[str, Any] = {
 }
 
 
-@pytest.mark.parametrize("name", list(C05_RECORDS))
-def test_c05_inputs_parse(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize("name", list(ODD_RECORDS))
+def test_inputs_parse(tmp_path: Path, name: str) -> None:
     sentinel = {"messages": [{"role": "user", "content": "sentinel"}]}
     for path in (
-        write_jsonl(tmp_path / "c05.jsonl", [C05_RECORDS[name]]),
-        write_jsonl(tmp_path / "c05.log", [C05_RECORDS[name], sentinel]),
+        write_jsonl(tmp_path / "odd.jsonl", [ODD_RECORDS[name]]),
+        write_jsonl(tmp_path / "odd.log", [ODD_RECORDS[name], sentinel]),
     ):
         traj, *rest = parse(path, format="openai")
         assert [t.task for t in rest] == (["sentinel"] if path.suffix == ".log" else [])
-    assert parse(write_json(tmp_path / "c05.json", [C05_RECORDS[name]]), format="openai")[0] == traj
+    assert parse(write_json(tmp_path / "odd.json", [ODD_RECORDS[name]]), format="openai")[0] == traj
     if name == "none content with tool calls":
         call_event = traj.events[1]
         assert call_event.event_type is EventType.TOOL_CALL

@@ -239,7 +239,7 @@ def run(mem, ticket):
 
 
 @pytest.mark.parametrize("reviewer", ["llm", "heuristic"])
-def test_c16_exit_right_after_queuing_loses_nothing(
+def test_exit_right_after_queuing_loses_nothing(
     tmp_path: Path, server: Server, reviewer: str
 ) -> None:
     data = tmp_path / "data"
@@ -302,7 +302,7 @@ with Memory() as mem:               # the next start resumes what was left
     # in all (90 s), so an exit that waited for the reply would fail the test.
     [("after_timeout", 30.0), ("during_request", 120.0)],
 )
-def test_c22_slow_endpoint_times_out_is_retried_later_and_exit_does_not_hang(
+def test_slow_endpoint_times_out_is_retried_later_and_exit_does_not_hang(
     tmp_path: Path, server: Server, when: str, sleep: float
 ) -> None:
     data = tmp_path / "data"

@@ -1,4 +1,5 @@
-"""Review through the engine and its durable jobs (docs/review.md#review-jobs; cases C06, C21).
+"""Review through the engine and its durable jobs (docs/review.md#review-jobs;
+docs/review.md#replies-that-are-not-clean-json).
 
 The LLM reviewer talks HTTP to ``openai/test-model`` at a loopback URL that respx answers
 (``using="httpx"``: litellm's async transport is an httpx transport). Everything else is real:
@@ -92,13 +93,13 @@ def only_job(mem: Memory) -> Any:
     return job
 
 
-# -- C06: malformed replies, through the engine and its job -----------------------------------
+# -- malformed replies, through the engine and its job -----------------------------------------
 
 
 @pytest.mark.parametrize(
     "kind", ["good", "fenced", "prose_after", "surrogate", "single_quotes", "truncated"]
 )
-def test_c06_malformed_reply_is_repaired_and_stored_with_its_prompt_version(
+def test_malformed_reply_is_repaired_and_stored_with_its_prompt_version(
     tmp_path: Path, api: respx.MockRouter, kind: str
 ) -> None:
     reply = TRUNCATED if kind == "truncated" else REPLIES[kind]
@@ -130,7 +131,7 @@ def test_c06_malformed_reply_is_repaired_and_stored_with_its_prompt_version(
         assert episode.content == f"{summarize_episode(traj)} {EPISODE_TEXT}".strip()
 
 
-def test_c06_unusable_reply_is_retried_once_then_the_job_fails_visibly(
+def test_unusable_reply_is_retried_once_then_the_job_fails_visibly(
     tmp_path: Path, api: respx.MockRouter
 ) -> None:
     route = api.post(URL).mock(side_effect=[ok(UNREPAIRABLE), ok(UNREPAIRABLE)])
@@ -165,7 +166,7 @@ def test_c06_unusable_reply_is_retried_once_then_the_job_fails_visibly(
         assert len(lessons_of(mem)) == len(EXPECTED)
 
 
-def test_c06_schema_error_is_shown_to_the_model_and_the_second_reply_stored(
+def test_schema_error_is_shown_to_the_model_and_the_second_reply_stored(
     tmp_path: Path, api: respx.MockRouter
 ) -> None:
     route = api.post(URL).mock(side_effect=[ok(WRONG_SHAPE), ok(REPLIES["single_quotes"])])
@@ -179,7 +180,7 @@ def test_c06_schema_error_is_shown_to_the_model_and_the_second_reply_stored(
 
 
 @pytest.mark.parametrize("wrap", ["plain", "fenced", "single_quotes", "prose_after"])
-def test_c06_chinese_run_gives_chinese_lessons_a_chinese_query_finds(
+def test_chinese_run_gives_chinese_lessons_a_chinese_query_finds(
     tmp_path: Path, api: respx.MockRouter, wrap: str
 ) -> None:
     text = json.dumps(CN_REPORT, ensure_ascii=False)
@@ -216,11 +217,11 @@ def test_c06_chinese_run_gives_chinese_lessons_a_chinese_query_finds(
         assert all(h.experience.kind is not ExperienceKind.EPISODE for h in result.hits)
 
 
-# -- C21: wherever the JSON is --------------------------------------------------------------------
+# -- wherever the JSON is -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", ["tool_call", "reasoning", "think_tags"])
-def test_c21_json_is_found_wherever_the_provider_put_it(
+def test_json_is_found_wherever_the_provider_put_it(
     tmp_path: Path, api: respx.MockRouter, kind: str
 ) -> None:
     route = api.post(URL).mock(return_value=ok(REPLIES[kind]))
@@ -234,7 +235,7 @@ def test_c21_json_is_found_wherever_the_provider_put_it(
         assert not any("Draft" in c or "wrong" in c for c in contents)  # reasoning never stored
 
 
-def test_c21_empty_content_is_re_asked_and_the_answer_in_tool_calls_stored(
+def test_empty_content_is_re_asked_and_the_answer_in_tool_calls_stored(
     tmp_path: Path, api: respx.MockRouter
 ) -> None:
     route = api.post(URL).mock(side_effect=[ok(EMPTY), ok(REPLIES["tool_call"])])
@@ -246,7 +247,7 @@ def test_c21_empty_content_is_re_asked_and_the_answer_in_tool_calls_stored(
         assert len(lessons_of(mem)) == len(EXPECTED)
 
 
-def test_c21_none_answers_are_never_stored_and_all_none_fails_the_job(
+def test_none_answers_are_never_stored_and_all_none_fails_the_job(
     tmp_path: Path, api: respx.MockRouter
 ) -> None:
     partly = copy.deepcopy(REPORT)

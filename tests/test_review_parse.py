@@ -1,4 +1,5 @@
-"""Parsing review replies (cases C06, C21): every malformed kind is repaired or rejected clearly.
+"""Parsing review replies (docs/review.md#replies-that-are-not-clean-json): every malformed kind
+is repaired or rejected clearly.
 
 The fixtures are OpenAI chat-completion replies as a provider sends them; ``test_llm_reviewer``
 serves the same ones over HTTP.

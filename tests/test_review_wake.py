@@ -5,7 +5,7 @@ Storing a trajectory used to wake the worker's loop from the caller's thread eve
 cross-thread wake and a GIL handoff on the agent's path). Now a store skips the wake while
 the worker is awake anyway (deferring, claiming or reviewing); the worker marks itself idle
 before its last claim, so a job committed meanwhile is still claimed: nothing waits for the
-next poll, nothing is lost (case C16 still holds: jobs are durable rows).
+next poll, nothing is lost (jobs are durable rows, docs/review.md#review-jobs).
 """
 
 from __future__ import annotations

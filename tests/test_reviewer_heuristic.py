@@ -1,4 +1,4 @@
-"""The heuristic reviewer on real tau-bench runs and on crafted ones (cases C05, C06)."""
+"""The heuristic reviewer on real tau-bench runs and on crafted ones (empty, odd, malformed)."""
 
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def test_implements_the_reviewer_port() -> None:
     assert asyncio.run(REVIEWER.review(traj)) == REVIEWER.review_sync(traj) != []
 
 
-# --- case C05 ------------------------------------------------------------------------------------
+# --- empty and odd content ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Field cases C11, C12 and C13 (../shared/cases) on real LangChain objects, with variants."""
+"""Field cases on real LangChain objects, with variants: tool validation errors, async
+streaming with a failing tool, fallbacks, early children and unknown parents."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def _paired(traj: Any) -> None:
     )
 
 
-# -- C11: tool validation errors ---------------------------------------------------------------
+# -- tool validation errors --------------------------------------------------------------------
 BAD_ARGS = [
     pytest.param({"a": "3"}, ["b", "Field required"], id="missing-arg"),
     pytest.param({"a": "three", "b": 1}, ["a", "valid integer"], id="wrong-type"),
@@ -63,7 +64,7 @@ BAD_ARGS = [
 
 
 @pytest.mark.parametrize(("args", "words"), BAD_ARGS)
-def test_c11_validation_error_handled_by_the_agent(args: dict[str, Any], words: list[str]) -> None:
+def test_validation_error_handled_by_the_agent(args: dict[str, Any], words: list[str]) -> None:
     mem = memory()
     handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
     model = scripted(ai("", call("add", args, "c1")), ai("I could not add them."))
@@ -87,7 +88,7 @@ def test_c11_validation_error_handled_by_the_agent(args: dict[str, Any], words: 
 
 
 @pytest.mark.parametrize(("args", "words"), BAD_ARGS)
-def test_c11_validation_error_without_handling_fails_the_run(
+def test_validation_error_without_handling_fails_the_run(
     args: dict[str, Any], words: list[str]
 ) -> None:
     mem = memory()
@@ -102,7 +103,7 @@ def test_c11_validation_error_without_handling_fails_the_run(
     _paired(traj)
 
 
-def test_c11_validation_error_handled_by_the_tool_itself() -> None:
+def test_validation_error_handled_by_the_tool_itself() -> None:
     @tool
     def add_safe(a: int, b: int) -> int:
         """Add two integers."""
@@ -131,7 +132,7 @@ def test_c11_validation_error_handled_by_the_tool_itself() -> None:
     assert first.events[0].tool_call_id == first.events[1].tool_call_id == "c7"
 
 
-def test_c11_with_the_middleware_capture() -> None:
+def test_with_the_middleware_capture() -> None:
     from hindsight_langchain import HindsightMiddleware
 
     mem = memory()
@@ -144,7 +145,7 @@ def test_c11_with_the_middleware_capture() -> None:
     _paired(traj)
 
 
-# -- C12: async streaming with a failing tool ----------------------------------------------------
+# -- async streaming with a failing tool ---------------------------------------------------------
 @tool
 async def adivide(a: int, b: int) -> float:
     """Divide a by b (async)."""
@@ -183,7 +184,7 @@ def _one_failed_division(traj: Any, name: str) -> None:
 @pytest.mark.parametrize("mode", ["astream", "astream-messages", "astream_events"])
 @pytest.mark.parametrize("handler_cls", [AsyncHindsightCallbackHandler, HindsightCallbackHandler])
 @pytest.mark.parametrize("tool_fn", [adivide, divide], ids=["async-tool", "sync-tool"])
-def test_c12_streamed_tool_error(mode: str, handler_cls: type, tool_fn: Any) -> None:
+def test_streamed_tool_error(mode: str, handler_cls: type, tool_fn: Any) -> None:
     mem = memory()
     handler = handler_cls(mem, tenant_id=TENANT)
     with pytest.raises(ZeroDivisionError):
@@ -206,7 +207,7 @@ async def report_errors(request: Any, handler: Any) -> Any:
 
 
 @pytest.mark.parametrize("handler_cls", [AsyncHindsightCallbackHandler, HindsightCallbackHandler])
-def test_c12_streamed_tool_error_handled_by_middleware(handler_cls: type) -> None:
+def test_streamed_tool_error_handled_by_middleware(handler_cls: type) -> None:
     mem = memory()
     handler = handler_cls(mem, tenant_id=TENANT)
     asyncio.run(_consume(_divide_agent(adivide, report_errors), "astream_events", handler))
@@ -216,13 +217,13 @@ def test_c12_streamed_tool_error_handled_by_middleware(handler_cls: type) -> Non
     assert traj.outcome is Outcome.FAILURE  # default detector: the division never worked
 
 
-# -- C13: fallbacks, early children, unknown parents ---------------------------------------------
+# -- fallbacks, early children, unknown parents --------------------------------------------------
 def _fallback_models() -> tuple[ScriptedChatModel, ScriptedChatModel]:
     return scripted(RuntimeError("primary model overloaded")), scripted("backup says hi")
 
 
 @pytest.mark.parametrize("handler_cls", [HindsightCallbackHandler, AsyncHindsightCallbackHandler])
-def test_c13_with_fallbacks_is_one_trajectory(handler_cls: type) -> None:
+def test_with_fallbacks_is_one_trajectory(handler_cls: type) -> None:
     mem = memory()
     handler = handler_cls(mem, tenant_id=TENANT)
     primary, backup = _fallback_models()
@@ -240,7 +241,7 @@ def test_c13_with_fallbacks_is_one_trajectory(handler_cls: type) -> None:
     assert traj.outcome is Outcome.SUCCESS  # default detector: the run recovered, answered
 
 
-def test_c13_fallbacks_inside_an_agent_and_a_chain() -> None:
+def test_fallbacks_inside_an_agent_and_a_chain() -> None:
     mem = memory()
     handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
     primary = scripted(RuntimeError("primary model overloaded"))
@@ -393,7 +394,7 @@ def _manager(handler: Any, parent: uuid.UUID | None = None) -> CallbackManager:
     return CallbackManager(handlers=[handler], inheritable_handlers=[handler], parent_run_id=parent)
 
 
-def test_c13_children_reported_before_their_parent() -> None:
+def test_children_reported_before_their_parent() -> None:
     mem = memory()
     handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
     root, node = uuid.uuid4(), uuid.uuid4()
@@ -418,7 +419,7 @@ def test_c13_children_reported_before_their_parent() -> None:
     _paired(traj)
 
 
-def test_c13_unknown_parent_orphans_are_kept_as_one_trajectory() -> None:
+def test_unknown_parent_orphans_are_kept_as_one_trajectory() -> None:
     mem = memory()
     handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
     # The handler is attached to the two models only: it never sees the fallback runnable,
@@ -437,7 +438,7 @@ def test_c13_unknown_parent_orphans_are_kept_as_one_trajectory() -> None:
     assert all_trajectories(mem) == 1
 
 
-def test_c13_idle_orphans_are_stored_when_the_next_root_starts() -> None:
+def test_idle_orphans_are_stored_when_the_next_root_starts() -> None:
     mem = memory()
     handler = HindsightCallbackHandler(mem, tenant_id=TENANT, orphan_timeout=0.0)
     run = _manager(handler, uuid.uuid4()).on_tool_start({"name": "get_order"}, "A1")
@@ -446,7 +447,7 @@ def test_c13_idle_orphans_are_stored_when_the_next_root_starts() -> None:
     assert handler.wait() and handler.stored == 2 and all_trajectories(mem) == 2
 
 
-def test_c13_events_after_the_root_ended_and_ends_without_starts() -> None:
+def test_events_after_the_root_ended_and_ends_without_starts() -> None:
     mem = memory()
     handler = HindsightCallbackHandler(mem, tenant_id=TENANT)
     root = uuid.uuid4()
@@ -511,7 +512,7 @@ RECORDED = _recorded_run()
 
 @settings(max_examples=25, deadline=None)
 @given(st.randoms(use_true_random=False))
-def test_c13_any_order_of_callbacks_never_crashes_or_drops_a_tool_step(rnd: random.Random) -> None:
+def test_any_order_of_callbacks_never_crashes_or_drops_a_tool_step(rnd: random.Random) -> None:
     calls = list(RECORDED)
     rnd.shuffle(calls)
     mem = memory()

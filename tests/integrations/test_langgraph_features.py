@@ -428,7 +428,7 @@ def test_runs_of_graphs_without_hindsight_are_not_recorded() -> None:
 
 
 def test_a_model_with_fallbacks_inside_a_node_is_captured() -> None:
-    # The failed primary and the backup model are both steps of this graph run (case C13).
+    # The failed primary and the backup model are both steps of this graph run.
     mem = memory()
     primary = react_model(TimeoutError("primary model timed out"))
     backup = react_model(ai("Shipped (backup model)."))

@@ -1,5 +1,5 @@
-"""Capture of LlamaIndex agent runs through instrumentation (docs/integrations/llamaindex.md; case
-C14)."""
+"""Capture of LlamaIndex agent runs through instrumentation (docs/integrations/llamaindex.md),
+streaming on and off included."""
 
 from __future__ import annotations
 
@@ -140,14 +140,14 @@ def test_llm_error_stores_a_failed_run_with_the_error(memory: Any, capture: Any)
     assert capture.stats.runs_failed == 1
 
 
-# -- C14: streaming on and off --------------------------------------------------------------
+# -- streaming on and off -------------------------------------------------------------------
 def _workflow(streaming: bool) -> Any:
     return AgentWorkflow(agents=[order_agent(streaming=streaming)], root_agent="support")
 
 
 @pytest.mark.parametrize("build", [order_agent, _workflow], ids=["FunctionAgent", "AgentWorkflow"])
 @pytest.mark.parametrize("chunk_size", [1, 4, 1000], ids=["1-char", "4-char", "one-chunk"])
-def test_c14_streaming_on_and_off_capture_the_same_steps(
+def test_streaming_on_and_off_capture_the_same_steps(
     memory: Any, capture: Any, build: Any, chunk_size: int
 ) -> None:
     async def run(streaming: bool, read_stream: bool) -> None:
@@ -200,7 +200,7 @@ def _answer_stream(seen: list[Any]) -> bool:
 
 
 @pytest.mark.parametrize("ending", ["cancel_run", "loop-ends", "task-cancelled"])
-def test_c14_stream_abandoned_halfway_is_stored_incomplete(
+def test_stream_abandoned_halfway_is_stored_incomplete(
     memory: Any, capture: Any, ending: str
 ) -> None:
     async def scenario() -> None:
@@ -233,7 +233,7 @@ def test_c14_stream_abandoned_halfway_is_stored_incomplete(
     assert capture.stats.runs_incomplete == 1
 
 
-def test_c14_run_cut_off_during_a_tool_call_keeps_the_call(memory: Any, capture: Any) -> None:
+def test_run_cut_off_during_a_tool_call_keeps_the_call(memory: Any, capture: Any) -> None:
     started = asyncio.Event()
 
     async def slow_tool(order_id: str) -> str:

@@ -1,5 +1,5 @@
 """The HTTP API over real HTTP against ``hindsight serve`` (SQLite+Edge and PostgreSQL+Edge):
-health/ready, auth (401), tenant isolation (404 on every object route, C01, C17), C03 deletes
+health/ready, auth (401), tenant isolation (404 on every object route; an empty tenant), deletes
 by each id form, tau-bench runs stored, reviewed and recalled, size limit and error shape."""
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ def test_mcp_takes_post_only_no_endless_stream(
     error_of(httpx.get(served_sqlite.url + "/mcp", timeout=10.0), 401, "unauthorized")
 
 
-def test_c01_only_the_keys_tenant_is_seen(served: Served, tenant_pair: tuple[str, str]) -> None:
+def test_only_the_keys_tenant_is_seen(served: Served, tenant_pair: tuple[str, str]) -> None:
     a, b = tenant_pair
     with served.http(a) as ha, served.http(b) as hb:
         helm = add(ha, "Project Zephyr deploys with Helm", task_type="deploy")
@@ -325,7 +325,7 @@ def test_another_tenants_ids_are_404_on_every_object_route(
         assert hb.get(f"/v1/experiences/{theirs}").json()["confidence"] == 0.5  # untouched
 
 
-def test_c03_delete_by_each_id_form_keeps_sql_and_vectors_equal(
+def test_delete_by_each_id_form_keeps_sql_and_vectors_equal(
     served: Served, tenant_pair: tuple[str, str]
 ) -> None:
     tenant, _ = tenant_pair
@@ -357,7 +357,7 @@ def test_c03_delete_by_each_id_form_keeps_sql_and_vectors_equal(
         error_of(http.get("/v1/experiences/not-a-uuid"), 400, "invalid_request")
 
 
-def test_c17_the_tenant_never_comes_from_the_body(
+def test_the_tenant_never_comes_from_the_body(
     served: Served, tenant_pair: tuple[str, str]
 ) -> None:
     tenant, other = tenant_pair

@@ -1,6 +1,6 @@
 """``hindsight serve`` and ``hindsight keys`` as processes: refusing to start without keys,
 single-tenant mode, graceful SIGTERM (store closed, queued reviews stay queued), the data-dir lock
-naming the server (C09), and keys files that hold only hashes
+naming the server (docs/concepts.md#storage), and keys files that hold only hashes
 (docs/http.md#api-keys-and-tenants)."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_single_tenant_mode_and_graceful_sigterm(tmp_path: Path) -> None:
             assert r.status_code == 201 and r.json()["episodes"][0]["review_queued"], r.text
             stats = http.get("/v1/stats").json()
             assert stats["tenant_id"] == "solo" and stats["review_jobs"]["pending"] == 1
-            # While the server runs, a second process is told how to reach it (case C09).
+            # While the server runs, a second process is told how to reach it.
             second = hs("stats", data_dir=tmp_path)
             assert second.returncode != 0
             line = second.stderr.strip()

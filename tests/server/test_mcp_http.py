@@ -1,5 +1,6 @@
 """MCP over streamable HTTP on a real loopback port (uvicorn): the tenant comes from each
-request's API key (docs/mcp.md#http-set-up; cases C01, C17 over MCP-HTTP).
+request's API key (docs/mcp.md#http-set-up; tenant isolation and an empty
+tenant over MCP-HTTP).
 
 Two apps: the service app of ``hindsight serve`` (:func:`hindsight.server.create_app`, MCP at
 ``/mcp``) and :func:`create_mcp_http` alone on a bare Starlette route, so the MCP layer's own
@@ -75,7 +76,7 @@ async def mcp_as(base_url: str, key: str, mode: str = "legacy") -> AsyncIterator
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_c01_each_key_sees_only_its_tenant(base_url: str, mode: str) -> None:
+async def test_each_key_sees_only_its_tenant(base_url: str, mode: str) -> None:
     learned: dict[str, dict[str, Any]] = {}
     for key, task in [("key-of-a", "Helm"), ("x:key-of-b", "Terraform")]:
         async with mcp_as(base_url, key, mode) as client:

@@ -166,7 +166,7 @@ def test_stdout_carries_nothing_but_protocol(tmp_path: Path) -> None:
         ([], {"HINDSIGHT_MCP_TENANT": ""}),
     ],
 )
-def test_c17_hindsight_mcp_refuses_an_empty_tenant(
+def test_hindsight_mcp_refuses_an_empty_tenant(
     tmp_path: Path, args: list[str], env: dict[str, str]
 ) -> None:
     proc = subprocess.run(

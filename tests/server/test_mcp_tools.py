@@ -1,5 +1,5 @@
 """The MCP tools in-process (docs/mcp.md#tools): schemas, annotations, every tool, errors,
-exact strings and list coercion; cases C01 (isolation), C03 (ids), C17 (empty tenant)."""
+exact strings and list coercion; tenant isolation, ids in any form, an empty tenant."""
 
 from __future__ import annotations
 
@@ -387,8 +387,8 @@ async def test_a_lesson_is_refused_in_the_words_of_every_interface(acme: Any, at
     )
 
 
-# -- isolation (C01, C03, C17) ------------------------------------------------------------
-async def test_c01_tenants_never_see_each_other_over_mcp(mem: Any) -> None:
+# -- isolation, ids in any form, an empty tenant -----------------------------------------
+async def test_tenants_never_see_each_other_over_mcp(mem: Any) -> None:
     server_a = build_mcp_server(mem.aio, tenant=fixed_tenant("tenant-a"))
     server_b = build_mcp_server(mem.aio, tenant=fixed_tenant("tenant-b"))
     async with Client(server_a) as a, Client(server_b) as b:
@@ -440,7 +440,7 @@ async def test_c01_tenants_never_see_each_other_over_mcp(mem: Any) -> None:
         assert [h["id"] for h in b_seen["hits"]] == [b_lessons[0]["id"]]
 
 
-async def test_c03_forget_by_any_id_form_then_sql_and_vectors_agree(acme: Any, mem: Any) -> None:
+async def test_forget_by_any_id_form_then_sql_and_vectors_agree(acme: Any, mem: Any) -> None:
     forms = [
         str.upper,
         lambda i: "{" + i + "}",
@@ -466,12 +466,12 @@ async def test_c03_forget_by_any_id_form_then_sql_and_vectors_agree(acme: Any, m
 
 
 @pytest.mark.parametrize("bad", [None, "", "   ", [], 0])
-def test_c17_an_empty_tenant_is_refused_when_the_server_is_configured(bad: Any) -> None:
+def test_an_empty_tenant_is_refused_when_the_server_is_configured(bad: Any) -> None:
     with pytest.raises(TenantRequiredError):
         fixed_tenant(bad)
 
 
-async def test_c17_a_tenant_that_turns_empty_or_unauthenticated_is_a_tool_error(mem: Any) -> None:
+async def test_a_tenant_that_turns_empty_or_unauthenticated_is_a_tool_error(mem: Any) -> None:
     before = mem.stats(tenant_id="acme")
     for tenant in [lambda ctx: "", lambda ctx: None, lambda ctx: "  "]:
         async with Client(build_mcp_server(mem.aio, tenant=tenant)) as client:
