@@ -400,15 +400,43 @@ class RunSpans:
         }
 
     @functools.cached_property
+    def _holding(self) -> dict[str, list[int]]:
+        """Each passage token of the spans -> the positions in :attr:`spans` of the spans
+        whose words hold it, ascending (built on the first passage looked up)."""
+        out: dict[str, list[int]] = {}
+        for i, span in enumerate(self.spans):
+            for word in set(span.words.split()):
+                out.setdefault(word, []).append(i)
+        return out
+
+    @functools.cached_property
+    def _given_vocabulary(self) -> dict[str, frozenset[str]]:
+        """The passage tokens of the trusted instructions and of the user's request."""
+        return {source: frozenset(text.split()) for source, text in self._given_words.items()}
+
+    def _spans_with(self, passage: str) -> list[_Span]:
+        """The spans whose words hold ``passage`` (``" w1 ... wn "``), in order. A passage
+        and every span's words are whole tokens joined by single spaces, so a span that
+        lacks one of the passage's tokens cannot hold it: only the spans holding its rarest
+        token are searched."""
+        postings = []
+        for word in passage.split():
+            found = self._holding.get(word)
+            if found is None:
+                return []
+            postings.append(found)
+        fewest = min(postings, key=len, default=[])
+        return [span for span in map(self.spans.__getitem__, fewest) if passage in span.words]
+
+    @functools.cached_property
     def _lower(self) -> frozenset[str]:
         """The words the runs write in lower case (read when a lesson has a capitalised
         word: most reviews never need them)."""
-        return frozenset(
-            t
-            for s in self.spans
-            for t in (m.group().strip(_EDGE) for m in _TOKEN.finditer(s.raw))
-            if t.isalpha() and t.islower()
-        )
+        tokens: set[str] = set()
+        for span in self.spans:
+            tokens.update(_TOKEN.findall(span.raw))
+        stripped = {t.strip(_EDGE) for t in tokens}
+        return frozenset(t for t in stripped if t.isalpha() and t.islower())
 
     def _add(
         self, traj_id: str, index: int, kind: str, tool: str | None, source: str, raw: str
@@ -445,8 +473,17 @@ class RunSpans:
     def _given_in(self, needle: str, *, words: bool = False) -> str | None:
         """``instruction`` or ``user`` when ``needle`` occurs in the trusted instructions or
         the user's request (checked in that order), else ``None``."""
-        given = self._given_words if words else self._given
-        return next((source for source, text in given.items() if needle in text), None)
+        if not words:
+            return next((source for source, text in self._given.items() if needle in text), None)
+        tokens = needle.split()
+        return next(
+            (
+                source
+                for source, text in self._given_words.items()
+                if self._given_vocabulary[source].issuperset(tokens) and needle in text
+            ),
+            None,
+        )
 
     def provenance(self, text: str) -> LessonProvenance:
         """The provenance of a lesson whose words are ``text`` (before masking).
@@ -475,9 +512,7 @@ class RunSpans:
             if given is not None:
                 sources.add(given)
                 continue
-            for span in self.spans:
-                if passage not in span.words:
-                    continue
+            for span in self._spans_with(passage):
                 sources.add(span.source)
                 where = (span.trajectory_id, span.event_index)
                 if span.source == "data" and where not in events:
