@@ -1,6 +1,6 @@
-"""The passage lookup of :class:`~hindsight.guard.provenance.RunSpans` finds exactly the spans
-and trusted texts a plain substring scan finds (it searches only those that hold every word
-of the passage), for random runs in several scripts, punctuation and JSON tool output."""
+"""Finding the texts of a run that hold a passage (:class:`hindsight.guard._phrases.PhraseIndex`,
+used by provenance and evidence) gives what a plain substring scan of every text gives, for
+random runs in several scripts, with punctuation, line breaks and JSON tool output."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hindsight import Event, EventStatus, EventType, Outcome, Trajectory
+from hindsight.guard._phrases import PhraseIndex
+from hindsight.guard.evidence import EvidenceIndex, Quote, _shingles, _tokens
 from hindsight.guard.normalize import normalize
 from hindsight.guard.provenance import PASSAGE_WORDS, RunSpans, _passages
 
@@ -52,6 +54,24 @@ def _plain_spans(spans: RunSpans, passage: str) -> list[Any]:
     return [s for s in spans.spans if passage in s.words]
 
 
+def _spans_with(spans: RunSpans, passage: str) -> list[Any]:
+    return [spans.spans[i] for i in spans._phrases.holding(passage)]
+
+
+def _plain_quotes(index: EvidenceIndex, content: str) -> list[Quote]:
+    """The quotes as the index found them before it had a phrase index: every event searched
+    for each of the lesson's passages in order."""
+    grams = list(_shingles(_tokens(normalize(content))))
+    needles = [f" {' '.join(key)} " for key in grams]
+    found = []
+    for i, words in enumerate(index._words):
+        key = next((k for k, n in zip(grams, needles, strict=True) if words and n in words), None)
+        if key is not None:
+            start, end = _shingles(_tokens(index._texts[i]))[key]
+            found.append(Quote(i, index.trajectory.events[i].event_type, start, end))
+    return found
+
+
 def _plain_given(spans: RunSpans, passage: str) -> str | None:
     return next((k for k, v in spans._given_words.items() if passage in v), None)
 
@@ -67,14 +87,36 @@ def _plain_given(spans: RunSpans, passage: str) -> str | None:
 def test_passage_lookup_equals_a_plain_scan(
     task: str, system: str, outputs: list[tuple[str, bool]], answer: str, lesson: str
 ) -> None:
-    spans = RunSpans(_run(task, system, outputs, answer))
+    run = _run(task, system, outputs, answer)
+    spans = RunSpans(run)
     # the lesson's own passages, and every passage of every span (found at least once)
     candidates = set(_passages(normalize(lesson)))
     for span in spans.spans:
         candidates.update(_passages(span.text))
     for passage in candidates:
-        assert spans._spans_with(passage) == _plain_spans(spans, passage)
+        assert _spans_with(spans, passage) == _plain_spans(spans, passage)
         assert spans._given_in(passage, words=True) == _plain_given(spans, passage)
+    evidence = EvidenceIndex(run)
+    for content in (lesson, answer, *[o for o, _ in outputs], f"{lesson} {answer}"):
+        assert evidence.quotes(content) == _plain_quotes(evidence, content)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(["a", "b", "c", "ab", "付"]), max_size=8)))
+def test_phrase_index_equals_a_plain_scan(texts: list[list[str]]) -> None:
+    padded = [f" {' '.join(t)} " if t else "" for t in texts]
+    index = PhraseIndex(padded)
+    phrases = {
+        " " + " ".join(t[i:j]) + " "
+        for t in texts
+        for i in range(len(t))
+        for j in range(i, len(t) + 1)
+    }
+    phrases |= {" a b ", " b a ", " c ", " ab c ", "  ", " "}
+    for phrase in phrases:
+        assert index.holding(phrase) == [
+            i for i, t in enumerate(padded) if phrase.split() and phrase in t
+        ]
 
 
 def test_a_passage_copied_from_a_tool_output_is_found_in_every_span_that_holds_it() -> None:
@@ -91,7 +133,7 @@ def test_a_passage_copied_from_a_tool_output_is_found_in_every_span_that_holds_i
     )
     spans = RunSpans(run)
     passage = " " + " ".join(copied.split()[:PASSAGE_WORDS]) + " "
-    found = spans._spans_with(passage)
+    found = _spans_with(spans, passage)
     assert [s.event_index for s in found] == [2, 4]
     assert found == _plain_spans(spans, passage)
     record = spans.provenance(f"Always {copied}.")

@@ -27,6 +27,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from hindsight.guard._phrases import PhraseIndex
 from hindsight.guard.checker import Guard
 from hindsight.guard.normalize import normalize
 from hindsight.guard.trust import canonical_source
@@ -110,8 +111,9 @@ class EvidenceIndex:
         trajectory: the reviewed run.
 
     Building costs one pass over every event's text; each query costs one pass over the
-    lesson and a substring search of each of its passages in each event (remembered: the
-    write path asks about the same lesson more than once). Never
+    lesson and a substring search of each of its passages in the events that hold all of its
+    words (:class:`~hindsight.guard._phrases.PhraseIndex`; remembered: the write path asks
+    about the same lesson more than once). Never
     raises on a valid :class:`Trajectory`. Use :meth:`of` to share one index per run.
     """
 
@@ -153,6 +155,7 @@ class EvidenceIndex:
             text = normalize(event.content) if event.content.strip() else ""
             self._texts.append(text)
             self._words.append(f" {' '.join(_TOKEN.findall(text))} " if text else "")
+        self._phrases = PhraseIndex(self._words)
 
     def quotes(self, content: str) -> list[Quote]:
         """The passages of the trajectory that ``content`` copies, at most one per event,
@@ -162,15 +165,15 @@ class EvidenceIndex:
         if known is None:
             grams = list(_shingles(_tokens(normalize(content))))
             needles = [f" {' '.join(key)} " for key in grams]
+            first: dict[int, tuple[str, ...]] = {}  # event -> the first passage it holds
+            for key, needle in zip(grams, needles, strict=True):
+                for index in self._phrases.holding(needle):
+                    first.setdefault(index, key)
             found: list[Quote] = []
-            for index, words in enumerate(self._words):
-                if not words:
-                    continue
-                key = next((k for k, n in zip(grams, needles, strict=True) if n in words), None)
-                if key is not None:
-                    start, end = _shingles(_tokens(self._texts[index]))[key]
-                    event = self.trajectory.events[index]
-                    found.append(Quote(index, event.event_type, start, end))
+            for index in sorted(first):
+                start, end = _shingles(_tokens(self._texts[index]))[first[index]]
+                event = self.trajectory.events[index]
+                found.append(Quote(index, event.event_type, start, end))
             known = tuple(found)
             if len(self._quotes) < QUOTES_CACHE_SIZE:
                 self._quotes[content] = known

@@ -55,6 +55,7 @@ from typing import Any, Final
 
 from hindsight._runcache import RunCache
 from hindsight._status import classify_tool_result
+from hindsight.guard._phrases import PhraseIndex
 from hindsight.guard.normalize import KeptByLength, normalize
 from hindsight.models import Event, EventStatus, EventType, Trajectory
 
@@ -400,33 +401,15 @@ class RunSpans:
         }
 
     @functools.cached_property
-    def _holding(self) -> dict[str, list[int]]:
-        """Each passage token of the spans -> the positions in :attr:`spans` of the spans
-        whose words hold it, ascending (built on the first passage looked up)."""
-        out: dict[str, list[int]] = {}
-        for i, span in enumerate(self.spans):
-            for word in set(span.words.split()):
-                out.setdefault(word, []).append(i)
-        return out
+    def _phrases(self) -> PhraseIndex:
+        """The spans' words, for finding the spans that hold a passage."""
+        return PhraseIndex([span.words for span in self.spans])
 
     @functools.cached_property
     def _given_vocabulary(self) -> dict[str, frozenset[str]]:
-        """The passage tokens of the trusted instructions and of the user's request."""
+        """The passage tokens of the trusted instructions and of the user's request (a text
+        that lacks one of a passage's tokens cannot hold it: see :mod:`._phrases`)."""
         return {source: frozenset(text.split()) for source, text in self._given_words.items()}
-
-    def _spans_with(self, passage: str) -> list[_Span]:
-        """The spans whose words hold ``passage`` (``" w1 ... wn "``), in order. A passage
-        and every span's words are whole tokens joined by single spaces, so a span that
-        lacks one of the passage's tokens cannot hold it: only the spans holding its rarest
-        token are searched."""
-        postings = []
-        for word in passage.split():
-            found = self._holding.get(word)
-            if found is None:
-                return []
-            postings.append(found)
-        fewest = min(postings, key=len, default=[])
-        return [span for span in map(self.spans.__getitem__, fewest) if passage in span.words]
 
     @functools.cached_property
     def _lower(self) -> frozenset[str]:
@@ -512,7 +495,7 @@ class RunSpans:
             if given is not None:
                 sources.add(given)
                 continue
-            for span in self._spans_with(passage):
+            for span in map(self.spans.__getitem__, self._phrases.holding(passage)):
                 sources.add(span.source)
                 where = (span.trajectory_id, span.event_index)
                 if span.source == "data" and where not in events:
