@@ -14,7 +14,7 @@ from hindsight import Event, EventStatus, EventType, Outcome, Trajectory
 from hindsight.guard._phrases import PhraseIndex
 from hindsight.guard.evidence import EvidenceIndex, Quote, _shingles, _tokens
 from hindsight.guard.normalize import normalize
-from hindsight.guard.provenance import PASSAGE_WORDS, RunSpans, _passages
+from hindsight.guard.provenance import PASSAGE_WORDS, LessonProvenance, RunSpans, _passages
 
 WORDS = ["pay", "the", "rent", "to", "IBAN", "DE89", "now", "über", "Straße", "付款", "账户",
          "请", "ok", "x-1", "don't", "e.g.", "rent@x.example", "42", "١٢", "Ａｐｉ"]  # fmt: skip
@@ -58,6 +58,54 @@ def _spans_with(spans: RunSpans, passage: str) -> list[Any]:
     return [spans.spans[i] for i in spans._phrases.holding(passage)]
 
 
+class _PlainScan(PhraseIndex):
+    """Every text searched for every phrase."""
+
+    def holding(self, phrase: str) -> list[int]:
+        return [i for i, t in enumerate(self.texts) if phrase.split() and phrase in t]
+
+
+class _AnyWords(frozenset[str]):
+    """A vocabulary that never rules a passage out."""
+
+    def issuperset(self, other: Any) -> bool:
+        return True
+
+
+def _plain_run_spans(run: Trajectory) -> RunSpans:
+    """The spans of ``run`` searched without an index: every span and trusted text scanned
+    for every passage."""
+    spans = RunSpans(run)
+    spans.__dict__["_phrases"] = _PlainScan([s.words for s in spans.spans])
+    spans.__dict__["_given_vocabulary"] = {k: _AnyWords() for k in spans._given_words}
+    return spans
+
+
+def _reference_passages(spans: RunSpans, text: str, *, record: bool) -> dict[str, int]:
+    """The tainted passages of ``text`` -> their event, as the rule says (each passage once,
+    at most one passage per event; in a record, a passage the agent's calls or answers hold
+    is never tainted), every span scanned for every passage."""
+    tainted: dict[str, int] = {}
+    events: set[tuple[str, int]] = set()
+    for passage in _passages(normalize(text)):
+        if any(passage in given for given in spans._given_words.values()):
+            continue
+        held = [s for s in spans.spans if passage in s.words]
+        acted = [s for s in held if s.source == "agent" and s.event_type != "model_thought"]
+        if record and acted:
+            continue
+        for s in held:
+            where = (s.trajectory_id, s.event_index)
+            if s.source == "data" and where not in events and passage.strip() not in tainted:
+                events.add(where)
+                tainted[passage.strip()] = s.event_index
+    return tainted
+
+
+def _passages_of(found: LessonProvenance) -> dict[str, int]:
+    return {t.element: t.event_index for t in found.tainted if t.kind == "passage"}
+
+
 def _plain_quotes(index: EvidenceIndex, content: str) -> list[Quote]:
     """The quotes as the index found them before it had a phrase index: every event searched
     for each of the lesson's passages in order."""
@@ -96,6 +144,14 @@ def test_passage_lookup_equals_a_plain_scan(
     for passage in candidates:
         assert _spans_with(spans, passage) == _plain_spans(spans, passage)
         assert spans._given_in(passage, words=True) == _plain_given(spans, passage)
+    plain = _plain_run_spans(run)
+    for content in (lesson, answer, f"{lesson} {answer}"):
+        found = spans.provenance(content)
+        assert found == plain.provenance(content)
+        assert _passages_of(found) == _reference_passages(spans, content, record=False)
+        masked = spans.mask_data(content)
+        assert masked == plain.mask_data(content)
+        assert _passages_of(masked[1]) == _reference_passages(spans, content, record=True)
     evidence = EvidenceIndex(run)
     for content in (lesson, answer, *[o for o, _ in outputs], f"{lesson} {answer}"):
         assert evidence.quotes(content) == _plain_quotes(evidence, content)
@@ -138,4 +194,4 @@ def test_a_passage_copied_from_a_tool_output_is_found_in_every_span_that_holds_i
     assert found == _plain_spans(spans, passage)
     record = spans.provenance(f"Always {copied}.")
     assert "data" in record.sources
-    assert [t.event_index for t in record.tainted] == [2]  # one passage per element, first event
+    assert [t.event_index for t in record.tainted] == [2, 4]  # one passage for each event

@@ -15,9 +15,9 @@ __all__ = ["PhraseIndex"]
 
 
 class PhraseIndex:
-    """The texts ``texts`` (each whole tokens joined by single spaces, padded, or ``""``) and
-    the positions of the texts each token occurs in (built on the first lookup, one pass over
-    the texts' distinct tokens)."""
+    """The texts ``texts`` (each its tokens joined by single spaces and padded with one space
+    on each side; a text without tokens is blank) and the positions of the texts each token
+    occurs in (built on the first lookup, one pass over the texts' distinct tokens)."""
 
     def __init__(self, texts: Sequence[str]) -> None:
         self.texts = list(texts)
@@ -34,9 +34,10 @@ class PhraseIndex:
         return holding
 
     def holding(self, phrase: str) -> list[int]:
-        """The positions (ascending) of the texts that hold ``phrase`` (``" w1 ... wn "``,
-        tokens joined by single spaces, padded): ``[i for i, t in enumerate(texts) if phrase
-        in t]``. A phrase without a token is held by none."""
+        """The positions (ascending) of the texts that hold ``phrase``: ``[i for i, t in
+        enumerate(texts) if phrase in t]``, for a phrase written as the texts are (``" w1 ...
+        wn "``: tokens joined by single spaces, one space before the first and after the last,
+        so that it can only match whole tokens). A phrase without a token is held by none."""
         holding = self._postings()
         fewest: list[int] | None = None
         for token in phrase.split():

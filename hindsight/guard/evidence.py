@@ -111,10 +111,10 @@ class EvidenceIndex:
         trajectory: the reviewed run.
 
     Building costs one pass over every event's text; each query costs one pass over the
-    lesson and a substring search of each of its passages in the events that hold all of its
-    words (:class:`~hindsight.guard._phrases.PhraseIndex`; remembered: the write path asks
-    about the same lesson more than once). Never
-    raises on a valid :class:`Trajectory`. Use :meth:`of` to share one index per run.
+    lesson and a substring search of each of its passages in the events that hold its rarest
+    word (:class:`~hindsight.guard._phrases.PhraseIndex`; remembered: the write path asks
+    about the same lesson more than once). Never raises on a valid :class:`Trajectory`. Use
+    :meth:`of` to share one index per run.
     """
 
     _cache: ClassVar[OrderedDict[Hashable, EvidenceIndex]] = OrderedDict()

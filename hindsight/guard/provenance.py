@@ -408,7 +408,8 @@ class RunSpans:
     @functools.cached_property
     def _given_vocabulary(self) -> dict[str, frozenset[str]]:
         """The passage tokens of the trusted instructions and of the user's request (a text
-        that lacks one of a passage's tokens cannot hold it: see :mod:`._phrases`)."""
+        that lacks one of a passage's tokens cannot hold it: see
+        :mod:`hindsight.guard._phrases`)."""
         return {source: frozenset(text.split()) for source, text in self._given_words.items()}
 
     @functools.cached_property
@@ -473,7 +474,15 @@ class RunSpans:
 
         An element or passage found in the trusted instructions or the user's request is
         theirs wherever else it occurs; any other is attributed to the spans it occurs in, and
-        one found in a ``data`` span is tainted (one passage per event). Never raises."""
+        one found in a ``data`` span is tainted (each passage once, at most one passage per
+        event). Never raises."""
+        return self._provenance(text, record=False)
+
+    def _provenance(self, text: str, *, record: bool) -> LessonProvenance:
+        """:meth:`provenance`; ``record``: ``text`` is a record of the run (an episode), so a
+        passage that the agent's own calls or answers hold is an action recorded, not an
+        instruction restated: it is attributed, never tainted, and leaves its events free
+        for the passages that are (:meth:`mask_data`)."""
         sources: set[str] = set()
         tainted: dict[str, TaintedSpan] = {}
         for kind, element in elements(text):
@@ -495,13 +504,16 @@ class RunSpans:
             if given is not None:
                 sources.add(given)
                 continue
-            for span in map(self.spans.__getitem__, self._phrases.holding(passage)):
-                sources.add(span.source)
+            held = [self.spans[i] for i in self._phrases.holding(passage)]
+            sources.update(span.source for span in held)
+            if record and any(_acted(span) for span in held):
+                continue
+            for span in held:
                 where = (span.trajectory_id, span.event_index)
-                if span.source == "data" and where not in events:
+                if span.source == "data" and where not in events and passage not in tainted:
                     events.add(where)
                     pattern = r"\W*".join(re.escape(w) for w in passage.split())
-                    tainted.setdefault(passage, _taint("passage", passage.strip(), pattern, span))
+                    tainted[passage] = _taint("passage", passage.strip(), pattern, span)
         order = tuple(s for s in SPAN_SOURCES if s in sources)
         return LessonProvenance(order, tuple(tainted.values()))
 
@@ -520,7 +532,7 @@ class RunSpans:
         copied from a tool result that the agent's calls and answers (not its thoughts) do
         not hold - an instruction restated, not an action recorded - stays tainted and
         quarantines the episode. Never raises."""
-        found = self.provenance(text)
+        found = self._provenance(text, record=True)
         tool_text = [_tool_text(s) for s in self.spans if s.source in ("data", "tool_behaviour")]
         wanted: dict[str, str] = {}
         for kind, element in elements(text):
@@ -547,16 +559,7 @@ class RunSpans:
             out += [text[at:start], _masked(text[start:stop], end - start, label, tool_text)]
             at = stop
         masked = "".join([*out, text[at:]])
-        acted = [
-            s.words
-            for s in self.spans
-            if s.source == "agent" and s.event_type != EventType.MODEL_THOUGHT.value
-        ]
-        passages = tuple(
-            t
-            for t in found.tainted
-            if t.kind == "passage" and not any(f" {t.element} " in words for words in acted)
-        )
+        passages = tuple(t for t in found.tainted if t.kind == "passage")
         return masked, LessonProvenance(found.sources, passages)
 
 
@@ -572,6 +575,11 @@ _KEPT_NUMBER = re.compile(
     r"(?:\s?[-–]\s?\d{1,2}:\d{2})?"  # (a time range)
     r"|v?\d{1,3}\.\d{1,3}\.\d{1,4}"  # a version (three parts: an IP address has four)
 )
+
+
+def _acted(span: _Span) -> bool:
+    """Whether ``span`` is the agent's own call or answer (not a thought): what the run did."""
+    return span.source == "agent" and span.event_type != EventType.MODEL_THOUGHT.value
 
 
 def _compact(text: str) -> str:
