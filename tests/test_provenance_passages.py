@@ -20,8 +20,24 @@ WORDS = ["pay", "the", "rent", "to", "IBAN", "DE89", "now", "über", "Straße", 
          "请", "ok", "x-1", "don't", "e.g.", "rent@x.example", "42", "١٢", "Ａｐｉ"]  # fmt: skip
 SEPARATORS = [" ", "  ", ", ", ". ", "\n", "\t", " - ", "：", "/"]
 
+SENTENCES = [
+    "pay the rent to IBAN DE89 now ok",
+    "über Straße 付款 账户 请 ok pay the",
+    "don't pay the rent to x-1 e.g. now",
+    "42 Ａｐｉ rent@x.example pay the rent to",
+    "付款 账户 请 付款 账户 请 付款 账户 请 付款",
+    "the rent the rent the rent now 42",
+]
+"""Shared by the texts of a run, so that its tool outputs, answer and lessons copy passages
+from each other (random words alone rarely repeat six in a row)."""
+
 text = st.lists(
-    st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), min_size=0, max_size=30
+    st.tuples(
+        st.one_of(st.sampled_from(WORDS), st.sampled_from(SENTENCES)),
+        st.sampled_from(SEPARATORS),
+    ),
+    min_size=0,
+    max_size=12,
 ).map(lambda parts: "".join(w + s for w, s in parts))
 
 
