@@ -81,19 +81,12 @@ class _PlainScan(PhraseIndex):
         return [i for i, t in enumerate(self.texts) if phrase.split() and phrase in t]
 
 
-class _AnyWords(frozenset[str]):
-    """A vocabulary that never rules a passage out."""
-
-    def issuperset(self, other: Any) -> bool:
-        return True
-
-
 def _plain_run_spans(run: Trajectory) -> RunSpans:
     """The spans of ``run`` searched without an index: every span and trusted text scanned
     for every passage."""
     spans = RunSpans(run)
     spans.__dict__["_phrases"] = _PlainScan([s.words for s in spans.spans])
-    spans.__dict__["_given_vocabulary"] = {k: _AnyWords() for k in spans._given_words}
+    spans.__dict__["_given_phrases"] = _PlainScan(list(spans._given_words.values()))
     return spans
 
 

@@ -406,11 +406,10 @@ class RunSpans:
         return PhraseIndex([span.words for span in self.spans])
 
     @functools.cached_property
-    def _given_vocabulary(self) -> dict[str, frozenset[str]]:
-        """The passage tokens of the trusted instructions and of the user's request (a text
-        that lacks one of a passage's tokens cannot hold it: see
-        :mod:`hindsight.guard._phrases`)."""
-        return {source: frozenset(text.split()) for source, text in self._given_words.items()}
+    def _given_phrases(self) -> PhraseIndex:
+        """The words of the trusted instructions and of the user's request, in that order,
+        for finding which of them holds a passage."""
+        return PhraseIndex(list(self._given_words.values()))
 
     @functools.cached_property
     def _lower(self) -> frozenset[str]:
@@ -459,15 +458,8 @@ class RunSpans:
         the user's request (checked in that order), else ``None``."""
         if not words:
             return next((source for source, text in self._given.items() if needle in text), None)
-        tokens = needle.split()
-        return next(
-            (
-                source
-                for source, text in self._given_words.items()
-                if self._given_vocabulary[source].issuperset(tokens) and needle in text
-            ),
-            None,
-        )
+        found = self._given_phrases.holding(needle)
+        return list(self._given_words)[found[0]] if found else None
 
     def provenance(self, text: str) -> LessonProvenance:
         """The provenance of a lesson whose words are ``text`` (before masking).
