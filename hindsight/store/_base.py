@@ -37,6 +37,10 @@ LOCKED_TENANTS = "hindsight_locked_tenants"  # tenants whose stamp rows this tra
 #: pending recall bookkeeping buffered (:mod:`hindsight.store.recall_buffer`).
 _RECALL_READS: ContextVar[bool] = ContextVar("hindsight_recall_reads", default=False)
 _OUTBOX_COUNT = threading.Lock()  # guards StoreCore._outbox_writes (raised by any thread)
+_INSERT_OUTBOX = insert(vector_outbox)
+_INSERT_IGNORE: dict[tuple[str, Any, tuple[Any, ...]], Any] = {}
+"""``INSERT ... ON CONFLICT DO NOTHING`` statements by backend, table and ``RETURNING``
+columns: built once (:meth:`StoreCore._insert_ignore`)."""
 _DEPTH = threading.local()  # transactions open on this thread (a nested one never flushes)
 
 
@@ -242,7 +246,7 @@ class StoreCore:
                         yield conn
                         queued = bool(changes) and self._vector_outbox
                         if queued:
-                            conn.execute(insert(vector_outbox), changes)
+                            conn.execute(_INSERT_OUTBOX, changes)
                     if queued:
                         with _OUTBOX_COUNT:
                             self._outbox_writes += 1
@@ -318,9 +322,17 @@ class StoreCore:
 
         return sqlite_insert(table)
 
-    def _insert_ignore(self, table: Table) -> Any:
-        """``INSERT ... ON CONFLICT DO NOTHING`` for this backend."""
-        return self._upsert_insert(table).on_conflict_do_nothing()
+    def _insert_ignore(self, table: Table, *returning: Any) -> Any:
+        """``INSERT ... ON CONFLICT DO NOTHING`` for this backend, ``RETURNING`` the columns
+        ``returning`` if any (built once per backend, table and columns)."""
+        key = (self._info.backend, table, returning)
+        statement = _INSERT_IGNORE.get(key)
+        if statement is None:
+            statement = self._upsert_insert(table).on_conflict_do_nothing()
+            if returning:
+                statement = statement.returning(*returning)
+            _INSERT_IGNORE[key] = statement
+        return statement
 
     def _json_array_has(self, column: Any, value: str) -> ColumnElement[bool]:
         """SQL condition: the JSON array in ``column`` contains the string ``value``."""

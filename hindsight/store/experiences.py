@@ -115,6 +115,43 @@ _BY_IDS = select(*_COLUMNS).where(
 running it on the recall path)."""
 
 
+_TAKEN = select(_table.c.id).where(_table.c.id.in_(bindparam("ids", expanding=True))).limit(1)
+"""One of some ids that is already an experience (any tenant: ids are global)."""
+_INSERT = insert(_table)
+_INSERT_LINKS = insert(_links)
+_LINKED_RUNS = select(_links.c.trajectory_id).where(_links.c.experience_id == bindparam("id"))
+"""The runs an experience's ``experience_sources`` rows name."""
+_ALIVE_RUNS = (
+    select(trajectories.c.id)
+    .where(
+        trajectories.c.tenant_id == bindparam("tenant"),
+        trajectories.c.id.in_(bindparam("ids", expanding=True)),
+    )
+    .with_for_update(read=True)
+)
+"""The tenant's stored runs among some ids, read ``FOR SHARE`` on PostgreSQL."""
+_TAUGHT_BY_RUNS = (
+    select(_links.c.trajectory_id, _links.c.experience_id)
+    .join(_table, _table.c.id == _links.c.experience_id)
+    .where(
+        _links.c.tenant_id == bindparam("tenant"),
+        _links.c.trajectory_id.in_(bindparam("ids", expanding=True)),
+        _table.c.tenant_id == bindparam("tenant"),
+        _table.c.status.in_(bindparam("statuses", expanding=True)),
+    )
+    .order_by(_links.c.trajectory_id, _links.c.experience_id)
+)
+"""The tenant's experiences in some statuses that some runs taught, by run."""
+_STAMP = select(_stamps.c.stamp).where(_stamps.c.tenant_id == bindparam("tenant"))
+_STAMP_LOCKED = _STAMP.with_for_update()
+_VECTORS = select(_table.c.id, _table.c.embedding).where(
+    _table.c.id.in_(bindparam("ids", expanding=True)), _table.c.embedding.is_not(None)
+)
+"""The stored embeddings of some ids."""
+# The statements above and _BY_IDS are built once: building a statement per call (and its
+# cache key) cost SQLAlchemy about as much as running it (docs/benchmarks.md#sql-statements).
+
+
 def _read_experiences(conn: Connection, tenant: str, wanted: list[str]) -> dict[str, Experience]:
     """The tenant's rows among the canonical ids ``wanted``, by id (no overlay)."""
     found: dict[str, Experience] = {}
@@ -328,17 +365,17 @@ class ExperienceStore(StoreCore):
         self._lock_tenants(conn, (e.tenant_id for e in items))
         self._check_sources_alive(conn, items)
         for part in chunks([e.id for e in items]):
-            taken = conn.execute(select(_table.c.id).where(_table.c.id.in_(part)).limit(1)).first()
+            taken = conn.execute(_TAKEN, {"ids": part}).first()
             if taken is not None:
                 raise UsageError(f"experience {taken[0]} already exists; use update_experience")
-        conn.execute(insert(_table), rows)
+        conn.execute(_INSERT, rows)
         links = [
             {"experience_id": e.id, "trajectory_id": t, "tenant_id": e.tenant_id}
             for e in items
             for t in dict.fromkeys(e.source_trajectory_ids)
         ]
         if links:
-            conn.execute(insert(_links), links)
+            conn.execute(_INSERT_LINKS, links)
         for tenant in dict.fromkeys(e.tenant_id for e in items):
             ids = [e.id for e in items if e.tenant_id == tenant]
             self._note_vector_changes(conn, now, tenant, ids)
@@ -346,11 +383,7 @@ class ExperienceStore(StoreCore):
     def _sync_source_links(self, conn: Connection, exp: Experience) -> None:
         """Inside a write transaction: make ``exp``'s rows of ``experience_sources`` equal
         its ``source_trajectory_ids`` (one indexed read; writes only what differs)."""
-        stored = set(
-            conn.execute(
-                select(_links.c.trajectory_id).where(_links.c.experience_id == exp.id)
-            ).scalars()
-        )
+        stored = set(conn.execute(_LINKED_RUNS, {"id": exp.id}).scalars())
         wanted = list(dict.fromkeys(exp.source_trajectory_ids))
         gone = stored.difference(wanted)
         if gone:
@@ -362,7 +395,7 @@ class ExperienceStore(StoreCore):
         new = [t for t in wanted if t not in stored]
         if new:
             conn.execute(
-                insert(_links),
+                _INSERT_LINKS,
                 [
                     {"experience_id": exp.id, "trajectory_id": t, "tenant_id": exp.tenant_id}
                     for t in new
@@ -382,12 +415,8 @@ class ExperienceStore(StoreCore):
         for tenant in {t for t, _ in wanted}:
             ids = sorted(s for t, s in wanted if t == tenant)
             for part in chunks(ids):
-                query = (
-                    select(trajectories.c.id)
-                    .where(trajectories.c.tenant_id == tenant, trajectories.c.id.in_(part))
-                    .with_for_update(read=True)
-                )
-                alive.update((tenant, tid) for tid in conn.execute(query).scalars())
+                found = conn.execute(_ALIVE_RUNS, {"tenant": tenant, "ids": part}).scalars()
+                alive.update((tenant, tid) for tid in found)
         for exp in items:
             sources = [(exp.tenant_id, s) for s in exp.source_trajectory_ids]
             if sources and not alive.intersection(sources):
@@ -456,11 +485,9 @@ class ExperienceStore(StoreCore):
             TenantRequiredError: empty or missing tenant.
         """
         tenant = validate_tenant(tenant_id)
-        query = select(_stamps.c.stamp).where(_stamps.c.tenant_id == tenant)
-        if lock and self.backend == "postgresql":
-            query = query.with_for_update()
+        query = _STAMP_LOCKED if lock and self.backend == "postgresql" else _STAMP
         with self._tx() as conn:
-            value = conn.execute(query).scalar()
+            value = conn.execute(query, {"tenant": tenant}).scalar()
             if lock and self.backend == "postgresql":  # held now: not locked again
                 conn.info.setdefault(LOCKED_TENANTS, set()).add(tenant)
         return None if value is None else int(value)
@@ -592,10 +619,7 @@ class ExperienceStore(StoreCore):
         found: dict[str, npt.NDArray[np.float32]] = {}
         with self._tx() as conn:
             for part in chunks(wanted):
-                query = select(_table.c.id, _table.c.embedding).where(
-                    _table.c.id.in_(part), _table.c.embedding.is_not(None)
-                )
-                for exp_id, vector in conn.execute(query):
+                for exp_id, vector in conn.execute(_VECTORS, {"ids": part}):
                     found[exp_id] = vector
         return found
 
@@ -1021,19 +1045,10 @@ class ExperienceStore(StoreCore):
         if not wanted:
             return found
         with self._tx() as conn:
+            wanted_statuses = norm_statuses(statuses)
             for part in chunks(wanted):
-                query = (
-                    select(_links.c.trajectory_id, _links.c.experience_id)
-                    .join(_table, _table.c.id == _links.c.experience_id)
-                    .where(
-                        _links.c.tenant_id == tenant,
-                        _links.c.trajectory_id.in_(part),
-                        _table.c.tenant_id == tenant,
-                        _table.c.status.in_(norm_statuses(statuses)),
-                    )
-                    .order_by(_links.c.trajectory_id, _links.c.experience_id)
-                )
-                for tid, eid in conn.execute(query):
+                values = {"tenant": tenant, "ids": part, "statuses": wanted_statuses}
+                for tid, eid in conn.execute(_TAUGHT_BY_RUNS, values):
                     found.setdefault(tid, []).append(eid)
         return found
 

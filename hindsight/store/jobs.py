@@ -62,7 +62,7 @@ class JobStore(StoreCore):
         with self._tx(write=True) as conn:
             require_trajectory(conn, tenant, tid)
             inserted = conn.execute(
-                self._insert_ignore(review_jobs).returning(_jobs.id), new_job_row(tenant, tid, now)
+                self._insert_ignore(review_jobs, _jobs.id), new_job_row(tenant, tid, now)
             ).first()
             return inserted is not None
 

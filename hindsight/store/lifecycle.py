@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy.typing as npt
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hindsight._errors import NotFoundError, UsageError
@@ -78,6 +78,35 @@ class VersionEntry(dict[str, Any]):
     created_at`` and ``experience`` (the :class:`Experience` as it was)."""
 
 
+# Built once: building a statement per call (and its cache key) cost SQLAlchemy about as much
+# as running it (docs/benchmarks.md#sql-statements).
+_INSERT_AUDIT = insert(experience_audit)
+_INSERT_VERSION = insert(experience_versions)
+_LOCKED_ROWS = (
+    select(*_COLUMNS)
+    .where(
+        _table.c.tenant_id == bindparam("tenant"),
+        _table.c.id.in_(bindparam("ids", expanding=True)),
+    )
+    .with_for_update()
+)
+"""The tenant's rows among some ids, locked ``FOR UPDATE`` on PostgreSQL."""
+_RECALLED_BY_RUN = (
+    select(recalls.c.experience_id)
+    .where(recalls.c.tenant_id == bindparam("tenant"), recalls.c.trajectory_id == bindparam("tid"))
+    .order_by(recalls.c.id)
+)
+"""The experiences a run recalled, first recall first (with repeats)."""
+_OUTCOME_EXPERIENCES = (
+    update(outcomes)
+    .where(
+        outcomes.c.tenant_id == bindparam("tenant"), outcomes.c.trajectory_id == bindparam("tid")
+    )
+    .values(experiences=bindparam("changed"))
+)
+"""Record which experiences a run's outcome changed."""
+
+
 class OutcomeChange(dict[str, Any]):
     """One experience changed by a run outcome: ``experience_id``, ``old`` and ``new``
     confidence, ``helped_count``, ``misled_count``."""
@@ -96,7 +125,7 @@ class LifecycleStore(StoreCore):
         """Audit rows ``(tenant, experience_id, actor, action, old, new, reason)``."""
         if rows:
             conn.execute(
-                insert(experience_audit),
+                _INSERT_AUDIT,
                 [
                     {
                         "tenant_id": tenant,
@@ -118,12 +147,7 @@ class LifecycleStore(StoreCore):
         self._lock_tenants(conn, [tenant])
         found: dict[str, Any] = {}
         for part in chunks(list(ids)):
-            query = (
-                select(*_COLUMNS)
-                .where(_table.c.tenant_id == tenant, _table.c.id.in_(part))
-                .with_for_update()
-            )
-            for row in conn.execute(query).mappings():
+            for row in conn.execute(_LOCKED_ROWS, {"tenant": tenant, "ids": part}).mappings():
                 found[row["id"]] = row
         return found
 
@@ -133,18 +157,19 @@ class LifecycleStore(StoreCore):
         """Store ``exp`` (its current state) as a version row; returns the row's id."""
         snap_id = new_id()
         conn.execute(
-            insert(experience_versions).values(
-                id=snap_id,
-                tenant_id=exp.tenant_id,
-                experience_id=exp.id,
-                version=exp.version,
-                parent_id=exp.parent_id,
-                snapshot=exp.model_dump(mode="json"),
-                change=change,
-                actor=actor,
-                reason=reason,
-                created_at=self._now(),
-            )
+            _INSERT_VERSION,
+            {
+                "id": snap_id,
+                "tenant_id": exp.tenant_id,
+                "experience_id": exp.id,
+                "version": exp.version,
+                "parent_id": exp.parent_id,
+                "snapshot": exp.model_dump(mode="json"),
+                "change": change,
+                "actor": actor,
+                "reason": reason,
+                "created_at": self._now(),
+            },
         )
         return snap_id
 
@@ -278,29 +303,21 @@ class LifecycleStore(StoreCore):
         delta = float(weight) if success else -float(weight)
         now = self._now()
         with self._tx(write=True) as conn:
+            recorded = {
+                "tenant_id": tenant,
+                "trajectory_id": tid,
+                "success": success,
+                "delta": delta,
+                "experiences": [],
+                "recorded_at": now,
+            }
             inserted = conn.execute(
-                self._insert_ignore(outcomes)
-                .values(
-                    tenant_id=tenant,
-                    trajectory_id=tid,
-                    success=success,
-                    delta=delta,
-                    experiences=[],
-                    recorded_at=now,
-                )
-                .returning(outcomes.c.trajectory_id)
+                self._insert_ignore(outcomes, outcomes.c.trajectory_id), recorded
             ).first()
             if inserted is None:
                 return None
-            ids = list(
-                dict.fromkeys(
-                    conn.execute(
-                        select(recalls.c.experience_id)
-                        .where(recalls.c.tenant_id == tenant, recalls.c.trajectory_id == tid)
-                        .order_by(recalls.c.id)
-                    ).scalars()
-                )
-            )
+            run = {"tenant": tenant, "tid": tid}
+            ids = list(dict.fromkeys(conn.execute(_RECALLED_BY_RUN, run).scalars()))
             rows = self._locked_rows(conn, tenant, ids)
             changes: list[OutcomeChange] = []
             audit: list[tuple[str, str, str, str, Any, Any, str | None]] = []
@@ -352,11 +369,8 @@ class LifecycleStore(StoreCore):
                     )
                 )
             self._audit(conn, now, audit)
-            conn.execute(
-                update(outcomes)
-                .where(outcomes.c.tenant_id == tenant, outcomes.c.trajectory_id == tid)
-                .values(experiences=[c["experience_id"] for c in changes])
-            )
+            changed = [c["experience_id"] for c in changes]
+            conn.execute(_OUTCOME_EXPERIENCES, {**run, "changed": changed})
         return changes
 
     def get_outcome(self, tenant_id: str, trajectory_id: Any) -> dict[str, Any] | None:

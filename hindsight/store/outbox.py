@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import bindparam, delete, func, select, text
 
 from hindsight._errors import StoreError
 from hindsight.models import ExperienceStatus
@@ -54,6 +54,18 @@ _DELETED = ExperienceStatus.DELETED.value
 _POINT_COLUMNS = (*(_exp.c[name] for name in PAYLOAD_COLUMNS), _exp.c.embedding)
 # One advisory lock per experience id, taken in one sorted order (no deadlock between two
 # appliers); released at the end of the transaction.
+# Built once: building a statement per call (and its cache key) cost SQLAlchemy about as much
+# as running it, and a sync follows every write (docs/benchmarks.md#sql-statements).
+_PENDING = (
+    select(_box.c.experience_id)
+    .group_by(_box.c.experience_id)
+    .order_by(func.min(_box.c.seq))
+    .limit(bindparam("limit"))
+)
+"""Experience ids with outbox rows, the oldest row's first."""
+_QUEUED = select(_box.c.seq).where(_box.c.experience_id.in_(bindparam("ids", expanding=True)))
+_POINTS = select(*_POINT_COLUMNS).where(_exp.c.id.in_(bindparam("ids", expanding=True)))
+_CLEARED = delete(_box).where(_box.c.seq.in_(bindparam("seqs", expanding=True)))
 _PG_LOCK_IDS = text(
     "SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT DISTINCT hashtextextended(x, 0) AS k "
     "FROM unnest(CAST(:ids AS text[])) AS x ORDER BY k) AS keys"
@@ -87,10 +99,8 @@ class OutboxStore(StoreCore):
 
     def pending_vector_changes(self, limit: int = BATCH) -> list[str]:
         """Up to ``limit`` experience ids with pending outbox rows, oldest first."""
-        first = func.min(_box.c.seq)
-        query = select(_box.c.experience_id).group_by(_box.c.experience_id).order_by(first)
         with self._tx() as conn:
-            return list(conn.execute(query.limit(max(1, int(limit)))).scalars())
+            return list(conn.execute(_PENDING, {"limit": max(1, int(limit))}).scalars())
 
     def vector_outbox_state(self) -> dict[str, Any]:
         """``{"pending": rows, "oldest": datetime of the oldest row or None}``."""
@@ -126,17 +136,15 @@ class OutboxStore(StoreCore):
             seqs: list[int] = []
             points: dict[str, VectorPoint] = {}
             for part in chunks(wanted):
-                query = select(_box.c.seq).where(_box.c.experience_id.in_(part))
-                seqs += conn.execute(query).scalars()
+                seqs += conn.execute(_QUEUED, {"ids": part}).scalars()
             for part in chunks(wanted):
-                query = select(*_POINT_COLUMNS).where(_exp.c.id.in_(part))
-                for row in conn.execute(query).mappings():
+                for row in conn.execute(_POINTS, {"ids": part}).mappings():
                     point = _point(row)
                     if point is not None:
                         points[point.id] = point
             write(list(points.values()), [i for i in wanted if i not in points])
             for seq_part in chunks(seqs):
-                conn.execute(delete(_box).where(_box.c.seq.in_(seq_part)))
+                conn.execute(_CLEARED, {"seqs": seq_part})
         return len(seqs)
 
     def experience_ids_after(self, after: str = "", limit: int = BATCH) -> list[str]:

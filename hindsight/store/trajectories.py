@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, insert, select, true, update
+from sqlalchemy import ColumnElement, bindparam, delete, insert, select, true, update
 from sqlalchemy.engine import Connection
 
 from hindsight._contract import outcome_conflict
@@ -96,6 +96,27 @@ _TASK_KEY_SOURCES = (TASK_KEY_EXPLICIT, TASK_KEY_INTENT)
 #: How often :meth:`TrajectoryStore._keep_prompt` re-inserts a prompt that a concurrent
 #: ``forget`` deleted between the insert and the lock (PostgreSQL only; once is the rule).
 _PROMPT_RETRIES = 5
+
+# Built once: building a statement per call (and its cache key) cost SQLAlchemy about as much
+# as running it (docs/benchmarks.md#sql-statements).
+_TRAJECTORY = select(trajectories).where(
+    trajectories.c.tenant_id == bindparam("tenant"), trajectories.c.id == bindparam("id")
+)
+_PROMPT_TEXT = select(prompts.c.text).where(
+    prompts.c.tenant_id == bindparam("tenant"), prompts.c.sha256 == bindparam("sha")
+)
+_PROMPT_HELD = (
+    select(prompts.c.sha256)
+    .where(prompts.c.tenant_id == bindparam("tenant"), prompts.c.sha256 == bindparam("sha"))
+    .with_for_update(read=True)
+)
+"""A prompt row, read ``FOR SHARE`` on PostgreSQL (a concurrent ``forget`` waits)."""
+_EVENTS = (
+    select(events)
+    .where(events.c.tenant_id == bindparam("tenant"), events.c.trajectory_id == bindparam("id"))
+    .order_by(events.c.position)
+)
+_INSERT_EVENTS = insert(events)
 
 _SUMMARY_COLUMNS = (
     trajectories.c.id,
@@ -301,7 +322,7 @@ class TrajectoryStore(StoreCore):
         row = trajectory_row(traj, now)
         with self._tx(write=True) as conn:
             inserted = conn.execute(
-                self._insert_ignore(trajectories).returning(trajectories.c.id), row
+                self._insert_ignore(trajectories, trajectories.c.id), row
             ).first()
             if inserted is None:
                 owner = conn.execute(
@@ -320,7 +341,7 @@ class TrajectoryStore(StoreCore):
             if traj.system_prompt is not None:
                 self._keep_prompt(conn, traj.tenant_id, row["system_prompt_sha256"], traj, now)
             if rows:
-                conn.execute(insert(events), rows)
+                conn.execute(_INSERT_EVENTS, rows)
             if enqueue_review and not _paused(traj):
                 conn.execute(
                     self._insert_ignore(review_jobs), new_job_row(traj.tenant_id, traj.id, now)
@@ -461,32 +482,15 @@ class TrajectoryStore(StoreCore):
         tenant = validate_tenant(tenant_id)
         tid = normalize_id(trajectory_id, "trajectory id")
         with self._tx() as conn:
-            row = (
-                conn.execute(
-                    select(trajectories).where(
-                        trajectories.c.tenant_id == tenant, trajectories.c.id == tid
-                    )
-                )
-                .mappings()
-                .first()
-            )
+            keys = {"tenant": tenant, "id": tid}
+            row = conn.execute(_TRAJECTORY, keys).mappings().first()
             if row is None:
                 raise NotFoundError(f"trajectory {tid} not found in tenant {tenant!r}")
             prompt = None
             if row["system_prompt_sha256"] is not None:
-                prompt = conn.execute(
-                    select(prompts.c.text).where(
-                        prompts.c.tenant_id == tenant,
-                        prompts.c.sha256 == row["system_prompt_sha256"],
-                    )
-                ).scalar_one_or_none()
-            event_list = list(
-                conn.execute(
-                    select(events)
-                    .where(events.c.tenant_id == tenant, events.c.trajectory_id == tid)
-                    .order_by(events.c.position)
-                ).mappings()
-            )
+                sha = {"tenant": tenant, "sha": row["system_prompt_sha256"]}
+                prompt = conn.execute(_PROMPT_TEXT, sha).scalar_one_or_none()
+            event_list = list(conn.execute(_EVENTS, keys).mappings())
         return trajectory_from_rows(row, event_list, prompt)
 
     def list_trajectory_ids(self, tenant_id: str) -> list[str]:
@@ -510,14 +514,9 @@ class TrajectoryStore(StoreCore):
         """Make sure the tenant's prompt ``sha`` exists, and hold it (``FOR SHARE``) until the
         transaction ends, so a concurrent ``forget`` cannot drop it under the new run."""
         values = {"tenant_id": tenant, "sha256": sha, "text": traj.system_prompt, "created_at": now}
-        lock = (
-            select(prompts.c.sha256)
-            .where(prompts.c.tenant_id == tenant, prompts.c.sha256 == sha)
-            .with_for_update(read=True)
-        )
         for _ in range(_PROMPT_RETRIES):
             conn.execute(self._insert_ignore(prompts), values)
-            if conn.execute(lock).first() is not None:
+            if conn.execute(_PROMPT_HELD, {"tenant": tenant, "sha": sha}).first() is not None:
                 return
         raise UsageError(f"the system prompt of trajectory {traj.id} could not be stored; retry")
 
