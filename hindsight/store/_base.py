@@ -10,7 +10,7 @@ from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, type_coerce
+from sqlalchemy import ColumnElement, Table, and_, bindparam, func, insert, or_, select, type_coerce
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DataError, SQLAlchemyError
 
@@ -38,6 +38,13 @@ LOCKED_TENANTS = "hindsight_locked_tenants"  # tenants whose stamp rows this tra
 _RECALL_READS: ContextVar[bool] = ContextVar("hindsight_recall_reads", default=False)
 _OUTBOX_COUNT = threading.Lock()  # guards StoreCore._outbox_writes (raised by any thread)
 _INSERT_OUTBOX = insert(vector_outbox)
+_LOCK_STAMPS = (
+    select(experience_stamps.c.tenant_id)
+    .where(experience_stamps.c.tenant_id.in_(bindparam("tenants", expanding=True)))
+    .order_by(experience_stamps.c.tenant_id)
+    .with_for_update()
+)
+"""PostgreSQL: the change-stamp rows of some tenants, locked in tenant order."""
 _INSERT_IGNORE: dict[tuple[str, Any, tuple[Any, ...]], Any] = {}
 """``INSERT ... ON CONFLICT DO NOTHING`` statements by backend, table and ``RETURNING``
 columns: built once (:meth:`StoreCore._insert_ignore`)."""
@@ -305,12 +312,7 @@ class StoreCore:
         wanted = sorted(set(tenants) - held)
         held.update(wanted)
         for part in chunks(wanted):
-            conn.execute(
-                select(experience_stamps.c.tenant_id)
-                .where(experience_stamps.c.tenant_id.in_(part))
-                .order_by(experience_stamps.c.tenant_id)
-                .with_for_update()
-            ).all()
+            conn.execute(_LOCK_STAMPS, {"tenants": part}).all()
 
     def _upsert_insert(self, table: Table) -> Any:
         """This backend's ``INSERT`` construct, which has ``on_conflict_do_nothing/update``."""

@@ -130,6 +130,30 @@ _ALIVE_RUNS = (
     .with_for_update(read=True)
 )
 """The tenant's stored runs among some ids, read ``FOR SHARE`` on PostgreSQL."""
+_IDS_IN_TENANT = select(_table.c.id).where(
+    ids_in_tenant(bindparam("ids", expanding=True), bindparam("tenant"))  # type: ignore[arg-type]
+)
+"""Which of some ids are experiences of one tenant (through the primary key)."""
+_COUNT_RECALLS = (
+    update(_table)
+    .where(_table.c.id == bindparam("b_id"), _table.c.tenant_id == bindparam("b_tenant"))
+    .values(
+        recall_count=_table.c.recall_count + bindparam("b_n"),
+        last_recalled_at=bindparam("b_at"),
+    )
+)
+_INSERT_RECALLS = insert(recalls)
+_BY_LESSON_KEY = (
+    select(*_COLUMNS)
+    .where(
+        _table.c.tenant_id == bindparam("tenant"),
+        _table.c.lesson_key_hash == bindparam("digest"),
+        _table.c.namespace == bindparam("namespace"),
+        _table.c.status == ExperienceStatus.ACTIVE.value,
+    )
+    .order_by(_table.c.created_at, _table.c.id)
+)
+"""The tenant's active experiences of a namespace with one lesson-key hash, oldest first."""
 _TAUGHT_BY_RUNS = (
     select(_links.c.trajectory_id, _links.c.experience_id)
     .join(_table, _table.c.id == _links.c.experience_id)
@@ -142,8 +166,6 @@ _TAUGHT_BY_RUNS = (
     .order_by(_links.c.trajectory_id, _links.c.experience_id)
 )
 """The tenant's experiences in some statuses that some runs taught, by run."""
-_STAMP = select(_stamps.c.stamp).where(_stamps.c.tenant_id == bindparam("tenant"))
-_STAMP_LOCKED = _STAMP.with_for_update()
 _VECTORS = select(_table.c.id, _table.c.embedding).where(
     _table.c.id.in_(bindparam("ids", expanding=True)), _table.c.embedding.is_not(None)
 )
@@ -209,6 +231,7 @@ def _update_of(names: frozenset[str]) -> Any:
 
 #: The tenant's change counter (migration 0007), one primary-key read; built once.
 _STAMP_OF_TENANT = select(_stamps.c.stamp).where(_stamps.c.tenant_id == bindparam("tenant"))
+_STAMP_LOCKED = _STAMP_OF_TENANT.with_for_update()
 
 
 class _AboutToolCache:
@@ -485,7 +508,7 @@ class ExperienceStore(StoreCore):
             TenantRequiredError: empty or missing tenant.
         """
         tenant = validate_tenant(tenant_id)
-        query = _STAMP_LOCKED if lock and self.backend == "postgresql" else _STAMP
+        query = _STAMP_LOCKED if lock and self.backend == "postgresql" else _STAMP_OF_TENANT
         with self._tx() as conn:
             value = conn.execute(query, {"tenant": tenant}).scalar()
             if lock and self.backend == "postgresql":  # held now: not locked again
@@ -807,8 +830,8 @@ class ExperienceStore(StoreCore):
             alive: set[tuple[str, str]] = set()
             for tenant, ids in by_tenant.items():
                 for part in chunks(sorted(ids)):
-                    query = select(_table.c.id).where(ids_in_tenant(part, tenant))
-                    alive.update((tenant, eid) for eid in conn.execute(query).scalars())
+                    found = conn.execute(_IDS_IN_TENANT, {"ids": part, "tenant": tenant})
+                    alive.update((tenant, eid) for eid in found.scalars())
             counts: dict[tuple[str, str], list[Any]] = {}
             log_rows: list[dict[str, Any]] = []
             for item in batch:
@@ -829,21 +852,13 @@ class ExperienceStore(StoreCore):
             if not counts:
                 return
             conn.execute(
-                update(_table)
-                .where(
-                    _table.c.id == bindparam("b_id"),
-                    _table.c.tenant_id == bindparam("b_tenant"),
-                )
-                .values(
-                    recall_count=_table.c.recall_count + bindparam("b_n"),
-                    last_recalled_at=bindparam("b_at"),
-                ),
+                _COUNT_RECALLS,
                 [
                     {"b_id": eid, "b_tenant": tenant, "b_n": n, "b_at": at}
                     for (tenant, eid), (n, at) in counts.items()
                 ],
             )
-            conn.execute(insert(recalls), log_rows)
+            conn.execute(_INSERT_RECALLS, log_rows)
 
     def _overlaid_list(self, tenant: str, rows: list[Experience]) -> list[Experience]:
         if self._recall_buffer is None or not self._recall_buffer.pending:
@@ -871,18 +886,9 @@ class ExperienceStore(StoreCore):
         digest = lesson_key_hash(lesson_key)
         if digest is None:
             return None
-        query = (
-            select(*_COLUMNS)
-            .where(
-                _table.c.tenant_id == tenant,
-                _table.c.lesson_key_hash == digest,
-                _table.c.namespace == namespace,
-                _table.c.status == ExperienceStatus.ACTIVE.value,
-            )
-            .order_by(_table.c.created_at, _table.c.id)
-        )
+        keys = {"tenant": tenant, "digest": digest, "namespace": namespace}
         with self._tx() as conn:
-            for row in conn.execute(query):
+            for row in conn.execute(_BY_LESSON_KEY, keys):
                 exp = experience_from_stored(row)
                 if exp.metadata.get("lesson_key") == lesson_key:  # not just the same hash
                     return exp

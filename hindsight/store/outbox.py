@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select, text
+from sqlalchemy import Integer, bindparam, delete, func, select, text
 
 from hindsight._errors import StoreError
 from hindsight.models import ExperienceStatus
@@ -52,20 +52,20 @@ BATCH = 500
 """Experience ids per apply transaction."""
 _DELETED = ExperienceStatus.DELETED.value
 _POINT_COLUMNS = (*(_exp.c[name] for name in PAYLOAD_COLUMNS), _exp.c.embedding)
-# One advisory lock per experience id, taken in one sorted order (no deadlock between two
-# appliers); released at the end of the transaction.
 # Built once: building a statement per call (and its cache key) cost SQLAlchemy about as much
 # as running it, and a sync follows every write (docs/benchmarks.md#sql-statements).
 _PENDING = (
     select(_box.c.experience_id)
     .group_by(_box.c.experience_id)
     .order_by(func.min(_box.c.seq))
-    .limit(bindparam("limit"))
+    .limit(bindparam("limit", type_=Integer))
 )
 """Experience ids with outbox rows, the oldest row's first."""
 _QUEUED = select(_box.c.seq).where(_box.c.experience_id.in_(bindparam("ids", expanding=True)))
 _POINTS = select(*_POINT_COLUMNS).where(_exp.c.id.in_(bindparam("ids", expanding=True)))
 _CLEARED = delete(_box).where(_box.c.seq.in_(bindparam("seqs", expanding=True)))
+# One advisory lock per experience id, taken in one sorted order (no deadlock between two
+# appliers); released at the end of the transaction.
 _PG_LOCK_IDS = text(
     "SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT DISTINCT hashtextextended(x, 0) AS k "
     "FROM unnest(CAST(:ids AS text[])) AS x ORDER BY k) AS keys"

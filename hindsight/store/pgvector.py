@@ -141,6 +141,7 @@ class PgVectorIndex:
         self.store = store
         self.index_name = hnsw_index_name(dimension)
         self._as_vector = cast(_exp.c.embedding, _vector_type(dimension))
+        self._queries: dict[tuple[int, bool, bool], Any] = {}
         with store._tx(write=True) as conn:
             self.version = ensure_pgvector(conn)
             if self.index_name not in drop_hnsw(conn, keep=self.index_name):
@@ -152,9 +153,17 @@ class PgVectorIndex:
                 )
             self.server_version = str(conn.execute(text("SHOW server_version")).scalar_one())
 
-    def _query(self, limit: int) -> Any:
+    def _query(self, limit: int, by_task_type: bool, by_kinds: bool) -> Any:
+        """The nearest-rows statement for ``limit`` rows, with the task type and kinds
+        conditions when asked (bound as ``task_type`` and ``kinds``); built once per shape
+        and kept (docs/benchmarks.md#sql-statements): the limit stays a literal, so the
+        planner sees it."""
+        key = (limit, by_task_type, by_kinds)
+        query = self._queries.get(key)
+        if query is not None:
+            return query
         distance = self._as_vector.cosine_distance(bindparam("q", type_=_vector_type(None)))
-        return (
+        query = (
             select(*_ROW, distance.label("distance"))
             .where(
                 _exp.c.tenant_id == bindparam("tenant"),
@@ -166,6 +175,13 @@ class PgVectorIndex:
             .order_by(distance)
             .limit(limit)
         )
+        if by_task_type:
+            query = query.where(_exp.c.task_type == bindparam("task_type"))
+        if by_kinds:
+            query = query.where(_exp.c.kind.in_(bindparam("kinds", expanding=True)))
+        if len(self._queries) < 256:
+            self._queries[key] = query
+        return query
 
     def search(
         self,
@@ -226,16 +242,16 @@ class PgVectorIndex:
         if not scopes or scopes[0].empty:
             return [[] for _ in scopes]
         first = scopes[0]
-        query = self._query(first.limit)
+        query = self._query(first.limit, first.task_type is not None, first.kinds is not None)
         params: dict[str, Any] = {
             "tenant": first.tenant_id,
             "namespaces": first.namespaces,
             "statuses": first.statuses,
         }
         if first.task_type is not None:
-            query = query.where(_exp.c.task_type == first.task_type)
+            params["task_type"] = first.task_type
         if first.kinds is not None:
-            query = query.where(_exp.c.kind.in_(first.kinds))
+            params["kinds"] = list(first.kinds)
         ef = str(EF_SEARCH if first.limit <= 50 else min(2 * first.limit, 1000))
         found: list[list[VectorHit]] = []
         with self.store._tx() as conn:
