@@ -8,6 +8,7 @@ neutralised before it is rendered.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 
@@ -56,9 +57,13 @@ _DELIM_WORDS = re.compile(r"(?:end of )?past experience \(reference only\)", re.
 _WS = re.compile(r"\s+")
 
 
+@functools.lru_cache(maxsize=4096)
 def escape_item(text: str) -> str:
     """Make ``text`` safe to place inside the block: one line, no delimiter, no template tags,
-    no invisible characters (which could split a tag so that this escaping misses it)."""
+    no invisible characters (which could split a tag so that this escaping misses it).
+
+    Kept for the last 4,096 texts: the same lessons are recalled run after run, and these
+    substitutions were most of a block's rendering (which is on the agent's path)."""
     text = _WS.sub(" ", strip_invisible(text)).strip()
     text = _TEMPLATE_TAGS.sub("[tag removed]", text)
     text = _DASHES.sub("-", text)
