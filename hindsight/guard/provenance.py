@@ -136,8 +136,8 @@ def _kind(token: str) -> str | None:
         return "email"
     if token.lower().startswith(("http://", "https://", "www.")) or _BARE_URL.match(token):
         return "url"
-    digits = sum(c.isdigit() for c in token)
-    letters = sum(c.isalpha() for c in token)
+    digits = sum(map(str.isdigit, token))
+    letters = sum(map(str.isalpha, token))
     if digits >= 3 or (digits and letters and len(token) >= 4):
         return "identifier"
     parts = _DOT_AT.split(token)
@@ -468,16 +468,19 @@ class RunSpans:
         theirs wherever else it occurs; any other is attributed to the spans it occurs in, and
         one found in a ``data`` span is tainted (each passage once, at most one passage per
         event). Never raises."""
-        return self._provenance(text, record=False)
+        return self._provenance(text, elements(text), record=False)
 
-    def _provenance(self, text: str, *, record: bool) -> LessonProvenance:
-        """:meth:`provenance`; ``record``: ``text`` is a record of the run (an episode), so a
-        passage that the agent's own calls or answers hold is an action recorded, not an
-        instruction restated: it is attributed, never tainted, and leaves its events free
-        for the passages that are (:meth:`mask_data`)."""
+    def _provenance(
+        self, text: str, found: list[tuple[str, str]], *, record: bool
+    ) -> LessonProvenance:
+        """:meth:`provenance` of ``text`` whose :func:`elements` are ``found``; ``record``:
+        ``text`` is a record of the run (an episode), so a passage that the agent's own calls
+        or answers hold is an action recorded, not an instruction restated: it is attributed,
+        never tainted, and leaves its events free for the passages that are
+        (:meth:`mask_data`)."""
         sources: set[str] = set()
         tainted: dict[str, TaintedSpan] = {}
-        for kind, element in elements(text):
+        for kind, element in found:
             key = normalize(element)
             if kind == "name" and key in self._lower:
                 continue  # a common word the run also writes in lower case
@@ -524,10 +527,11 @@ class RunSpans:
         copied from a tool result that the agent's calls and answers (not its thoughts) do
         not hold - an instruction restated, not an action recorded - stays tainted and
         quarantines the episode. Never raises."""
-        found = self._provenance(text, record=True)
+        salient = elements(text)
+        found = self._provenance(text, salient, record=True)
         tool_text = [_tool_text(s) for s in self.spans if s.source in ("data", "tool_behaviour")]
         wanted: dict[str, str] = {}
-        for kind, element in elements(text):
+        for kind, element in salient:
             label = ELEMENT_CLASSES.get(kind)
             key = normalize(element)
             if label is None or self._given_in(key) is not None:
