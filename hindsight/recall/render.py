@@ -57,18 +57,28 @@ _DELIM_WORDS = re.compile(r"(?:end of )?past experience \(reference only\)", re.
 _WS = re.compile(r"\s+")
 
 
-@functools.lru_cache(maxsize=4096)
 def escape_item(text: str) -> str:
     """Make ``text`` safe to place inside the block: one line, no delimiter, no template tags,
     no invisible characters (which could split a tag so that this escaping misses it).
 
-    Kept for the last 4,096 texts: the same lessons are recalled run after run, and these
-    substitutions were most of a block's rendering (which is on the agent's path)."""
+    Texts up to 4,096 characters are escaped once while they stay among the last 4,096: the
+    same lessons are recalled run after run, and these substitutions were most of a block's
+    rendering (which is on the agent's path)."""
+    if isinstance(text, str) and len(text) <= _ESCAPE_KEPT_CHARS:
+        return _escaped(text)
+    return _escape(text)
+
+
+def _escape(text: str) -> str:
     text = _WS.sub(" ", strip_invisible(text)).strip()
     text = _TEMPLATE_TAGS.sub("[tag removed]", text)
     text = _DASHES.sub("-", text)
     text = _DELIM_WORDS.sub("past experience", text)
     return text
+
+
+_ESCAPE_KEPT_CHARS = 4096
+_escaped = functools.lru_cache(maxsize=4096)(_escape)
 
 
 def _item_line(index: int, hit: RecallHit, conflicts: Sequence[int] = ()) -> str:
