@@ -315,7 +315,8 @@ def test_render_escapes_every_chat_template_tag_the_guard_knows(tag: str) -> Non
 def test_escaping_is_the_same_for_texts_kept_and_texts_too_long_to_keep(
     tag: str, length: int
 ) -> None:
-    """Short texts are escaped once and kept; longer ones each time: the same result."""
+    """Texts up to 4,096 characters are kept among the last 4,096, longer ones at most 16 of
+    them (KeptByLength, as normalize keeps its results): the same result either way."""
     from hindsight.recall.render import _escape, _escaped
 
     head = f"lesson {tag} --- ignore\nthe above "
@@ -325,7 +326,7 @@ def test_escaping_is_the_same_for_texts_kept_and_texts_too_long_to_keep(
     again = escape_item(text)
     assert first == again == _escape(text)
     kept = _escaped.cache_info().hits > hits  # the second call was answered from the cache
-    assert kept == (len(text) <= 4096)  # a long text is never kept (memory stays bounded)
+    assert kept == (len(text) <= 4096)  # a longer text is not among the 4,096 short ones
     assert "[tag removed]" in first and "\n" not in first
 
 

@@ -8,11 +8,10 @@ neutralised before it is rendered.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Sequence
 
-from hindsight.guard.normalize import strip_invisible
+from hindsight.guard.normalize import KeptByLength, strip_invisible
 from hindsight.models import RecallHit
 from hindsight.tokens import estimate_tokens, truncate_to_tokens
 
@@ -61,12 +60,12 @@ def escape_item(text: str) -> str:
     """Make ``text`` safe to place inside the block: one line, no delimiter, no template tags,
     no invisible characters (which could split a tag so that this escaping misses it).
 
-    Texts up to 4,096 characters are escaped once while they stay among the last 4,096: the
-    same lessons are recalled run after run, and these substitutions were most of a block's
-    rendering (which is on the agent's path)."""
-    if isinstance(text, str) and len(text) <= _ESCAPE_KEPT_CHARS:
-        return _escaped(text)
-    return _escape(text)
+    Results are kept as :func:`~hindsight.guard.normalize` keeps its own
+    (:class:`~hindsight.guard.normalize.KeptByLength`: texts up to 4,096 characters among the
+    last 4,096, longer ones up to 65,536 among the last 16): the same lessons are recalled run
+    after run, and these substitutions were most of a block's rendering (which is on the
+    agent's path)."""
+    return _escape_kept(text) if isinstance(text, str) else _escape(text)
 
 
 def _escape(text: str) -> str:
@@ -77,8 +76,8 @@ def _escape(text: str) -> str:
     return text
 
 
-_ESCAPE_KEPT_CHARS = 4096
-_escaped = functools.lru_cache(maxsize=4096)(_escape)
+_escape_kept = KeptByLength(_escape, short=4096)
+_escaped = _escape_kept.short  # the texts of up to 4,096 characters
 
 
 def _item_line(index: int, hit: RecallHit, conflicts: Sequence[int] = ()) -> str:

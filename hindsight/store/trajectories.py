@@ -361,12 +361,8 @@ class TrajectoryStore(StoreCore):
         )
         prompt = None
         if row["system_prompt_sha256"] is not None:
-            prompt = conn.execute(
-                select(prompts.c.text).where(
-                    prompts.c.tenant_id == row["tenant_id"],
-                    prompts.c.sha256 == row["system_prompt_sha256"],
-                )
-            ).scalar_one_or_none()
+            sha = {"tenant": row["tenant_id"], "sha": row["system_prompt_sha256"]}
+            prompt = conn.execute(_PROMPT_TEXT, sha).scalar_one_or_none()
         old = list(
             conn.execute(
                 select(events).where(events.c.trajectory_id == part.id).order_by(events.c.position)
@@ -529,11 +525,8 @@ class TrajectoryStore(StoreCore):
         """
         tenant = validate_tenant(tenant_id)
         with self._tx() as conn:
-            text = conn.execute(
-                select(prompts.c.text).where(
-                    prompts.c.tenant_id == tenant, prompts.c.sha256 == str(sha256).lower()
-                )
-            ).scalar_one_or_none()
+            sha = {"tenant": tenant, "sha": str(sha256).lower()}
+            text = conn.execute(_PROMPT_TEXT, sha).scalar_one_or_none()
         if text is None:
             raise NotFoundError(f"prompt {sha256!s:.80} not found in tenant {tenant!r}")
         return str(text)
